@@ -1,0 +1,1 @@
+pub const GROUP: &str = "ceph.elemental.net";
