@@ -1,1 +1,295 @@
+//! The `CephOSD` custom resource: spec and status types, and the CRD generated from them.
+//!
+//! The CRD is derived from these types and then adjusted as data (CEL rule on the name,
+//! descriptions stripped inside the embedded Pod schema, `ports[].protocol` defaulted).
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// API group of the CRD and prefix of every label and annotation key we own.
 pub const GROUP: &str = "ceph.elemental.net";
+/// Longest CR name whose owner label `CephOSD-<name>` still fits in 63 characters.
+pub const MAX_NAME_LEN: usize = 55;
+
+/// Desired state of a set of Ceph OSDs: which devices on which hosts, and the Pod to run for each.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "ceph.elemental.net",
+    version = "v1alpha1",
+    kind = "CephOSD",
+    root = "CephOsd",
+    singular = "cephosd",
+    plural = "cephosds",
+    namespaced,
+    status = "CephOsdStatus",
+    doc = "CephOSD runs one Pod per OSD on explicitly listed hosts and devices and rolls template changes out one update domain at a time."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct CephOsdSpec {
+    /// Groups of hosts and the OSD devices each of those hosts carries (hosts × osds).
+    pub storage: Vec<StorageEntry>,
+    /// What is replaced at once during a rollout: one `OSD`, or all OSDs of one `Host`.
+    pub update_domain: UpdateDomain,
+    /// A complete core/v1 Pod (apiVersion, kind, metadata, spec) used for every OSD pod.
+    /// Kept as raw JSON: the template hash must be computed over exactly what the API server
+    /// returns, never over a typed round-trip that could drop or normalise fields.
+    #[schemars(with = "Pod")]
+    pub pod_template: Value,
+}
+
+/// One `storage[]` entry: every host gets every OSD listed here.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+pub struct StorageEntry {
+    /// Kubernetes node names (matched against the `kubernetes.io/hostname` label).
+    #[schemars(length(min = 1), inner(length(min = 1)))]
+    pub hosts: Vec<String>,
+    /// The OSD devices present on each of the hosts.
+    #[schemars(length(min = 1))]
+    pub osds: Vec<OsdDevices>,
+}
+
+/// The devices of one OSD.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct OsdDevices {
+    /// Primary (data) device path, e.g. `/dev/disk/by-path/...`.
+    #[schemars(length(min = 1))]
+    pub data: String,
+    /// Optional RocksDB device path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub db: Option<String>,
+    /// Optional write-ahead-log device path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub wal: Option<String>,
+}
+
+/// The unit of a rolling update.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum UpdateDomain {
+    /// Replace one OSD pod at a time.
+    #[serde(rename = "OSD")]
+    Osd,
+    /// Replace all OSD pods of one host at a time.
+    Host,
+}
+
+/// Observed state, written by the operator.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CephOsdStatus {
+    /// The `metadata.generation` this status was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The current `pod-template-hash` of `spec.podTemplate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_hash: Option<String>,
+}
+
+impl CephOsd {
+    /// The value of the owner label carried by every pod of this CR.
+    pub fn owner_label_value(&self) -> String {
+        owner_label_value(&kube::ResourceExt::name_any(self))
+    }
+}
+
+/// `CephOSD-<name>`: the owner label value for a CR name.
+pub fn owner_label_value(cr_name: &str) -> String {
+    format!("CephOSD-{cr_name}")
+}
+
+/// The CRD as installed: derived from the types, then adjusted (see module docs).
+pub fn custom_resource_definition() -> CustomResourceDefinition {
+    let mut crd = serde_json::to_value(CephOsd::crd()).unwrap_or(Value::Null);
+    adjust_schema(&mut crd);
+    // The adjusted value still has the CRD's shape; falling back keeps this infallible.
+    serde_json::from_value(crd).unwrap_or_else(|_| CephOsd::crd())
+}
+
+/// The CRD as a YAML document (what `ceph-osd-operator crd` prints).
+pub fn custom_resource_definition_yaml() -> String {
+    serde_saphyr::to_string(&custom_resource_definition()).unwrap_or_default()
+}
+
+/// The openAPIV3 schema of a full core/v1 Pod exactly as embedded in `spec.podTemplate`
+/// (descriptions stripped, `ports[].protocol` defaulted). The test control plane serves Pods
+/// with this same schema.
+pub fn pod_schema() -> Value {
+    let crd = serde_json::to_value(custom_resource_definition()).unwrap_or(Value::Null);
+    crd.pointer(POD_TEMPLATE_POINTER)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+const SCHEMA_POINTER: &str = "/spec/versions/0/schema/openAPIV3Schema";
+const POD_TEMPLATE_POINTER: &str =
+    "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/podTemplate";
+
+fn adjust_schema(crd: &mut Value) {
+    crd["spec"]["names"]["listKind"] = json!("CephOSDList");
+    if let Some(root) = crd.pointer_mut(SCHEMA_POINTER) {
+        root["x-kubernetes-validations"] = json!([{
+            "rule": format!("self.metadata.name.size() <= {MAX_NAME_LEN}"),
+            "message": format!(
+                "metadata.name must be at most {MAX_NAME_LEN} characters: \
+                 the owner label CephOSD-<name> on every OSD pod must fit in 63"
+            ),
+        }]);
+    }
+    if let Some(pod) = crd.pointer_mut(POD_TEMPLATE_POINTER) {
+        strip_descriptions(pod);
+        for containers in ["containers", "initContainers"] {
+            let pointer = format!("/properties/spec/properties/{containers}/items/properties/ports/items/properties/protocol");
+            if let Some(protocol) = pod.pointer_mut(&pointer) {
+                protocol["default"] = json!("TCP");
+            }
+        }
+        pod["description"] = json!(
+            "A complete core/v1 Pod (apiVersion, kind, metadata, spec) used for every OSD pod. \
+             Changing it rolls the OSD pods one update domain at a time."
+        );
+    }
+}
+
+/// Removes `description` keys from a schema tree (keeps the CRD far below the 256 KiB
+/// limit of client-side `kubectl apply`). Property *names* called `description` survive.
+fn strip_descriptions(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("description").is_some_and(Value::is_string) {
+                map.remove("description");
+            }
+            for (key, child) in map.iter_mut() {
+                if key == "properties" {
+                    if let Value::Object(props) = child {
+                        props.values_mut().for_each(strip_descriptions);
+                    }
+                } else {
+                    strip_descriptions(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_descriptions),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Value {
+        serde_json::to_value(custom_resource_definition())
+            .expect("crd serialises")
+            .pointer(SCHEMA_POINTER)
+            .cloned()
+            .expect("schema present")
+    }
+
+    #[test]
+    fn names_match_the_reference_crd() {
+        let crd = custom_resource_definition();
+        assert_eq!(
+            crd.metadata.name.as_deref(),
+            Some("cephosds.ceph.elemental.net")
+        );
+        assert_eq!(crd.spec.group, "ceph.elemental.net");
+        assert_eq!(crd.spec.names.kind, "CephOSD");
+        assert_eq!(crd.spec.names.list_kind.as_deref(), Some("CephOSDList"));
+        assert_eq!(crd.spec.names.singular.as_deref(), Some("cephosd"));
+        assert_eq!(crd.spec.scope, "Namespaced");
+        let version = &crd.spec.versions[0];
+        assert_eq!(version.name, "v1alpha1");
+        assert!(version.served && version.storage);
+        assert!(version
+            .subresources
+            .as_ref()
+            .and_then(|s| s.status.as_ref())
+            .is_some());
+    }
+
+    #[test]
+    fn spec_requires_storage_update_domain_and_pod_template() {
+        let schema = schema();
+        let required = schema
+            .pointer("/properties/spec/required")
+            .expect("required");
+        for field in ["storage", "updateDomain", "podTemplate"] {
+            assert!(
+                required.as_array().expect("array").contains(&json!(field)),
+                "{field}"
+            );
+        }
+        assert_eq!(
+            schema.pointer("/properties/spec/properties/updateDomain/enum"),
+            Some(&json!(["OSD", "Host"]))
+        );
+        let storage = schema
+            .pointer("/properties/spec/properties/storage/items/properties")
+            .expect("storage items");
+        assert_eq!(storage.pointer("/hosts/minItems"), Some(&json!(1)));
+        assert_eq!(storage.pointer("/hosts/items/minLength"), Some(&json!(1)));
+        assert_eq!(storage.pointer("/osds/minItems"), Some(&json!(1)));
+        for device in ["data", "db", "wal"] {
+            assert_eq!(
+                storage.pointer(&format!("/osds/items/properties/{device}/minLength")),
+                Some(&json!(1)),
+                "{device}"
+            );
+        }
+        assert_eq!(
+            storage.pointer("/osds/items/required"),
+            Some(&json!(["data"]))
+        );
+    }
+
+    #[test]
+    fn name_length_rule_is_present() {
+        let rules = schema()["x-kubernetes-validations"].clone();
+        assert_eq!(rules[0]["rule"], json!("self.metadata.name.size() <= 55"));
+        assert!(rules[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("63")));
+    }
+
+    #[test]
+    fn pod_template_defaults_port_protocol_and_has_no_inner_descriptions() {
+        let pod = pod_schema();
+        for containers in ["containers", "initContainers"] {
+            let pointer = format!("/properties/spec/properties/{containers}/items/properties/ports/items/properties/protocol/default");
+            assert_eq!(pod.pointer(&pointer), Some(&json!("TCP")), "{containers}");
+        }
+        let mut inner = pod.clone();
+        inner.as_object_mut().expect("object").remove("description");
+        assert!(!inner.to_string().contains("\"description\":\""));
+    }
+
+    #[test]
+    fn quantities_and_ports_accept_numbers() {
+        let text = pod_schema().to_string();
+        assert!(text.contains("x-kubernetes-int-or-string"));
+    }
+
+    #[test]
+    fn crd_stays_below_the_client_side_apply_annotation_limit() {
+        let bytes = serde_json::to_vec(&custom_resource_definition()).expect("json");
+        assert!(
+            bytes.len() < 256 * 1024 - 4096,
+            "CRD is {} bytes",
+            bytes.len()
+        );
+    }
+
+    #[test]
+    fn checked_in_crd_matches_the_generated_one() {
+        let checked_in = include_str!("../crds/cephosds.ceph.elemental.net.yaml");
+        assert!(
+            checked_in == custom_resource_definition_yaml(),
+            "crds/cephosds.ceph.elemental.net.yaml is stale: run `cargo run -- crd > crds/cephosds.ceph.elemental.net.yaml`"
+        );
+    }
+}

@@ -1,0 +1,38 @@
+//! Label and annotation keys on OSD pods, and the `pod-state` values. Shared with the
+//! reference operator, so existing pods keep meaning what they meant.
+
+/// Label selecting every pod of a CR: value `CephOSD-<cr-name>`.
+pub const OWNER: &str = "ceph.elemental.net/owner";
+pub const TEMPLATE_HASH: &str = "ceph.elemental.net/pod-template-hash";
+pub const HOST: &str = "ceph.elemental.net/host";
+pub const DATA: &str = "ceph.elemental.net/data";
+pub const DB: &str = "ceph.elemental.net/db";
+pub const WAL: &str = "ceph.elemental.net/wal";
+pub const POD_STATE: &str = "ceph.elemental.net/pod-state";
+
+/// Rollout state of a pod, kept in its `pod-state` annotation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PodState {
+    /// Runs the current template (or an admin declared it good).
+    UpToDate,
+    /// Runs an older template; waits for its turn in the rollout.
+    OutOfDate,
+    /// Created by the operator; gates the rollout until Ready.
+    WaitForReady,
+}
+
+impl PodState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UpToDate => "up-to-date",
+            Self::OutOfDate => "out-of-date",
+            Self::WaitForReady => "wait-for-ready",
+        }
+    }
+}
+
+impl std::fmt::Display for PodState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

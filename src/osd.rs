@@ -1,0 +1,240 @@
+//! OSD identity: the key `<host>:<data>`, the pod name prefix and the random pod-name suffix.
+//!
+//! Names equal the reference operator's wherever its name was valid; where it was not
+//! (uppercase, `_`, non-ASCII, dots in odd hosts) we sanitise instead of failing.
+
+use rand::Rng;
+use std::fmt;
+
+/// Maximum length of a name prefix in characters (the suffix adds 5: 63 in all).
+pub const PREFIX_LEN: usize = 58;
+/// Length of the random pod-name suffix.
+pub const SUFFIX_LEN: usize = 5;
+const SUFFIX_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+
+/// Identity of one OSD: the host it runs on and its data device. Displayed as `host:data`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OsdKey {
+    pub host: String,
+    pub data: String,
+}
+
+impl OsdKey {
+    pub fn new(host: impl Into<String>, data: impl Into<String>) -> Self {
+        Self {
+            host: host.into(),
+            data: data.into(),
+        }
+    }
+
+    /// The rollout order: case-insensitive, ties broken by the exact key so order is total.
+    pub fn sort_key(&self) -> (String, String) {
+        let key = self.to_string();
+        (key.to_lowercase(), key)
+    }
+
+    /// The prefix every pod of this OSD carries: ours (always a valid name part).
+    pub fn name_prefix(&self) -> String {
+        sanitise(&reference_name_prefix(&self.host, &self.data))
+    }
+}
+
+impl Ord for OsdKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.sort_key().cmp(&other.sort_key())
+    }
+}
+
+impl PartialOrd for OsdKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for OsdKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.data)
+    }
+}
+
+/// The reference operator's prefix, which may be an invalid name part (kept to document and
+/// test compatibility: ours equals it whenever it is only `[a-z0-9-]`).
+pub fn reference_name_prefix(host: &str, data: &str) -> String {
+    let base: String = device_base(data)
+        .chars()
+        .map(|c| if is_python_word_char(c) { c } else { '-' })
+        .collect();
+    format!("osd-{}-{}-", short_host(host), base)
+        .chars()
+        .take(PREFIX_LEN)
+        .collect()
+}
+
+/// Host up to its first `.`; the whole host when it starts with `.` or ends right after it.
+fn short_host(host: &str) -> &str {
+    match host.split_once('.') {
+        Some((first, rest)) if !first.is_empty() && !rest.is_empty() => first,
+        _ => host,
+    }
+}
+
+/// Last path component of a device; the whole string when there is none (no slash, only a
+/// leading slash, or a trailing slash).
+fn device_base(data: &str) -> &str {
+    match data.rsplit_once('/') {
+        Some((before, last)) if !before.is_empty() && !last.is_empty() => last,
+        _ => data,
+    }
+}
+
+/// Python's `\w` for `str` patterns: alphanumeric (Unicode) or `_`.
+fn is_python_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// ASCII letters lowercased, every character other than `[a-z0-9-]` replaced by `-`.
+fn sanitise(prefix: &str) -> String {
+    prefix
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' => c,
+            'A'..='Z' => c.to_ascii_lowercase(),
+            _ => '-',
+        })
+        .collect()
+}
+
+/// Where pod-name suffixes come from: random in production, scripted in tests.
+pub trait SuffixSource {
+    fn next_suffix(&mut self) -> String;
+}
+
+/// Five random characters from `[a-z0-9]`, drawn anew for every pod.
+#[derive(Default)]
+pub struct RandomSuffix;
+
+impl SuffixSource for RandomSuffix {
+    fn next_suffix(&mut self) -> String {
+        let mut rng = rand::rng();
+        (0..SUFFIX_LEN)
+            .map(|_| char::from(SUFFIX_ALPHABET[rng.random_range(0..SUFFIX_ALPHABET.len())]))
+            .collect()
+    }
+}
+
+/// Deterministic suffixes `00000`, `00001`, ... for tests and previews.
+#[derive(Default)]
+pub struct CountingSuffix(u32);
+
+impl SuffixSource for CountingSuffix {
+    fn next_suffix(&mut self) -> String {
+        self.0 += 1;
+        format!("{:05}", self.0 % 100_000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// Kubernetes' DNS-1123 subdomain rule (pod names).
+    pub(crate) fn is_dns1123_subdomain(name: &str) -> bool {
+        name.len() <= 253
+            && name.split('.').all(|label| {
+                let bytes = label.as_bytes();
+                !bytes.is_empty()
+                    && bytes
+                        .iter()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                    && bytes[0] != b'-'
+                    && bytes[bytes.len() - 1] != b'-'
+            })
+    }
+
+    #[test]
+    fn prefixes_match_the_vectors() {
+        let vectors: Value =
+            serde_json::from_str(include_str!("../tests/data/hash-vectors.json")).expect("json");
+        let names = vectors["names"].as_array().expect("names");
+        assert!(names.len() >= 7);
+        for v in names {
+            let (host, data) = (
+                v["host"].as_str().expect("h"),
+                v["data"].as_str().expect("d"),
+            );
+            assert_eq!(
+                reference_name_prefix(host, data),
+                v["reference_prefix"],
+                "{host} {data}"
+            );
+            assert_eq!(
+                OsdKey::new(host, data).name_prefix(),
+                v["prefix"],
+                "{host} {data}"
+            );
+        }
+    }
+
+    #[test]
+    fn odd_hosts_and_devices() {
+        let cases = [
+            (".host", "/dev/sdb", "osd--host-sdb-"),
+            ("host.", "/dev/sdb", "osd-host--sdb-"),
+            ("a..b", "/dev/sdb", "osd-a-sdb-"),
+            (
+                "Node_1",
+                "/dev/disk/by-id/wwn-0x5000:c500",
+                "osd-node-1-wwn-0x5000-c500-",
+            ),
+            ("köln", "/dev/sdé", "osd-k-ln-sd--"),
+        ];
+        for (host, data, expected) in cases {
+            assert_eq!(
+                OsdKey::new(host, data).name_prefix(),
+                expected,
+                "{host} {data}"
+            );
+        }
+    }
+
+    #[test]
+    fn keys_sort_case_insensitively() {
+        let mut keys = vec![
+            OsdKey::new("b", "/dev/sda"),
+            OsdKey::new("A", "/dev/sdb"),
+            OsdKey::new("a", "/dev/sdc"),
+        ];
+        keys.sort();
+        let shown: Vec<String> = keys.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["A:/dev/sdb", "a:/dev/sdc", "b:/dev/sda"]);
+    }
+
+    #[test]
+    fn random_suffixes_use_the_alphabet() {
+        let mut source = RandomSuffix;
+        for _ in 0..200 {
+            let s = source.next_suffix();
+            assert_eq!(s.len(), SUFFIX_LEN);
+            assert!(s.bytes().all(|b| SUFFIX_ALPHABET.contains(&b)));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_pod_name_is_a_valid_dns1123_subdomain(host in any::<String>(), data in any::<String>()) {
+            let name = OsdKey::new(host, data).name_prefix() + &RandomSuffix.next_suffix();
+            prop_assert!(is_dns1123_subdomain(&name), "{}", name);
+            prop_assert!(name.len() <= 63);
+        }
+
+        #[test]
+        fn valid_reference_prefixes_are_kept(host in "[a-z0-9][a-z0-9.-]{0,40}", data in "(/[a-z0-9:._-]{1,20}){1,4}") {
+            let reference = reference_name_prefix(&host, &data);
+            if reference.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+                prop_assert_eq!(OsdKey::new(host, data).name_prefix(), reference);
+            }
+        }
+    }
+}
