@@ -1,1 +1,76 @@
+//! The molecule-like test harness: what a local control plane needs besides etcd and the
+//! apiextensions-apiserver (see `molecule-like-tests/README.md`), plus helpers for the
+//! end-to-end tests.
+//!
+//! - [`crds`]: the Pod, Lease and Event CRDs that stand in for built-in APIs;
+//! - [`proxy`]: `/api/v1/...pods...` ↔ `core.testing.local/v1`, discovery for `/api`;
+//! - [`kubelet`]: marks pods Running/Ready and terminates deleted pods gracefully;
+//! - [`gc`]: deletes pods whose owners are gone.
 
+pub mod crds;
+pub mod gc;
+pub mod kubelet;
+pub mod proxy;
+pub mod rewrite;
+
+use std::path::{Path, PathBuf};
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+/// How to bring the control plane up, for error messages.
+pub const HOW_TO_START: &str =
+    "run molecule-like-tests/control-plane install && molecule-like-tests/control-plane up";
+
+/// Installs ring as rustls' process-wide crypto provider (needed before any TLS client).
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The control plane's state dir: `$CEPH_OSD_OPERATOR_STATE` or `<repo>/target/control-plane`.
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("CEPH_OSD_OPERATOR_STATE").map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("target")
+                .join("control-plane")
+        },
+        PathBuf::from,
+    )
+}
+
+/// The kubeconfig pointing at the proxy (what the operator and kubectl use).
+pub fn kubeconfig_path() -> PathBuf {
+    state_dir().join("kubeconfig")
+}
+
+/// A client from a kubeconfig file, without a read timeout (watches may be quiet for long).
+pub async fn client_from(path: &Path) -> anyhow::Result<Client> {
+    install_crypto_provider();
+    let kc = Kubeconfig::read_from(path)
+        .map_err(|e| anyhow::anyhow!("reading kubeconfig {}: {e}", path.display()))?;
+    let mut cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    cfg.read_timeout = None;
+    Ok(Client::try_from(cfg)?)
+}
+
+/// A client of the running test control plane (through the proxy), or an error that says how
+/// to start it.
+pub async fn test_client() -> anyhow::Result<Client> {
+    let path = kubeconfig_path();
+    if !path.exists() {
+        anyhow::bail!(
+            "no control plane: {} does not exist; {HOW_TO_START}",
+            path.display()
+        );
+    }
+    let client = client_from(&path).await?;
+    if let Err(e) = client.apiserver_version().await {
+        anyhow::bail!(
+            "the control plane at {} does not answer ({e}); {HOW_TO_START}",
+            path.display()
+        );
+    }
+    Ok(client)
+}
