@@ -4,4 +4,5 @@ pub mod desired;
 pub mod hash;
 pub mod labels;
 pub mod osd;
+pub mod plan;
 pub mod render;

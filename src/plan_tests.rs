@@ -1,0 +1,717 @@
+//! Planner tests: every rule of the reference's sections 5–7 and each of our safety fixes,
+//! plus a simulated cluster driven by proptest to check the invariants.
+
+use super::*;
+use crate::crd::{CephOsdSpec, OsdDevices, StorageEntry};
+use crate::osd::CountingSuffix;
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+fn template(marker: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"role": "osd"}},
+           "spec": {"containers": [{"name": "osd", "image": "ceph", "env": [{"name": "M", "value": marker}]}]}})
+}
+
+fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &str) -> CephOsd {
+    let mut cr = CephOsd::new(
+        "ceph-osds",
+        CephOsdSpec {
+            storage: vec![StorageEntry {
+                hosts: hosts.iter().map(|h| (*h).to_owned()).collect(),
+                osds: datas
+                    .iter()
+                    .map(|d| OsdDevices {
+                        data: (*d).to_owned(),
+                        db: None,
+                        wal: None,
+                    })
+                    .collect(),
+            }],
+            update_domain: domain,
+            pod_template: template(marker),
+        },
+    );
+    cr.metadata.namespace = Some("ceph".into());
+    cr.metadata.uid = Some("cr-uid".into());
+    cr
+}
+
+/// A tiny in-memory cluster: applies plans, plays kubelet, finishes terminations.
+#[derive(Default)]
+struct Cluster {
+    pods: Vec<Pod>,
+    suffixes: CountingSuffix,
+    uid: u32,
+}
+
+impl Cluster {
+    fn reconcile(&mut self, cr: &CephOsd) -> Plan {
+        let plan = plan(cr, &self.pods, &mut self.suffixes).expect("plans");
+        for action in &plan.actions {
+            match action {
+                Action::Delete { name, .. } => {
+                    if let Some(p) = self.pod_mut(name) {
+                        p.metadata.deletion_timestamp =
+                            Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+                    }
+                }
+                Action::Create { pod, .. } => {
+                    let mut pod = (**pod).clone();
+                    self.uid += 1;
+                    pod.metadata.uid = Some(format!("pod-uid-{}", self.uid));
+                    assert!(self.pod_mut(&pod.name_any()).is_none(), "name clash");
+                    self.pods.push(pod);
+                }
+                Action::PatchState { name, state, .. } => {
+                    let pod = self.pod_mut(name).expect("patched pod exists");
+                    annotate(pod, labels::POD_STATE, state.as_str());
+                }
+            }
+        }
+        plan
+    }
+
+    fn pod_mut(&mut self, name: &str) -> Option<&mut Pod> {
+        self.pods.iter_mut().find(|p| p.name_any() == name)
+    }
+
+    fn finish_terminations(&mut self) {
+        self.pods
+            .retain(|p| p.metadata.deletion_timestamp.is_none());
+    }
+
+    fn make_all_ready(&mut self) {
+        for pod in &mut self.pods {
+            set_ready(pod, true);
+        }
+    }
+
+    /// Reconciles, finishes terminations and readies pods until nothing changes.
+    fn settle(&mut self, cr: &CephOsd) -> Vec<Plan> {
+        let mut plans = Vec::new();
+        for _ in 0..100 {
+            let plan = self.reconcile(cr);
+            let idle = plan.actions.is_empty()
+                && plan.summary.terminating == 0
+                && plan.summary.unready == 0;
+            plans.push(plan);
+            if idle {
+                return plans;
+            }
+            self.finish_terminations();
+            self.make_all_ready();
+        }
+        panic!("did not settle");
+    }
+
+    fn live(&self) -> Vec<&Pod> {
+        self.pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect()
+    }
+}
+
+fn annotate(pod: &mut Pod, key: &str, value: &str) {
+    pod.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(key.to_owned(), value.to_owned());
+}
+
+fn set_ready(pod: &mut Pod, ready: bool) {
+    pod.status = Some(PodStatus {
+        phase: Some("Running".into()),
+        conditions: Some(vec![PodCondition {
+            type_: "Ready".into(),
+            status: if ready { "True" } else { "False" }.into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+}
+
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+fn deletes(plan: &Plan) -> Vec<(String, DeleteReason)> {
+    plan.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Delete { key, reason, .. } => Some((
+                key.as_ref().map(ToString::to_string).unwrap_or_default(),
+                reason.clone(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+fn creates(plan: &Plan) -> Vec<String> {
+    plan.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Create { key, .. } => Some(key.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn patches(plan: &Plan) -> Vec<(String, PodState)> {
+    plan.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::PatchState { key, state, .. } => Some((key.to_string(), *state)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn converged(cr: &CephOsd) -> Cluster {
+    let mut cluster = Cluster::default();
+    cluster.settle(cr);
+    cluster
+}
+
+#[test]
+fn creates_one_pod_per_osd_waiting_for_ready() {
+    let cr = cr(
+        UpdateDomain::Host,
+        &["w1.example.com", "w2.example.com"],
+        &["/dev/sdb", "/dev/sdc"],
+        "a",
+    );
+    let mut cluster = Cluster::default();
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(
+        creates(&plan),
+        [
+            "w1.example.com:/dev/sdb",
+            "w1.example.com:/dev/sdc",
+            "w2.example.com:/dev/sdb",
+            "w2.example.com:/dev/sdc"
+        ]
+    );
+    let names: Vec<String> = cluster.pods.iter().map(ResourceExt::name_any).collect();
+    assert_eq!(
+        names,
+        [
+            "osd-w1-sdb-00001",
+            "osd-w1-sdc-00002",
+            "osd-w2-sdb-00003",
+            "osd-w2-sdc-00004"
+        ]
+    );
+    for pod in &cluster.pods {
+        assert_eq!(annotation(pod, labels::POD_STATE), Some("wait-for-ready"));
+        assert_eq!(
+            annotation(pod, labels::TEMPLATE_HASH),
+            Some(plan.template_hash.as_str())
+        );
+    }
+    assert_eq!(plan.summary.desired, 4);
+}
+
+#[test]
+fn ready_pods_become_up_to_date_and_steady_state_writes_nothing() {
+    let cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = Cluster::default();
+    cluster.reconcile(&cr);
+    set_ready(&mut cluster.pods[0], true);
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(
+        patches(&plan),
+        [("h1:/dev/sdb".to_owned(), PodState::UpToDate)]
+    );
+    assert_eq!(plan.summary.unready, 1);
+    cluster.make_all_ready();
+    cluster.reconcile(&cr);
+    let plan = cluster.reconcile(&cr);
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.summary.ready, 2);
+    assert_eq!(plan.summary.updated, 2);
+}
+
+#[test]
+fn adopts_reference_pods_with_zero_writes() {
+    // Pods exactly as the reference operator left them: ownerReference without controller,
+    // pod-state up-to-date, matching hash, names with the reference's prefixes.
+    let cr = cr(
+        UpdateDomain::Host,
+        &["worker041.example.com"],
+        &[
+            "/dev/sdb",
+            "/dev/disk/by-slot/pci-0000:5c:00.0-encl-0:7:0-slot-1",
+        ],
+        "a",
+    );
+    let hash = TemplateHash::of(&cr.spec.pod_template);
+    let pods: Vec<Pod> = [("/dev/sdb", "osd-worker041-sdb-x7k2q"), ("/dev/disk/by-slot/pci-0000:5c:00.0-encl-0:7:0-slot-1", "osd-worker041-pci-0000-5c-00-0-encl-0-7-0-slot-1-ab12c")]
+        .iter()
+        .map(|(data, name)| {
+            let mut pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "ceph", "uid": format!("u-{name}"),
+                    "labels": {"role": "osd", "ceph.elemental.net/owner": "CephOSD-ceph-osds"},
+                    "annotations": {"ceph.elemental.net/pod-template-hash": hash.as_str(),
+                        "ceph.elemental.net/host": "worker041.example.com", "ceph.elemental.net/data": data,
+                        "ceph.elemental.net/pod-state": "up-to-date"},
+                    "ownerReferences": [{"apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD", "name": "ceph-osds", "uid": "cr-uid"}]},
+                "spec": {"containers": [{"name": "osd"}]}
+            }))
+            .expect("pod");
+            set_ready(&mut pod, true);
+            pod
+        })
+        .collect();
+    let plan = plan(&cr, &pods, &mut CountingSuffix::default()).expect("plans");
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.summary.current, 2);
+}
+
+#[test]
+fn classification_follows_the_reference_rules() {
+    let cr = cr(
+        UpdateDomain::Osd,
+        &["h1"],
+        &["/dev/sdb", "/dev/sdc", "/dev/sdd"],
+        "a",
+    );
+    let mut cluster = converged(&cr);
+    // A duplicate of sdb (listed after the original), a misnamed pod, a pod without
+    // annotations, and a terminating pod: each classified without failing the plan.
+    let mut duplicate = cluster.pods[0].clone();
+    duplicate.metadata.name = Some("osd-h1-sdb-zzzzz".into());
+    let mut misnamed = cluster.pods[1].clone();
+    misnamed.metadata.name = Some("someone-elses-pod".into());
+    annotate(&mut misnamed, labels::DATA, "/dev/sdx");
+    let mut bare = Pod::default();
+    bare.metadata.name = Some("bare".into());
+    let mut terminating = cluster.pods[2].clone();
+    terminating.metadata.name = Some("osd-h1-sdd-ttttt".into());
+    terminating.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+    cluster
+        .pods
+        .extend([duplicate, misnamed, bare, terminating]);
+    let plan = cluster.reconcile(&cr);
+    let classes: Vec<(&str, &PodClass)> = plan
+        .pods
+        .iter()
+        .map(|p| (p.name.as_str(), &p.class))
+        .collect();
+    assert_eq!(classes[0].1, &PodClass::UpToDate);
+    assert!(
+        matches!(classes[3], ("osd-h1-sdb-zzzzz", PodClass::Invalid(why)) if why.contains("another pod"))
+    );
+    assert!(
+        matches!(classes[4], ("someone-elses-pod", PodClass::Invalid(why)) if why.contains("name"))
+    );
+    assert!(matches!(classes[5], ("bare", PodClass::Invalid(why)) if why.contains("annotation")));
+    assert_eq!(classes[6].1, &PodClass::Terminating);
+    let deleted: Vec<String> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Delete { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deleted, ["osd-h1-sdb-zzzzz", "someone-elses-pod", "bare"]);
+    assert!(creates(&plan).is_empty());
+    assert_eq!(plan.summary.invalid, 3);
+    assert_eq!(plan.summary.terminating, 1);
+}
+
+#[test]
+fn missing_pod_is_recreated_only_after_the_old_one_is_gone() {
+    let cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
+    let mut cluster = converged(&cr);
+    cluster.pods[0].metadata.deletion_timestamp =
+        Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+    let plan = cluster.reconcile(&cr);
+    assert!(
+        plan.actions.is_empty(),
+        "must wait while the old pod terminates: {:?}",
+        plan.actions
+    );
+    cluster.finish_terminations();
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(creates(&plan), ["h1:/dev/sdb"]);
+    assert_eq!(
+        annotation(cluster.live()[0], labels::POD_STATE),
+        Some("wait-for-ready")
+    );
+}
+
+#[test]
+fn ended_pods_are_deleted_then_recreated() {
+    for phase in ["Failed", "Succeeded"] {
+        let cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
+        let mut cluster = converged(&cr);
+        cluster.pods[0]
+            .status
+            .get_or_insert_with(Default::default)
+            .phase = Some(phase.into());
+        let plan = cluster.reconcile(&cr);
+        assert_eq!(
+            deletes(&plan),
+            [("h1:/dev/sdb".to_owned(), DeleteReason::Ended(phase.into()))]
+        );
+        assert!(creates(&plan).is_empty());
+        cluster.finish_terminations();
+        assert_eq!(creates(&cluster.reconcile(&cr)), ["h1:/dev/sdb"]);
+    }
+}
+
+#[test]
+fn superfluous_pods_are_deleted_and_new_osds_created() {
+    let old = cr(UpdateDomain::Osd, &["h1", "h2"], &["/dev/sdb"], "a");
+    let mut cluster = converged(&old);
+    let new = cr(UpdateDomain::Osd, &["h2", "h3"], &["/dev/sdb"], "a");
+    let plan = cluster.reconcile(&new);
+    assert_eq!(
+        deletes(&plan),
+        [("h1:/dev/sdb".to_owned(), DeleteReason::Superfluous)]
+    );
+    assert_eq!(creates(&plan), ["h3:/dev/sdb"]);
+}
+
+#[test]
+fn osd_domain_replaces_one_pod_at_a_time_in_case_insensitive_key_order() {
+    let old = cr(
+        UpdateDomain::Osd,
+        &["b-host", "A-host"],
+        &["/dev/sdc", "/dev/sdb"],
+        "a",
+    );
+    let mut cluster = converged(&old);
+    let new = cr(
+        UpdateDomain::Osd,
+        &["b-host", "A-host"],
+        &["/dev/sdc", "/dev/sdb"],
+        "b",
+    );
+    let mut order = Vec::new();
+    for plan in cluster.settle(&new) {
+        let replaced: Vec<String> = deletes(&plan)
+            .into_iter()
+            .filter(|(_, r)| *r == DeleteReason::Replace)
+            .map(|(k, _)| k)
+            .collect();
+        assert!(replaced.len() <= 1);
+        order.extend(replaced);
+    }
+    assert_eq!(
+        order,
+        [
+            "A-host:/dev/sdb",
+            "A-host:/dev/sdc",
+            "b-host:/dev/sdb",
+            "b-host:/dev/sdc"
+        ]
+    );
+    let hash = TemplateHash::of(&new.spec.pod_template);
+    assert!(cluster
+        .pods
+        .iter()
+        .all(|p| annotation(p, labels::TEMPLATE_HASH) == Some(hash.as_str())));
+}
+
+#[test]
+fn host_domain_replaces_all_osds_of_one_host_at_a_time() {
+    let old = cr(
+        UpdateDomain::Host,
+        &["h2", "H1"],
+        &["/dev/sdb", "/dev/sdc"],
+        "a",
+    );
+    let mut cluster = converged(&old);
+    let new = cr(
+        UpdateDomain::Host,
+        &["h2", "H1"],
+        &["/dev/sdb", "/dev/sdc"],
+        "b",
+    );
+    let steps: Vec<Vec<String>> = cluster
+        .settle(&new)
+        .iter()
+        .map(|plan| {
+            deletes(plan)
+                .into_iter()
+                .filter(|(_, r)| *r == DeleteReason::Replace)
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
+        })
+        .filter(|step| !step.is_empty())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            vec!["H1:/dev/sdb", "H1:/dev/sdc"],
+            vec!["h2:/dev/sdb", "h2:/dev/sdc"]
+        ]
+    );
+}
+
+#[test]
+fn out_of_date_pods_are_marked_and_an_unready_replacement_halts_the_rollout() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged(&old);
+    let new = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "b");
+    let plan = cluster.reconcile(&new);
+    assert_eq!(
+        patches(&plan),
+        [
+            ("h1:/dev/sdb".to_owned(), PodState::OutOfDate),
+            ("h1:/dev/sdc".to_owned(), PodState::OutOfDate)
+        ]
+    );
+    assert_eq!(
+        deletes(&plan),
+        [("h1:/dev/sdb".to_owned(), DeleteReason::Replace)]
+    );
+    // While the old pod terminates, nothing else moves.
+    let plan = cluster.reconcile(&new);
+    assert!(plan.actions.is_empty());
+    assert!(plan
+        .halted
+        .as_deref()
+        .is_some_and(|h| h.contains("h1:/dev/sdb")));
+    cluster.finish_terminations();
+    assert_eq!(creates(&cluster.reconcile(&new)), ["h1:/dev/sdb"]);
+    // The replacement never gets Ready: the rollout halts, again and again.
+    for _ in 0..3 {
+        let plan = cluster.reconcile(&new);
+        assert!(plan.actions.is_empty());
+        assert!(plan.halted.as_deref().is_some_and(|h| h.contains("Ready")));
+        assert_eq!(plan.summary.unready, 1);
+    }
+    // The admin override: pod-state up-to-date lets it continue with the next OSD.
+    let replacement = cluster
+        .live()
+        .iter()
+        .find(|p| annotation(p, labels::DATA) == Some("/dev/sdb"))
+        .map(|p| p.name_any())
+        .expect("replacement");
+    annotate(
+        cluster.pod_mut(&replacement).expect("pod"),
+        labels::POD_STATE,
+        "up-to-date",
+    );
+    let plan = cluster.reconcile(&new);
+    assert_eq!(
+        deletes(&plan),
+        [("h1:/dev/sdc".to_owned(), DeleteReason::Replace)]
+    );
+}
+
+#[test]
+fn fixing_the_template_turns_a_stuck_replacement_out_of_date_and_restarts_from_the_first_key() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged(&old);
+    let broken = cr(
+        UpdateDomain::Osd,
+        &["h1"],
+        &["/dev/sdb", "/dev/sdc"],
+        "broken",
+    );
+    cluster.reconcile(&broken);
+    cluster.finish_terminations();
+    cluster.reconcile(&broken); // the stuck replacement of sdb, never Ready
+    let fixed = cr(
+        UpdateDomain::Osd,
+        &["h1"],
+        &["/dev/sdb", "/dev/sdc"],
+        "fixed",
+    );
+    let plan = cluster.reconcile(&fixed);
+    assert_eq!(plan.summary.unready, 0);
+    assert_eq!(
+        deletes(&plan),
+        [("h1:/dev/sdb".to_owned(), DeleteReason::Replace)]
+    );
+}
+
+#[test]
+fn changed_db_or_wal_makes_the_osd_out_of_date() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged(&old);
+    let mut new = old.clone();
+    new.spec.storage[0].osds[1].wal = Some("/dev/nvme0n1p2".into());
+    let plan = cluster.reconcile(&new);
+    assert_eq!(
+        patches(&plan),
+        [("h1:/dev/sdc".to_owned(), PodState::OutOfDate)]
+    );
+    assert_eq!(
+        deletes(&plan),
+        [("h1:/dev/sdc".to_owned(), DeleteReason::Replace)]
+    );
+    cluster.finish_terminations();
+    cluster.reconcile(&new);
+    let replacement = cluster
+        .live()
+        .into_iter()
+        .find(|p| annotation(p, labels::DATA) == Some("/dev/sdc"))
+        .expect("replacement");
+    assert_eq!(
+        annotation(replacement, labels::WAL),
+        Some("/dev/nvme0n1p2"),
+        "devices come from the CR"
+    );
+}
+
+#[test]
+fn missing_osds_halt_the_rollout() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged(&old);
+    cluster.pods[1].metadata.deletion_timestamp =
+        Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+    let new = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "b");
+    let plan = cluster.reconcile(&new);
+    assert!(deletes(&plan).is_empty(), "{:?}", plan.actions);
+    assert!(plan
+        .halted
+        .as_deref()
+        .is_some_and(|h| h.contains("h1:/dev/sdc")));
+}
+
+#[test]
+fn conflicting_duplicate_devices_are_reported() {
+    let mut cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
+    let mut entry = cr.spec.storage[0].clone();
+    entry.osds[0].db = Some("/dev/nvme0n1".into());
+    cr.spec.storage.push(entry);
+    let plan = plan(&cr, &[], &mut CountingSuffix::default()).expect("plans");
+    assert_eq!(plan.spec_warnings.len(), 1);
+    assert_eq!(creates(&plan), ["h1:/dev/sdb"]);
+}
+
+#[test]
+fn an_unrenderable_template_is_an_error_not_a_partial_plan() {
+    let mut cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
+    cr.spec.pod_template = json!({"spec": {"containers": "not a list"}});
+    let err = plan(&cr, &[], &mut CountingSuffix::default()).expect_err("fails");
+    assert!(err.to_string().contains("h1:/dev/sdb"), "{err}");
+}
+
+// --- invariants under random event sequences -------------------------------------------
+
+#[derive(Clone, Debug)]
+enum Event {
+    Reconcile,
+    FinishTerminations,
+    Ready(usize),
+    Unready(usize),
+    DeleteByHand(usize),
+    EditTemplate(u8),
+    Override(usize),
+    Evict(usize),
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        4 => Just(Event::Reconcile),
+        2 => Just(Event::FinishTerminations),
+        3 => (0usize..8).prop_map(Event::Ready),
+        1 => (0usize..8).prop_map(Event::Unready),
+        1 => (0usize..8).prop_map(Event::DeleteByHand),
+        1 => (0u8..3).prop_map(Event::EditTemplate),
+        1 => (0usize..8).prop_map(Event::Override),
+        1 => (0usize..8).prop_map(Event::Evict),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn never_two_pods_per_osd_and_never_two_domains_in_replacement(
+        host_domain in any::<bool>(),
+        events in prop::collection::vec(event(), 1..80),
+    ) {
+        let domain = if host_domain { UpdateDomain::Host } else { UpdateDomain::Osd };
+        let hosts = ["h1", "H2", "h3"];
+        let datas = ["/dev/sdb", "/dev/sdc"];
+        let mut cr = cr(domain, &hosts, &datas, "0");
+        let mut cluster = Cluster::default();
+        for event in events {
+            match event {
+                Event::Reconcile => {
+                    let before: Vec<Pod> = cluster.pods.clone();
+                    let plan = cluster.reconcile(&cr);
+                    check_replacement_step(&plan, &before, domain, &cr)?;
+                }
+                Event::FinishTerminations => cluster.finish_terminations(),
+                Event::Ready(i) => if let Some(p) = cluster.pods.get_mut(i) { set_ready(p, true) },
+                Event::Unready(i) => if let Some(p) = cluster.pods.get_mut(i) { set_ready(p, false) },
+                Event::DeleteByHand(i) => if let Some(p) = cluster.pods.get_mut(i) {
+                    p.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+                },
+                Event::EditTemplate(m) => cr.spec.pod_template = template(&m.to_string()),
+                Event::Override(i) => if let Some(p) = cluster.pods.get_mut(i) { annotate(p, labels::POD_STATE, "up-to-date") },
+                Event::Evict(i) => if let Some(p) = cluster.pods.get_mut(i) {
+                    p.status.get_or_insert_with(Default::default).phase = Some("Failed".into());
+                },
+            }
+            // Never two pods (terminating included) for one OSD.
+            let mut keys = BTreeSet::new();
+            for pod in &cluster.pods {
+                let key = (annotation(pod, labels::HOST).map(str::to_owned), annotation(pod, labels::DATA).map(str::to_owned));
+                prop_assert!(keys.insert(key.clone()), "two pods for {:?}", key);
+            }
+        }
+        // And it converges once the cluster behaves.
+        cluster.settle(&cr);
+        prop_assert_eq!(cluster.live().len(), hosts.len() * datas.len());
+        let hash = TemplateHash::of(&cr.spec.pod_template);
+        prop_assert!(cluster.pods.iter().all(|p| annotation(p, labels::TEMPLATE_HASH) == Some(hash.as_str())));
+    }
+}
+
+/// A rollout step deletes the out-of-date pods of exactly one domain, and only while every
+/// other desired OSD has a live pod that is not waiting for Ready.
+fn check_replacement_step(
+    plan: &Plan,
+    before: &[Pod],
+    domain: UpdateDomain,
+    cr: &CephOsd,
+) -> Result<(), TestCaseError> {
+    if plan.replacing.is_empty() {
+        return Ok(());
+    }
+    let domains: BTreeSet<String> = plan
+        .replacing
+        .iter()
+        .map(|k| match domain {
+            UpdateDomain::Osd => k.to_string(),
+            UpdateDomain::Host => k.host.clone(),
+        })
+        .collect();
+    prop_assert_eq!(domains.len(), 1);
+    let (desired, _) = desired_osds(&cr.spec);
+    let hash = TemplateHash::of(&cr.spec.pod_template);
+    let observed = classify(before, &hash, &desired);
+    for key in desired.keys() {
+        let pod = observed
+            .iter()
+            .find(|p| p.is_live() && p.key.as_ref() == Some(key));
+        prop_assert!(
+            pod.is_some(),
+            "OSD {} had no live pod when a replacement started",
+            key
+        );
+        prop_assert!(
+            pod.is_some_and(|p| p.class != PodClass::Unready),
+            "OSD {} was unready",
+            key
+        );
+    }
+    Ok(())
+}
