@@ -125,6 +125,27 @@ pub fn pod_schema() -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// Applies the defaults our CRD schema declares inside `podTemplate` (`ports[].protocol: TCP`),
+/// as the API server would, so an offline preview hashes what the cluster will store.
+pub fn apply_server_defaults(pod_template: &mut Value) {
+    for containers in ["containers", "initContainers"] {
+        let Some(list) = pod_template
+            .pointer_mut(&format!("/spec/{containers}"))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for port in list
+            .iter_mut()
+            .filter_map(|c| c.get_mut("ports").and_then(Value::as_array_mut))
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            port.entry("protocol").or_insert_with(|| json!("TCP"));
+        }
+    }
+}
+
 const SCHEMA_POINTER: &str = "/spec/versions/0/schema/openAPIV3Schema";
 const POD_TEMPLATE_POINTER: &str =
     "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/podTemplate";
@@ -266,6 +287,26 @@ mod tests {
         let mut inner = pod.clone();
         inner.as_object_mut().expect("object").remove("description");
         assert!(!inner.to_string().contains("\"description\":\""));
+    }
+
+    #[test]
+    fn server_defaults_fill_port_protocols_only_where_missing() {
+        let mut template = json!({"spec": {
+            "containers": [{"name": "a", "ports": [{"containerPort": 1}, {"containerPort": 2, "protocol": "UDP"}]}],
+            "initContainers": [{"name": "b", "ports": [{"containerPort": 3}]}]}});
+        apply_server_defaults(&mut template);
+        assert_eq!(
+            template.pointer("/spec/containers/0/ports/0/protocol"),
+            Some(&json!("TCP"))
+        );
+        assert_eq!(
+            template.pointer("/spec/containers/0/ports/1/protocol"),
+            Some(&json!("UDP"))
+        );
+        assert_eq!(
+            template.pointer("/spec/initContainers/0/ports/0/protocol"),
+            Some(&json!("TCP"))
+        );
     }
 
     #[test]

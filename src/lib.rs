@@ -1,8 +1,14 @@
 //! ceph-osd-operator: reconciles `CephOSD` resources into one node-bound Pod per OSD.
+//!
+//! observe → plan → act: `controller` observes, `plan` decides (pure), `executor` acts.
+pub mod controller;
 pub mod crd;
 pub mod desired;
+pub mod executor;
 pub mod hash;
 pub mod labels;
 pub mod osd;
 pub mod plan;
+pub mod preview;
 pub mod render;
+pub mod validate;

@@ -1,6 +1,149 @@
-fn main() {
-    print!(
-        "{}",
-        ceph_osd_operator::crd::custom_resource_definition_yaml()
-    );
+//! The `ceph-osd-operator` command: argument parsing only; the work is in the library.
+
+use ceph_osd_operator::{controller, crd, osd::RandomSuffix, preview, validate};
+use clap::{Parser, Subcommand, ValueEnum};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Runs Ceph OSDs as one Pod per OSD and rolls changes out safely"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the operator against a cluster (kubeconfig or in-cluster service account).
+    Run {
+        /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
+        #[arg(long, env = "KUBECONFIG")]
+        kubeconfig: Option<PathBuf>,
+        /// Watch only this namespace (default: all namespaces).
+        #[arg(long, short = 'n', env = "WATCH_NAMESPACE")]
+        namespace: Option<String>,
+        /// Log format.
+        #[arg(long, value_enum, default_value_t = LogFormat::Human)]
+        log_format: LogFormat,
+        /// Seconds between periodic resyncs of every CephOSD.
+        #[arg(long, default_value_t = 30)]
+        resync_seconds: u64,
+    },
+    /// Print the CustomResourceDefinition YAML.
+    Crd,
+    /// Print, offline, the pods the operator would create for a CephOSD manifest.
+    Render {
+        /// The CephOSD manifest (YAML).
+        #[arg(long, short = 'f')]
+        file: PathBuf,
+        /// Namespace for the pods when the manifest names none.
+        #[arg(long, short = 'n', default_value = "default")]
+        namespace: String,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Human,
+    Json,
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Crd => {
+            print!("{}", crd::custom_resource_definition_yaml());
+            ExitCode::SUCCESS
+        }
+        Command::Render { file, namespace } => render(&file, &namespace),
+        Command::Run {
+            kubeconfig,
+            namespace,
+            log_format,
+            resync_seconds,
+        } => {
+            init_logging(log_format);
+            let settings = controller::Settings {
+                namespace,
+                resync: Duration::from_secs(resync_seconds),
+                retry: Duration::from_secs(5),
+            };
+            match run(kubeconfig, settings) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn render(file: &PathBuf, namespace: &str) -> ExitCode {
+    let shown = file.display();
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("error: {shown}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = validate::parse_cephosd(&text)
+        .map_err(|e| e.to_string())
+        .and_then(|cr| {
+            let ns = cr
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| namespace.to_owned());
+            preview::preview_pods(&cr, &ns, &mut RandomSuffix).map_err(|e| e.to_string())
+        });
+    match result {
+        Ok(yaml) => {
+            print!("{yaml}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("error: {shown}: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(kubeconfig: Option<PathBuf>, settings: controller::Settings) -> Result<(), String> {
+    // kube's rustls needs a process-wide crypto provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start tokio: {e}"))?;
+    runtime.block_on(async {
+        let config = match kubeconfig {
+            Some(path) => {
+                let kubeconfig = Kubeconfig::read_from(&path)
+                    .map_err(|e| format!("cannot read kubeconfig {}: {e}", path.display()))?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                    .await
+                    .map_err(|e| format!("invalid kubeconfig {}: {e}", path.display()))?
+            }
+            None => kube::Config::infer()
+                .await
+                .map_err(|e| format!("no kubeconfig and not in a cluster: {e}"))?,
+        };
+        let client =
+            kube::Client::try_from(config).map_err(|e| format!("cannot build client: {e}"))?;
+        controller::run(client, settings).await;
+        Ok(())
+    })
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
 }

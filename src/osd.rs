@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn keys_sort_case_insensitively() {
-        let mut keys = vec![
+        let mut keys = [
             OsdKey::new("b", "/dev/sda"),
             OsdKey::new("A", "/dev/sdb"),
             OsdKey::new("a", "/dev/sdc"),
