@@ -186,14 +186,13 @@ async fn owners_being_deleted(
                             &Patch::Merge(&patch),
                         )
                         .await;
-                } else if dep.metadata.deletion_timestamp.is_none() {
-                    if papi
+                } else if dep.metadata.deletion_timestamp.is_none()
+                    && papi
                         .delete(&dep.name_any(), &DeleteParams::background())
                         .await
                         .is_ok()
-                    {
-                        deleted += 1;
-                    }
+                {
+                    deleted += 1;
                 }
             }
             if dependents.is_empty() {

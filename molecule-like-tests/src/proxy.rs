@@ -144,13 +144,26 @@ impl Proxy {
                 failure(StatusCode::BAD_GATEWAY, "InternalError", &e.to_string())
             }
         };
-        tracing::info!(
+        let line = format!(
             "{method} {path}{}{} -> {} ({} ms)",
-            if query.is_some() { "?" } else { "" },
+            if query.as_deref().is_some_and(|q| !q.is_empty()) {
+                "?"
+            } else {
+                ""
+            },
             query.as_deref().unwrap_or(""),
             resp.status().as_u16(),
             start.elapsed().as_millis()
         );
+        // Reads are frequent (the GC polls): only writes, watches and errors at info.
+        if method == Method::GET
+            && !rewrite::query_is_watch(query.as_deref())
+            && resp.status().is_success()
+        {
+            tracing::debug!("{line}");
+        } else {
+            tracing::info!("{line}");
+        }
         resp
     }
 
@@ -165,6 +178,47 @@ impl Proxy {
                 &rewrite::api_versions(&self.server_address),
             )),
             Route::CoreResources => Ok(json_response(StatusCode::OK, &rewrite::core_resources())),
+            Route::ApiGroups => {
+                let req = Request::builder()
+                    .method(Method::GET)
+                    .uri("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+                    .body(Vec::new())?;
+                let crds: Value = self.upstream.request(req).await?;
+                Ok(json_response(
+                    StatusCode::OK,
+                    &rewrite::api_group_list(&crds),
+                ))
+            }
+            Route::OpenApiV3Index | Route::OpenApiV3Core => {
+                let (uri, core) = match rewrite::route(path) {
+                    Route::OpenApiV3Index => ("/openapi/v3".to_string(), false),
+                    _ => (rewrite::POD_OPENAPI_V3.to_string(), true),
+                };
+                let upstream = self
+                    .forward(&parts.method, &uri, &parts.headers, body)
+                    .await?;
+                let (up_parts, up_body) = upstream.into_parts();
+                let bytes = up_body.collect_bytes().await?;
+                if !up_parts.status.is_success() {
+                    let mut resp = Response::new(full(bytes));
+                    *resp.status_mut() = up_parts.status;
+                    copy_response_headers(&up_parts.headers, resp.headers_mut(), true);
+                    return Ok(resp);
+                }
+                let out = rewrite::rewrite_json(&bytes, |v| {
+                    if core {
+                        rewrite::openapi_core(v);
+                    } else {
+                        rewrite::openapi_index_add_core(v);
+                    }
+                })
+                .map_or(bytes, Bytes::from);
+                let mut resp = Response::new(full(out));
+                copy_response_headers(&up_parts.headers, resp.headers_mut(), true);
+                // The body changed: a cached ETag of the upstream document no longer fits.
+                resp.headers_mut().remove(header::ETAG);
+                Ok(resp)
+            }
             Route::CoreNotFound => Ok(failure(
                 StatusCode::NOT_FOUND,
                 "NotFound",

@@ -17,6 +17,12 @@ pub enum Route {
     ApiVersions,
     /// `GET /api/v1`: static `APIResourceList`.
     CoreResources,
+    /// `GET /apis`: the group list, which this API server does not serve itself.
+    ApiGroups,
+    /// `GET /openapi/v3`: the upstream index plus `api/v1`.
+    OpenApiV3Index,
+    /// `GET /openapi/v3/api/v1`: the Pod CRD's OpenAPI document, as the core group's.
+    OpenApiV3Core,
     /// A pods path, mapped to this upstream path (no query).
     Pods(PodsPath),
     /// Some other `/api/v1/...` resource: not served here.
@@ -53,6 +59,9 @@ pub fn route(path: &str) -> Route {
     match trimmed {
         "/api" => return Route::ApiVersions,
         "/api/v1" => return Route::CoreResources,
+        "/apis" => return Route::ApiGroups,
+        "/openapi/v3" => return Route::OpenApiV3Index,
+        "/openapi/v3/api/v1" => return Route::OpenApiV3Core,
         _ => {}
     }
     let Some(rest) = trimmed.strip_prefix("/api/v1/") else {
@@ -257,6 +266,130 @@ pub fn core_resources() -> Value {
     })
 }
 
+/// `/apis` from the CRD list (`CustomResourceDefinitionList` JSON): every group with its served
+/// versions (storage version preferred), plus `apiextensions.k8s.io` itself.
+pub fn api_group_list(crds: &Value) -> Value {
+    let mut groups: Vec<(String, Vec<String>, Option<String>)> = vec![(
+        "apiextensions.k8s.io".into(),
+        vec!["v1".into()],
+        Some("v1".into()),
+    )];
+    let items = crds
+        .get("items")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for crd in &items {
+        let Some(group) = crd.pointer("/spec/group").and_then(Value::as_str) else {
+            continue;
+        };
+        let versions = crd
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let idx = match groups.iter().position(|g| g.0 == group) {
+            Some(i) => i,
+            None => {
+                groups.push((group.to_string(), Vec::new(), None));
+                groups.len() - 1
+            }
+        };
+        for v in versions
+            .iter()
+            .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        {
+            let Some(name) = v.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let entry = &mut groups[idx];
+            if !entry.1.iter().any(|x| x == name) {
+                entry.1.push(name.to_string());
+            }
+            if v.get("storage").and_then(Value::as_bool) == Some(true) {
+                entry.2 = Some(name.to_string());
+            }
+        }
+    }
+    let groups: Vec<Value> = groups
+        .into_iter()
+        .filter(|g| !g.1.is_empty())
+        .map(|(name, versions, preferred)| {
+            let preferred = preferred.unwrap_or_else(|| versions[0].clone());
+            json!({
+                "name": name,
+                "versions": versions.iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect::<Vec<_>>(),
+                "preferredVersion": {"groupVersion": format!("{name}/{preferred}"), "version": preferred},
+            })
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// Upstream path of the Pod CRD's OpenAPI v3 document.
+pub const POD_OPENAPI_V3: &str = "/openapi/v3/apis/core.testing.local/v1";
+
+/// Adds `api/v1` to an `/openapi/v3` index, pointing at the proxy's core document (with the
+/// Pod CRD document's hash, so clients' caches follow its changes).
+pub fn openapi_index_add_core(index: &mut Value) {
+    let key = POD_OPENAPI_V3.trim_start_matches("/openapi/v3/");
+    let Some(paths) = index.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let Some(url) = paths
+        .get(key)
+        .and_then(|e| e.get("serverRelativeURL"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return;
+    };
+    let hash = url
+        .split_once('?')
+        .map(|(_, q)| format!("?{q}"))
+        .unwrap_or_default();
+    paths.insert(
+        "api/v1".into(),
+        json!({"serverRelativeURL": format!("/openapi/v3/api/v1{hash}")}),
+    );
+}
+
+/// The Pod CRD's OpenAPI v3 document made to describe core `v1` pods: paths under `/api/v1`
+/// and `x-kubernetes-group-version-kind` with the empty (core) group.
+pub fn openapi_core(doc: &mut Value) {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map.iter_mut() {
+                    if k == "x-kubernetes-group-version-kind" {
+                        let gvks: Vec<&mut Value> = match child {
+                            Value::Array(a) => a.iter_mut().collect(),
+                            other => vec![other],
+                        };
+                        for gvk in gvks {
+                            if gvk.get("group").and_then(Value::as_str) == Some(POD_GROUP) {
+                                set_str(gvk, "group", "");
+                            }
+                        }
+                    } else {
+                        walk(child);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+        let old = std::mem::take(paths);
+        for (k, v) in old {
+            let k = k.replacen(&format!("/apis/{POD_API_VERSION}/"), "/api/v1/", 1);
+            paths.insert(k, v);
+        }
+    }
+    walk(doc);
+}
+
 /// A `Status` failure body like the API server's.
 pub fn status_failure(code: u16, reason: &str, message: &str) -> Value {
     json!({
@@ -281,7 +414,9 @@ mod tests {
         assert_eq!(route("/api"), Route::ApiVersions);
         assert_eq!(route("/api/"), Route::ApiVersions);
         assert_eq!(route("/api/v1"), Route::CoreResources);
-        assert_eq!(route("/apis"), Route::PassThrough);
+        assert_eq!(route("/apis"), Route::ApiGroups);
+        assert_eq!(route("/apis/"), Route::ApiGroups);
+        assert_eq!(route("/apis/coordination.k8s.io"), Route::PassThrough);
         assert_eq!(
             route("/apis/core.testing.local/v1/pods"),
             Route::PassThrough
@@ -374,6 +509,51 @@ mod tests {
         response_value(&mut status);
         assert_eq!(status["message"], "pods \"x\" not found");
         assert_eq!(status["details"]["group"], "");
+    }
+
+    #[test]
+    fn group_list_from_crds() {
+        let crds = json!({"items": [
+            {"spec": {"group": "ceph.example", "versions": [
+                {"name": "v1alpha1", "served": true, "storage": false},
+                {"name": "v1", "served": true, "storage": true},
+                {"name": "v0", "served": false, "storage": false}]}},
+            {"spec": {"group": "ceph.example", "versions": [{"name": "v1", "served": true, "storage": true}]}},
+            {"spec": {"group": "core.testing.local", "versions": [{"name": "v1", "served": true, "storage": true}]}},
+        ]});
+        let list = api_group_list(&crds);
+        let groups = list["groups"].as_array().expect("groups");
+        assert_eq!(groups.len(), 3);
+        assert_eq!(groups[0]["name"], "apiextensions.k8s.io");
+        assert_eq!(groups[1]["name"], "ceph.example");
+        assert_eq!(groups[1]["versions"].as_array().map(Vec::len), Some(2));
+        assert_eq!(groups[1]["preferredVersion"]["version"], "v1");
+    }
+
+    #[test]
+    fn openapi_for_core_pods() {
+        let mut index = json!({"paths": {
+            "apis/core.testing.local/v1": {"serverRelativeURL": "/openapi/v3/apis/core.testing.local/v1?hash=AB"},
+            "version": {"serverRelativeURL": "/openapi/v3/version?hash=CD"}}});
+        openapi_index_add_core(&mut index);
+        assert_eq!(
+            index["paths"]["api/v1"]["serverRelativeURL"],
+            "/openapi/v3/api/v1?hash=AB"
+        );
+
+        let mut doc = json!({
+            "paths": {"/apis/core.testing.local/v1/namespaces/{namespace}/pods": {"get": {
+                "x-kubernetes-group-version-kind": {"group": POD_GROUP, "version": "v1", "kind": "Pod"}}}},
+            "components": {"schemas": {"local.testing.core.v1.Pod": {
+                "x-kubernetes-group-version-kind": [{"group": POD_GROUP, "version": "v1", "kind": "Pod"}]}}}});
+        openapi_core(&mut doc);
+        let path = &doc["paths"]["/api/v1/namespaces/{namespace}/pods"];
+        assert_eq!(path["get"]["x-kubernetes-group-version-kind"]["group"], "");
+        assert_eq!(
+            doc["components"]["schemas"]["local.testing.core.v1.Pod"]
+                ["x-kubernetes-group-version-kind"][0]["group"],
+            ""
+        );
     }
 
     #[test]

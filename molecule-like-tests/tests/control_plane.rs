@@ -644,4 +644,40 @@ async fn kubectl_get_pods_works() {
         "--timeout=20s",
     ]);
     assert!(api.get_opt("shown").await.expect("get").is_none());
+
+    // kubectl apply validates against the OpenAPI document the proxy serves for api/v1.
+    let manifest = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: applied, namespace: {ns}}}\n\
+         spec: {{containers: [{{name: c, image: busybox}}], terminationGracePeriodSeconds: 0}}\n"
+    );
+    let mut child = std::process::Command::new(&kubectl)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["apply", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl apply");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(manifest.as_bytes())
+            .expect("write manifest");
+    }
+    let out = child.wait_with_output().expect("kubectl apply");
+    assert!(
+        out.status.success(),
+        "kubectl apply: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let applied = api.get("applied").await.expect("applied pod exists");
+    assert!(applied.finalizers().iter().any(|f| f == KUBELET_FINALIZER));
+    let explain = run(&["explain", "pod.spec.containers.image"]);
+    assert!(explain.contains("VERSION:    v1"), "{explain}");
+    api.delete("applied", &DeleteParams::default())
+        .await
+        .expect("delete");
 }
