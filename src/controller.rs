@@ -4,14 +4,17 @@
 //! cache that may lag behind our own writes: a stale "no pod" would mean a second pod on a disk.
 
 use crate::crd::{owner_label_value, CephOsd};
-use crate::executor::{execute, ExecuteError};
+use crate::executor::{ExecuteError, Executor};
 use crate::labels;
 use crate::osd::RandomSuffix;
-use crate::plan::{plan, PlanError};
+use crate::plan::{plan, PlanError, PlannedEvent};
+use crate::status::error_status;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams};
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
@@ -33,6 +36,7 @@ pub struct Settings {
 struct Context {
     client: Client,
     settings: Settings,
+    recorder: Recorder,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +72,16 @@ pub async fn run(client: Client, settings: Settings) {
         ),
         None => (Api::all(client.clone()), Api::all(client.clone())),
     };
-    let context = Arc::new(Context { client, settings });
+    let reporter = Reporter {
+        controller: "ceph-osd-operator".into(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let recorder = Recorder::new(client.clone(), reporter);
+    let context = Arc::new(Context {
+        client,
+        settings,
+        recorder,
+    });
     Controller::new(crs, watcher::Config::default())
         // Label-based, not ownerReference-based: pods made by the reference operator carry
         // an ownerReference without `controller: true`, and they must trigger us too.
@@ -99,19 +112,49 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         return Ok(Action::await_change());
     }
     let namespace = cr.namespace().unwrap_or_default();
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let cr_name = format!("{namespace}/{}", cr.name_any());
+    let executor = Executor {
+        pods: Api::namespaced(ctx.client.clone(), &namespace),
+        crs: Api::namespaced(ctx.client.clone(), &namespace),
+        recorder: &ctx.recorder,
+        cr: &cr,
+    };
     let selector = format!("{}={}", labels::OWNER, owner_label_value(&cr.name_any()));
-    let observed = pods
+    let observed = executor
+        .pods
         .list(&ListParams::default().labels(&selector))
         .await
         .map_err(|source| ReconcileError::List {
-            cr: format!("{namespace}/{}", cr.name_any()),
+            cr: cr_name.clone(),
             source,
         })?;
-    let plan = plan(&cr, &observed.items, &mut RandomSuffix)?;
+    // The API keeps whole seconds; so do we, so an unchanged status compares equal.
+    let now = Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH);
+    let plan = match plan(&cr, &observed.items, &mut RandomSuffix, now) {
+        Ok(plan) => plan,
+        Err(error @ PlanError::Render { .. }) => {
+            // Nothing can be created from this spec: say so where users look, and wait for
+            // the spec to change (the watch brings it).
+            let message = error.to_string();
+            warn!(cephosd = %cr_name, %message, "cannot act on the spec");
+            let previous = cr.status.clone().unwrap_or_default();
+            let status = error_status(&previous, cr.metadata.generation, now, &message);
+            if executor.write_status(&status).await? {
+                executor
+                    .publish(&PlannedEvent {
+                        warning: true,
+                        reason: "InvalidSpec",
+                        note: message,
+                    })
+                    .await;
+            }
+            return Ok(Action::requeue(ctx.settings.resync));
+        }
+        Err(error) => return Err(error.into()),
+    };
     let s = &plan.summary;
     info!(
-        cephosd = %format!("{namespace}/{}", cr.name_any()),
+        cephosd = %cr_name,
         hash = %plan.template_hash,
         desired = s.desired, current = s.current, ready = s.ready, updated = s.updated,
         out_of_date = s.out_of_date, unready = s.unready, invalid = s.invalid,
@@ -119,11 +162,17 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         halted = plan.halted.as_deref().unwrap_or(""),
         "reconciled"
     );
-    for warning in &plan.spec_warnings {
-        warn!(cephosd = %cr.name_any(), "{warning}");
+    executor.apply_actions(&plan.actions).await?;
+    for event in &plan.events {
+        executor.publish(event).await;
     }
-    execute(&pods, &plan.actions).await?;
-    Ok(Action::requeue(ctx.settings.resync))
+    executor.write_status(&plan.status).await?;
+    let resync = ctx.settings.resync;
+    let next = plan
+        .requeue_after
+        .and_then(|d| Duration::try_from(d).ok())
+        .map_or(resync, |d| d.min(resync));
+    Ok(Action::requeue(next))
 }
 
 fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> Action {

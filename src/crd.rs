@@ -5,6 +5,8 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::jiff::SignedDuration;
 use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,6 +18,8 @@ pub const GROUP: &str = "ceph.elemental.net";
 pub const MAX_NAME_LEN: usize = 55;
 
 /// Desired state of a set of Ceph OSDs: which devices on which hosts, and the Pod to run for each.
+// Several printer columns share `type_ = "integer"`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "ceph.elemental.net",
@@ -26,6 +30,31 @@ pub const MAX_NAME_LEN: usize = 55;
     plural = "cephosds",
     namespaced,
     status = "CephOsdStatus",
+    shortname = "osds",
+    printcolumn(
+        name = "Ready",
+        type_ = "integer",
+        json_path = ".status.ready",
+        description = "OSD pods Ready"
+    ),
+    printcolumn(
+        name = "Up-to-date",
+        type_ = "integer",
+        json_path = ".status.updated",
+        description = "OSD pods on the current template"
+    ),
+    printcolumn(
+        name = "Desired",
+        type_ = "integer",
+        json_path = ".status.desired",
+        description = "OSDs in the spec"
+    ),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
     doc = "CephOSD runs one Pod per OSD on explicitly listed hosts and devices and rolls template changes out one update domain at a time."
 )]
 #[serde(rename_all = "camelCase")]
@@ -39,6 +68,44 @@ pub struct CephOsdSpec {
     /// returns, never over a typed round-trip that could drop or normalise fields.
     #[schemars(with = "Pod")]
     pub pod_template: Value,
+    /// While true no replacement starts; missing OSD pods are still recreated. Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<bool>,
+    /// Seconds a replacement must have been Ready before it counts as done (soak). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub min_ready_seconds: Option<i32>,
+    /// Seconds a replacement may take to become Ready before the CephOSD reports `Stalled`
+    /// (the rollout stays halted either way). Default 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub progress_deadline_seconds: Option<i32>,
+    /// How many update domains (OSDs or hosts) may be unavailable at once during a rollout:
+    /// from the deletion of their old pods until their new pods are Ready (and soaked).
+    /// Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_unavailable: Option<i32>,
+}
+
+impl CephOsdSpec {
+    pub fn is_paused(&self) -> bool {
+        self.paused.unwrap_or(false)
+    }
+
+    pub fn min_ready(&self) -> SignedDuration {
+        SignedDuration::from_secs(self.min_ready_seconds.unwrap_or(0).max(0).into())
+    }
+
+    pub fn progress_deadline(&self) -> SignedDuration {
+        SignedDuration::from_secs(self.progress_deadline_seconds.unwrap_or(600).max(1).into())
+    }
+
+    pub fn max_unavailable(&self) -> usize {
+        usize::try_from(self.max_unavailable.unwrap_or(1))
+            .unwrap_or(1)
+            .max(1)
+    }
 }
 
 /// One `storage[]` entry: every host gets every OSD listed here.
@@ -78,7 +145,7 @@ pub enum UpdateDomain {
     Host,
 }
 
-/// Observed state, written by the operator.
+/// Observed state, written by the operator once per reconcile, and only when it changed.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CephOsdStatus {
@@ -88,6 +155,46 @@ pub struct CephOsdStatus {
     /// The current `pod-template-hash` of `spec.podTemplate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_hash: Option<String>,
+    /// OSDs the spec asks for.
+    #[serde(default)]
+    pub desired: i64,
+    /// OSDs with a running (not terminating) pod.
+    #[serde(default)]
+    pub current: i64,
+    /// OSD pods whose Ready condition is True.
+    #[serde(default)]
+    pub ready: i64,
+    /// OSD pods on the current template and devices.
+    #[serde(default)]
+    pub updated: i64,
+    /// OSD pods waiting to be replaced.
+    #[serde(default)]
+    pub out_of_date: i64,
+    /// Pods created by the operator and not yet Ready (and soaked).
+    #[serde(default)]
+    pub unready: i64,
+    /// Pods with the owner label that the operator deletes (invalid, duplicate or ended).
+    #[serde(default)]
+    pub invalid: i64,
+    /// Ready | Progressing | Paused | Stalled | Error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// The update domains (OSD keys or hosts) being replaced or recreated now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub current_update: Vec<String>,
+    /// Ready, Progressing, Stalled and InvalidSpec.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+/// One word for the state of a CephOSD (the `PHASE` column).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Phase {
+    Ready,
+    Progressing,
+    Paused,
+    Stalled,
+    Error,
 }
 
 impl CephOsd {

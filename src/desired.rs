@@ -71,6 +71,10 @@ mod tests {
             storage,
             update_domain: UpdateDomain::Osd,
             pod_template: json!({}),
+            paused: None,
+            min_ready_seconds: None,
+            progress_deadline_seconds: None,
+            max_unavailable: None,
         }
     }
 

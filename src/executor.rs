@@ -1,12 +1,20 @@
-//! The executor: applies a plan's actions through the API, in order, and stops at the first
-//! failure. It decides nothing; the next reconcile re-plans from fresh observations.
+//! The executor: applies a plan through the API — actions in order (stopping at the first
+//! failure), one Event per applied action, then the status if it changed. It decides nothing;
+//! the next reconcile re-plans from fresh observations.
 
+use crate::crd::{CephOsd, CephOsdStatus};
+use crate::events::event_for;
 use crate::labels;
-use crate::plan::{Action, DeleteReason};
-use k8s_openapi::api::core::v1::Pod;
+use crate::plan::{Action, DeleteReason, PlannedEvent};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Resource, ResourceExt};
 use serde_json::json;
-use tracing::info;
+use tracing::{info, warn};
+
+/// Field manager of our server-side-applied status.
+pub const FIELD_MANAGER: &str = "ceph-osd-operator";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecuteError {
@@ -29,6 +37,12 @@ pub enum ExecuteError {
         #[source]
         source: kube::Error,
     },
+    #[error("failed to write the status of CephOSD {name}: {source}")]
+    Status {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl ExecuteError {
@@ -38,34 +52,78 @@ impl ExecuteError {
             Self::Create { .. } => "CreateFailed",
             Self::Delete { .. } => "DeleteFailed",
             Self::Patch { .. } => "PatchFailed",
+            Self::Status { .. } => "StatusFailed",
         }
     }
 }
 
-/// What happened to one action, for events and logs.
-#[derive(Clone, Debug)]
-pub struct Applied {
-    pub action: Action,
-    /// False when the target was already gone (a delete that found nothing).
-    pub changed: bool,
+/// Talks to the API on behalf of one CephOSD.
+pub struct Executor<'a> {
+    pub pods: Api<Pod>,
+    pub crs: Api<CephOsd>,
+    pub recorder: &'a Recorder,
+    pub cr: &'a CephOsd,
 }
 
-/// Applies `actions` in order; returns what was applied, or the first error.
-pub async fn execute(pods: &Api<Pod>, actions: &[Action]) -> Result<Vec<Applied>, ExecuteError> {
-    let mut applied = Vec::with_capacity(actions.len());
-    for action in actions {
-        let changed = apply(pods, action).await?;
-        applied.push(Applied {
-            action: action.clone(),
-            changed,
-        });
+impl Executor<'_> {
+    /// Applies `actions` in order, publishing an Event for each; stops at the first failure.
+    pub async fn apply_actions(&self, actions: &[Action]) -> Result<(), ExecuteError> {
+        for action in actions {
+            if apply(&self.pods, action).await? {
+                if let Some(event) = event_for(action) {
+                    self.publish(&event).await;
+                }
+            }
+        }
+        Ok(())
     }
-    Ok(applied)
+
+    /// Publishes an Event on the CephOSD; failures are logged, never fatal.
+    pub async fn publish(&self, event: &PlannedEvent) {
+        let reference: ObjectReference = self.cr.object_ref(&());
+        let event = Event {
+            type_: if event.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: event.reason.to_owned(),
+            note: Some(event.note.clone()),
+            action: event.reason.to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &reference).await {
+            warn!(%error, reason = %event.reason, "failed to publish event");
+        }
+    }
+
+    /// Writes `status` with server-side apply, only when it differs from the CR's.
+    pub async fn write_status(&self, status: &CephOsdStatus) -> Result<bool, ExecuteError> {
+        if self.cr.status.as_ref() == Some(status) {
+            return Ok(false);
+        }
+        let name = self.cr.name_any();
+        let patch = json!({
+            "apiVersion": CephOsd::api_version(&()),
+            "kind": CephOsd::kind(&()),
+            "status": status,
+        });
+        self.crs
+            .patch_status(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map_err(|source| ExecuteError::Status { name, source })?;
+        Ok(true)
+    }
 }
 
+/// Applies one action; false when there was nothing to do (a delete that found nothing).
 async fn apply(pods: &Api<Pod>, action: &Action) -> Result<bool, ExecuteError> {
     match action {
-        Action::Create { key, pod } => {
+        Action::Create { key, pod, .. } => {
             let name = pod.metadata.name.clone().unwrap_or_default();
             pods.create(&PostParams::default(), pod)
                 .await

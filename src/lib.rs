@@ -4,6 +4,7 @@
 pub mod controller;
 pub mod crd;
 pub mod desired;
+pub mod events;
 pub mod executor;
 pub mod hash;
 pub mod labels;
@@ -11,4 +12,5 @@ pub mod osd;
 pub mod plan;
 pub mod preview;
 pub mod render;
+pub mod status;
 pub mod validate;

@@ -5,13 +5,15 @@
 //! that OSD exists any more (terminating ones included), so two pods never share a device; and a
 //! rollout step starts only when every desired OSD has a live pod and none is waiting for Ready.
 
-use crate::crd::{CephOsd, UpdateDomain};
+use crate::crd::{CephOsd, CephOsdStatus, UpdateDomain};
 use crate::desired::{desired_osds, DesiredOsd};
 use crate::hash::TemplateHash;
 use crate::labels::{self, PodState};
 use crate::osd::{OsdKey, SuffixSource};
 use crate::render::{render_pod, PodIdentity, RenderError};
+use crate::status::{compute_status, StatusInput};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,6 +46,12 @@ pub struct ObservedPod {
     pub class: PodClass,
     pub ready: bool,
     pub state: Option<String>,
+    /// When the pod was created (deadline of a replacement).
+    pub created: Option<Timestamp>,
+    /// Ready since then, but not yet for minReadySeconds.
+    pub soaking_since: Option<Timestamp>,
+    /// Whether a controller ownerReference points at the CR (false: adopted from elsewhere).
+    pub controlled: bool,
 }
 
 impl ObservedPod {
@@ -67,6 +75,25 @@ pub enum DeleteReason {
     Replace,
 }
 
+/// Why a pod is created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateReason {
+    /// An OSD new to the CR (or the CR is new).
+    New,
+    /// The successor of a pod replaced by the rollout.
+    Replacement,
+    /// The OSD's pod vanished (deleted by hand, evicted, ended).
+    Recreate,
+}
+
+/// An Event to publish on the CephOSD, computed as data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedEvent {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub note: String,
+}
+
 /// One API write.
 #[derive(Clone, Debug)]
 pub enum Action {
@@ -79,6 +106,7 @@ pub enum Action {
     Create {
         key: OsdKey,
         pod: Box<Pod>,
+        reason: CreateReason,
     },
     PatchState {
         name: String,
@@ -116,6 +144,14 @@ pub struct Plan {
     pub halted: Option<String>,
     /// Messages about the spec that deserve a condition (e.g. conflicting duplicates).
     pub spec_warnings: Vec<String>,
+    /// A replacement past its progress deadline, described.
+    pub stalled: Option<String>,
+    /// Events that are not tied to one action (halts, stalls, overrides, adoptions).
+    pub events: Vec<PlannedEvent>,
+    /// The status to write (only when it differs from the CR's current one).
+    pub status: CephOsdStatus,
+    /// When to look again at the latest (a soak or a deadline ends), if sooner than resync.
+    pub requeue_after: Option<SignedDuration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,15 +166,27 @@ pub enum PlanError {
     NoNamespace,
 }
 
-/// Plans one reconcile of `cr` given every pod carrying its owner label.
+/// Plans one reconcile of `cr` given every pod carrying its owner label, at time `now`.
 pub fn plan(
     cr: &CephOsd,
     pods: &[Pod],
     suffixes: &mut dyn SuffixSource,
+    now: Timestamp,
 ) -> Result<Plan, PlanError> {
-    let template_hash = TemplateHash::of(&cr.spec.pod_template);
-    let (desired, conflicts) = desired_osds(&cr.spec);
-    let observed = classify(pods, &template_hash, &desired);
+    let spec = &cr.spec;
+    let template_hash = TemplateHash::of(&spec.pod_template);
+    let (desired, conflicts) = desired_osds(spec);
+    let timing = Timing {
+        now,
+        min_ready: spec.min_ready(),
+    };
+    let observed = classify(pods, &template_hash, &desired, &timing);
+    let previous = cr.status.clone().unwrap_or_default();
+    let same_generation = previous.observed_generation.is_some()
+        && previous.observed_generation == cr.metadata.generation;
+    let domain_of = |key: &OsdKey| domain_id(key, spec.update_domain);
+    let previous_update: BTreeSet<&str> =
+        previous.current_update.iter().map(String::as_str).collect();
 
     let mut actions = Vec::new();
     // 1 + 2: invalid and ended pods, then pods of OSDs no longer in the CR.
@@ -182,15 +230,22 @@ pub fn plan(
             // Every pod we create gates the rollout until it is Ready.
             pod_state: PodState::WaitForReady,
         };
-        let pod = render_pod(&cr.spec.pod_template, osd, &identity).map_err(|source| {
-            PlanError::Render {
+        let pod =
+            render_pod(&spec.pod_template, osd, &identity).map_err(|source| PlanError::Render {
                 key: osd.key.clone(),
                 source,
-            }
-        })?;
+            })?;
+        let reason = if previous_update.contains(domain_of(&osd.key).as_str()) {
+            CreateReason::Replacement
+        } else if same_generation {
+            CreateReason::Recreate
+        } else {
+            CreateReason::New
+        };
         actions.push(Action::Create {
             key: osd.key.clone(),
             pod: Box::new(pod),
+            reason,
         });
     }
 
@@ -216,7 +271,7 @@ pub fn plan(
         }
     }
 
-    // 5: rolling update, one update domain at a time.
+    // 5: rolling update: at most `maxUnavailable` update domains unavailable at once.
     let out_of_date: Vec<&ObservedPod> = current
         .iter()
         .copied()
@@ -227,28 +282,63 @@ pub fn plan(
         .copied()
         .filter(|p| p.class == PodClass::Unready)
         .collect();
+    let unavailable: BTreeSet<String> = missing
+        .iter()
+        .chain(unready.iter().filter_map(|p| p.key.as_ref()))
+        .map(domain_of)
+        .collect();
     let mut replacing = Vec::new();
     let mut halted = None;
     if !out_of_date.is_empty() {
-        if let Some(pod) = unready.first() {
-            halted = Some(format!(
-                "waiting for pod {} ({}) to become Ready",
-                pod.name,
-                pod.key
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
-            ));
-        } else if let Some(key) = missing.first() {
-            halted = Some(format!("waiting for OSD {key} to have a running pod"));
+        let free = spec.max_unavailable().saturating_sub(unavailable.len());
+        if spec.is_paused() {
+            halted = Some("the rollout is paused (spec.paused)".to_owned());
+        } else if free == 0 {
+            halted = Some(halt_reason(&unready, &missing));
         } else {
-            let step = next_update_domain(&out_of_date, cr.spec.update_domain);
-            for pod in step {
+            for pod in next_update_domains(&out_of_date, spec.update_domain, &unavailable, free) {
                 actions.push(delete(pod, DeleteReason::Replace));
                 replacing.extend(pod.key.clone());
             }
         }
     }
+
+    // Deadlines and soaks: what is stalled now, and when to look again.
+    let deadline = spec.progress_deadline();
+    let mut requeue_after: Option<SignedDuration> = None;
+    let mut wake_at = |at: Timestamp| {
+        let wait = at.duration_since(now).max(SignedDuration::from_secs(1));
+        requeue_after = Some(requeue_after.map_or(wait, |r| r.min(wait)));
+    };
+    let mut stalled = None;
+    for pod in &unready {
+        if let Some(created) = pod.created {
+            let waited = now.duration_since(created);
+            if waited >= deadline {
+                stalled.get_or_insert_with(|| {
+                    format!(
+                        "pod {} ({}) has not become Ready within the progress deadline of {}s (waiting {}s)",
+                        pod.name,
+                        pod.key.as_ref().map(ToString::to_string).unwrap_or_default(),
+                        deadline.as_secs(),
+                        waited.as_secs()
+                    )
+                });
+            } else {
+                wake_at(created + deadline);
+            }
+        }
+        if let Some(since) = pod.soaking_since {
+            wake_at(since + timing.min_ready);
+        }
+    }
+
+    let mut current_update: BTreeSet<String> = unavailable
+        .iter()
+        .filter(|d| previous_update.contains(d.as_str()))
+        .cloned()
+        .collect();
+    current_update.extend(replacing.iter().map(domain_of));
 
     let summary = Summary {
         desired: desired.len(),
@@ -274,6 +364,54 @@ pub fn plan(
             .filter(|p| p.class == PodClass::Terminating)
             .count(),
     };
+    let spec_warnings: Vec<String> = conflicts.into_iter().map(|c| c.message).collect();
+    let status = compute_status(&StatusInput {
+        previous: &previous,
+        generation: cr.metadata.generation,
+        now,
+        template_hash: &template_hash,
+        summary: &summary,
+        paused: spec.is_paused(),
+        halted: halted.as_deref(),
+        stalled: stalled.as_deref(),
+        spec_errors: &spec_warnings,
+        pending_actions: !actions.is_empty(),
+        current_update: current_update.into_iter().collect(),
+    });
+    let mut events = transition_events(&previous, &status);
+    for pod in &current {
+        if pod.class == PodClass::UpToDate
+            && !pod.ready
+            && pod
+                .key
+                .as_ref()
+                .is_some_and(|k| previous_update.contains(domain_of(k).as_str()))
+        {
+            events.push(PlannedEvent {
+                warning: false,
+                reason: "Overridden",
+                note: format!(
+                    "pod {} ({}) was marked up-to-date before it became Ready; the rollout continues",
+                    pod.name,
+                    pod.key.as_ref().map(ToString::to_string).unwrap_or_default()
+                ),
+            });
+        }
+        if cr.status.is_none() && !pod.controlled {
+            events.push(PlannedEvent {
+                warning: false,
+                reason: "Adopted",
+                note: format!(
+                    "adopted pod {} ({}) as it is, without restarting it",
+                    pod.name,
+                    pod.key
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                ),
+            });
+        }
+    }
     Ok(Plan {
         template_hash,
         pods: observed,
@@ -281,8 +419,78 @@ pub fn plan(
         summary,
         replacing,
         halted,
-        spec_warnings: conflicts.into_iter().map(|c| c.message).collect(),
+        spec_warnings,
+        stalled,
+        events,
+        status,
+        requeue_after,
     })
+}
+
+/// The id of the update domain an OSD belongs to: its key, or its host.
+pub fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
+    match domain {
+        UpdateDomain::Osd => key.to_string(),
+        UpdateDomain::Host => key.host.clone(),
+    }
+}
+
+fn halt_reason(unready: &[&ObservedPod], missing: &[OsdKey]) -> String {
+    if let Some(pod) = unready.first() {
+        format!(
+            "waiting for pod {} ({}) to become Ready",
+            pod.name,
+            pod.key
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        )
+    } else if let Some(key) = missing.first() {
+        format!("waiting for OSD {key} to have a running pod")
+    } else {
+        "waiting for unavailable OSDs".to_owned()
+    }
+}
+
+/// Events for state changes between the previous and the new status (so a steady state,
+/// or a halt that persists, publishes nothing).
+fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<PlannedEvent> {
+    let condition = |s: &CephOsdStatus, t: &str| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == t)
+            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+    };
+    let mut events = Vec::new();
+    let (before, after) = (condition(previous, "Stalled"), condition(status, "Stalled"));
+    if let Some((state, _, message)) = &after {
+        if state == "True" && before.as_ref().is_none_or(|b| b.0 != "True") {
+            events.push(PlannedEvent {
+                warning: true,
+                reason: "Stalled",
+                note: message.clone(),
+            });
+        }
+    }
+    let (before, after) = (
+        condition(previous, "Progressing"),
+        condition(status, "Progressing"),
+    );
+    if let Some((_, reason, message)) = &after {
+        let halted = matches!(reason.as_str(), "Halted" | "Paused");
+        if halted
+            && before
+                .as_ref()
+                .is_none_or(|b| (&b.1, &b.2) != (reason, message))
+        {
+            events.push(PlannedEvent {
+                warning: false,
+                reason: "Halted",
+                note: message.clone(),
+            });
+        }
+    }
+    events
 }
 
 fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
@@ -294,10 +502,13 @@ fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
     }
 }
 
-/// The out-of-date pods of the first update domain in case-insensitive key order.
-fn next_update_domain<'a>(
+/// The out-of-date pods of the first `count` update domains (in case-insensitive key order)
+/// that are not unavailable already.
+fn next_update_domains<'a>(
     out_of_date: &[&'a ObservedPod],
     domain: UpdateDomain,
+    unavailable: &BTreeSet<String>,
+    count: usize,
 ) -> Vec<&'a ObservedPod> {
     let mut by_key: BTreeMap<&OsdKey, &ObservedPod> = BTreeMap::new();
     for pod in out_of_date {
@@ -305,34 +516,33 @@ fn next_update_domain<'a>(
             by_key.insert(key, pod);
         }
     }
-    let Some((first, _)) = by_key.first_key_value() else {
-        return Vec::new();
-    };
-    match domain {
-        UpdateDomain::Osd => by_key.values().take(1).copied().collect(),
-        UpdateDomain::Host => {
-            // The smallest host in the same case-insensitive order the keys use.
-            let host_order = |h: &str| (h.to_lowercase(), h.to_owned());
-            let host = by_key
-                .keys()
-                .map(|k| k.host.as_str())
-                .min_by_key(|h| host_order(h))
-                .unwrap_or(first.host.as_str())
-                .to_owned();
-            by_key
-                .iter()
-                .filter(|(k, _)| k.host == host)
-                .map(|(_, p)| *p)
-                .collect()
+    // Hosts sort the same case-insensitive way keys do.
+    let mut domains: BTreeMap<(String, String), Vec<&ObservedPod>> = BTreeMap::new();
+    for (key, pod) in by_key {
+        let id = domain_id(key, domain);
+        if unavailable.contains(&id) {
+            continue;
         }
+        domains
+            .entry((id.to_lowercase(), id))
+            .or_default()
+            .push(pod);
     }
+    domains.into_values().take(count).flatten().collect()
+}
+
+/// Time facts classification needs.
+struct Timing {
+    now: Timestamp,
+    min_ready: SignedDuration,
 }
 
 /// Classifies pods in list order (section 5 of the reference, plus our fixes).
-pub fn classify(
+fn classify(
     pods: &[Pod],
     template_hash: &TemplateHash,
     desired: &BTreeMap<OsdKey, DesiredOsd>,
+    timing: &Timing,
 ) -> Vec<ObservedPod> {
     let mut seen = BTreeSet::new();
     pods.iter()
@@ -345,12 +555,24 @@ pub fn classify(
             };
             let name = pod.name_any();
             let state = annotation(labels::POD_STATE).map(str::to_owned);
-            let ready = is_ready(pod);
+            let ready = ready_since(pod).is_some();
             let class = if pod.metadata.deletion_timestamp.is_some() {
                 PodClass::Terminating
             } else {
-                classify_live(pod, &name, key.as_ref(), &mut seen, template_hash, desired)
+                classify_live(
+                    pod,
+                    &name,
+                    key.as_ref(),
+                    &mut seen,
+                    template_hash,
+                    desired,
+                    timing,
+                )
             };
+            // A Ready replacement still soaking for minReadySeconds.
+            let soaking_since = (class == PodClass::Unready)
+                .then(|| ready_since(pod))
+                .flatten();
             ObservedPod {
                 uid: pod.metadata.uid.clone(),
                 name,
@@ -358,6 +580,14 @@ pub fn classify(
                 class,
                 ready,
                 state,
+                created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                soaking_since,
+                controlled: pod
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.controller == Some(true) && o.kind == "CephOSD"),
             }
         })
         .collect()
@@ -370,6 +600,7 @@ fn classify_live(
     seen: &mut BTreeSet<OsdKey>,
     template_hash: &TemplateHash,
     desired: &BTreeMap<OsdKey, DesiredOsd>,
+    timing: &Timing,
 ) -> PodClass {
     let annotations = pod.metadata.annotations.as_ref();
     let annotation = |k: &str| {
@@ -402,7 +633,10 @@ fn classify_live(
     if template_hash != hash || devices_changed {
         PodClass::OutOfDate
     } else if annotation(labels::POD_STATE) == Some(PodState::WaitForReady.as_str()) {
-        if is_ready(pod) {
+        let soaked = ready_since(pod).is_some_and(|since| {
+            timing.min_ready.is_zero() || timing.now.duration_since(since) >= timing.min_ready
+        });
+        if soaked {
             PodClass::Ready
         } else {
             PodClass::Unready
@@ -412,16 +646,22 @@ fn classify_live(
     }
 }
 
-/// Whether the pod's `Ready` condition is `True`.
-pub fn is_ready(pod: &Pod) -> bool {
-    pod.status
+/// When the pod's `Ready` condition turned `True` (its creation time when the kubelet did not
+/// say), or None while it is not Ready.
+pub fn ready_since(pod: &Pod) -> Option<Timestamp> {
+    let condition = pod
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == "True")?;
+    condition
+        .last_transition_time
         .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
+        .or(pod.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0)
+        .or(Some(Timestamp::UNIX_EPOCH))
 }
 
 #[cfg(test)]

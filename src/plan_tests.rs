@@ -31,10 +31,15 @@ fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &str) -> Cep
             }],
             update_domain: domain,
             pod_template: template(marker),
+            paused: None,
+            min_ready_seconds: None,
+            progress_deadline_seconds: None,
+            max_unavailable: None,
         },
     );
     cr.metadata.namespace = Some("ceph".into());
     cr.metadata.uid = Some("cr-uid".into());
+    cr.metadata.generation = Some(1);
     cr
 }
 
@@ -44,11 +49,22 @@ struct Cluster {
     pods: Vec<Pod>,
     suffixes: CountingSuffix,
     uid: u32,
+    /// The CR's status as last written by a plan.
+    status: Option<crate::crd::CephOsdStatus>,
+    /// Seconds since the epoch: the simulated clock.
+    clock: i64,
+}
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(seconds).expect("valid time")
 }
 
 impl Cluster {
     fn reconcile(&mut self, cr: &CephOsd) -> Plan {
-        let plan = plan(cr, &self.pods, &mut self.suffixes).expect("plans");
+        let mut cr = cr.clone();
+        cr.status = self.status.clone();
+        let plan = plan(&cr, &self.pods, &mut self.suffixes, at(self.clock)).expect("plans");
+        self.status = Some(plan.status.clone());
         for action in &plan.actions {
             match action {
                 Action::Delete { name, .. } => {
@@ -61,6 +77,7 @@ impl Cluster {
                     let mut pod = (**pod).clone();
                     self.uid += 1;
                     pod.metadata.uid = Some(format!("pod-uid-{}", self.uid));
+                    pod.metadata.creation_timestamp = Some(Time(at(self.clock)));
                     assert!(self.pod_mut(&pod.name_any()).is_none(), "name clash");
                     self.pods.push(pod);
                 }
@@ -271,7 +288,7 @@ fn adopts_reference_pods_with_zero_writes() {
             pod
         })
         .collect();
-    let plan = plan(&cr, &pods, &mut CountingSuffix::default()).expect("plans");
+    let plan = plan(&cr, &pods, &mut CountingSuffix::default(), at(0)).expect("plans");
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     assert_eq!(plan.summary.current, 2);
 }
@@ -589,7 +606,7 @@ fn conflicting_duplicate_devices_are_reported() {
     let mut entry = cr.spec.storage[0].clone();
     entry.osds[0].db = Some("/dev/nvme0n1".into());
     cr.spec.storage.push(entry);
-    let plan = plan(&cr, &[], &mut CountingSuffix::default()).expect("plans");
+    let plan = plan(&cr, &[], &mut CountingSuffix::default(), at(0)).expect("plans");
     assert_eq!(plan.spec_warnings.len(), 1);
     assert_eq!(creates(&plan), ["h1:/dev/sdb"]);
 }
@@ -598,7 +615,7 @@ fn conflicting_duplicate_devices_are_reported() {
 fn an_unrenderable_template_is_an_error_not_a_partial_plan() {
     let mut cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
     cr.spec.pod_template = json!({"spec": {"containers": "not a list"}});
-    let err = plan(&cr, &[], &mut CountingSuffix::default()).expect_err("fails");
+    let err = plan(&cr, &[], &mut CountingSuffix::default(), at(0)).expect_err("fails");
     assert!(err.to_string().contains("h1:/dev/sdb"), "{err}");
 }
 
@@ -698,7 +715,11 @@ fn check_replacement_step(
     prop_assert_eq!(domains.len(), 1);
     let (desired, _) = desired_osds(&cr.spec);
     let hash = TemplateHash::of(&cr.spec.pod_template);
-    let observed = classify(before, &hash, &desired);
+    let timing = Timing {
+        now: at(0),
+        min_ready: SignedDuration::ZERO,
+    };
+    let observed = classify(before, &hash, &desired, &timing);
     for key in desired.keys() {
         let pod = observed
             .iter()
@@ -715,4 +736,256 @@ fn check_replacement_step(
         );
     }
     Ok(())
+}
+
+// --- rollout controls, status and events (issue 5) ------------------------------------------
+
+fn replaced(plan: &Plan) -> Vec<String> {
+    plan.replacing.iter().map(ToString::to_string).collect()
+}
+
+fn condition<'a>(
+    plan: &'a Plan,
+    type_: &str,
+) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    plan.status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .expect("condition present")
+}
+
+fn event_reasons(plan: &Plan) -> Vec<&'static str> {
+    plan.events.iter().map(|e| e.reason).collect()
+}
+
+#[test]
+fn status_counts_and_phase_follow_a_rollout() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = Cluster::default();
+    let plan = cluster.reconcile(&old);
+    assert_eq!(plan.status.phase, Some(crate::crd::Phase::Progressing));
+    assert_eq!((plan.status.desired, plan.status.current), (2, 0));
+    cluster.make_all_ready();
+    cluster.reconcile(&old);
+    let plan = cluster.reconcile(&old);
+    assert_eq!(plan.status.phase, Some(crate::crd::Phase::Ready));
+    assert_eq!(
+        (
+            plan.status.ready,
+            plan.status.updated,
+            plan.status.out_of_date
+        ),
+        (2, 2, 0)
+    );
+    assert_eq!(condition(&plan, "Ready").status, "True");
+    assert_eq!(condition(&plan, "Progressing").reason, "Complete");
+    assert_eq!(
+        plan.status.template_hash.as_deref(),
+        Some(plan.template_hash.as_str())
+    );
+
+    let new = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "b");
+    let plan = cluster.reconcile(&new);
+    assert_eq!(plan.status.phase, Some(crate::crd::Phase::Progressing));
+    assert_eq!(plan.status.out_of_date, 2);
+    assert_eq!(plan.status.current_update, ["h1:/dev/sdb"]);
+    assert_eq!(condition(&plan, "Progressing").reason, "RollingUpdate");
+    cluster.finish_terminations();
+    let plan = cluster.reconcile(&new);
+    assert_eq!(
+        plan.status.current_update,
+        ["h1:/dev/sdb"],
+        "stays until the successor is Ready"
+    );
+}
+
+#[test]
+fn an_unchanged_cluster_yields_an_identical_status() {
+    let cr = cr(UpdateDomain::Host, &["h1", "h2"], &["/dev/sdb"], "a");
+    let mut cluster = converged(&cr);
+    let first = cluster.reconcile(&cr).status;
+    cluster.clock += 3600;
+    let second = cluster.reconcile(&cr);
+    assert_eq!(first, second.status);
+    assert!(second.actions.is_empty() && second.events.is_empty());
+}
+
+#[test]
+fn paused_stops_replacements_but_not_recreation() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged(&old);
+    let mut new = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "b");
+    new.spec.paused = Some(true);
+    let plan = cluster.reconcile(&new);
+    assert!(replaced(&plan).is_empty());
+    assert_eq!(plan.status.phase, Some(crate::crd::Phase::Paused));
+    assert_eq!(condition(&plan, "Progressing").reason, "Paused");
+    assert_eq!(event_reasons(&plan), ["Halted"]);
+    assert!(
+        cluster.reconcile(&new).events.is_empty(),
+        "a persisting halt is told once"
+    );
+    // Self-healing continues while paused.
+    cluster.pods[0].metadata.deletion_timestamp = Some(Time(at(0)));
+    cluster.finish_terminations();
+    let plan = cluster.reconcile(&new);
+    assert_eq!(creates(&plan), ["h1:/dev/sdb"]);
+    assert!(replaced(&plan).is_empty());
+    // Resume.
+    cluster.make_all_ready();
+    new.spec.paused = Some(false);
+    let plan = cluster.reconcile(&new);
+    assert_eq!(replaced(&plan), ["h1:/dev/sdc"]);
+}
+
+#[test]
+fn max_unavailable_two_replaces_two_domains_at_a_time_never_three() {
+    let hosts = ["h1", "h2", "h3", "h4", "h5"];
+    let old = cr(UpdateDomain::Osd, &hosts, &["/dev/sdb"], "a");
+    let mut cluster = converged(&old);
+    let mut new = cr(UpdateDomain::Osd, &hosts, &["/dev/sdb"], "b");
+    new.spec.max_unavailable = Some(2);
+    let plan = cluster.reconcile(&new);
+    assert_eq!(replaced(&plan), ["h1:/dev/sdb", "h2:/dev/sdb"]);
+    // One successor Ready: exactly one more domain may start.
+    cluster.finish_terminations();
+    cluster.reconcile(&new);
+    let first_new = cluster
+        .live()
+        .into_iter()
+        .find(|p| annotation(p, labels::HOST) == Some("h1"))
+        .map(ResourceExt::name_any)
+        .expect("pod");
+    set_ready(cluster.pod_mut(&first_new).expect("pod"), true);
+    let plan = cluster.reconcile(&new);
+    assert_eq!(replaced(&plan), ["h3:/dev/sdb"]);
+    let mut max_seen = 0;
+    for plan in cluster.settle(&new) {
+        max_seen = max_seen.max(plan.status.current_update.len());
+    }
+    assert!(max_seen <= 2, "{max_seen}");
+}
+
+#[test]
+fn min_ready_seconds_soaks_a_replacement_before_the_next_step() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged(&old);
+    let mut new = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "b");
+    new.spec.min_ready_seconds = Some(30);
+    cluster.reconcile(&new);
+    cluster.finish_terminations();
+    cluster.reconcile(&new);
+    // Ready now (lastTransitionTime = now): soaking, so no next step yet.
+    for pod in &mut cluster.pods {
+        set_ready(pod, true);
+        if let Some(c) = pod.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+            c[0].last_transition_time = Some(Time(at(cluster.clock)));
+        }
+    }
+    let plan = cluster.reconcile(&new);
+    assert!(replaced(&plan).is_empty());
+    assert_eq!(plan.summary.unready, 1);
+    assert_eq!(plan.requeue_after, Some(SignedDuration::from_secs(30)));
+    cluster.clock += 30;
+    let plan = cluster.reconcile(&new);
+    assert_eq!(replaced(&plan), ["h1:/dev/sdc"]);
+}
+
+#[test]
+fn a_replacement_past_its_deadline_stalls_visibly_and_recovers_after_the_fix() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged(&old);
+    let mut broken = cr(
+        UpdateDomain::Osd,
+        &["h1"],
+        &["/dev/sdb", "/dev/sdc"],
+        "broken",
+    );
+    broken.spec.progress_deadline_seconds = Some(60);
+    cluster.reconcile(&broken);
+    cluster.finish_terminations();
+    cluster.reconcile(&broken); // creates the replacement
+    let plan = cluster.reconcile(&broken);
+    assert_eq!(plan.requeue_after, Some(SignedDuration::from_secs(60)));
+    cluster.clock += 59;
+    assert!(cluster.reconcile(&broken).stalled.is_none());
+    cluster.clock += 1;
+    let plan = cluster.reconcile(&broken);
+    assert_eq!(plan.status.phase, Some(crate::crd::Phase::Stalled));
+    let stalled = condition(&plan, "Stalled");
+    assert_eq!(
+        (stalled.status.as_str(), stalled.reason.as_str()),
+        ("True", "ProgressDeadlineExceeded")
+    );
+    assert!(
+        stalled.message.contains("osd-h1-sdb-") && stalled.message.contains("60s"),
+        "{}",
+        stalled.message
+    );
+    assert_eq!(event_reasons(&plan), ["Stalled"]);
+    assert!(plan.events[0].warning);
+    assert!(cluster.reconcile(&broken).events.is_empty(), "told once");
+    // The fix: the stuck pod becomes out-of-date and is replaced; Stalled clears.
+    let mut fixed = broken.clone();
+    fixed.spec.pod_template = template("fixed");
+    let plan = cluster.reconcile(&fixed);
+    assert_eq!(condition(&plan, "Stalled").status, "False");
+    assert_eq!(replaced(&plan), ["h1:/dev/sdb"]);
+}
+
+#[test]
+fn overrides_and_adoptions_are_told() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged(&old);
+    let new = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "b");
+    cluster.reconcile(&new);
+    cluster.finish_terminations();
+    cluster.reconcile(&new);
+    let stuck = cluster
+        .live()
+        .into_iter()
+        .find(|p| annotation(p, labels::POD_STATE) == Some("wait-for-ready"))
+        .map(ResourceExt::name_any)
+        .expect("stuck");
+    annotate(
+        cluster.pod_mut(&stuck).expect("pod"),
+        labels::POD_STATE,
+        "up-to-date",
+    );
+    let plan = cluster.reconcile(&new);
+    assert!(
+        event_reasons(&plan).contains(&"Overridden"),
+        "{:?}",
+        plan.events
+    );
+
+    // Pods without a controller ownerReference, seen by a CR we never reconciled: adopted.
+    let mut fresh = Cluster {
+        pods: converged(&old).pods,
+        ..Cluster::default()
+    };
+    for pod in &mut fresh.pods {
+        pod.metadata.owner_references = None;
+    }
+    let plan = fresh.reconcile(&old);
+    assert_eq!(event_reasons(&plan), ["Adopted", "Adopted"]);
+    assert!(plan.actions.is_empty());
+    assert!(fresh.reconcile(&old).events.is_empty(), "only once");
+}
+
+#[test]
+fn conflicting_devices_set_invalid_spec_and_phase_error() {
+    let mut cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
+    let mut entry = cr.spec.storage[0].clone();
+    entry.osds[0].db = Some("/dev/nvme0n1".into());
+    cr.spec.storage.push(entry);
+    let plan = plan(&cr, &[], &mut CountingSuffix::default(), at(0)).expect("plans");
+    assert_eq!(plan.status.phase, Some(crate::crd::Phase::Error));
+    let invalid = condition(&plan, "InvalidSpec");
+    assert_eq!(
+        (invalid.status.as_str(), invalid.reason.as_str()),
+        ("True", "ConflictingDevices")
+    );
+    assert!(invalid.message.contains("h1:/dev/sdb"));
 }

@@ -1,0 +1,51 @@
+//! Which Kubernetes Event tells about which action: pure wording, published by the executor.
+
+use crate::executor::describe;
+use crate::plan::{Action, CreateReason, DeleteReason, PlannedEvent};
+
+/// The event for a successfully applied action, if it deserves one.
+pub fn event_for(action: &Action) -> Option<PlannedEvent> {
+    match action {
+        Action::Create { key, pod, reason } => {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            let (reason, note) = match reason {
+                CreateReason::New => ("Created", format!("created pod {name} for OSD {key}")),
+                CreateReason::Replacement => (
+                    "Created",
+                    format!("created replacement pod {name} for OSD {key}; waiting for it to become Ready"),
+                ),
+                CreateReason::Recreate => (
+                    "Recreated",
+                    format!("recreated pod {name} for OSD {key}: its previous pod was gone"),
+                ),
+            };
+            Some(PlannedEvent {
+                warning: false,
+                reason,
+                note,
+            })
+        }
+        Action::Delete {
+            name, key, reason, ..
+        } => {
+            let osd = key
+                .as_ref()
+                .map(|k| format!(" of OSD {k}"))
+                .unwrap_or_default();
+            let (event_reason, note) = match reason {
+                DeleteReason::Replace => (
+                    "Replacing",
+                    format!("deleting out-of-date pod {name}{osd}; its successor starts once it is gone"),
+                ),
+                other => ("Deleted", format!("deleted pod {name}{osd}: {}", describe(other))),
+            };
+            Some(PlannedEvent {
+                warning: matches!(reason, DeleteReason::Invalid(_) | DeleteReason::Ended(_)),
+                reason: event_reason,
+                note,
+            })
+        }
+        // pod-state bookkeeping is visible in status counts; an event each would be noise.
+        Action::PatchState { .. } => None,
+    }
+}
