@@ -6,6 +6,7 @@
 use crate::crd::{owner_label_value, CephOsd};
 use crate::executor::{ExecuteError, Executor};
 use crate::labels;
+use crate::metrics::Metrics;
 use crate::osd::RandomSuffix;
 use crate::plan::{plan, PlanError, PlannedEvent};
 use crate::status::error_status;
@@ -37,6 +38,7 @@ struct Context {
     client: Client,
     settings: Settings,
     recorder: Recorder,
+    metrics: Arc<Metrics>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +66,7 @@ impl ReconcileError {
 }
 
 /// Runs the controller until SIGTERM / Ctrl-C.
-pub async fn run(client: Client, settings: Settings) {
+pub async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
     let (crs, pods): (Api<CephOsd>, Api<Pod>) = match &settings.namespace {
         Some(ns) => (
             Api::namespaced(client.clone(), ns),
@@ -81,6 +83,7 @@ pub async fn run(client: Client, settings: Settings) {
         client,
         settings,
         recorder,
+        metrics,
     });
     Controller::new(crs, watcher::Config::default())
         // Label-based, not ownerReference-based: pods made by the reference operator carry
@@ -91,7 +94,7 @@ pub async fn run(client: Client, settings: Settings) {
             owner_of,
         )
         .shutdown_on_signal()
-        .run(reconcile, error_policy, context)
+        .run(timed_reconcile, error_policy, context)
         .for_each(|result| async move {
             if let Err(error) = result {
                 warn!(%error, "controller error");
@@ -106,7 +109,17 @@ fn owner_of(pod: Pod) -> Option<ObjectRef<CephOsd>> {
     Some(ObjectRef::new(name).within(&pod.namespace()?))
 }
 
+async fn timed_reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let started = std::time::Instant::now();
+    let result = reconcile(cr, ctx.clone()).await;
+    if let Err(error) = &result {
+        ctx.metrics.failed(error.category(), started.elapsed());
+    }
+    result
+}
+
 async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let started = std::time::Instant::now();
     if cr.metadata.deletion_timestamp.is_some() {
         // Garbage collection removes the pods through their ownerReferences.
         return Ok(Action::await_change());
@@ -145,6 +158,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
                         warning: true,
                         reason: "InvalidSpec",
                         note: message,
+                        pod: None,
                     })
                     .await;
             }
@@ -167,6 +181,8 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         executor.publish(event).await;
     }
     executor.write_status(&plan.status).await?;
+    ctx.metrics
+        .reconciled(&namespace, &cr.name_any(), &plan.summary, started.elapsed());
     let resync = ctx.settings.resync;
     let next = plan
         .requeue_after

@@ -23,6 +23,7 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
                 warning: false,
                 reason,
                 note,
+                pod: Some(name.to_owned()),
             })
         }
         Action::Delete {
@@ -43,6 +44,7 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
                 warning: matches!(reason, DeleteReason::Invalid(_) | DeleteReason::Ended(_)),
                 reason: event_reason,
                 note,
+                pod: Some(name.clone()),
             })
         }
         // pod-state bookkeeping is visible in status counts; an event each would be noise.

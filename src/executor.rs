@@ -90,7 +90,15 @@ impl Executor<'_> {
             reason: event.reason.to_owned(),
             note: Some(event.note.clone()),
             action: event.reason.to_owned(),
-            secondary: None,
+            // The pod as `related` object also keeps the recorder from folding events about
+            // different pods into one series.
+            secondary: event.pod.as_ref().map(|name| ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(name.clone()),
+                namespace: self.cr.namespace(),
+                ..ObjectReference::default()
+            }),
         };
         if let Err(error) = self.recorder.publish(&event, &reference).await {
             warn!(%error, reason = %event.reason, "failed to publish event");

@@ -1,10 +1,16 @@
 //! The `ceph-osd-operator` command: argument parsing only; the work is in the library.
 
-use ceph_osd_operator::{controller, crd, osd::RandomSuffix, preview, validate};
+use ceph_osd_operator::lease::{LeaderLease, LeaseSettings};
+use ceph_osd_operator::metrics::Metrics;
+use ceph_osd_operator::osd::{RandomSuffix, SuffixSource};
+use ceph_osd_operator::server::{self, Health};
+use ceph_osd_operator::{controller, crd, preview, validate};
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -33,6 +39,19 @@ enum Command {
         /// Seconds between periodic resyncs of every CephOSD.
         #[arg(long, default_value_t = 30)]
         resync_seconds: u64,
+        /// Serve /healthz, /readyz and /metrics on this address (e.g. 0.0.0.0:8080).
+        #[arg(long)]
+        http_address: Option<std::net::SocketAddr>,
+        /// Act only while holding a coordination.k8s.io Lease (for more than one replica).
+        #[arg(long)]
+        leader_elect: bool,
+        /// Namespace of the leader Lease (default: $POD_NAMESPACE, the watched namespace, or
+        /// "default").
+        #[arg(long, env = "POD_NAMESPACE")]
+        lease_namespace: Option<String>,
+        /// Name of the leader Lease.
+        #[arg(long, default_value = "ceph-osd-operator")]
+        lease_name: String,
     },
     /// Print the CustomResourceDefinition YAML.
     Crd,
@@ -65,14 +84,27 @@ fn main() -> ExitCode {
             namespace,
             log_format,
             resync_seconds,
+            http_address,
+            leader_elect,
+            lease_namespace,
+            lease_name,
         } => {
             init_logging(log_format);
+            let lease = leader_elect.then(|| LeaseSettings {
+                namespace: lease_namespace
+                    .or_else(|| namespace.clone())
+                    .unwrap_or_else(|| "default".into()),
+                name: lease_name,
+                identity: identity(),
+                duration: Duration::from_secs(15),
+                retry: Duration::from_secs(3),
+            });
             let settings = controller::Settings {
                 namespace,
                 resync: Duration::from_secs(resync_seconds),
                 retry: Duration::from_secs(5),
             };
-            match run(kubeconfig, settings) {
+            match run(kubeconfig, settings, http_address, lease) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {
                     eprintln!("error: {message}");
@@ -114,7 +146,12 @@ fn render(file: &PathBuf, namespace: &str) -> ExitCode {
     }
 }
 
-fn run(kubeconfig: Option<PathBuf>, settings: controller::Settings) -> Result<(), String> {
+fn run(
+    kubeconfig: Option<PathBuf>,
+    settings: controller::Settings,
+    http_address: Option<std::net::SocketAddr>,
+    lease: Option<LeaseSettings>,
+) -> Result<(), String> {
     // kube's rustls needs a process-wide crypto provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("cannot start tokio: {e}"))?;
@@ -133,8 +170,35 @@ fn run(kubeconfig: Option<PathBuf>, settings: controller::Settings) -> Result<()
         };
         let client =
             kube::Client::try_from(config).map_err(|e| format!("cannot build client: {e}"))?;
-        controller::run(client, settings).await;
-        Ok(())
+        let metrics = Arc::new(Metrics::default());
+        let health = Arc::new(Health::default());
+        if let Some(address) = http_address {
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+            tokio::spawn(server::serve(listener, health.clone(), metrics.clone()));
+        }
+        health.ready.store(true, Ordering::Relaxed);
+        let Some(lease) = lease else {
+            controller::run(client, settings, metrics).await;
+            return Ok(());
+        };
+        let lease = LeaderLease::new(client.clone(), lease);
+        tokio::select! {
+            () = lease.acquire() => {}
+            () = shutdown_signal() => return Ok(()),
+        }
+        metrics.set_leader(true);
+        let outcome = tokio::select! {
+            () = controller::run(client, settings, metrics.clone()) => Ok(()),
+            // Only the leader writes: stop at once when leadership is gone.
+            lost = lease.hold() => Err(lost.to_string()),
+        };
+        metrics.set_leader(false);
+        if outcome.is_ok() {
+            lease.release().await;
+        }
+        outcome
     })
 }
 
@@ -145,5 +209,31 @@ fn init_logging(format: LogFormat) {
     match format {
         LogFormat::Human => builder.init(),
         LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// This replica's identity in the Lease: the pod name, else host name plus a random part.
+fn identity() -> String {
+    std::env::var("POD_NAME").unwrap_or_else(|_| {
+        let host = hostname::get().map_or_else(
+            |_| "ceph-osd-operator".into(),
+            |h| h.to_string_lossy().into_owned(),
+        );
+        format!("{host}-{}", RandomSuffix.next_suffix())
+    })
+}
+
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
     }
 }

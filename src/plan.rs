@@ -92,6 +92,8 @@ pub struct PlannedEvent {
     pub warning: bool,
     pub reason: &'static str,
     pub note: String,
+    /// The pod the event is about (its `related` object), if one.
+    pub pod: Option<String>,
 }
 
 /// One API write.
@@ -395,6 +397,7 @@ pub fn plan(
                     pod.name,
                     pod.key.as_ref().map(ToString::to_string).unwrap_or_default()
                 ),
+                pod: Some(pod.name.clone()),
             });
         }
         if cr.status.is_none() && !pod.controlled {
@@ -409,6 +412,7 @@ pub fn plan(
                         .map(ToString::to_string)
                         .unwrap_or_default()
                 ),
+                pod: Some(pod.name.clone()),
             });
         }
     }
@@ -469,6 +473,7 @@ fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<Pl
                 warning: true,
                 reason: "Stalled",
                 note: message.clone(),
+                pod: None,
             });
         }
     }
@@ -487,6 +492,7 @@ fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<Pl
                 warning: false,
                 reason: "Halted",
                 note: message.clone(),
+                pod: None,
             });
         }
     }

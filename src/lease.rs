@@ -1,0 +1,252 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, so two replicas never act at once.
+//!
+//! The decision (take, renew, or wait) is a pure function of the observed Lease and the clock;
+//! the loop around it uses optimistic concurrency (resourceVersion) so two candidates racing
+//! for an expired lease cannot both win.
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, ObjectMeta, PostParams};
+use std::time::Duration;
+use tracing::{info, warn};
+
+/// How leadership is held.
+#[derive(Clone, Debug)]
+pub struct LeaseSettings {
+    pub namespace: String,
+    pub name: String,
+    /// This process's identity (pod name, or host name plus a random part).
+    pub identity: String,
+    /// How long a lease is valid without renewal.
+    pub duration: Duration,
+    /// How often the holder renews, and how often a candidate retries.
+    pub retry: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error("lost the leader lease {0}: another replica holds it now")]
+    Lost(String),
+    #[error("could not renew the leader lease {name} for {seconds}s: {source}")]
+    RenewFailed {
+        name: String,
+        seconds: u64,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// What to do with the Lease as observed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// No Lease object yet: create it holding it.
+    Create,
+    /// Ours, or free/expired: write ourselves in as holder.
+    Take { transition: bool },
+    /// Someone else holds a valid lease.
+    Wait,
+}
+
+/// Pure: whether `identity` may take the lease at `now`.
+pub fn decide(lease: Option<&Lease>, identity: &str, now: Timestamp) -> Decision {
+    let Some(spec) = lease.and_then(|l| l.spec.as_ref()) else {
+        return if lease.is_none() {
+            Decision::Create
+        } else {
+            Decision::Take { transition: true }
+        };
+    };
+    let holder = spec.holder_identity.as_deref().unwrap_or("");
+    if holder == identity {
+        return Decision::Take { transition: false };
+    }
+    let expires = spec
+        .renew_time
+        .as_ref()
+        .map(|t| t.0 + SignedDuration::from_secs(spec.lease_duration_seconds.unwrap_or(0).into()));
+    if holder.is_empty() || expires.is_none_or(|e| e <= now) {
+        Decision::Take { transition: true }
+    } else {
+        Decision::Wait
+    }
+}
+
+/// A Lease this process competes for.
+pub struct LeaderLease {
+    api: Api<Lease>,
+    settings: LeaseSettings,
+}
+
+impl LeaderLease {
+    pub fn new(client: kube::Client, settings: LeaseSettings) -> Self {
+        Self {
+            api: Api::namespaced(client, &settings.namespace),
+            settings,
+        }
+    }
+
+    fn spec(&self, now: Timestamp, previous: Option<&LeaseSpec>, transition: bool) -> LeaseSpec {
+        let transitions = previous.and_then(|s| s.lease_transitions).unwrap_or(0);
+        LeaseSpec {
+            holder_identity: Some(self.settings.identity.clone()),
+            lease_duration_seconds: Some(
+                i32::try_from(self.settings.duration.as_secs()).unwrap_or(i32::MAX),
+            ),
+            acquire_time: if transition {
+                Some(MicroTime(now))
+            } else {
+                previous.and_then(|s| s.acquire_time.clone())
+            },
+            renew_time: Some(MicroTime(now)),
+            lease_transitions: Some(transitions + i32::from(transition)),
+            ..LeaseSpec::default()
+        }
+    }
+
+    /// One attempt: true when we hold the lease afterwards.
+    async fn try_acquire(&self) -> Result<bool, kube::Error> {
+        let name = &self.settings.name;
+        let current = self.api.get_opt(name).await?;
+        let now = Timestamp::now();
+        match decide(current.as_ref(), &self.settings.identity, now) {
+            Decision::Wait => Ok(false),
+            Decision::Create => {
+                let lease = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(name.clone()),
+                        ..ObjectMeta::default()
+                    },
+                    spec: Some(self.spec(now, None, true)),
+                };
+                match self.api.create(&PostParams::default(), &lease).await {
+                    Ok(_) => Ok(true),
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+                    Err(e) => Err(e),
+                }
+            }
+            Decision::Take { transition } => {
+                let Some(mut lease) = current else {
+                    return Ok(false);
+                };
+                lease.spec = Some(self.spec(now, lease.spec.as_ref(), transition));
+                // resourceVersion is kept: a concurrent writer makes this a 409, not a tie.
+                match self.api.replace(name, &PostParams::default(), &lease).await {
+                    Ok(_) => Ok(true),
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// Waits until this process holds the lease.
+    pub async fn acquire(&self) {
+        info!(lease = %self.settings.name, identity = %self.settings.identity, "waiting for the leader lease");
+        loop {
+            match self.try_acquire().await {
+                Ok(true) => {
+                    info!(lease = %self.settings.name, "acquired the leader lease");
+                    return;
+                }
+                Ok(false) => {}
+                Err(error) => warn!(%error, "leader lease not acquired"),
+            }
+            tokio::time::sleep(self.settings.retry).await;
+        }
+    }
+
+    /// Renews forever; returns when the lease is lost or could not be renewed in time.
+    pub async fn hold(&self) -> LeaseError {
+        let mut last_renewed = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(self.settings.retry).await;
+            match self.try_acquire().await {
+                Ok(true) => last_renewed = tokio::time::Instant::now(),
+                Ok(false) => return LeaseError::Lost(self.settings.name.clone()),
+                Err(source) => {
+                    // Stop acting before the lease can expire under us.
+                    if last_renewed.elapsed() + self.settings.retry >= self.settings.duration {
+                        return LeaseError::RenewFailed {
+                            name: self.settings.name.clone(),
+                            seconds: self.settings.duration.as_secs(),
+                            source,
+                        };
+                    }
+                    warn!(error = %source, "leader lease renewal failed; retrying");
+                }
+            }
+        }
+    }
+
+    /// Gives the lease up so a standby takes over at once (graceful shutdown).
+    pub async fn release(&self) {
+        let Ok(Some(mut lease)) = self.api.get_opt(&self.settings.name).await else {
+            return;
+        };
+        let ours = lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref())
+            == Some(self.settings.identity.as_str());
+        if !ours {
+            return;
+        }
+        if let Some(spec) = lease.spec.as_mut() {
+            spec.holder_identity = None;
+            spec.lease_duration_seconds = Some(1);
+        }
+        match self
+            .api
+            .replace(&self.settings.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => info!(lease = %self.settings.name, "released the leader lease"),
+            Err(error) => warn!(%error, "could not release the leader lease"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(holder: Option<&str>, renewed: i64, duration: i32) -> Lease {
+        Lease {
+            metadata: ObjectMeta::default(),
+            spec: Some(LeaseSpec {
+                holder_identity: holder.map(Into::into),
+                renew_time: Some(MicroTime(Timestamp::from_second(renewed).expect("time"))),
+                lease_duration_seconds: Some(duration),
+                ..LeaseSpec::default()
+            }),
+        }
+    }
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(s).expect("time")
+    }
+
+    #[test]
+    fn decisions() {
+        assert_eq!(decide(None, "me", at(100)), Decision::Create);
+        let theirs = lease(Some("other"), 100, 15);
+        assert_eq!(decide(Some(&theirs), "me", at(110)), Decision::Wait);
+        assert_eq!(
+            decide(Some(&theirs), "me", at(115)),
+            Decision::Take { transition: true }
+        );
+        assert_eq!(
+            decide(Some(&lease(Some("me"), 100, 15)), "me", at(105)),
+            Decision::Take { transition: false }
+        );
+        assert_eq!(
+            decide(Some(&lease(None, 100, 15)), "me", at(101)),
+            Decision::Take { transition: true }
+        );
+        assert_eq!(
+            decide(Some(&lease(Some(""), 100, 15)), "me", at(101)),
+            Decision::Take { transition: true }
+        );
+    }
+}
