@@ -12,6 +12,7 @@ pub mod gc;
 pub mod kubelet;
 pub mod proxy;
 pub mod rewrite;
+pub mod scenario;
 
 use std::path::{Path, PathBuf};
 

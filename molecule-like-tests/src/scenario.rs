@@ -1,0 +1,1258 @@
+//! Fixtures for the end-to-end scenarios (`tests/scenarios.rs`), in Molecule's stages:
+//!
+//! - **create**: the local control plane must be up ([`Scenario::create`] fails with
+//!   [`HOW_TO_START`](crate::HOW_TO_START) otherwise);
+//! - **converge**: the `CephOSD` CRD is server-side applied (once per process, idempotent) and
+//!   Established, the scenario gets a fresh namespace `mlt-<scenario>-<random>`, a
+//!   [`PodRecorder`] starts watching it, and the operator binary runs as a child process for
+//!   that namespace only, logging to `target/molecule-like-tests/<namespace>/operator.log`;
+//! - **verify**: the test itself, with [`Scenario::wait_until`] (polling with a timeout, never
+//!   fixed sleeps) and the recorder's replay checks;
+//! - **destroy**: [`Scenario::destroy`] kills the operator and deletes the CR and the pods of
+//!   the namespace. A scenario dropped without `destroy` (a panic or an early `?` return)
+//!   counts as failed: the guard prints the pods (annotations, phase, Ready) and the tail of the
+//!   operator's log, then cleans up all the same.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _};
+use ceph_osd_operator::crd::UpdateDomain;
+use ceph_osd_operator::crd::{custom_resource_definition, owner_label_value, CephOsd};
+use ceph_osd_operator::labels;
+use ceph_osd_operator::osd::OsdKey;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+    WatchEvent, WatchParams,
+};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Client, ResourceExt};
+use serde_json::{json, Value};
+
+use crate::kubelet::{READY_AFTER_ANNOTATION, READY_ANNOTATION};
+
+/// Field manager of the scenarios' server-side applies.
+pub const FIELD_MANAGER: &str = "molecule-like-tests";
+/// The reference sample CR, relative to the workspace root.
+pub const SAMPLE: &str = "deploy/samples/ceph-osds.yaml";
+
+/// The workspace root (the operator crate).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from(".."), Path::to_path_buf)
+}
+
+/// The cargo target directory: `$CARGO_TARGET_DIR` (relative to the workspace root when
+/// relative) or `<workspace>/target`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
+        Some(dir) => workspace_root().join(dir),
+        None => workspace_root().join("target"),
+    }
+}
+
+/// The operator binary: `$CEPH_OSD_OPERATOR_BIN`, else `ceph-osd-operator` next to the running
+/// test's profile directory (`<target>/debug/deps/<test>` → `<target>/debug/`), else
+/// `<target>/debug/ceph-osd-operator`.
+pub fn operator_binary() -> anyhow::Result<PathBuf> {
+    if let Some(bin) = std::env::var_os("CEPH_OSD_OPERATOR_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let name = format!("ceph-osd-operator{}", std::env::consts::EXE_SUFFIX);
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(profile) = exe.parent().and_then(Path::parent) {
+            candidates.push(profile.join(&name));
+        }
+    }
+    candidates.push(target_dir().join("debug").join(&name));
+    for candidate in &candidates {
+        if candidate.is_file() {
+            warn_if_stale(candidate);
+            return Ok(candidate.clone());
+        }
+    }
+    bail!(
+        "the operator binary is not built (looked at {candidates:?}): run \
+         `cargo build -p ceph-osd-operator` first (molecule-like-tests/run does)"
+    )
+}
+
+/// A binary older than the operator's sources tests old code: say so (but go on).
+fn warn_if_stale(bin: &Path) {
+    let Ok(built) = bin.metadata().and_then(|m| m.modified()) else {
+        return;
+    };
+    let src = workspace_root().join("src");
+    let newer = std::fs::read_dir(&src)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t > built)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    if !newer.is_empty() {
+        eprintln!(
+            "WARNING: {} is older than src/{{{}}}: run `cargo build -p ceph-osd-operator`",
+            bin.display(),
+            newer.join(",")
+        );
+    }
+}
+
+/// A short random lowercase hex string (namespaces, names).
+pub fn random_suffix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    format!("{:06x}", h.finish() & 0xff_ffff)
+}
+
+/// The `ApiResource` of `CephOSD` (for untyped objects, e.g. malformed CRs).
+pub fn cephosd_resource() -> ApiResource {
+    ApiResource::erase::<CephOsd>(&())
+}
+
+/// The reference sample CR as JSON.
+pub fn sample() -> anyhow::Result<Value> {
+    let path = workspace_root().join(SAMPLE);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_saphyr::from_str(&text).map_err(|e| anyhow!("parsing {}: {e}", path.display()))
+}
+
+/// Adds the test kubelet's knobs and a short grace period to a pod template:
+/// `testing.local/ready-after-seconds`, optionally `testing.local/ready: never`, and
+/// `spec.terminationGracePeriodSeconds` (the kubelet scales it by 0.1).
+pub fn with_kubelet_knobs(
+    mut template: Value,
+    ready_after_seconds: u32,
+    never_ready: bool,
+    grace_seconds: i64,
+) -> Value {
+    let annotations = &mut template["metadata"]["annotations"];
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    annotations[READY_AFTER_ANNOTATION] = json!(ready_after_seconds.to_string());
+    if never_ready {
+        annotations[READY_ANNOTATION] = json!("never");
+    } else if let Some(map) = annotations.as_object_mut() {
+        map.remove(READY_ANNOTATION);
+    }
+    template["spec"]["terminationGracePeriodSeconds"] = json!(grace_seconds);
+    template
+}
+
+/// The sample's podTemplate with the kubelet knobs (Ready after 1 s, grace 10 s → 1 s).
+pub fn fast_sample_template() -> anyhow::Result<Value> {
+    let sample = sample()?;
+    let template = sample
+        .pointer("/spec/podTemplate")
+        .cloned()
+        .ok_or_else(|| anyhow!("{SAMPLE} has no spec.podTemplate"))?;
+    Ok(with_kubelet_knobs(template, 1, false, 10))
+}
+
+/// A `CephOSD` manifest.
+pub fn cephosd(name: &str, storage: Value, update_domain: &str, template: Value) -> Value {
+    json!({
+        "apiVersion": "ceph.elemental.net/v1alpha1",
+        "kind": "CephOSD",
+        "metadata": {"name": name},
+        "spec": {"storage": storage, "updateDomain": update_domain, "podTemplate": template},
+    })
+}
+
+/// Whether the pod's `Ready` condition is `True`.
+pub fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The rollout order, computed independently of the operator: case-insensitive `host:data`,
+/// ties broken by the exact key.
+pub fn rollout_order(key: &OsdKey) -> (String, String) {
+    let k = key.to_string();
+    (k.to_lowercase(), k)
+}
+
+/// An annotation of a pod.
+pub fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
+/// The OSD a pod claims by its `host` and `data` annotations.
+pub fn pod_key(pod: &Pod) -> Option<OsdKey> {
+    Some(OsdKey::new(
+        annotation(pod, labels::HOST)?,
+        annotation(pod, labels::DATA)?,
+    ))
+}
+
+/// One line per pod: name, key, phase, Ready, deletion, annotations.
+pub fn describe_pods(pods: &[Pod]) -> String {
+    let mut out = String::new();
+    for p in pods {
+        let phase = p
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_else(|| "-".into());
+        let deleting = if p.metadata.deletion_timestamp.is_some() {
+            " TERMINATING"
+        } else {
+            ""
+        };
+        let annotations: BTreeMap<_, _> = p
+            .metadata
+            .annotations
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        out.push_str(&format!(
+            "  {} phase={phase} ready={}{deleting} uid={} rv={} annotations={annotations:?}\n",
+            p.name_any(),
+            is_ready(p),
+            p.metadata.uid.as_deref().unwrap_or("-"),
+            p.metadata.resource_version.as_deref().unwrap_or("-"),
+        ));
+    }
+    if out.is_empty() {
+        out.push_str("  (no pods)\n");
+    }
+    out
+}
+
+/// The last `n` lines of a file (empty when unreadable).
+pub fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+static CRD_APPLIED: tokio::sync::Mutex<bool> = tokio::sync::Mutex::const_new(false);
+
+/// Server-side applies the `CephOSD` CRD (once per process) and waits until it is Established.
+pub async fn ensure_crd(client: &Client) -> anyhow::Result<()> {
+    let mut applied = CRD_APPLIED.lock().await;
+    if *applied {
+        return Ok(());
+    }
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = custom_resource_definition();
+    let name = crd.name_any();
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .with_context(|| format!("server-side applying CRD {name}"))?;
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(api, &name, conditions::is_crd_established()),
+    )
+    .await
+    .map_err(|_| anyhow!("CRD {name} not Established after 30 s"))??;
+    *applied = true;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pod event recorder
+// ---------------------------------------------------------------------------------------------
+
+/// What a watch event said about a pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One recorded watch event.
+#[derive(Clone, Debug)]
+pub struct PodEvent {
+    /// Position in the recording (0, 1, 2, …).
+    pub seq: usize,
+    /// Time since the recorder started.
+    pub at: Duration,
+    pub kind: EventKind,
+    pub pod: Pod,
+}
+
+#[derive(Default)]
+struct Recording {
+    events: Vec<PodEvent>,
+    /// Set when the watch could not resume (events may be missing): every check fails.
+    gap: Option<String>,
+}
+
+/// Records every watch event of the pods of one namespace, from before the CR exists.
+pub struct PodRecorder {
+    recording: Arc<Mutex<Recording>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for PodRecorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock(recording: &Mutex<Recording>) -> std::sync::MutexGuard<'_, Recording> {
+    recording
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl PodRecorder {
+    /// Lists the namespace's pods and watches from that list's resourceVersion on, resuming
+    /// from the last seen resourceVersion whenever a watch ends. Returns once the watch is
+    /// open, so nothing that happens afterwards can be missed.
+    pub async fn start(api: Api<Pod>) -> anyhow::Result<Self> {
+        let list = api.list(&ListParams::default()).await?;
+        let recording = Arc::new(Mutex::new(Recording::default()));
+        let started = Instant::now();
+        {
+            let mut r = lock(&recording);
+            for pod in list.items {
+                let seq = r.events.len();
+                r.events.push(PodEvent {
+                    seq,
+                    at: Duration::ZERO,
+                    kind: EventKind::Added,
+                    pod,
+                });
+            }
+        }
+        let mut rv = list.metadata.resource_version.unwrap_or_default();
+        let params = WatchParams::default().timeout(290);
+        let first = api.watch(&params, &rv).await?.boxed();
+        let rec = Arc::clone(&recording);
+        let task = tokio::spawn(async move {
+            let mut stream = Some(first);
+            loop {
+                let mut s = match stream.take() {
+                    Some(s) => s,
+                    None => match api.watch(&params, &rv).await {
+                        Ok(s) => s.boxed(),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "recorder: re-watch failed; retrying");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            continue;
+                        }
+                    },
+                };
+                while let Some(item) = s.next().await {
+                    let (kind, pod) = match item {
+                        Ok(WatchEvent::Added(p)) => (EventKind::Added, p),
+                        Ok(WatchEvent::Modified(p)) => (EventKind::Modified, p),
+                        Ok(WatchEvent::Deleted(p)) => (EventKind::Deleted, p),
+                        Ok(WatchEvent::Bookmark(b)) => {
+                            rv = b.metadata.resource_version;
+                            continue;
+                        }
+                        Ok(WatchEvent::Error(status)) => {
+                            lock(&rec).gap = Some(format!(
+                                "the watch failed at resourceVersion {rv}: {status:?}"
+                            ));
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "recorder: watch stream error");
+                            break;
+                        }
+                    };
+                    if let Some(v) = &pod.metadata.resource_version {
+                        rv.clone_from(v);
+                    }
+                    let mut r = lock(&rec);
+                    let seq = r.events.len();
+                    r.events.push(PodEvent {
+                        seq,
+                        at: started.elapsed(),
+                        kind,
+                        pod,
+                    });
+                }
+            }
+        });
+        Ok(Self { recording, task })
+    }
+
+    /// A copy of every event recorded so far.
+    pub fn events(&self) -> Vec<PodEvent> {
+        lock(&self.recording).events.clone()
+    }
+
+    /// Number of events recorded so far.
+    pub fn len(&self) -> usize {
+        lock(&self.recording).events.len()
+    }
+
+    /// Whether nothing was recorded yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pods alive after replaying every event: name → (resourceVersion).
+    fn replayed_state(&self) -> BTreeMap<String, String> {
+        let mut state = BTreeMap::new();
+        for e in &lock(&self.recording).events {
+            let name = e.pod.name_any();
+            if e.kind == EventKind::Deleted {
+                state.remove(&name);
+            } else {
+                state.insert(
+                    name,
+                    e.pod.metadata.resource_version.clone().unwrap_or_default(),
+                );
+            }
+        }
+        state
+    }
+
+    /// Waits until the recording has caught up with `api`'s current list (same pods, same
+    /// resourceVersions), so checks see everything that happened so far.
+    pub async fn catch_up(&self, api: &Api<Pod>) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let list = api.list(&ListParams::default()).await?;
+            let now: BTreeMap<String, String> = list
+                .items
+                .iter()
+                .map(|p| {
+                    (
+                        p.name_any(),
+                        p.metadata.resource_version.clone().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            if let Some(gap) = &lock(&self.recording).gap {
+                bail!("pod recorder: {gap}");
+            }
+            let seen = self.replayed_state();
+            if seen == now {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("pod recorder did not catch up in 10 s: recorded {seen:?}, listed {now:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Replays the events and checks that at no moment two pods (terminating ones included)
+    /// existed for one `host:data` key.
+    pub fn assert_one_pod_per_key(&self) -> anyhow::Result<()> {
+        let r = lock(&self.recording);
+        if let Some(gap) = &r.gap {
+            bail!("pod recorder: {gap}");
+        }
+        check_one_pod_per_key(&r.events).map_err(|e| anyhow!("{e}\n{}", render_events(&r.events)))
+    }
+
+    /// The recorded history as facts (created, Ready, deletion started, gone) per pod.
+    pub fn timeline(&self) -> Timeline {
+        Timeline::from_events(&lock(&self.recording).events)
+    }
+
+    /// The recording, one line per event (for failure messages).
+    pub fn render(&self) -> String {
+        render_events(&lock(&self.recording).events)
+    }
+}
+
+/// The invariant: replaying `events`, never two existing pods with one key.
+pub fn check_one_pod_per_key(events: &[PodEvent]) -> Result<(), String> {
+    let mut alive: BTreeMap<String, Option<OsdKey>> = BTreeMap::new();
+    for e in events {
+        let name = e.pod.name_any();
+        if e.kind == EventKind::Deleted {
+            alive.remove(&name);
+            continue;
+        }
+        alive.insert(name, pod_key(&e.pod));
+        let mut by_key: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        for (name, key) in &alive {
+            if let Some(key) = key {
+                by_key.entry(key.to_string()).or_default().push(name);
+            }
+        }
+        if let Some((key, names)) = by_key.iter().find(|(_, names)| names.len() > 1) {
+            return Err(format!(
+                "after event #{} ({:?} {}) OSD {key} had {} pods at once: {names:?}",
+                e.seq,
+                e.kind,
+                e.pod.name_any(),
+                names.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn render_events(events: &[PodEvent]) -> String {
+    let mut out = String::from("recorded pod events:\n");
+    for e in events {
+        out.push_str(&format!(
+            "  #{:<3} {:>7.3}s {:<8} {} ready={} deleting={} state={}\n",
+            e.seq,
+            e.at.as_secs_f64(),
+            format!("{:?}", e.kind),
+            e.pod.name_any(),
+            is_ready(&e.pod),
+            e.pod.metadata.deletion_timestamp.is_some(),
+            annotation(&e.pod, labels::POD_STATE).unwrap_or("-"),
+        ));
+    }
+    out
+}
+
+/// What happened to one pod, by event sequence numbers.
+#[derive(Clone, Debug, Default)]
+pub struct PodHistory {
+    pub name: String,
+    pub key: Option<OsdKey>,
+    pub created: Option<usize>,
+    pub ready: Option<usize>,
+    pub deletion_started: Option<usize>,
+    pub gone: Option<usize>,
+}
+
+/// Every pod's history, from a recording.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    pub pods: BTreeMap<String, PodHistory>,
+    /// Deletion starts in order: (seq, pod name).
+    pub deletions: Vec<(usize, String)>,
+    /// Creations in order: (seq, pod name).
+    pub creations: Vec<(usize, String)>,
+}
+
+impl Timeline {
+    pub fn from_events(events: &[PodEvent]) -> Self {
+        let mut t = Timeline::default();
+        for e in events {
+            let name = e.pod.name_any();
+            let h = t.pods.entry(name.clone()).or_insert_with(|| PodHistory {
+                name: name.clone(),
+                key: pod_key(&e.pod),
+                ..PodHistory::default()
+            });
+            if h.created.is_none() {
+                h.created = Some(e.seq);
+                t.creations.push((e.seq, name.clone()));
+            }
+            if h.ready.is_none() && is_ready(&e.pod) {
+                h.ready = Some(e.seq);
+            }
+            if h.deletion_started.is_none()
+                && (e.pod.metadata.deletion_timestamp.is_some() || e.kind == EventKind::Deleted)
+            {
+                h.deletion_started = Some(e.seq);
+                t.deletions.push((e.seq, name.clone()));
+            }
+            if e.kind == EventKind::Deleted {
+                h.gone = Some(e.seq);
+            }
+        }
+        t
+    }
+
+    pub fn get(&self, name: &str) -> anyhow::Result<&PodHistory> {
+        self.pods
+            .get(name)
+            .ok_or_else(|| anyhow!("pod {name} was never recorded"))
+    }
+
+    /// The pods created for `key` after event `after`, in order.
+    pub fn created_after(&self, key: &OsdKey, after: usize) -> Vec<&PodHistory> {
+        let mut v: Vec<&PodHistory> = self
+            .pods
+            .values()
+            .filter(|h| h.key.as_ref() == Some(key) && h.created.is_some_and(|c| c > after))
+            .collect();
+        v.sort_by_key(|h| h.created);
+        v
+    }
+
+    /// Checks a completed rollout of `old` pods (name → key) against the update domain:
+    /// - old pods were deleted in case-insensitive key order, one update domain at a time
+    ///   (`OSD`: one key; `Host`: every key of a host before its first replacement is Ready);
+    /// - each key's replacement was created only after its old pod was gone;
+    /// - each domain's replacements were Ready before the next domain's first deletion.
+    pub fn check_rollout(
+        &self,
+        old: &BTreeMap<String, OsdKey>,
+        domain: UpdateDomain,
+    ) -> anyhow::Result<()> {
+        // Old pods by key, keys in rollout order (computed here, not by the operator's Ord).
+        let by_key: BTreeMap<OsdKey, &String> = old.iter().map(|(n, k)| (k.clone(), n)).collect();
+        let mut ordered: Vec<OsdKey> = by_key.keys().cloned().collect();
+        ordered.sort_by_key(rollout_order);
+        let domains: Vec<Vec<OsdKey>> = match domain {
+            UpdateDomain::Osd => ordered.iter().map(|k| vec![k.clone()]).collect(),
+            UpdateDomain::Host => {
+                let mut hosts: Vec<&str> = ordered.iter().map(|k| k.host.as_str()).collect();
+                hosts.sort_by_key(|h| (h.to_lowercase(), h.to_string()));
+                hosts.dedup();
+                hosts
+                    .iter()
+                    .map(|h| ordered.iter().filter(|k| k.host == *h).cloned().collect())
+                    .collect()
+            }
+        };
+        // The order in which old pods started terminating.
+        let old_names: BTreeSet<&String> = old.keys().collect();
+        let deleted: Vec<OsdKey> = self
+            .deletions
+            .iter()
+            .filter(|(_, n)| old_names.contains(n))
+            .filter_map(|(_, n)| old.get(n).cloned())
+            .collect();
+        let expected: Vec<OsdKey> = domains.iter().flatten().cloned().collect();
+        let same_domains = domains.iter().map(Vec::len).try_fold(0usize, |at, len| {
+            let mut want: Vec<&OsdKey> = expected[at..at + len].iter().collect();
+            let mut got: Vec<&OsdKey> = deleted.get(at..at + len)?.iter().collect();
+            want.sort();
+            got.sort();
+            (want == got).then_some(at + len)
+        });
+        if same_domains.is_none() || deleted.len() != expected.len() {
+            bail!(
+                "old pods were deleted in the order {deleted:?}; expected the domains {domains:?}"
+            );
+        }
+        let mut previous_ready: Option<(usize, String)> = None;
+        for keys in &domains {
+            let mut first_deletion = usize::MAX;
+            let mut last_deletion = 0;
+            let mut first_ready = usize::MAX;
+            let mut last_ready = 0;
+            for key in keys {
+                let name = by_key
+                    .get(key)
+                    .ok_or_else(|| anyhow!("no old pod for {key}"))?;
+                let h = self.get(name)?;
+                let (Some(started), Some(gone)) = (h.deletion_started, h.gone) else {
+                    bail!("old pod {name} ({key}) was not deleted: {h:?}");
+                };
+                first_deletion = first_deletion.min(started);
+                last_deletion = last_deletion.max(started);
+                let successors = self.created_after(key, started);
+                let Some(new) = successors.first() else {
+                    bail!("no replacement was created for {key} after #{started}");
+                };
+                let created = new.created.unwrap_or(0);
+                if created < gone {
+                    bail!(
+                        "replacement {} of {key} created at #{created} before old pod {name} \
+                         was gone at #{gone}",
+                        new.name
+                    );
+                }
+                let Some(ready) = new.ready else {
+                    bail!("replacement {} of {key} never became Ready", new.name);
+                };
+                first_ready = first_ready.min(ready);
+                last_ready = last_ready.max(ready);
+            }
+            if let Some((ready, what)) = &previous_ready {
+                if first_deletion < *ready {
+                    bail!(
+                        "domain {keys:?} started at #{first_deletion} before the previous \
+                         domain's replacements were Ready ({what} at #{ready})"
+                    );
+                }
+            }
+            if domain == UpdateDomain::Host && last_deletion > first_ready {
+                bail!(
+                    "host domain {keys:?}: a replacement was Ready at #{first_ready} before the \
+                     last old pod of the host was deleted at #{last_deletion} (not all at once)"
+                );
+            }
+            previous_ready = Some((last_ready, format!("{keys:?}")));
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scenario guard
+// ---------------------------------------------------------------------------------------------
+
+/// Options of the operator process.
+#[derive(Clone, Debug)]
+pub struct OperatorOptions {
+    pub resync_seconds: u64,
+}
+
+impl Default for OperatorOptions {
+    fn default() -> Self {
+        Self { resync_seconds: 5 }
+    }
+}
+
+/// One scenario: a namespace, its recorder, its operator; cleans up when dropped.
+pub struct Scenario {
+    pub name: String,
+    pub namespace: String,
+    pub client: Client,
+    pub pods: Api<Pod>,
+    pub crs: Api<CephOsd>,
+    /// Untyped CRs (for manifests the typed struct cannot express).
+    pub raw_crs: Api<DynamicObject>,
+    pub recorder: Option<PodRecorder>,
+    pub log_path: PathBuf,
+    operator: Mutex<Option<Child>>,
+    operator_started: Option<Instant>,
+    destroyed: bool,
+}
+
+impl Scenario {
+    /// Stage **create**: the control plane must answer; the CRD is applied (once) and
+    /// Established; a fresh namespace is chosen. No recorder, no operator yet.
+    pub async fn create(name: &str) -> anyhow::Result<Self> {
+        let kubeconfig = crate::kubeconfig_path();
+        if !kubeconfig.exists() {
+            bail!(
+                "no control plane: {} does not exist; {}",
+                kubeconfig.display(),
+                crate::HOW_TO_START
+            );
+        }
+        let client = crate::test_client().await?;
+        ensure_crd(&client).await?;
+        let namespace = format!("mlt-{name}-{}", random_suffix());
+        let log_dir = target_dir().join("molecule-like-tests").join(&namespace);
+        std::fs::create_dir_all(&log_dir)
+            .with_context(|| format!("creating {}", log_dir.display()))?;
+        Ok(Self {
+            name: name.to_owned(),
+            pods: Api::namespaced(client.clone(), &namespace),
+            crs: Api::namespaced(client.clone(), &namespace),
+            raw_crs: Api::namespaced_with(client.clone(), &namespace, &cephosd_resource()),
+            client,
+            recorder: None,
+            log_path: log_dir.join("operator.log"),
+            namespace,
+            operator: Mutex::new(None),
+            operator_started: None,
+            destroyed: false,
+        })
+    }
+
+    /// Stage **converge**: create + the pod recorder + the operator for this namespace.
+    pub async fn converge(name: &str) -> anyhow::Result<Self> {
+        let mut s = Self::create(name).await?;
+        s.start_recorder().await?;
+        s.start_operator(&OperatorOptions::default())?;
+        Ok(s)
+    }
+
+    /// Starts the pod recorder (before the CR is created).
+    pub async fn start_recorder(&mut self) -> anyhow::Result<()> {
+        self.recorder = Some(PodRecorder::start(self.pods.clone()).await?);
+        Ok(())
+    }
+
+    /// The recorder (started by `converge` or `start_recorder`).
+    pub fn recorder(&self) -> anyhow::Result<&PodRecorder> {
+        self.recorder
+            .as_ref()
+            .ok_or_else(|| anyhow!("the pod recorder was not started"))
+    }
+
+    /// Starts the operator binary for this namespace; its output goes to `log_path`.
+    pub fn start_operator(&mut self, options: &OperatorOptions) -> anyhow::Result<()> {
+        let bin = operator_binary()?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .with_context(|| format!("opening {}", self.log_path.display()))?;
+        let child = Command::new(&bin)
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(crate::kubeconfig_path())
+            .arg("--namespace")
+            .arg(&self.namespace)
+            .arg("--resync-seconds")
+            .arg(options.resync_seconds.to_string())
+            .env("NO_COLOR", "1")
+            .env(
+                "RUST_LOG",
+                std::env::var("MLT_OPERATOR_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        *self
+            .operator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(child);
+        self.operator_started = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Fails when the operator process has exited.
+    pub fn check_operator_alive(&self) -> anyhow::Result<()> {
+        let mut guard = self
+            .operator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(child) = guard.as_mut() {
+            if let Some(status) = child.try_wait()? {
+                bail!(
+                    "the operator exited ({status}); log tail:\n{}",
+                    tail(&self.log_path, 40)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Lines of the operator's log so far.
+    pub fn operator_log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Polls `probe` every 200 ms until it returns `Some`, failing after `timeout` (or as soon
+    /// as the operator dies) with `what` and the probe's last error.
+    pub async fn wait_until<T, F, Fut>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut probe: F,
+    ) -> anyhow::Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = anyhow::Result<Option<T>>>,
+    {
+        let deadline = Instant::now() + timeout;
+        let mut last_error = None;
+        loop {
+            self.check_operator_alive()?;
+            match probe().await {
+                Ok(Some(v)) => return Ok(v),
+                Ok(None) => {}
+                Err(e) => last_error = Some(e),
+            }
+            if Instant::now() > deadline {
+                let pods = self.list_pods().await.unwrap_or_default();
+                bail!(
+                    "timed out after {timeout:?} waiting until {what} (last error: {last_error:?}); \
+                     pods now:\n{}",
+                    describe_pods(&pods)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Every pod of the namespace, sorted by name.
+    pub async fn list_pods(&self) -> anyhow::Result<Vec<Pod>> {
+        let mut pods = self.pods.list(&ListParams::default()).await?.items;
+        pods.sort_by_key(ResourceExt::name_any);
+        Ok(pods)
+    }
+
+    /// Every pod carrying the owner label of CR `cr`.
+    pub async fn owned_pods(&self, cr: &str) -> anyhow::Result<Vec<Pod>> {
+        let selector = format!("{}={}", labels::OWNER, owner_label_value(cr));
+        let mut pods = self
+            .pods
+            .list(&ListParams::default().labels(&selector))
+            .await?
+            .items;
+        pods.sort_by_key(ResourceExt::name_any);
+        Ok(pods)
+    }
+
+    /// Creates a CR from a manifest (namespace filled in); returns it as the server stored it.
+    pub async fn create_cr(&self, manifest: &Value) -> anyhow::Result<CephOsd> {
+        let mut manifest = manifest.clone();
+        manifest["metadata"]["namespace"] = json!(self.namespace);
+        let cr: CephOsd = serde_json::from_value(manifest).context("manifest as CephOSD")?;
+        Ok(self.crs.create(&PostParams::default(), &cr).await?)
+    }
+
+    /// JSON merge patch of a CR's spec; returns the CR as stored.
+    pub async fn patch_spec(&self, cr: &str, spec_patch: Value) -> anyhow::Result<CephOsd> {
+        Ok(self
+            .crs
+            .patch(
+                cr,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": spec_patch})),
+            )
+            .await?)
+    }
+
+    /// Waits until CR `cr`'s pods are exactly one Ready, non-terminating pod per key of
+    /// `keys`, each carrying `hash` and `pod-state: up-to-date`; returns them by key.
+    pub async fn wait_converged(
+        &self,
+        cr: &str,
+        keys: &BTreeSet<OsdKey>,
+        hash: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<BTreeMap<OsdKey, Pod>> {
+        self.wait_until(
+            &format!("{} pods Ready, up-to-date, hash {hash}", keys.len()),
+            timeout,
+            || async {
+                let pods = self.owned_pods(cr).await?;
+                let mut by_key = BTreeMap::new();
+                for p in pods {
+                    let ok = p.metadata.deletion_timestamp.is_none()
+                        && is_ready(&p)
+                        && annotation(&p, labels::TEMPLATE_HASH) == Some(hash)
+                        && annotation(&p, labels::POD_STATE) == Some("up-to-date");
+                    if !ok {
+                        return Ok(None);
+                    }
+                    let Some(key) = pod_key(&p) else {
+                        return Ok(None);
+                    };
+                    by_key.insert(key, p);
+                }
+                let got: BTreeSet<OsdKey> = by_key.keys().cloned().collect();
+                Ok((got == *keys).then_some(by_key))
+            },
+        )
+        .await
+    }
+
+    /// Kills the operator (and waits for it).
+    pub fn stop_operator(&self) {
+        let child = self
+            .operator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(mut child) = child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// When the operator was started.
+    pub fn operator_started(&self) -> Option<Instant> {
+        self.operator_started
+    }
+
+    /// Stage **destroy**: kills the operator, deletes the CRs and pods of the namespace and
+    /// waits until they are gone. Marks the scenario as passed.
+    pub async fn destroy(mut self) -> anyhow::Result<()> {
+        self.stop_operator();
+        let result = cleanup(&self.client, &self.namespace).await;
+        self.destroyed = true;
+        result
+    }
+
+    /// Diagnostics: the pods and the operator's log tail.
+    pub async fn diagnostics(&self) -> String {
+        diagnostics(
+            &self.client,
+            &self.namespace,
+            &self.log_path,
+            self.recorder.as_ref(),
+        )
+        .await
+    }
+}
+
+async fn diagnostics(
+    client: &Client,
+    namespace: &str,
+    log_path: &Path,
+    recorder: Option<&PodRecorder>,
+) -> String {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let listed = match pods.list(&ListParams::default()).await {
+        Ok(l) => describe_pods(&l.items),
+        Err(e) => format!("  (cannot list pods: {e})\n"),
+    };
+    let events = recorder.map(PodRecorder::render).unwrap_or_default();
+    format!(
+        "==== pods of namespace {namespace}:\n{listed}{events}==== operator log {} (last 60 lines):\n{}\n====",
+        log_path.display(),
+        tail(log_path, 60)
+    )
+}
+
+/// Deletes every CephOSD and pod of `namespace` (pods with grace 0) and waits until none is
+/// left (10 s at most).
+async fn cleanup(client: &Client, namespace: &str) -> anyhow::Result<()> {
+    let crs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &cephosd_resource());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    for cr in crs.list(&ListParams::default()).await?.items {
+        let _ = crs.delete(&cr.name_any(), &DeleteParams::default()).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = pods.list(&ListParams::default()).await?.items;
+        if left.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "pods left in {namespace} after cleanup:\n{}",
+                describe_pods(&left)
+            );
+        }
+        for p in left {
+            let _ = pods
+                .delete(&p.name_any(), &DeleteParams::default().grace_period(0))
+                .await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+impl Drop for Scenario {
+    fn drop(&mut self) {
+        self.stop_operator();
+        if self.destroyed {
+            return;
+        }
+        // Failed (panic or early return): report, then clean up, on a runtime of our own (the
+        // test's runtime may be single-threaded and is blocked in this drop).
+        let namespace = self.namespace.clone();
+        let log_path = self.log_path.clone();
+        let name = self.name.clone();
+        let events = self.recorder.as_ref().map(PodRecorder::render);
+        let handle = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let client = match crate::client_from(&crate::kubeconfig_path()).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        eprintln!("scenario {name}: no client for diagnostics: {e}");
+                        return;
+                    }
+                };
+                let mut report = diagnostics(&client, &namespace, &log_path, None).await;
+                if let Some(events) = events {
+                    report = format!("{events}{report}");
+                }
+                eprintln!("scenario {name} FAILED in namespace {namespace}\n{report}");
+                if let Err(e) = cleanup(&client, &namespace).await {
+                    eprintln!("scenario {name}: cleanup: {e:#}");
+                }
+            });
+        });
+        let _ = handle.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The replay checks must be able to fail: synthetic recordings, no control plane.
+    use super::*;
+
+    fn pod(name: &str, host: &str, data: &str, ready: bool, deleting: bool) -> Pod {
+        let mut v = json!({
+            "metadata": {"name": name, "annotations": {labels::HOST: host, labels::DATA: data}},
+            "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]},
+        });
+        if deleting {
+            v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        }
+        serde_json::from_value(v).expect("pod")
+    }
+
+    /// Events from (kind, name, host, data, ready, deleting).
+    fn events(list: &[(EventKind, &str, &str, &str, bool, bool)]) -> Vec<PodEvent> {
+        list.iter()
+            .enumerate()
+            .map(
+                |(seq, (kind, name, host, data, ready, deleting))| PodEvent {
+                    seq,
+                    at: Duration::ZERO,
+                    kind: *kind,
+                    pod: pod(name, host, data, *ready, *deleting),
+                },
+            )
+            .collect()
+    }
+
+    use EventKind::{Added as A, Deleted as D, Modified as M};
+
+    /// Replace `old` (key h:d) by `new`: terminate, gone, create, Ready.
+    fn replace<'a>(
+        old: &'a str,
+        new: &'a str,
+        h: &'a str,
+        d: &'a str,
+    ) -> Vec<(EventKind, &'a str, &'a str, &'a str, bool, bool)> {
+        vec![
+            (M, old, h, d, true, true),
+            (D, old, h, d, true, true),
+            (A, new, h, d, false, false),
+            (M, new, h, d, true, false),
+        ]
+    }
+
+    fn initial() -> Vec<(
+        EventKind,
+        &'static str,
+        &'static str,
+        &'static str,
+        bool,
+        bool,
+    )> {
+        vec![
+            (A, "p1", "h1", "/dev/B", true, false),
+            (A, "p2", "h1", "/dev/c", true, false),
+            (A, "p3", "H2", "/dev/a", true, false),
+        ]
+    }
+
+    fn old() -> BTreeMap<String, OsdKey> {
+        [
+            ("p1", "h1", "/dev/B"),
+            ("p2", "h1", "/dev/c"),
+            ("p3", "H2", "/dev/a"),
+        ]
+        .iter()
+        .map(|(n, h, d)| ((*n).to_owned(), OsdKey::new(*h, *d)))
+        .collect()
+    }
+
+    #[test]
+    fn two_pods_for_one_key_are_caught_even_while_terminating() {
+        let ok = events(&[
+            (A, "a", "h", "/dev/sdb", true, false),
+            (M, "a", "h", "/dev/sdb", true, true),
+            (D, "a", "h", "/dev/sdb", true, true),
+            (A, "b", "h", "/dev/sdb", false, false),
+        ]);
+        assert!(check_one_pod_per_key(&ok).is_ok());
+        let bad = events(&[
+            (A, "a", "h", "/dev/sdb", true, false),
+            (M, "a", "h", "/dev/sdb", true, true),
+            (A, "b", "h", "/dev/sdb", false, false),
+            (D, "a", "h", "/dev/sdb", true, true),
+        ]);
+        let err = check_one_pod_per_key(&bad).expect_err("overlap");
+        assert!(
+            err.contains("event #2") && err.contains("h:/dev/sdb"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn osd_rollout_in_case_insensitive_key_order_passes() {
+        // Order: h1:/dev/B < h1:/dev/c < H2:/dev/a (bytewise H2 would come first).
+        let mut list = initial();
+        list.extend(replace("p1", "n1", "h1", "/dev/B"));
+        list.extend(replace("p2", "n2", "h1", "/dev/c"));
+        list.extend(replace("p3", "n3", "H2", "/dev/a"));
+        let t = Timeline::from_events(&events(&list));
+        t.check_rollout(&old(), UpdateDomain::Osd).expect("valid");
+        // The same recording is not a Host rollout (h1's pods were not deleted together).
+        assert!(t.check_rollout(&old(), UpdateDomain::Host).is_err());
+    }
+
+    #[test]
+    fn osd_rollout_in_bytewise_order_fails() {
+        let mut list = initial();
+        list.extend(replace("p3", "n3", "H2", "/dev/a"));
+        list.extend(replace("p1", "n1", "h1", "/dev/B"));
+        list.extend(replace("p2", "n2", "h1", "/dev/c"));
+        let t = Timeline::from_events(&events(&list));
+        let err = t
+            .check_rollout(&old(), UpdateDomain::Osd)
+            .expect_err("order");
+        assert!(err.to_string().contains("deleted in the order"), "{err}");
+    }
+
+    #[test]
+    fn next_deletion_before_the_replacement_is_ready_fails() {
+        let mut list = initial();
+        list.extend([
+            (M, "p1", "h1", "/dev/B", true, true),
+            (D, "p1", "h1", "/dev/B", true, true),
+            (A, "n1", "h1", "/dev/B", false, false),
+            (M, "p2", "h1", "/dev/c", true, true), // too early: n1 is not Ready yet
+            (M, "n1", "h1", "/dev/B", true, false),
+        ]);
+        list.extend([
+            (D, "p2", "h1", "/dev/c", true, true),
+            (A, "n2", "h1", "/dev/c", false, false),
+            (M, "n2", "h1", "/dev/c", true, false),
+        ]);
+        list.extend(replace("p3", "n3", "H2", "/dev/a"));
+        let t = Timeline::from_events(&events(&list));
+        let err = t
+            .check_rollout(&old(), UpdateDomain::Osd)
+            .expect_err("gate");
+        assert!(err.to_string().contains("before the previous"), "{err}");
+    }
+
+    #[test]
+    fn host_rollout_deletes_all_pods_of_a_host_then_the_next_host() {
+        let mut list = initial();
+        list.extend([
+            (M, "p1", "h1", "/dev/B", true, true),
+            (M, "p2", "h1", "/dev/c", true, true),
+            (D, "p1", "h1", "/dev/B", true, true),
+            (D, "p2", "h1", "/dev/c", true, true),
+            (A, "n1", "h1", "/dev/B", false, false),
+            (A, "n2", "h1", "/dev/c", false, false),
+            (M, "n1", "h1", "/dev/B", true, false),
+            (M, "n2", "h1", "/dev/c", true, false),
+        ]);
+        list.extend(replace("p3", "n3", "H2", "/dev/a"));
+        let t = Timeline::from_events(&events(&list));
+        t.check_rollout(&old(), UpdateDomain::Host).expect("valid");
+        // Replacement created before the old pod was gone: caught.
+        let mut early = initial();
+        early.extend([
+            (M, "p1", "h1", "/dev/B", true, true),
+            (A, "n1", "h1", "/dev/B", false, false),
+            (D, "p1", "h1", "/dev/B", true, true),
+        ]);
+        let t = Timeline::from_events(&events(&early));
+        assert!(t.check_rollout(&old(), UpdateDomain::Host).is_err());
+    }
+}

@@ -1,0 +1,843 @@
+//! End-to-end scenarios (issue 4), Molecule-style: create → converge → verify → destroy, each in
+//! a namespace of its own, against the local control plane and the real operator binary.
+//!
+//! Needs: `molecule-like-tests/control-plane install && molecule-like-tests/control-plane up`
+//! and a built operator (`cargo build -p ceph-osd-operator`); `molecule-like-tests/run` does
+//! all of that. On failure each scenario prints its pods, the recorded pod events and the
+//! operator's log tail.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use ceph_osd_operator::crd::UpdateDomain;
+use ceph_osd_operator::hash::TemplateHash;
+use ceph_osd_operator::labels;
+use ceph_osd_operator::osd::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::ResourceExt;
+use molecule_like_tests::scenario::{
+    annotation, cephosd, fast_sample_template, is_ready, pod_key, random_suffix, sample,
+    with_kubelet_knobs, OperatorOptions, Scenario,
+};
+use serde_json::{json, Value};
+
+const CONVERGE: Duration = Duration::from_secs(60);
+const ROLLOUT: Duration = Duration::from_secs(120);
+const CR: &str = "ceph-osds";
+
+fn keys(hosts: &[&str], devices: &[&str]) -> BTreeSet<OsdKey> {
+    hosts
+        .iter()
+        .flat_map(|h| devices.iter().map(move |d| OsdKey::new(*h, *d)))
+        .collect()
+}
+
+fn storage(hosts: &[&str], devices: &[&str]) -> Value {
+    json!([{"hosts": hosts, "osds": devices.iter().map(|d| json!({"data": d})).collect::<Vec<_>>()}])
+}
+
+fn hash_of(cr: &ceph_osd_operator::crd::CephOsd) -> String {
+    TemplateHash::of(&cr.spec.pod_template).as_str().to_owned()
+}
+
+fn names(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<String, OsdKey> {
+    pods.iter()
+        .map(|(k, p)| (p.name_any(), k.clone()))
+        .collect()
+}
+
+fn uids(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<OsdKey, String> {
+    pods.iter()
+        .map(|(k, p)| (k.clone(), p.uid().unwrap_or_default()))
+        .collect()
+}
+
+/// Sample hosts and devices.
+const SAMPLE_HOSTS: [&str; 2] = ["worker041.example.com", "worker042.example.com"];
+const SAMPLE_DATA: [&str; 2] = [
+    "/dev/disk/by-slot/pci-0000:5c:00.0-encl-0:7:0-slot-1",
+    "/dev/disk/by-slot/pci-0000:5c:00.0-encl-0:7:0-slot-2",
+];
+
+fn sample_db(data: &str) -> &'static str {
+    if data.ends_with("slot-1") {
+        "/dev/disk/by-slot/pci-0000:5c:00.0-encl-0:7:0-slot-10-part1"
+    } else {
+        "/dev/disk/by-slot/pci-0000:5c:00.0-encl-0:7:0-slot-10-part2"
+    }
+}
+
+/// The sample CR with the kubelet knobs (ready after 1 s, grace 10 s).
+fn sample_cr(update_domain: &str) -> anyhow::Result<Value> {
+    let sample = sample()?;
+    Ok(cephosd(
+        CR,
+        sample["spec"]["storage"].clone(),
+        update_domain,
+        fast_sample_template()?,
+    ))
+}
+
+// 1 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
+    let s = Scenario::converge("sample").await?;
+    s.create_cr(&sample_cr("Host")?).await?;
+    let cr = s.crs.get(CR).await?;
+    let hash = hash_of(&cr);
+    let want = keys(&SAMPLE_HOSTS, &SAMPLE_DATA);
+    let pods = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
+
+    let expected_prefixes: BTreeSet<&str> = [
+        "osd-worker041-pci-0000-5c-00-0-encl-0-7-0-slot-1-",
+        "osd-worker041-pci-0000-5c-00-0-encl-0-7-0-slot-2-",
+        "osd-worker042-pci-0000-5c-00-0-encl-0-7-0-slot-1-",
+        "osd-worker042-pci-0000-5c-00-0-encl-0-7-0-slot-2-",
+    ]
+    .into();
+    let mut prefixes = BTreeSet::new();
+    for (key, pod) in &pods {
+        let name = pod.name_any();
+        let v = serde_json::to_value(pod)?;
+        let prefix = key.name_prefix();
+        prefixes.insert(prefix.clone());
+        let suffix = name.strip_prefix(&prefix).unwrap_or_default();
+        anyhow::ensure!(
+            suffix.len() == 5
+                && suffix
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+            "{name}: expected {prefix} + 5 random [a-z0-9]"
+        );
+        // Labels: the template's plus the owner label.
+        let pod_labels = pod.labels();
+        anyhow::ensure!(
+            pod_labels.get(labels::OWNER).map(String::as_str) == Some("CephOSD-ceph-osds"),
+            "{name}: owner label {pod_labels:?}"
+        );
+        anyhow::ensure!(
+            pod_labels.get("role").map(String::as_str) == Some("osd"),
+            "{name}: template label lost: {pod_labels:?}"
+        );
+        // Annotations.
+        anyhow::ensure!(annotation(pod, labels::TEMPLATE_HASH) == Some(hash.as_str()));
+        anyhow::ensure!(annotation(pod, labels::HOST) == Some(key.host.as_str()));
+        anyhow::ensure!(annotation(pod, labels::DATA) == Some(key.data.as_str()));
+        anyhow::ensure!(
+            annotation(pod, labels::DB) == Some(sample_db(&key.data)),
+            "{name}: db annotation {:?}",
+            annotation(pod, labels::DB)
+        );
+        anyhow::ensure!(
+            annotation(pod, labels::WAL).is_none(),
+            "{name}: no wal configured"
+        );
+        anyhow::ensure!(annotation(pod, labels::POD_STATE) == Some("up-to-date"));
+        anyhow::ensure!(
+            annotation(pod, "testing.local/ready-after-seconds") == Some("1"),
+            "{name}: template annotations lost"
+        );
+        // ownerReference to the CR.
+        let owners = pod.owner_references();
+        anyhow::ensure!(
+            owners
+                .iter()
+                .any(|o| Some(&o.uid) == cr.metadata.uid.as_ref()
+                    && o.kind == "CephOSD"
+                    && o.name == CR),
+            "{name}: ownerReferences {owners:?}"
+        );
+        // Node affinity: exactly one term for the host.
+        let terms = &v["spec"]["affinity"]["nodeAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+        anyhow::ensure!(
+            *terms
+                == json!([{"matchExpressions": [{
+                    "key": "kubernetes.io/hostname", "operator": "In", "values": [key.host],
+                }]}]),
+            "{name}: nodeSelectorTerms {terms}"
+        );
+        // Env: the template's, then the three device variables from the annotations.
+        let env: Vec<(String, String)> = v["spec"]["containers"][0]["env"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|e| {
+                let value = e["value"].as_str().map_or_else(
+                    || {
+                        e["valueFrom"]["fieldRef"]["fieldPath"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned()
+                    },
+                    str::to_owned,
+                );
+                (e["name"].as_str().unwrap_or_default().to_owned(), value)
+            })
+            .collect();
+        let want_env: Vec<(String, String)> = [
+            ("TEST", "test123"),
+            (
+                "OSD_DEVICE",
+                "metadata.annotations['ceph.elemental.net/data']",
+            ),
+            (
+                "OSD_DB_DEVICE",
+                "metadata.annotations['ceph.elemental.net/db']",
+            ),
+            (
+                "OSD_WAL_DEVICE",
+                "metadata.annotations['ceph.elemental.net/wal']",
+            ),
+        ]
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+        anyhow::ensure!(env == want_env, "{name}: env {env:?}");
+        anyhow::ensure!(
+            is_ready(pod)
+                && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"),
+            "{name}: not Running and Ready"
+        );
+    }
+    let prefixes: BTreeSet<&str> = prefixes.iter().map(String::as_str).collect();
+    anyhow::ensure!(
+        prefixes == expected_prefixes,
+        "prefixes {prefixes:?} != {expected_prefixes:?}"
+    );
+    s.recorder()?.catch_up(&s.pods).await?;
+    s.recorder()?.assert_one_pod_per_key()?;
+    s.destroy().await
+}
+
+// 2 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyhow::Result<()> {
+    let s = Scenario::converge("recreate").await?;
+    // 30 s grace → the old pod stays terminating for 3 s.
+    let template = with_kubelet_knobs(fast_sample_template()?, 1, false, 30);
+    let hosts = ["worker1"];
+    let data = ["/dev/sdb", "/dev/sdc"];
+    s.create_cr(&cephosd(CR, storage(&hosts, &data), "OSD", template))
+        .await?;
+    let hash = hash_of(&s.crs.get(CR).await?);
+    let want = keys(&hosts, &data);
+    let before = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
+
+    let victim_key = OsdKey::new("worker1", "/dev/sdb");
+    let victim = before[&victim_key].name_any();
+    s.pods.delete(&victim, &DeleteParams::default()).await?;
+    let after = s
+        .wait_until("the deleted pod is replaced", CONVERGE, || async {
+            let pods = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
+            Ok((pods[&victim_key].name_any() != victim).then_some(pods))
+        })
+        .await?;
+    let other = OsdKey::new("worker1", "/dev/sdc");
+    anyhow::ensure!(
+        after[&other].uid() == before[&other].uid(),
+        "the other OSD's pod was touched"
+    );
+
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    let t = rec.timeline();
+    let old = t.get(&victim)?;
+    let new = t.get(&after[&victim_key].name_any())?;
+    let (Some(gone), Some(created)) = (old.gone, new.created) else {
+        anyhow::bail!("incomplete history: {old:?} {new:?}\n{}", rec.render());
+    };
+    anyhow::ensure!(
+        created > gone,
+        "replacement created at #{created}, before the old pod was gone at #{gone}\n{}",
+        rec.render()
+    );
+    s.destroy().await
+}
+
+// 3, 4 ---------------------------------------------------------------------------------------
+
+/// A podTemplate edit rolls every pod once, in the order of `domain`.
+async fn rollout(name: &str, domain: UpdateDomain) -> anyhow::Result<()> {
+    let s = Scenario::converge(name).await?;
+    // Case matters for the order: case-insensitively "ata-b" < "ATA-C" < "ata-d" (bytewise
+    // "ATA-C" would come first); hosts likewise ("worker-a" < "worker-B").
+    let hosts = ["worker-B", "worker-a"];
+    let data = [
+        "/dev/disk/by-id/ata-b",
+        "/dev/disk/by-id/ATA-C",
+        "/dev/disk/by-id/ata-d",
+    ];
+    let domain_name = match domain {
+        UpdateDomain::Osd => "OSD",
+        UpdateDomain::Host => "Host",
+    };
+    s.create_cr(&cephosd(
+        CR,
+        storage(&hosts, &data),
+        domain_name,
+        fast_sample_template()?,
+    ))
+    .await?;
+    let hash = hash_of(&s.crs.get(CR).await?);
+    let want = keys(&hosts, &data);
+    let before = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
+    let old = names(&before);
+
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
+        )
+        .await?;
+    let new_hash = hash_of(&cr);
+    anyhow::ensure!(
+        new_hash != hash,
+        "the template edit did not change the hash"
+    );
+    let after = s.wait_converged(CR, &want, &new_hash, ROLLOUT).await?;
+    anyhow::ensure!(
+        after.values().all(|p| !old.contains_key(&p.name_any())),
+        "an old pod survived"
+    );
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    rec.timeline()
+        .check_rollout(&old, domain)
+        .map_err(|e| anyhow::anyhow!("{e}\n{}", rec.render()))?;
+    s.destroy().await
+}
+
+#[tokio::test]
+async fn s3_template_edit_rolls_one_osd_at_a_time_in_key_order() -> anyhow::Result<()> {
+    rollout("roll-osd", UpdateDomain::Osd).await
+}
+
+#[tokio::test]
+async fn s4_template_edit_rolls_one_host_at_a_time_in_host_order() -> anyhow::Result<()> {
+    rollout("roll-host", UpdateDomain::Host).await
+}
+
+// 5 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> anyhow::Result<()> {
+    let mut s = Scenario::create("halt").await?;
+    s.start_recorder().await?;
+    s.start_operator(&OperatorOptions { resync_seconds: 2 })?;
+    let hosts = ["worker1"];
+    let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
+    let [k1, k2, k3] = data.map(|d| OsdKey::new("worker1", d));
+    s.create_cr(&cephosd(
+        CR,
+        storage(&hosts, &data),
+        "OSD",
+        fast_sample_template()?,
+    ))
+    .await?;
+    let hash1 = hash_of(&s.crs.get(CR).await?);
+    let want = keys(&hosts, &data);
+    let v1 = s.wait_converged(CR, &want, &hash1, CONVERGE).await?;
+
+    // A template whose pods never get Ready.
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {
+                "labels": {"rev": "2"},
+                "annotations": {"testing.local/ready": "never"},
+            }}}),
+        )
+        .await?;
+    let hash2 = hash_of(&cr);
+    // The replacement of k1 appears, waiting for Ready forever.
+    let stuck_pod = |key: OsdKey| {
+        let s = &s;
+        let hash2 = hash2.clone();
+        async move {
+            let pods = s.owned_pods(CR).await?;
+            Ok(pods.into_iter().find(|p| {
+                pod_key(p).as_ref() == Some(&key)
+                    && annotation(p, labels::TEMPLATE_HASH) == Some(hash2.as_str())
+                    && annotation(p, labels::POD_STATE) == Some("wait-for-ready")
+                    && p.metadata.deletion_timestamp.is_none()
+            }))
+        }
+    };
+    let stuck1 = s
+        .wait_until("k1's never-Ready replacement exists", ROLLOUT, || {
+            stuck_pod(k1.clone())
+        })
+        .await?;
+    // The rollout halts: several resyncs (every 2 s) delete nothing more.
+    let untouched = |keys: Vec<OsdKey>, v1: &BTreeMap<OsdKey, Pod>| {
+        let expected: BTreeMap<OsdKey, String> = keys
+            .iter()
+            .map(|k| (k.clone(), v1[k].uid().unwrap_or_default()))
+            .collect();
+        let s = &s;
+        async move {
+            let pods = s.owned_pods(CR).await?;
+            for (key, uid) in &expected {
+                let alive = pods.iter().any(|p| {
+                    p.uid().as_deref() == Some(uid.as_str())
+                        && p.metadata.deletion_timestamp.is_none()
+                });
+                anyhow::ensure!(
+                    alive,
+                    "pod of {key} was deleted while the rollout should halt"
+                );
+            }
+            Ok(())
+        }
+    };
+    hold(Duration::from_secs(6), || {
+        untouched(vec![k2.clone(), k3.clone()], &v1)
+    })
+    .await?;
+    let stuck1_now = s.pods.get(&stuck1.name_any()).await?;
+    anyhow::ensure!(!is_ready(&stuck1_now), "the never-Ready pod became Ready");
+
+    // Admin override: declare it up to date; the rollout goes on with k2 (and halts there).
+    s.pods
+        .patch(
+            &stuck1.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"annotations": {labels::POD_STATE: "up-to-date"}}})),
+        )
+        .await?;
+    let stuck2 = s
+        .wait_until("k2's never-Ready replacement exists", ROLLOUT, || {
+            stuck_pod(k2.clone())
+        })
+        .await?;
+    hold(Duration::from_secs(4), || untouched(vec![k3.clone()], &v1)).await?;
+
+    // Fix the template: everything is out of date; the rollout restarts from the first key.
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let before_fix: BTreeMap<String, OsdKey> = s
+        .owned_pods(CR)
+        .await?
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| Some((p.name_any(), pod_key(p)?)))
+        .collect();
+    anyhow::ensure!(
+        before_fix.contains_key(&stuck1.name_any()) && before_fix.contains_key(&stuck2.name_any()),
+        "unexpected pods before the fix: {before_fix:?}"
+    );
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {
+                "labels": {"rev": "3"},
+                "annotations": {"testing.local/ready": null},
+            }}}),
+        )
+        .await?;
+    let hash3 = hash_of(&cr);
+    s.wait_converged(CR, &want, &hash3, ROLLOUT).await?;
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    rec.timeline()
+        .check_rollout(&before_fix, UpdateDomain::Osd)
+        .map_err(|e| anyhow::anyhow!("after the fix: {e}\n{}", rec.render()))?;
+    s.destroy().await
+}
+
+/// Checks `check` every 500 ms for `duration` (a property that must hold for a while).
+async fn hold<F, Fut>(duration: Duration, mut check: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let end = std::time::Instant::now() + duration;
+    while std::time::Instant::now() < end {
+        check().await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    check().await
+}
+
+// 6 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn s6_removed_hosts_and_devices_lose_their_pods_added_ones_get_pods() -> anyhow::Result<()> {
+    let s = Scenario::converge("membership").await?;
+    s.create_cr(&cephosd(
+        CR,
+        storage(&["w1", "w2"], &["/dev/sdb", "/dev/sdc"]),
+        "OSD",
+        fast_sample_template()?,
+    ))
+    .await?;
+    let hash = hash_of(&s.crs.get(CR).await?);
+    let v1 = s
+        .wait_converged(
+            CR,
+            &keys(&["w1", "w2"], &["/dev/sdb", "/dev/sdc"]),
+            &hash,
+            CONVERGE,
+        )
+        .await?;
+
+    // Device sdc removed from every host.
+    s.patch_spec(
+        CR,
+        json!({"storage": storage(&["w1", "w2"], &["/dev/sdb"])}),
+    )
+    .await?;
+    let want = keys(&["w1", "w2"], &["/dev/sdb"]);
+    let v2 = s
+        .wait_until("the sdc pods are gone", CONVERGE, || async {
+            let pods = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
+            let all = s.list_pods().await?;
+            Ok((all.len() == 2).then_some(pods))
+        })
+        .await?;
+    // Host w2 removed, host w3 and device sdd added.
+    s.patch_spec(
+        CR,
+        json!({"storage": storage(&["w1", "w3"], &["/dev/sdb", "/dev/sdd"])}),
+    )
+    .await?;
+    let want = keys(&["w1", "w3"], &["/dev/sdb", "/dev/sdd"]);
+    let v3 = s
+        .wait_until("w2 gone, w3 and sdd added", CONVERGE, || async {
+            let pods = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
+            let all = s.list_pods().await?;
+            Ok((all.len() == 4).then_some(pods))
+        })
+        .await?;
+    // The pods of OSDs that stayed were never touched.
+    let w1sdb = OsdKey::new("w1", "/dev/sdb");
+    anyhow::ensure!(uids(&v1)[&w1sdb] == uids(&v2)[&w1sdb]);
+    anyhow::ensure!(uids(&v2)[&w1sdb] == uids(&v3)[&w1sdb]);
+    let w2sdb = OsdKey::new("w2", "/dev/sdb");
+    anyhow::ensure!(uids(&v1)[&w2sdb] == uids(&v2)[&w2sdb]);
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    s.destroy().await
+}
+
+// 7 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn s7_deleting_the_cr_garbage_collects_its_pods() -> anyhow::Result<()> {
+    let s = Scenario::converge("gc").await?;
+    s.create_cr(&sample_cr("Host")?).await?;
+    let hash = hash_of(&s.crs.get(CR).await?);
+    s.wait_converged(CR, &keys(&SAMPLE_HOSTS, &SAMPLE_DATA), &hash, CONVERGE)
+        .await?;
+    s.crs.delete(CR, &DeleteParams::default()).await?;
+    s.wait_until("the CR and all its pods are gone", CONVERGE, || async {
+        let cr = s.crs.get_opt(CR).await?;
+        let pods = s.list_pods().await?;
+        Ok((cr.is_none() && pods.is_empty()).then_some(()))
+    })
+    .await?;
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    s.destroy().await
+}
+
+// 8 ------------------------------------------------------------------------------------------
+
+/// A pod exactly as the reference operator would have laid it down (section 3 of the
+/// reference behaviour), built here by hand rather than by the operator's renderer.
+fn reference_pod(
+    template: &Value,
+    cr_uid: &str,
+    name: &str,
+    host: &str,
+    data: &str,
+    db: &str,
+    hash: &str,
+) -> anyhow::Result<Pod> {
+    let mut pod = template.clone();
+    pod["apiVersion"] = json!("v1");
+    pod["kind"] = json!("Pod");
+    let meta = &mut pod["metadata"];
+    meta["name"] = json!(name);
+    meta["labels"][labels::OWNER] = json!(format!("CephOSD-{CR}"));
+    let annotations = &mut meta["annotations"];
+    annotations[labels::TEMPLATE_HASH] = json!(hash);
+    annotations[labels::HOST] = json!(host);
+    annotations[labels::DATA] = json!(data);
+    annotations[labels::DB] = json!(db);
+    annotations[labels::POD_STATE] = json!("up-to-date");
+    meta["ownerReferences"] = json!([{
+        "apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD", "name": CR, "uid": cr_uid,
+    }]);
+    pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
+        "nodeSelectorTerms": [{"matchExpressions": [{
+            "key": "kubernetes.io/hostname", "operator": "In", "values": [host],
+        }]}],
+    });
+    let env = [
+        ("OSD_DEVICE", "data"),
+        ("OSD_DB_DEVICE", "db"),
+        ("OSD_WAL_DEVICE", "wal"),
+    ]
+    .map(|(var, key)| {
+        json!({"name": var, "valueFrom": {"fieldRef": {
+            "fieldPath": format!("metadata.annotations['ceph.elemental.net/{key}']"),
+        }}})
+    });
+    for container in pod["spec"]["containers"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        let list = &mut container["env"];
+        if !list.is_array() {
+            *list = json!([]);
+        }
+        if let Some(list) = list.as_array_mut() {
+            list.extend(env.iter().cloned());
+        }
+    }
+    Ok(serde_json::from_value(pod)?)
+}
+
+#[tokio::test]
+async fn s8_reference_pods_are_adopted_with_zero_writes() -> anyhow::Result<()> {
+    let mut s = Scenario::create("adopt").await?;
+    s.start_recorder().await?;
+    s.create_cr(&sample_cr("Host")?).await?;
+    let cr = s.crs.get(CR).await?;
+    let hash = hash_of(&cr);
+    let cr_uid = cr.uid().unwrap_or_default();
+    // Laid down as the reference operator would have, before our operator runs.
+    for host in SAMPLE_HOSTS {
+        for data in SAMPLE_DATA {
+            // The reference's name: osd-<short host>-<device basename, \W → ->-<5 random>.
+            let short = host.split('.').next().unwrap_or(host);
+            let slot = data.rsplit('-').next().unwrap_or_default();
+            let name = format!(
+                "osd-{short}-pci-0000-5c-00-0-encl-0-7-0-slot-{slot}-{}",
+                &random_suffix()[..5]
+            );
+            let pod = reference_pod(
+                &cr.spec.pod_template,
+                &cr_uid,
+                &name,
+                host,
+                data,
+                sample_db(data),
+                &hash,
+            )?;
+            s.pods.create(&PostParams::default(), &pod).await?;
+        }
+    }
+    let want = keys(&SAMPLE_HOSTS, &SAMPLE_DATA);
+    let laid = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
+    for (key, pod) in &laid {
+        anyhow::ensure!(
+            pod.name_any().starts_with(&key.name_prefix()),
+            "test bug: {} is not a reference name for {key}",
+            pod.name_any()
+        );
+    }
+    let snapshot = |pods: &BTreeMap<OsdKey, Pod>| -> BTreeMap<String, (String, String)> {
+        pods.values()
+            .map(|p| {
+                (
+                    p.name_any(),
+                    (
+                        p.uid().unwrap_or_default(),
+                        p.resource_version().unwrap_or_default(),
+                    ),
+                )
+            })
+            .collect()
+    };
+    let before = snapshot(&laid);
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let mark = rec.len();
+
+    s.start_operator(&OperatorOptions { resync_seconds: 2 })?;
+    // Several reconciles: the initial one and at least two resyncs.
+    s.wait_until(
+        "the operator logged 3 reconciles",
+        Duration::from_secs(30),
+        || async {
+            let n = s.operator_log().matches("reconciled").count();
+            Ok((n >= 3).then_some(()))
+        },
+    )
+    .await?;
+    let pods = s.list_pods().await?;
+    let after: BTreeMap<String, (String, String)> = pods
+        .iter()
+        .map(|p| {
+            (
+                p.name_any(),
+                (
+                    p.uid().unwrap_or_default(),
+                    p.resource_version().unwrap_or_default(),
+                ),
+            )
+        })
+        .collect();
+    anyhow::ensure!(
+        after == before,
+        "adoption wrote to the pods: before {before:?}\nafter {after:?}"
+    );
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let events = rec.events();
+    anyhow::ensure!(
+        events.len() == mark,
+        "pod events after the operator started: {:?}\n{}",
+        events[mark..]
+            .iter()
+            .map(|e| (e.kind, e.pod.name_any()))
+            .collect::<Vec<_>>(),
+        rec.render()
+    );
+    s.destroy().await
+}
+
+// 9 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn s9_malformed_crs_are_rejected_naming_the_field() -> anyhow::Result<()> {
+    let s = Scenario::create("badinput").await?;
+    let valid = sample_cr("Host")?;
+    type Edit = fn(&mut Value);
+    let cases: Vec<(&str, Edit, &[&str])> = vec![
+        (
+            "missing storage",
+            |m| drop(m["spec"].as_object_mut().map(|o| o.remove("storage"))),
+            &["spec.storage", "Required"],
+        ),
+        (
+            "missing updateDomain",
+            |m| drop(m["spec"].as_object_mut().map(|o| o.remove("updateDomain"))),
+            &["spec.updateDomain", "Required"],
+        ),
+        (
+            "missing podTemplate",
+            |m| drop(m["spec"].as_object_mut().map(|o| o.remove("podTemplate"))),
+            &["spec.podTemplate", "Required"],
+        ),
+        (
+            "updateDomain host (wrong case)",
+            |m| m["spec"]["updateDomain"] = json!("host"),
+            &["spec.updateDomain", "host"],
+        ),
+        (
+            "empty hosts list",
+            |m| m["spec"]["storage"][0]["hosts"] = json!([]),
+            &["spec.storage[0].hosts"],
+        ),
+        (
+            "empty host string",
+            |m| m["spec"]["storage"][0]["hosts"] = json!(["w1", ""]),
+            &["spec.storage[0].hosts[1]"],
+        ),
+        (
+            "empty osds list",
+            |m| m["spec"]["storage"][0]["osds"] = json!([]),
+            &["spec.storage[0].osds"],
+        ),
+        (
+            "osd without data",
+            |m| m["spec"]["storage"][0]["osds"] = json!([{"db": "/dev/sdz"}]),
+            &["spec.storage[0].osds[0].data", "Required"],
+        ),
+        (
+            "empty data",
+            |m| m["spec"]["storage"][0]["osds"][1]["data"] = json!(""),
+            &["spec.storage[0].osds[1].data"],
+        ),
+        (
+            "empty db",
+            |m| m["spec"]["storage"][0]["osds"][0]["db"] = json!(""),
+            &["spec.storage[0].osds[0].db"],
+        ),
+        (
+            "name of 56 characters",
+            |m| m["metadata"]["name"] = json!("n".repeat(56)),
+            &["metadata.name", "55"],
+        ),
+        (
+            "hosts is a string",
+            |m| m["spec"]["storage"][0]["hosts"] = json!("x"),
+            &["spec.storage[0].hosts", "array"],
+        ),
+        (
+            "storage is an object",
+            |m| m["spec"]["storage"] = json!({"hosts": ["w1"]}),
+            &["spec.storage", "array"],
+        ),
+        (
+            "updateDomain is a number",
+            |m| m["spec"]["updateDomain"] = json!(1),
+            &["spec.updateDomain"],
+        ),
+        (
+            "podTemplate is a string",
+            |m| m["spec"]["podTemplate"] = json!("x"),
+            &["spec.podTemplate", "object"],
+        ),
+        (
+            "data is a number",
+            |m| m["spec"]["storage"][0]["osds"][0]["data"] = json!(7),
+            &["spec.storage[0].osds[0].data", "string"],
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (i, (what, edit, needles)) in cases.iter().enumerate() {
+        let mut manifest = valid.clone();
+        manifest["metadata"]["name"] = json!(format!("bad-{i}"));
+        edit(&mut manifest);
+        manifest["metadata"]["namespace"] = json!(s.namespace);
+        let obj: DynamicObject = serde_json::from_value(manifest)?;
+        match s.raw_crs.create(&PostParams::default(), &obj).await {
+            Ok(_) => failures.push(format!("{what}: accepted")),
+            Err(kube::Error::Api(status)) => {
+                let missing: Vec<&&str> = needles
+                    .iter()
+                    .filter(|n| !status.message.contains(**n))
+                    .collect();
+                if status.code != 422 || !missing.is_empty() {
+                    failures.push(format!(
+                        "{what}: got {} {:?} (missing {missing:?})",
+                        status.code, status.message
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("{what}: unexpected error {e}")),
+        }
+    }
+    // Controls: the valid manifest and a name of exactly 55 characters are accepted.
+    for name in ["good".to_owned(), "n".repeat(55)] {
+        let mut manifest = valid.clone();
+        manifest["metadata"]["name"] = json!(name);
+        manifest["metadata"]["namespace"] = json!(s.namespace);
+        let obj: DynamicObject = serde_json::from_value(manifest)?;
+        if let Err(e) = s.raw_crs.create(&PostParams::default(), &obj).await {
+            failures.push(format!("valid CR {name} rejected: {e}"));
+        }
+    }
+    anyhow::ensure!(
+        failures.is_empty(),
+        "{} of {} cases wrong:\n  {}",
+        failures.len(),
+        cases.len() + 2,
+        failures.join("\n  ")
+    );
+    s.destroy().await
+}
