@@ -14,14 +14,14 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 /// Settings of one operator process.
 #[derive(Clone, Debug)]
@@ -96,8 +96,13 @@ pub async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
         .shutdown_on_signal()
         .run(timed_reconcile, error_policy, context)
         .for_each(|result| async move {
-            if let Err(error) = result {
-                warn!(%error, "controller error");
+            match result {
+                // A pod event for a CephOSD that was just deleted: nothing to do.
+                Err(controller::Error::ObjectNotFound(object)) => {
+                    debug!(%object, "event for a CephOSD that no longer exists");
+                }
+                Err(error) => warn!(%error, "controller error"),
+                Ok(_) => {}
             }
         })
         .await;
