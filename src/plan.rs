@@ -55,6 +55,14 @@ pub struct ObservedPod {
 }
 
 impl ObservedPod {
+    /// `name (host:data)`, for messages.
+    pub fn describe(&self) -> String {
+        match &self.key {
+            Some(key) => format!("{} ({key})", self.name),
+            None => self.name.clone(),
+        }
+    }
+
     /// A live pod (one that counts as the OSD's pod).
     pub fn is_live(&self) -> bool {
         matches!(
@@ -319,9 +327,8 @@ pub fn plan(
             if waited >= deadline {
                 stalled.get_or_insert_with(|| {
                     format!(
-                        "pod {} ({}) has not become Ready within the progress deadline of {}s (waiting {}s)",
-                        pod.name,
-                        pod.key.as_ref().map(ToString::to_string).unwrap_or_default(),
+                        "pod {} has not become Ready within the progress deadline of {}s (waiting {}s)",
+                        pod.describe(),
                         deadline.as_secs(),
                         waited.as_secs()
                     )
@@ -393,9 +400,8 @@ pub fn plan(
                 warning: false,
                 reason: "Overridden",
                 note: format!(
-                    "pod {} ({}) was marked up-to-date before it became Ready; the rollout continues",
-                    pod.name,
-                    pod.key.as_ref().map(ToString::to_string).unwrap_or_default()
+                    "pod {} was marked up-to-date before it became Ready; the rollout continues",
+                    pod.describe(),
                 ),
                 pod: Some(pod.name.clone()),
             });
@@ -405,12 +411,8 @@ pub fn plan(
                 warning: false,
                 reason: "Adopted",
                 note: format!(
-                    "adopted pod {} ({}) as it is, without restarting it",
-                    pod.name,
-                    pod.key
-                        .as_ref()
-                        .map(ToString::to_string)
-                        .unwrap_or_default()
+                    "adopted pod {} as it is, without restarting it",
+                    pod.describe(),
                 ),
                 pod: Some(pod.name.clone()),
             });
@@ -441,14 +443,7 @@ pub fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
 
 fn halt_reason(unready: &[&ObservedPod], missing: &[OsdKey]) -> String {
     if let Some(pod) = unready.first() {
-        format!(
-            "waiting for pod {} ({}) to become Ready",
-            pod.name,
-            pod.key
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default()
-        )
+        format!("waiting for pod {} to become Ready", pod.describe(),)
     } else if let Some(key) = missing.first() {
         format!("waiting for OSD {key} to have a running pod")
     } else {
