@@ -232,24 +232,45 @@ pub fn pod_schema() -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Applies the defaults our CRD schema declares inside `podTemplate` (`ports[].protocol: TCP`),
-/// as the API server would, so an offline preview hashes what the cluster will store.
+/// Makes a pod template look as the API server will store it: fields unknown to the embedded
+/// Pod schema pruned, schema defaults (`ports[].protocol: TCP`) applied. An offline preview
+/// then hashes exactly what the running operator will hash.
 pub fn apply_server_defaults(pod_template: &mut Value) {
-    for containers in ["containers", "initContainers"] {
-        let Some(list) = pod_template
-            .pointer_mut(&format!("/spec/{containers}"))
-            .and_then(Value::as_array_mut)
-        else {
-            continue;
-        };
-        for port in list
-            .iter_mut()
-            .filter_map(|c| c.get_mut("ports").and_then(Value::as_array_mut))
-            .flatten()
-            .filter_map(Value::as_object_mut)
-        {
-            port.entry("protocol").or_insert_with(|| json!("TCP"));
+    conform_to_schema(pod_template, &pod_schema());
+}
+
+/// Structural pruning and defaulting of `value` against an openAPIV3 `schema`.
+fn conform_to_schema(value: &mut Value, schema: &Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                if schema.get("x-kubernetes-preserve-unknown-fields") != Some(&json!(true)) {
+                    map.retain(|key, _| properties.contains_key(key));
+                }
+                for (key, child) in map.iter_mut() {
+                    if let Some(child_schema) = properties.get(key) {
+                        conform_to_schema(child, child_schema);
+                    }
+                }
+                for (key, property) in properties {
+                    if let Some(default) = property.get("default") {
+                        map.entry(key.clone()).or_insert_with(|| default.clone());
+                    }
+                }
+            } else if let Some(values) = schema.get("additionalProperties").filter(|s| s.is_object()) {
+                for child in map.values_mut() {
+                    conform_to_schema(child, values);
+                }
+            }
         }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    conform_to_schema(item, item_schema);
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -397,7 +418,7 @@ mod tests {
     }
 
     #[test]
-    fn server_defaults_fill_port_protocols_only_where_missing() {
+    fn server_defaults_prune_unknown_fields_and_fill_port_protocols_only_where_missing() {
         let mut template = json!({"spec": {
             "containers": [{"name": "a", "ports": [{"containerPort": 1}, {"containerPort": 2, "protocol": "UDP"}]}],
             "initContainers": [{"name": "b", "ports": [{"containerPort": 3}]}]}});

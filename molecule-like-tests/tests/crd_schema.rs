@@ -1,0 +1,117 @@
+//! The CRD on the real API server: defaulting, pruning and int-or-string inside
+//! `spec.podTemplate`, and that `ceph-osd-operator render` hashes what the operator hashes.
+
+use std::time::Duration;
+
+use ceph_osd_operator::crd::apply_server_defaults;
+use ceph_osd_operator::hash::TemplateHash;
+use molecule_like_tests::scenario::{cephosd, with_kubelet_knobs, Scenario};
+use serde_json::{json, Value};
+
+fn tricky_template() -> Value {
+    with_kubelet_knobs(
+        json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"labels": {"role": "osd"}, "unknownMetadataField": "pruned"},
+            "spec": {
+                "containers": [{
+                    "name": "osd",
+                    "image": "ceph/daemon",
+                    "ports": [{"containerPort": 6800}, {"containerPort": 6801, "protocol": "UDP"}],
+                    "resources": {"requests": {"cpu": 1, "memory": "4Gi"}, "limits": {"cpu": "2.5"}},
+                    "readinessProbe": {"httpGet": {"port": 8080, "path": "/"}},
+                    "livenessProbe": {"tcpSocket": {"port": "metrics"}},
+                    "notAPodField": "pruned",
+                }],
+                "initContainers": [{"name": "init", "image": "busybox", "ports": [{"containerPort": 1}]}],
+            }
+        }),
+        1,
+        false,
+        10,
+    )
+}
+
+#[tokio::test]
+async fn pod_template_is_defaulted_pruned_and_accepts_numbers() -> anyhow::Result<()> {
+    let s = Scenario::converge("crdschema").await?;
+    let template = tricky_template();
+    let manifest = cephosd(
+        "ceph-osds",
+        json!([{"hosts": ["node-a"], "osds": [{"data": "/dev/sdb"}]}]),
+        "OSD",
+        template.clone(),
+    );
+    let stored = s.create_cr(&manifest).await?.spec.pod_template;
+
+    let container = &stored["spec"]["containers"][0];
+    anyhow::ensure!(
+        container["ports"][0]["protocol"] == "TCP",
+        "protocol defaulted: {container}"
+    );
+    anyhow::ensure!(
+        container["ports"][1]["protocol"] == "UDP",
+        "explicit protocol kept"
+    );
+    anyhow::ensure!(
+        stored["spec"]["initContainers"][0]["ports"][0]["protocol"] == "TCP",
+        "initContainers defaulted too"
+    );
+    anyhow::ensure!(
+        container["resources"]["requests"]["cpu"] == json!(1),
+        "cpu: 1 accepted as a number"
+    );
+    anyhow::ensure!(
+        container["resources"]["limits"]["cpu"] == json!("2.5"),
+        "cpu: \"2.5\" kept"
+    );
+    anyhow::ensure!(container["readinessProbe"]["httpGet"]["port"] == json!(8080));
+    anyhow::ensure!(container["livenessProbe"]["tcpSocket"]["port"] == json!("metrics"));
+    anyhow::ensure!(
+        container.get("notAPodField").is_none(),
+        "unknown fields pruned"
+    );
+    anyhow::ensure!(stored["metadata"].get("unknownMetadataField").is_none());
+
+    // What `render` computes offline equals what the server stores, and what the operator hashes.
+    let mut offline = template;
+    apply_server_defaults(&mut offline);
+    anyhow::ensure!(offline == stored, "offline {offline}\n!= stored {stored}");
+    let expected = TemplateHash::of(&stored).to_string();
+    let reported = s
+        .wait_until(
+            "the operator reports the template hash",
+            Duration::from_secs(60),
+            || async {
+                let cr = s.crs.get("ceph-osds").await?;
+                Ok(cr.status.and_then(|st| st.template_hash))
+            },
+        )
+        .await?;
+    anyhow::ensure!(
+        reported == expected,
+        "operator hash {reported} != {expected}"
+    );
+
+    // A fractional number is not an int-or-string: rejected with the field named (write "0.5").
+    let mut fractional = manifest.clone();
+    fractional["metadata"]["name"] = json!("fractional");
+    fractional["spec"]["podTemplate"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] =
+        json!(0.5);
+    let Err(kube::Error::Api(status)) = s.create_cr(&fractional).await.map_err(|e| {
+        e.downcast::<kube::Error>()
+            .unwrap_or_else(|e| kube::Error::Service(e.into()))
+    }) else {
+        anyhow::bail!("cpu: 0.5 was accepted or failed oddly");
+    };
+    anyhow::ensure!(status.code == 422);
+    anyhow::ensure!(
+        status
+            .message
+            .contains("spec.podTemplate.spec.containers[0].resources.limits.cpu"),
+        "{}",
+        status.message
+    );
+    s.destroy().await
+}
