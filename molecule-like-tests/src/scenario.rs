@@ -22,11 +22,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _};
 use ceph_osd_operator::crd::UpdateDomain;
-use ceph_osd_operator::crd::{custom_resource_definition, owner_label_value, CephOsd};
+use ceph_osd_operator::crd::{
+    custom_resource_definition, owner_label_value, CephOsd, CephOsdStatus,
+};
 use ceph_osd_operator::labels;
 use ceph_osd_operator::osd::OsdKey;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
@@ -722,6 +725,335 @@ impl Default for OperatorOptions {
     }
 }
 
+/// Runs `ceph-osd-operator run` for `namespace`, stdout and stderr appended to `log_path`.
+fn spawn_operator_process(
+    namespace: &str,
+    log_path: &Path,
+    options: &OperatorOptions,
+    extra_args: &[&str],
+    env: &[(&str, &str)],
+) -> anyhow::Result<Child> {
+    let bin = operator_binary()?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)
+        .with_context(|| format!("opening {}", log_path.display()))?;
+    let mut command = Command::new(&bin);
+    command
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(crate::kubeconfig_path())
+        .arg("--namespace")
+        .arg(namespace)
+        .arg("--resync-seconds")
+        .arg(options.resync_seconds.to_string())
+        .args(extra_args)
+        .env("NO_COLOR", "1")
+        .env_remove("POD_NAME")
+        .env_remove("POD_NAMESPACE")
+        .env(
+            "RUST_LOG",
+            std::env::var("MLT_OPERATOR_LOG").unwrap_or_else(|_| "info".into()),
+        );
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))
+}
+
+/// An extra operator process ([`Scenario::spawn_operator`]); killed when dropped.
+pub struct OperatorProcess {
+    pub label: String,
+    pub log_path: PathBuf,
+    child: Mutex<Option<Child>>,
+}
+
+impl OperatorProcess {
+    fn child(&self) -> std::sync::MutexGuard<'_, Option<Child>> {
+        self.child
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Its log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Its process id (None once reaped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child().as_ref().map(Child::id)
+    }
+
+    /// Fails when the process has exited.
+    pub fn check_alive(&self) -> anyhow::Result<()> {
+        if let Some(child) = self.child().as_mut() {
+            if let Some(status) = child.try_wait()? {
+                bail!(
+                    "operator {} exited ({status}); log tail:\n{}",
+                    self.label,
+                    tail(&self.log_path, 40)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends SIGTERM (graceful shutdown) and waits up to `timeout` for the exit.
+    pub async fn terminate(&self, timeout: Duration) -> anyhow::Result<std::process::ExitStatus> {
+        let Some(pid) = self.pid() else {
+            bail!("operator {} is not running", self.label);
+        };
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(pid.to_string())
+            .status()
+            .context("running kill -TERM")?;
+        anyhow::ensure!(status.success(), "kill -TERM {pid} failed");
+        let deadline = Instant::now() + timeout;
+        loop {
+            let exited = {
+                let mut guard = self.child();
+                match guard.as_mut().map(Child::try_wait).transpose()? {
+                    Some(Some(status)) => {
+                        *guard = None;
+                        Some(status)
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(status) = exited {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "operator {} still running {timeout:?} after SIGTERM; log tail:\n{}",
+                    self.label,
+                    tail(&self.log_path, 40)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for OperatorProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What a [`WatchRecorder`] saw: one watch event.
+#[derive(Clone, Debug)]
+pub struct Watched<K> {
+    /// Time since the recorder started.
+    pub at: Duration,
+    pub kind: EventKind,
+    pub object: K,
+}
+
+/// A [`WatchRecorder`]'s events and, when the watch could not resume, why.
+type WatchLog<K> = Arc<Mutex<(Vec<Watched<K>>, Option<String>)>>;
+
+/// Records every watch event of one kind of object (any `Api<K>`) from a list on: the objects
+/// listed at the start are in [`WatchRecorder::initial`], everything afterwards in
+/// [`WatchRecorder::events`]. Resumes from the last resourceVersion when a watch ends.
+pub struct WatchRecorder<K> {
+    pub initial: Vec<K>,
+    events: WatchLog<K>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl<K> Drop for WatchRecorder<K> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl<K> WatchRecorder<K>
+where
+    K: kube::Resource
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    /// Lists `api` (with `list`'s selectors) and watches from that list's resourceVersion
+    /// (with `watch`'s); returns once the watch is open.
+    pub async fn start(api: Api<K>, list: ListParams, watch: WatchParams) -> anyhow::Result<Self> {
+        let listed = api.list(&list).await?;
+        let mut rv = listed.metadata.resource_version.unwrap_or_default();
+        let watch = watch.timeout(290);
+        let first = api.watch(&watch, &rv).await?.boxed();
+        let events: WatchLog<K> = Arc::new(Mutex::new((Vec::new(), None)));
+        let sink = Arc::clone(&events);
+        let started = Instant::now();
+        let task = tokio::spawn(async move {
+            let mut stream = Some(first);
+            loop {
+                let mut s = match stream.take() {
+                    Some(s) => s,
+                    None => match api.watch(&watch, &rv).await {
+                        Ok(s) => s.boxed(),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "watch recorder: re-watch failed");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            continue;
+                        }
+                    },
+                };
+                while let Some(item) = s.next().await {
+                    let (kind, object) = match item {
+                        Ok(WatchEvent::Added(o)) => (EventKind::Added, o),
+                        Ok(WatchEvent::Modified(o)) => (EventKind::Modified, o),
+                        Ok(WatchEvent::Deleted(o)) => (EventKind::Deleted, o),
+                        Ok(WatchEvent::Bookmark(b)) => {
+                            rv = b.metadata.resource_version;
+                            continue;
+                        }
+                        Ok(WatchEvent::Error(status)) => {
+                            let mut g = sink
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            g.1 = Some(format!(
+                                "the watch failed at resourceVersion {rv}: {status:?}"
+                            ));
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "watch recorder: stream error");
+                            break;
+                        }
+                    };
+                    if let Some(v) = object.meta().resource_version.as_ref() {
+                        rv.clone_from(v);
+                    }
+                    sink.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0
+                        .push(Watched {
+                            at: started.elapsed(),
+                            kind,
+                            object,
+                        });
+                }
+            }
+        });
+        Ok(Self {
+            initial: listed.items,
+            events,
+            task,
+        })
+    }
+
+    /// Every event recorded so far; fails when the watch could not resume (events missing).
+    pub fn events(&self) -> anyhow::Result<Vec<Watched<K>>> {
+        let g = self
+            .events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(gap) = &g.1 {
+            bail!("watch recorder: {gap}");
+        }
+        Ok(g.0.clone())
+    }
+}
+
+/// The events.k8s.io Events of a namespace about CephOSD `cr`, in the order they happened
+/// (eventTime, then creation order by name/resourceVersion as tie-breakers).
+pub async fn cr_events(
+    client: &Client,
+    namespace: &str,
+    cr: &str,
+) -> anyhow::Result<Vec<K8sEvent>> {
+    let api: Api<K8sEvent> = Api::namespaced(client.clone(), namespace);
+    let mut events: Vec<K8sEvent> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("CephOSD") && r.name.as_deref() == Some(cr)
+            })
+        })
+        .collect();
+    events.sort_by_key(|e| {
+        (
+            e.event_time.as_ref().map(|t| t.0),
+            e.metadata
+                .resource_version
+                .as_deref()
+                .and_then(|v| v.parse::<u64>().ok()),
+        )
+    });
+    Ok(events)
+}
+
+/// One line per Event: time, type, reason, related object, note.
+pub fn describe_events(events: &[K8sEvent]) -> String {
+    let mut out = String::new();
+    for e in events {
+        out.push_str(&format!(
+            "  {} {} {} related={} note={:?}\n",
+            e.event_time
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), |t| t.0.to_string()),
+            e.type_.as_deref().unwrap_or("-"),
+            e.reason.as_deref().unwrap_or("-"),
+            e.related
+                .as_ref()
+                .and_then(|r| r.name.as_deref())
+                .unwrap_or("-"),
+            e.note.as_deref().unwrap_or(""),
+        ));
+    }
+    if out.is_empty() {
+        out.push_str("  (no events)\n");
+    }
+    out
+}
+
+/// A free loopback port (bound and released at once; good enough for a test).
+pub fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// A plain HTTP/1.1 GET against `127.0.0.1:<port><path>`: (status code, body).
+pub async fn http_get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await?;
+    let (head, body) = out
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow!("no HTTP header in {out:?}"))?;
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| anyhow!("no status code in {head:?}"))?;
+    Ok((code, body.to_owned()))
+}
+
 /// One scenario: a namespace, its recorder, its operator; cleans up when dropped.
 pub struct Scenario {
     pub name: String,
@@ -735,6 +1067,8 @@ pub struct Scenario {
     pub log_path: PathBuf,
     operator: Mutex<Option<Child>>,
     operator_started: Option<Instant>,
+    /// Logs of extra operator processes ([`Scenario::spawn_operator`]), for failure dumps.
+    extra_logs: Mutex<Vec<PathBuf>>,
     destroyed: bool,
 }
 
@@ -767,6 +1101,7 @@ impl Scenario {
             namespace,
             operator: Mutex::new(None),
             operator_started: None,
+            extra_logs: Mutex::new(Vec::new()),
             destroyed: false,
         })
     }
@@ -794,36 +1129,48 @@ impl Scenario {
 
     /// Starts the operator binary for this namespace; its output goes to `log_path`.
     pub fn start_operator(&mut self, options: &OperatorOptions) -> anyhow::Result<()> {
-        let bin = operator_binary()?;
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log_path)
-            .with_context(|| format!("opening {}", self.log_path.display()))?;
-        let child = Command::new(&bin)
-            .arg("run")
-            .arg("--kubeconfig")
-            .arg(crate::kubeconfig_path())
-            .arg("--namespace")
-            .arg(&self.namespace)
-            .arg("--resync-seconds")
-            .arg(options.resync_seconds.to_string())
-            .env("NO_COLOR", "1")
-            .env(
-                "RUST_LOG",
-                std::env::var("MLT_OPERATOR_LOG").unwrap_or_else(|_| "info".into()),
-            )
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
+        self.start_operator_with_args(options, &[])
+    }
+
+    /// [`Self::start_operator`] with extra command-line arguments (e.g. `--http-address`).
+    pub fn start_operator_with_args(
+        &mut self,
+        options: &OperatorOptions,
+        extra_args: &[&str],
+    ) -> anyhow::Result<()> {
+        let child =
+            spawn_operator_process(&self.namespace, &self.log_path, options, extra_args, &[])?;
         *self
             .operator
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(child);
         self.operator_started = Some(Instant::now());
         Ok(())
+    }
+
+    /// Starts another operator process for this namespace (e.g. a second replica), logging to
+    /// `<log dir>/operator-<label>.log`, with extra arguments and environment variables. It is
+    /// killed when the returned handle is dropped; its log is part of the failure dump.
+    pub fn spawn_operator(
+        &self,
+        label: &str,
+        options: &OperatorOptions,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<OperatorProcess> {
+        let log_path = self
+            .log_path
+            .with_file_name(format!("operator-{label}.log"));
+        let child = spawn_operator_process(&self.namespace, &log_path, options, extra_args, env)?;
+        self.extra_logs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(log_path.clone());
+        Ok(OperatorProcess {
+            label: label.to_owned(),
+            log_path,
+            child: Mutex::new(Some(child)),
+        })
     }
 
     /// Fails when the operator process has exited.
@@ -955,6 +1302,23 @@ impl Scenario {
         .await
     }
 
+    fn extra_log_paths(&self) -> Vec<PathBuf> {
+        self.extra_logs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// CR `cr`'s status (None when the operator wrote none yet).
+    pub async fn cr_status(&self, cr: &str) -> anyhow::Result<Option<CephOsdStatus>> {
+        Ok(self.crs.get(cr).await?.status)
+    }
+
+    /// The events.k8s.io Events about CR `cr`, in order (see [`cr_events`]).
+    pub async fn cr_events(&self, cr: &str) -> anyhow::Result<Vec<K8sEvent>> {
+        cr_events(&self.client, &self.namespace, cr).await
+    }
+
     /// Kills the operator (and waits for it).
     pub fn stop_operator(&self) {
         let child = self
@@ -982,12 +1346,13 @@ impl Scenario {
         result
     }
 
-    /// Diagnostics: the pods and the operator's log tail.
+    /// Diagnostics: the pods, the CRs' status and events, and the operators' log tails.
     pub async fn diagnostics(&self) -> String {
         diagnostics(
             &self.client,
             &self.namespace,
             &self.log_path,
+            &self.extra_log_paths(),
             self.recorder.as_ref(),
         )
         .await
@@ -998,6 +1363,7 @@ async fn diagnostics(
     client: &Client,
     namespace: &str,
     log_path: &Path,
+    extra_logs: &[PathBuf],
     recorder: Option<&PodRecorder>,
 ) -> String {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
@@ -1006,10 +1372,40 @@ async fn diagnostics(
         Err(e) => format!("  (cannot list pods: {e})\n"),
     };
     let events = recorder.map(PodRecorder::render).unwrap_or_default();
-    format!(
-        "==== pods of namespace {namespace}:\n{listed}{events}==== operator log {} (last 60 lines):\n{}\n====",
+    let crs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &cephosd_resource());
+    let mut statuses = String::new();
+    match crs.list(&ListParams::default()).await {
+        Ok(list) => {
+            for cr in list.items {
+                let name = cr.name_any();
+                statuses.push_str(&format!(
+                    "  {name} generation={:?} status={}\n",
+                    cr.metadata.generation,
+                    cr.data.get("status").cloned().unwrap_or(Value::Null)
+                ));
+                match cr_events(client, namespace, &name).await {
+                    Ok(ev) => statuses.push_str(&describe_events(&ev)),
+                    Err(e) => statuses.push_str(&format!("  (cannot list events: {e})\n")),
+                }
+            }
+        }
+        Err(e) => statuses.push_str(&format!("  (cannot list CephOSDs: {e})\n")),
+    }
+    let mut logs = format!(
+        "==== operator log {} (last 60 lines):\n{}\n",
         log_path.display(),
         tail(log_path, 60)
+    );
+    for extra in extra_logs {
+        logs.push_str(&format!(
+            "==== operator log {} (last 60 lines):\n{}\n",
+            extra.display(),
+            tail(extra, 60)
+        ));
+    }
+    format!(
+        "==== pods of namespace {namespace}:\n{listed}{events}==== CephOSDs and their events:\n{statuses}{logs}===="
     )
 }
 
@@ -1053,6 +1449,7 @@ impl Drop for Scenario {
         // test's runtime may be single-threaded and is blocked in this drop).
         let namespace = self.namespace.clone();
         let log_path = self.log_path.clone();
+        let extra_logs = self.extra_log_paths();
         let name = self.name.clone();
         let events = self.recorder.as_ref().map(PodRecorder::render);
         let handle = std::thread::spawn(move || {
@@ -1070,7 +1467,8 @@ impl Drop for Scenario {
                         return;
                     }
                 };
-                let mut report = diagnostics(&client, &namespace, &log_path, None).await;
+                let mut report =
+                    diagnostics(&client, &namespace, &log_path, &extra_logs, None).await;
                 if let Some(events) = events {
                     report = format!("{events}{report}");
                 }

@@ -1,0 +1,1198 @@
+//! End-to-end scenarios of issue 5 ("see and steer a rollout"): status counts, phase and
+//! conditions at each step of a rollout, `Stalled` after the progress deadline, `paused`,
+//! `maxUnavailable`, the Event sequence of a rollout, leader election, zero writes in steady
+//! state, and `/metrics`. Same fixture as `tests/scenarios.rs` (a namespace per scenario, the
+//! operator as a child process, the pod event recorder, failure dumps).
+//!
+//! Needs the local control plane (`molecule-like-tests/control-plane install && ... up`) and a
+//! built operator (`cargo build -p ceph-osd-operator`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::crd::{CephOsd, CephOsdStatus, Phase};
+use ceph_osd_operator::hash::TemplateHash;
+use ceph_osd_operator::labels;
+use ceph_osd_operator::osd::OsdKey;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, DeleteParams, ListParams, WatchParams};
+use kube::ResourceExt;
+use molecule_like_tests::scenario::{
+    annotation, cephosd, describe_events, fast_sample_template, free_port, http_get, is_ready,
+    pod_key, EventKind, OperatorOptions, Scenario, WatchRecorder,
+};
+use serde_json::{json, Value};
+
+const CONVERGE: Duration = Duration::from_secs(60);
+const ROLLOUT: Duration = Duration::from_secs(120);
+const CR: &str = "ceph-osds";
+
+fn keys(hosts: &[&str], devices: &[&str]) -> BTreeSet<OsdKey> {
+    hosts
+        .iter()
+        .flat_map(|h| devices.iter().map(move |d| OsdKey::new(*h, *d)))
+        .collect()
+}
+
+fn storage(hosts: &[&str], devices: &[&str]) -> Value {
+    json!([{"hosts": hosts, "osds": devices.iter().map(|d| json!({"data": d})).collect::<Vec<_>>()}])
+}
+
+fn hash_of(cr: &CephOsd) -> String {
+    TemplateHash::of(&cr.spec.pod_template).as_str().to_owned()
+}
+
+/// A CephOSD manifest with extra spec fields (rollout controls).
+fn cr_with(storage: Value, domain: &str, template: Value, extra: Value) -> Value {
+    let mut m = cephosd(CR, storage, domain, template);
+    if let (Some(spec), Some(extra)) = (m["spec"].as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            spec.insert(k.clone(), v.clone());
+        }
+    }
+    m
+}
+
+fn condition<'a>(status: &'a CephOsdStatus, type_: &str) -> Option<&'a Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// (status, reason) of a condition, or ("-", "-") when missing.
+fn cond(status: &CephOsdStatus, type_: &str) -> (String, String) {
+    condition(status, type_).map_or_else(
+        || ("-".to_owned(), "-".to_owned()),
+        |c| (c.status.clone(), c.reason.clone()),
+    )
+}
+
+fn counts(s: &CephOsdStatus) -> [i64; 7] {
+    [
+        s.desired,
+        s.current,
+        s.ready,
+        s.updated,
+        s.out_of_date,
+        s.unready,
+        s.invalid,
+    ]
+}
+
+/// Polls CR `CR`'s status until `pred` holds.
+async fn wait_status<F>(
+    s: &Scenario,
+    what: &str,
+    timeout: Duration,
+    pred: F,
+) -> anyhow::Result<CephOsdStatus>
+where
+    F: Fn(&CephOsdStatus) -> bool,
+{
+    let pred = &pred;
+    s.wait_until(&format!("status: {what}"), timeout, || async move {
+        let status = s.cr_status(CR).await?;
+        Ok(status.filter(|st| pred(st)))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The status of a converged CR of `n` OSDs on template `hash` at `generation`.
+fn check_converged_status(
+    st: &CephOsdStatus,
+    n: i64,
+    hash: &str,
+    generation: Option<i64>,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        counts(st) == [n, n, n, n, 0, 0, 0],
+        "counts desired/current/ready/updated/outOfDate/unready/invalid {:?} != {n} ready: {st:?}",
+        counts(st)
+    );
+    anyhow::ensure!(st.phase == Some(Phase::Ready), "phase {:?}", st.phase);
+    anyhow::ensure!(st.template_hash.as_deref() == Some(hash), "{st:?}");
+    anyhow::ensure!(
+        st.observed_generation == generation && generation.is_some(),
+        "observedGeneration {:?} != generation {generation:?}",
+        st.observed_generation
+    );
+    anyhow::ensure!(st.current_update.is_empty(), "currentUpdate {st:?}");
+    let want = [
+        ("Ready", "True", "AllOsdsReady"),
+        ("Progressing", "False", "Complete"),
+        ("Stalled", "False", "WithinDeadline"),
+        ("InvalidSpec", "False", "SpecValid"),
+    ];
+    for (t, status, reason) in want {
+        anyhow::ensure!(
+            cond(st, t) == (status.to_owned(), reason.to_owned()),
+            "condition {t}: {:?}, want {status}/{reason}; {st:?}",
+            cond(st, t)
+        );
+        let c = condition(st, t).map(|c| c.observed_generation);
+        anyhow::ensure!(
+            c == Some(generation),
+            "condition {t} observedGeneration {c:?}"
+        );
+    }
+    Ok(())
+}
+
+/// Checks `check` every 500 ms for `duration` (a property that must hold for a while).
+async fn hold<F, Fut>(duration: Duration, mut check: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let end = Instant::now() + duration;
+    while Instant::now() < end {
+        check().await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    check().await
+}
+
+/// Fails unless every pod of `uids` (key → uid) still exists and is not terminating.
+async fn untouched(s: &Scenario, uids: &BTreeMap<OsdKey, String>) -> anyhow::Result<()> {
+    let pods = s.owned_pods(CR).await?;
+    for (key, uid) in uids {
+        let alive = pods.iter().any(|p| {
+            p.uid().as_deref() == Some(uid.as_str()) && p.metadata.deletion_timestamp.is_none()
+        });
+        anyhow::ensure!(
+            alive,
+            "the pod of {key} ({uid}) was deleted while the rollout should stand still"
+        );
+    }
+    Ok(())
+}
+
+fn uid_map(pods: &BTreeMap<OsdKey, Pod>, of: &[&OsdKey]) -> BTreeMap<OsdKey, String> {
+    of.iter()
+        .map(|k| ((*k).clone(), pods[*k].uid().unwrap_or_default()))
+        .collect()
+}
+
+/// The live (not terminating) pod of `key` on template `hash`, if any.
+async fn pod_on(s: &Scenario, key: &OsdKey, hash: &str) -> anyhow::Result<Option<Pod>> {
+    Ok(s.owned_pods(CR).await?.into_iter().find(|p| {
+        pod_key(p).as_ref() == Some(key)
+            && annotation(p, labels::TEMPLATE_HASH) == Some(hash)
+            && p.metadata.deletion_timestamp.is_none()
+    }))
+}
+
+fn kubectl() -> Option<String> {
+    if let Ok(k) = std::env::var("KUBECTL") {
+        return Some(k);
+    }
+    let cache = std::env::var("CEPH_OSD_OPERATOR_CACHE").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/ceph-osd-operator",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    let env = std::fs::read_to_string(format!("{cache}/current.env")).unwrap_or_default();
+    let vars: BTreeMap<_, _> = env.lines().filter_map(|l| l.split_once('=')).collect();
+    if let Some(k) = vars.get("KUBECTL_BIN").filter(|k| !k.is_empty()) {
+        return Some((*k).to_string());
+    }
+    std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| "kubectl".to_string())
+}
+
+// 1 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> anyhow::Result<()> {
+    let s = Scenario::converge("status").await?;
+    let hosts = ["w1"];
+    let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
+    let [k1, k2, k3] = data.map(|d| OsdKey::new("w1", d));
+    let want = keys(&hosts, &data);
+    s.create_cr(&cephosd(
+        CR,
+        storage(&hosts, &data),
+        "OSD",
+        fast_sample_template()?,
+    ))
+    .await?;
+    let cr = s.crs.get(CR).await?;
+    let h1 = hash_of(&cr);
+    s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let st = wait_status(&s, "phase Ready", CONVERGE, |st| {
+        st.phase == Some(Phase::Ready)
+    })
+    .await?;
+    check_converged_status(&st, 3, &h1, cr.metadata.generation)?;
+
+    // Every status write from here on.
+    let by_name = format!("metadata.name={CR}");
+    let watch = WatchRecorder::start(
+        s.crs.clone(),
+        ListParams::default().fields(&by_name),
+        WatchParams::default().fields(&by_name),
+    )
+    .await?;
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
+        )
+        .await?;
+    let h2 = hash_of(&cr);
+    let gen2 = cr.metadata.generation;
+    anyhow::ensure!(h2 != h1, "the template edit did not change the hash");
+    s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
+    let last = wait_status(&s, "Ready on the new template", CONVERGE, |st| {
+        st.phase == Some(Phase::Ready)
+            && st.template_hash.as_deref() == Some(h2.as_str())
+            && st.observed_generation == gen2
+    })
+    .await?;
+    check_converged_status(&last, 3, &h2, gen2)?;
+
+    // The statuses the operator wrote for the new generation, in order.
+    let mut snaps: Vec<CephOsdStatus> = Vec::new();
+    for e in watch.events()? {
+        let Some(st) = e.object.status else { continue };
+        if st.observed_generation == gen2 && snaps.last() != Some(&st) {
+            snaps.push(st);
+        }
+    }
+    let shown = snaps
+        .iter()
+        .map(|st| {
+            format!(
+                "  phase={:?} counts={:?} currentUpdate={:?} Ready={:?} Progressing={:?}",
+                st.phase,
+                counts(st),
+                st.current_update,
+                cond(st, "Ready"),
+                cond(st, "Progressing")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let ctx = || format!("status writes of generation {gen2:?}:\n{shown}");
+    anyhow::ensure!(snaps.len() >= 4, "too few status writes\n{}", ctx());
+    anyhow::ensure!(
+        snaps.last() == Some(&last),
+        "the last write is not the final status\n{}",
+        ctx()
+    );
+    let mut seen_out_of_date = BTreeSet::new();
+    let mut updates: Vec<Vec<String>> = Vec::new();
+    for (i, st) in snaps.iter().enumerate() {
+        let [desired, current, ready, updated, out_of_date, unready, invalid] = counts(st);
+        anyhow::ensure!(
+            st.template_hash.as_deref() == Some(h2.as_str()),
+            "write #{i}: templateHash {:?}\n{}",
+            st.template_hash,
+            ctx()
+        );
+        anyhow::ensure!(
+            desired == 3
+                && invalid == 0
+                && updated + out_of_date == current
+                && (2..=3).contains(&current)
+                && ready <= current
+                && unready <= 1,
+            "write #{i}: inconsistent counts {:?} (maxUnavailable 1: at most one OSD down)\n{}",
+            counts(st),
+            ctx()
+        );
+        if let Some(prev) = i.checked_sub(1).map(|j| &snaps[j]) {
+            anyhow::ensure!(
+                st.out_of_date <= prev.out_of_date && st.updated >= prev.updated,
+                "write #{i}: outOfDate went up or updated went down\n{}",
+                ctx()
+            );
+        }
+        for c in &st.conditions {
+            anyhow::ensure!(
+                c.observed_generation == gen2,
+                "write #{i}: condition {} at generation {:?}\n{}",
+                c.type_,
+                c.observed_generation,
+                ctx()
+            );
+        }
+        seen_out_of_date.insert(out_of_date);
+        if i + 1 < snaps.len() {
+            anyhow::ensure!(
+                st.phase == Some(Phase::Progressing),
+                "write #{i}: phase {:?} during the rollout\n{}",
+                st.phase,
+                ctx()
+            );
+            anyhow::ensure!(
+                cond(st, "Ready") == ("False".into(), "OsdsNotReady".into())
+                    || (ready == 3 && updated == 3),
+                "write #{i}: Ready condition {:?}\n{}",
+                cond(st, "Ready"),
+                ctx()
+            );
+            // Empty only in the last step: every pod Ready, its pod-state write pending.
+            anyhow::ensure!(
+                st.current_update.len() == 1 || (ready == 3 && updated == 3 && current == 3),
+                "write #{i}: currentUpdate {:?} (one OSD at a time)\n{}",
+                st.current_update,
+                ctx()
+            );
+            if out_of_date > 0 {
+                let progressing = condition(st, "Progressing");
+                anyhow::ensure!(
+                    cond(st, "Progressing") == ("True".into(), "RollingUpdate".into())
+                        && progressing
+                            .is_some_and(|c| c.message.contains(st.current_update[0].as_str())),
+                    "write #{i}: Progressing {progressing:?}\n{}",
+                    ctx()
+                );
+            }
+        }
+        if updates.last() != Some(&st.current_update) && !st.current_update.is_empty() {
+            updates.push(st.current_update.clone());
+        }
+    }
+    anyhow::ensure!(
+        [0, 1, 2, 3].iter().all(|n| seen_out_of_date.contains(n)),
+        "outOfDate did not step 3 → 2 → 1 → 0: {seen_out_of_date:?}\n{}",
+        ctx()
+    );
+    let expected: Vec<Vec<String>> = [&k1, &k2, &k3]
+        .iter()
+        .map(|k| vec![k.to_string()])
+        .collect();
+    anyhow::ensure!(
+        updates == expected,
+        "currentUpdate went {updates:?}, expected {expected:?}\n{}",
+        ctx()
+    );
+
+    // Printer columns, in the CRD and through kubectl.
+    let crds: Api<CustomResourceDefinition> = Api::all(s.client.clone());
+    let crd = crds.get("cephosds.ceph.elemental.net").await?;
+    let columns: Vec<String> = crd
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.name == "v1alpha1")
+        .and_then(|v| v.additional_printer_columns.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    anyhow::ensure!(
+        columns == ["Ready", "Up-to-date", "Desired", "Phase", "Age"],
+        "printer columns {columns:?}"
+    );
+    if let Some(kubectl) = kubectl() {
+        let out = std::process::Command::new(&kubectl)
+            .args(["get", "cephosd", "-n", &s.namespace])
+            .env("KUBECONFIG", molecule_like_tests::kubeconfig_path())
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        anyhow::ensure!(
+            out.status.success()
+                && lines.len() == 2
+                && lines[0] == ["NAME", "READY", "UP-TO-DATE", "DESIRED", "PHASE", "AGE"]
+                && lines[1][..5] == [CR, "3", "3", "3", "Ready"],
+            "kubectl get cephosd: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        eprintln!("kubectl not installed: skipping the kubectl get cephosd check");
+    }
+    s.recorder()?.catch_up(&s.pods).await?;
+    s.recorder()?.assert_one_pod_per_key()?;
+    s.destroy().await
+}
+
+// 2 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn c2_progress_deadline_sets_stalled_and_the_fix_clears_it() -> anyhow::Result<()> {
+    let mut s = Scenario::create("stalled").await?;
+    s.start_recorder().await?;
+    s.start_operator(&OperatorOptions { resync_seconds: 2 })?;
+    let hosts = ["w1"];
+    let data = ["/dev/sdb", "/dev/sdc"];
+    let [k1, k2] = data.map(|d| OsdKey::new("w1", d));
+    let want = keys(&hosts, &data);
+    s.create_cr(&cr_with(
+        storage(&hosts, &data),
+        "OSD",
+        fast_sample_template()?,
+        json!({"progressDeadlineSeconds": 5}),
+    ))
+    .await?;
+    let h1 = hash_of(&s.crs.get(CR).await?);
+    let v1 = s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {
+                "labels": {"rev": "2"},
+                "annotations": {"testing.local/ready": "never"},
+            }}}),
+        )
+        .await?;
+    let h2 = hash_of(&cr);
+    let stuck = s
+        .wait_until("k1's never-Ready replacement exists", ROLLOUT, || {
+            pod_on(&s, &k1, &h2)
+        })
+        .await?;
+    let stuck_name = stuck.name_any();
+    // Before the deadline: progressing, not stalled.
+    let st = s.cr_status(CR).await?.unwrap_or_default();
+    let created = stuck
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .ok_or_else(|| anyhow::anyhow!("pod without creationTimestamp"))?;
+    let st = wait_status(&s, "phase Stalled", Duration::from_secs(30), |st| {
+        st.phase == Some(Phase::Stalled)
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}\nstatus before: {st:?}"))?;
+    let stalled = condition(&st, "Stalled")
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no Stalled condition: {st:?}"))?;
+    anyhow::ensure!(
+        (stalled.status.as_str(), stalled.reason.as_str()) == ("True", "ProgressDeadlineExceeded")
+            && stalled.message.contains(&stuck_name)
+            && stalled.message.contains(&k1.to_string())
+            && stalled.message.contains("5s"),
+        "Stalled condition {stalled:?} (stuck pod {stuck_name})"
+    );
+    let waited = stalled
+        .last_transition_time
+        .0
+        .duration_since(created)
+        .as_secs();
+    anyhow::ensure!(
+        waited >= 5,
+        "Stalled after {waited}s, before the 5 s deadline ({stalled:?})"
+    );
+    anyhow::ensure!(
+        cond(&st, "Progressing") == ("False".into(), "ProgressDeadlineExceeded".into()),
+        "Progressing {:?}",
+        cond(&st, "Progressing")
+    );
+    anyhow::ensure!(
+        cond(&st, "Ready").0 == "False" && st.unready == 1 && st.out_of_date == 1,
+        "{st:?}"
+    );
+    let stalled_events = |events: &[K8sEvent]| -> Vec<K8sEvent> {
+        events
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("Stalled"))
+            .cloned()
+            .collect()
+    };
+    let events = s
+        .wait_until("a Stalled event", Duration::from_secs(10), || async {
+            let events = s.cr_events(CR).await?;
+            Ok((!stalled_events(&events).is_empty()).then_some(events))
+        })
+        .await?;
+    let ev = &stalled_events(&events)[0];
+    anyhow::ensure!(
+        ev.type_.as_deref() == Some("Warning")
+            && ev.note.as_deref().is_some_and(|n| n.contains(&stuck_name)),
+        "Stalled event {ev:?}"
+    );
+
+    // Halted: nothing else is deleted, the stuck pod stays, Stalled stays, one event only.
+    let others = uid_map(&v1, &[&k2]);
+    hold(Duration::from_secs(5), || async {
+        untouched(&s, &others).await?;
+        anyhow::ensure!(
+            pod_on(&s, &k1, &h2).await?.map(|p| p.name_any()) == Some(stuck_name.clone()),
+            "the stuck pod was replaced"
+        );
+        let st = s.cr_status(CR).await?.unwrap_or_default();
+        anyhow::ensure!(st.phase == Some(Phase::Stalled), "phase {:?}", st.phase);
+        Ok(())
+    })
+    .await?;
+    let events = s.cr_events(CR).await?;
+    anyhow::ensure!(
+        stalled_events(&events).len() == 1,
+        "one Stalled event per state change expected:\n{}",
+        describe_events(&events)
+    );
+
+    // The fix: the stuck pod is out of date, the rollout restarts and completes.
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {
+                "labels": {"rev": "3"},
+                "annotations": {"testing.local/ready": null},
+            }}}),
+        )
+        .await?;
+    let h3 = hash_of(&cr);
+    s.wait_converged(CR, &want, &h3, ROLLOUT).await?;
+    let st = wait_status(&s, "Ready after the fix", CONVERGE, |st| {
+        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
+    })
+    .await?;
+    check_converged_status(&st, 2, &h3, cr.metadata.generation)?;
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    s.destroy().await
+}
+
+// 3 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn c3_paused_stops_a_rollout_self_healing_continues_resume_completes() -> anyhow::Result<()> {
+    let s = Scenario::converge("paused").await?;
+    let hosts = ["w1"];
+    let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
+    let [k1, k2, k3] = data.map(|d| OsdKey::new("w1", d));
+    let want = keys(&hosts, &data);
+    s.create_cr(&cephosd(
+        CR,
+        storage(&hosts, &data),
+        "OSD",
+        fast_sample_template()?,
+    ))
+    .await?;
+    let h1 = hash_of(&s.crs.get(CR).await?);
+    let v1 = s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+
+    // New pods take 3 s to get Ready: room to pause while k1 is being replaced.
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {
+                "labels": {"rev": "2"},
+                "annotations": {"testing.local/ready-after-seconds": "3"},
+            }}}),
+        )
+        .await?;
+    let h2 = hash_of(&cr);
+    let old_k1 = v1[&k1].uid().unwrap_or_default();
+    s.wait_until("k1's old pod is being deleted", ROLLOUT, || async {
+        let pods = s.owned_pods(CR).await?;
+        let alive = pods.iter().any(|p| {
+            p.uid().as_deref() == Some(old_k1.as_str()) && p.metadata.deletion_timestamp.is_none()
+        });
+        Ok((!alive).then_some(()))
+    })
+    .await?;
+    s.patch_spec(CR, json!({"paused": true})).await?;
+    let paused_at = Instant::now();
+
+    // k1's replacement still comes (it is a missing OSD), nothing else is replaced.
+    let others = uid_map(&v1, &[&k2, &k3]);
+    let st = wait_status(&s, "phase Paused", CONVERGE, |st| {
+        st.phase == Some(Phase::Paused)
+    })
+    .await?;
+    anyhow::ensure!(
+        cond(&st, "Progressing") == ("False".into(), "Paused".into()),
+        "Progressing {:?}",
+        cond(&st, "Progressing")
+    );
+    s.wait_until("k1's replacement is Ready", CONVERGE, || async {
+        Ok(pod_on(&s, &k1, &h2).await?.filter(is_ready))
+    })
+    .await?;
+    let remaining = Duration::from_secs(8).saturating_sub(paused_at.elapsed());
+    hold(remaining.max(Duration::from_secs(3)), || {
+        untouched(&s, &others)
+    })
+    .await?;
+    let st = wait_status(&s, "paused with k1 done", CONVERGE, |st| {
+        st.phase == Some(Phase::Paused) && st.updated == 1 && st.ready == 3
+    })
+    .await?;
+    anyhow::ensure!(st.out_of_date == 2, "{st:?}");
+
+    // Self-healing while paused: a pod deleted by hand is recreated.
+    let victim = v1[&k3].name_any();
+    s.pods.delete(&victim, &DeleteParams::default()).await?;
+    let recreated = s
+        .wait_until(
+            "k3's deleted pod is recreated and Ready",
+            CONVERGE,
+            || async {
+                let pods = s.owned_pods(CR).await?;
+                Ok(pods.into_iter().find(|p| {
+                    pod_key(p).as_ref() == Some(&k3)
+                        && p.name_any() != victim
+                        && p.metadata.deletion_timestamp.is_none()
+                        && is_ready(p)
+                }))
+            },
+        )
+        .await?;
+    let events = s.cr_events(CR).await?;
+    anyhow::ensure!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Recreated")
+                && e.note.as_deref().is_some_and(
+                    |n| n.contains(&recreated.name_any()) && n.contains(&k3.to_string())
+                )),
+        "no Recreated event for {}:\n{}",
+        recreated.name_any(),
+        describe_events(&events)
+    );
+    let only_k2 = uid_map(&v1, &[&k2]);
+    hold(Duration::from_secs(3), || untouched(&s, &only_k2)).await?;
+    let st = s.cr_status(CR).await?.unwrap_or_default();
+    anyhow::ensure!(st.phase == Some(Phase::Paused), "{st:?}");
+
+    // Resume.
+    let cr = s.patch_spec(CR, json!({"paused": false})).await?;
+    s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
+    let st = wait_status(&s, "Ready after resume", CONVERGE, |st| {
+        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
+    })
+    .await?;
+    check_converged_status(&st, 3, &h2, cr.metadata.generation)?;
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    s.destroy().await
+}
+
+// 4 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn c4_max_unavailable_two_replaces_two_osds_at_a_time_never_three() -> anyhow::Result<()> {
+    let s = Scenario::converge("maxunavail").await?;
+    let hosts = ["w1"];
+    let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde", "/dev/sdf"];
+    let want = keys(&hosts, &data);
+    s.create_cr(&cr_with(
+        storage(&hosts, &data),
+        "OSD",
+        fast_sample_template()?,
+        json!({"maxUnavailable": 2}),
+    ))
+    .await?;
+    let h1 = hash_of(&s.crs.get(CR).await?);
+    let v1 = s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let mark = rec.len();
+
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
+        )
+        .await?;
+    let h2 = hash_of(&cr);
+    let v2 = s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
+    anyhow::ensure!(
+        v2.values().all(|p| v1.values().all(|o| o.uid() != p.uid())),
+        "an old pod survived"
+    );
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+
+    // Replay: after each event, the keys without a live Ready pod.
+    let events = rec.events();
+    let mut pods: BTreeMap<String, Pod> = BTreeMap::new();
+    let mut max = (0usize, 0usize, BTreeSet::new());
+    let mut exactly_two = 0usize;
+    for e in &events {
+        let name = e.pod.name_any();
+        if e.kind == EventKind::Deleted {
+            pods.remove(&name);
+        } else {
+            pods.insert(name, e.pod.clone());
+        }
+        let available: BTreeSet<OsdKey> = pods
+            .values()
+            .filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p))
+            .filter_map(pod_key)
+            .collect();
+        let unavailable: BTreeSet<OsdKey> = want.difference(&available).cloned().collect();
+        if e.seq < mark {
+            continue;
+        }
+        if unavailable.len() > max.0 {
+            max = (unavailable.len(), e.seq, unavailable.clone());
+        }
+        if unavailable.len() == 2 {
+            exactly_two += 1;
+        }
+    }
+    anyhow::ensure!(
+        max.0 <= 2,
+        "{} OSDs unavailable at once after event #{}: {:?}\n{}",
+        max.0,
+        max.1,
+        max.2,
+        rec.render()
+    );
+    anyhow::ensure!(
+        max.0 == 2 && exactly_two > 0,
+        "never two OSDs in replacement at once (max {})\n{}",
+        max.0,
+        rec.render()
+    );
+    // Two at a time: the first two deletions both started before any replacement was Ready.
+    let t = rec.timeline();
+    let old_names: BTreeSet<String> = v1.values().map(ResourceExt::name_any).collect();
+    let deletions: Vec<usize> = t
+        .deletions
+        .iter()
+        .filter(|(_, n)| old_names.contains(n))
+        .map(|(seq, _)| *seq)
+        .collect();
+    let first_ready = t
+        .pods
+        .values()
+        .filter(|h| !old_names.contains(&h.name) && h.created.is_some_and(|c| c >= mark))
+        .filter_map(|h| h.ready)
+        .min()
+        .unwrap_or(usize::MAX);
+    anyhow::ensure!(
+        deletions.len() == 5 && deletions[1] < first_ready,
+        "deletions {deletions:?}, first replacement Ready at #{first_ready}\n{}",
+        rec.render()
+    );
+    let st = wait_status(&s, "Ready", CONVERGE, |st| {
+        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
+    })
+    .await?;
+    check_converged_status(&st, 5, &h2, cr.metadata.generation)?;
+    s.destroy().await
+}
+
+// 5 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn c5_events_tell_the_story_of_a_host_rollout() -> anyhow::Result<()> {
+    let s = Scenario::converge("events").await?;
+    let hosts = ["w1", "w2"];
+    let data = ["/dev/sdb"];
+    let [k1, k2] = hosts.map(|h| OsdKey::new(h, "/dev/sdb"));
+    let want = keys(&hosts, &data);
+    s.create_cr(&cephosd(
+        CR,
+        storage(&hosts, &data),
+        "Host",
+        fast_sample_template()?,
+    ))
+    .await?;
+    let cr = s.crs.get(CR).await?;
+    let cr_uid = cr.uid().unwrap_or_default();
+    let h1 = hash_of(&cr);
+    let v1 = s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
+        )
+        .await?;
+    let h2 = hash_of(&cr);
+    let v2 = s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
+    wait_status(&s, "Ready", CONVERGE, |st| {
+        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
+    })
+    .await?;
+
+    const ACTIONS: [&str; 4] = ["Created", "Replacing", "Recreated", "Deleted"];
+    let events = s
+        .wait_until("six action events", Duration::from_secs(10), || async {
+            let events = s.cr_events(CR).await?;
+            let n = events
+                .iter()
+                .filter(|e| ACTIONS.contains(&e.reason.as_deref().unwrap_or("")))
+                .count();
+            Ok((n >= 6).then_some(events))
+        })
+        .await?;
+    let story = describe_events(&events);
+    let actions: Vec<&K8sEvent> = events
+        .iter()
+        .filter(|e| ACTIONS.contains(&e.reason.as_deref().unwrap_or("")))
+        .collect();
+    let got: Vec<(&str, String)> = actions
+        .iter()
+        .map(|e| {
+            (
+                e.reason.as_deref().unwrap_or(""),
+                e.related
+                    .as_ref()
+                    .and_then(|r| r.name.clone())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    let name = |pods: &BTreeMap<OsdKey, Pod>, k: &OsdKey| pods[k].name_any();
+    let mut first_two = vec![got[0].clone(), got[1].clone()];
+    first_two.sort();
+    let mut created: Vec<(&str, String)> =
+        vec![("Created", name(&v1, &k1)), ("Created", name(&v1, &k2))];
+    created.sort();
+    let expected_rest = vec![
+        ("Replacing", name(&v1, &k1)),
+        ("Created", name(&v2, &k1)),
+        ("Replacing", name(&v1, &k2)),
+        ("Created", name(&v2, &k2)),
+    ];
+    anyhow::ensure!(
+        got.len() == 6 && first_two == created && got[2..] == expected_rest[..],
+        "events (reason, pod) {got:?}\nexpected {created:?} then {expected_rest:?}\n{story}"
+    );
+    // Each note names the pod and the OSD key; all on this CephOSD, Normal, from us.
+    let key_of = |pod: &str| -> Option<OsdKey> {
+        [&v1, &v2]
+            .iter()
+            .flat_map(|m| m.iter())
+            .find(|(_, p)| p.name_any() == pod)
+            .map(|(k, _)| k.clone())
+    };
+    for e in &actions {
+        let pod = e
+            .related
+            .as_ref()
+            .and_then(|r| r.name.clone())
+            .unwrap_or_default();
+        let key = key_of(&pod).ok_or_else(|| anyhow::anyhow!("event about unknown pod {pod}"))?;
+        let note = e.note.as_deref().unwrap_or("");
+        let regarding = e.regarding.as_ref();
+        anyhow::ensure!(
+            note.contains(&pod)
+                && note.contains(&key.to_string())
+                && e.type_.as_deref() == Some("Normal")
+                && e.reporting_controller.as_deref() == Some("ceph-osd-operator")
+                && regarding.and_then(|r| r.uid.as_deref()) == Some(cr_uid.as_str())
+                && e.related.as_ref().and_then(|r| r.kind.as_deref()) == Some("Pod"),
+            "event {e:?}\n{story}"
+        );
+    }
+    anyhow::ensure!(
+        !events.iter().any(|e| e.type_.as_deref() == Some("Warning")),
+        "a Warning in a clean rollout:\n{story}"
+    );
+    s.destroy().await
+}
+
+// 6 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Result<()> {
+    let mut s = Scenario::create("leader").await?;
+    s.start_recorder().await?;
+    let ns = s.namespace.clone();
+    let args = ["--leader-elect", "--lease-namespace", ns.as_str()];
+    let options = OperatorOptions { resync_seconds: 2 };
+    let id_a = format!("{ns}-a");
+    let id_b = format!("{ns}-b");
+    let leases: Api<Lease> = Api::namespaced(s.client.clone(), &ns);
+    let holder = || async {
+        Ok::<_, anyhow::Error>(
+            leases
+                .get_opt("ceph-osd-operator")
+                .await?
+                .and_then(|l| l.spec)
+                .and_then(|spec| spec.holder_identity),
+        )
+    };
+    let a = s.spawn_operator("a", &options, &args, &[("POD_NAME", &id_a)])?;
+    s.wait_until(
+        "replica a holds the lease",
+        Duration::from_secs(20),
+        || async { Ok((holder().await?.as_deref() == Some(id_a.as_str())).then_some(())) },
+    )
+    .await?;
+    let b = s.spawn_operator("b", &options, &args, &[("POD_NAME", &id_b)])?;
+    s.wait_until(
+        "replica b waits for the lease",
+        Duration::from_secs(20),
+        || async {
+            Ok(b.log()
+                .contains("waiting for the leader lease")
+                .then_some(()))
+        },
+    )
+    .await?;
+
+    let hosts = ["w1"];
+    let data = ["/dev/sdb", "/dev/sdc"];
+    let want = keys(&hosts, &data);
+    s.create_cr(&cephosd(
+        CR,
+        storage(&hosts, &data),
+        "OSD",
+        fast_sample_template()?,
+    ))
+    .await?;
+    let h1 = hash_of(&s.crs.get(CR).await?);
+    s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    wait_status(&s, "Ready", CONVERGE, |st| st.phase == Some(Phase::Ready)).await?;
+    // A few resyncs: only a acts.
+    hold(Duration::from_secs(4), || async {
+        a.check_alive()?;
+        b.check_alive()?;
+        anyhow::ensure!(
+            holder().await?.as_deref() == Some(id_a.as_str()),
+            "the lease moved"
+        );
+        Ok(())
+    })
+    .await?;
+    anyhow::ensure!(
+        a.log().matches("reconciled").count() >= 2,
+        "the leader did not reconcile:\n{}",
+        a.log()
+    );
+    let b_log = b.log();
+    anyhow::ensure!(
+        !b_log.contains("reconciled")
+            && !b_log.contains("created pod")
+            && !b_log.contains("acquired"),
+        "the standby acted:\n{b_log}"
+    );
+    let events = s.cr_events(CR).await?;
+    anyhow::ensure!(
+        !events.is_empty()
+            && events
+                .iter()
+                .all(|e| e.reporting_instance.as_deref() == Some(id_a.as_str())),
+        "events not all from the leader {id_a}:\n{events:?}"
+    );
+
+    // SIGTERM the leader: it releases the lease, the standby takes over within seconds.
+    let b_reconciles = b.log().matches("reconciled").count();
+    let stopped = Instant::now();
+    let status = a.terminate(Duration::from_secs(15)).await?;
+    anyhow::ensure!(
+        status.success(),
+        "leader exited with {status}:\n{}",
+        a.log()
+    );
+    anyhow::ensure!(
+        a.log().contains("released the leader lease"),
+        "the leader did not release the lease:\n{}",
+        a.log()
+    );
+    s.wait_until(
+        "replica b holds the lease",
+        Duration::from_secs(10),
+        || async { Ok((holder().await?.as_deref() == Some(id_b.as_str())).then_some(())) },
+    )
+    .await?;
+    let took = stopped.elapsed();
+    anyhow::ensure!(
+        took < Duration::from_secs(8),
+        "takeover took {took:?} (renew/retry period 3 s)"
+    );
+    s.wait_until("replica b reconciles", Duration::from_secs(15), || async {
+        b.check_alive()?;
+        Ok((b.log().matches("reconciled").count() > b_reconciles).then_some(()))
+    })
+    .await?;
+    // The new leader rolls a template edit out.
+    let cr = s
+        .patch_spec(
+            CR,
+            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
+        )
+        .await?;
+    let h2 = hash_of(&cr);
+    s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
+    wait_status(&s, "Ready on the new template", CONVERGE, |st| {
+        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
+    })
+    .await?;
+    anyhow::ensure!(
+        b.log().contains("deleted pod") && b.log().contains("created pod"),
+        "the new leader did not roll:\n{}",
+        b.log()
+    );
+    b.check_alive()?;
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    drop(b);
+    s.destroy().await
+}
+
+// 7 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn c7_steady_state_makes_zero_writes() -> anyhow::Result<()> {
+    let mut s = Scenario::create("zerowrites").await?;
+    s.start_recorder().await?;
+    s.start_operator(&OperatorOptions { resync_seconds: 2 })?;
+    let hosts = ["w1", "w2"];
+    let data = ["/dev/sdb", "/dev/sdc"];
+    let want = keys(&hosts, &data);
+    s.create_cr(&cephosd(
+        CR,
+        storage(&hosts, &data),
+        "Host",
+        fast_sample_template()?,
+    ))
+    .await?;
+    let cr = s.crs.get(CR).await?;
+    let h1 = hash_of(&cr);
+    s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let st = wait_status(&s, "Ready", CONVERGE, |st| st.phase == Some(Phase::Ready)).await?;
+    check_converged_status(&st, 4, &h1, cr.metadata.generation)?;
+    // Let the reconcile triggered by the last status write pass.
+    let log_mark = s.operator_log().matches("reconciled").count();
+    s.wait_until("one more reconcile", Duration::from_secs(10), || async {
+        Ok((s.operator_log().matches("reconciled").count() > log_mark).then_some(()))
+    })
+    .await?;
+
+    let pods = WatchRecorder::start(
+        s.pods.clone(),
+        ListParams::default(),
+        WatchParams::default(),
+    )
+    .await?;
+    let crs =
+        WatchRecorder::start(s.crs.clone(), ListParams::default(), WatchParams::default()).await?;
+    let event_api: Api<K8sEvent> = Api::namespaced(s.client.clone(), &s.namespace);
+    let events =
+        WatchRecorder::start(event_api, ListParams::default(), WatchParams::default()).await?;
+    let reconciles_before = s.operator_log().matches("reconciled").count();
+    // ~3 resync periods of 2 s.
+    let window = Duration::from_secs(7);
+    let start = Instant::now();
+    while start.elapsed() < window {
+        s.check_operator_alive()?;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let reconciles = s.operator_log().matches("reconciled").count() - reconciles_before;
+    anyhow::ensure!(
+        reconciles >= 3,
+        "only {reconciles} reconciles in {window:?} with --resync-seconds 2"
+    );
+    let describe =
+        |kind: &str, list: Vec<(EventKind, String, Option<String>)>| format!("{kind}: {list:?}");
+    let pod_writes: Vec<_> = pods
+        .events()?
+        .into_iter()
+        .map(|e| (e.kind, e.object.name_any(), e.object.resource_version()))
+        .collect();
+    let cr_writes: Vec<_> = crs
+        .events()?
+        .into_iter()
+        .map(|e| (e.kind, e.object.name_any(), e.object.resource_version()))
+        .collect();
+    let event_writes: Vec<_> = events
+        .events()?
+        .into_iter()
+        .map(|e| (e.kind, e.object.name_any(), e.object.resource_version()))
+        .collect();
+    anyhow::ensure!(
+        pod_writes.is_empty() && cr_writes.is_empty() && event_writes.is_empty(),
+        "writes in steady state ({reconciles} reconciles):\n{}\n{}\n{}",
+        describe("pods", pod_writes),
+        describe("CephOSDs", cr_writes),
+        describe("events", event_writes)
+    );
+    // And the objects themselves: same resourceVersions as at the start of the window.
+    let rvs = |items: Vec<(String, Option<String>)>| items.into_iter().collect::<BTreeMap<_, _>>();
+    let before_pods = rvs(pods
+        .initial
+        .iter()
+        .map(|p| (p.name_any(), p.resource_version()))
+        .collect());
+    let after_pods = rvs(s
+        .list_pods()
+        .await?
+        .iter()
+        .map(|p| (p.name_any(), p.resource_version()))
+        .collect());
+    anyhow::ensure!(
+        before_pods == after_pods,
+        "{before_pods:?} != {after_pods:?}"
+    );
+    let before_cr = crs.initial.first().and_then(ResourceExt::resource_version);
+    let after_cr = s.crs.get(CR).await?.resource_version();
+    anyhow::ensure!(before_cr == after_cr, "CR {before_cr:?} != {after_cr:?}");
+    s.destroy().await
+}
+
+// 8 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn c8_metrics_and_probes() -> anyhow::Result<()> {
+    let mut s = Scenario::create("metrics").await?;
+    s.start_recorder().await?;
+    let port = free_port()?;
+    let address = format!("127.0.0.1:{port}");
+    s.start_operator_with_args(
+        &OperatorOptions { resync_seconds: 2 },
+        &["--http-address", &address],
+    )?;
+    let hosts = ["w1"];
+    let data = ["/dev/sdb", "/dev/sdc"];
+    let want = keys(&hosts, &data);
+    s.create_cr(&cephosd(
+        CR,
+        storage(&hosts, &data),
+        "OSD",
+        fast_sample_template()?,
+    ))
+    .await?;
+    let h1 = hash_of(&s.crs.get(CR).await?);
+    s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let ns = s.namespace.clone();
+    let updated = format!(
+        r#"ceph_osd_operator_osd_pods{{namespace="{ns}",cephosd="{CR}",state="updated"}} 2"#
+    );
+    let ready =
+        format!(r#"ceph_osd_operator_osd_pods{{namespace="{ns}",cephosd="{CR}",state="ready"}} 2"#);
+    let desired = format!(r#"ceph_osd_operator_osds_desired{{namespace="{ns}",cephosd="{CR}"}} 2"#);
+    let text = s
+        .wait_until("/metrics shows 2 updated, Ready pods", CONVERGE, || async {
+            let Ok((code, body)) = http_get(port, "/metrics").await else {
+                return Ok(None);
+            };
+            let has = |l: &str| body.lines().any(|x| x == l);
+            Ok((code == 200 && has(&updated) && has(&ready) && has(&desired)).then_some(body))
+        })
+        .await?;
+    let reconciles: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ceph_osd_operator_reconciles_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no reconciles_total in\n{text}"))?;
+    anyhow::ensure!(reconciles > 0, "reconciles_total {reconciles}");
+    anyhow::ensure!(
+        text.lines()
+            .any(|l| l.starts_with("ceph_osd_operator_reconcile_duration_seconds_count ")),
+        "no duration histogram in\n{text}"
+    );
+    let (code, body) = http_get(port, "/healthz").await?;
+    anyhow::ensure!(code == 200, "/healthz {code} {body}");
+    let (code, body) = http_get(port, "/readyz").await?;
+    anyhow::ensure!(code == 200, "/readyz {code} {body}");
+    let (code, _) = http_get(port, "/nope").await?;
+    anyhow::ensure!(code == 404, "/nope {code}");
+    s.destroy().await
+}
