@@ -257,7 +257,9 @@ fn conform_to_schema(value: &mut Value, schema: &Value) {
                         map.entry(key.clone()).or_insert_with(|| default.clone());
                     }
                 }
-            } else if let Some(values) = schema.get("additionalProperties").filter(|s| s.is_object()) {
+            } else if let Some(values) =
+                schema.get("additionalProperties").filter(|s| s.is_object())
+            {
                 for child in map.values_mut() {
                     conform_to_schema(child, values);
                 }

@@ -50,6 +50,8 @@ pub struct ObservedPod {
     pub created: Option<Timestamp>,
     /// Ready since then, but not yet for minReadySeconds.
     pub soaking_since: Option<Timestamp>,
+    /// The pod's deletionTimestamp (when its graceful termination should have ended).
+    pub deleted: Option<Timestamp>,
     /// Whether a controller ownerReference points at the CR (false: adopted from elsewhere).
     pub controlled: bool,
 }
@@ -341,6 +343,26 @@ pub fn plan(
             wake_at(since + timing.min_ready);
         }
     }
+    // An old pod that never finishes terminating blocks its successor just as surely.
+    for pod in observed.iter().filter(|p| {
+        p.class == PodClass::Terminating && p.key.as_ref().is_some_and(|k| missing.contains(k))
+    }) {
+        let Some(deleted) = pod.deleted else { continue };
+        let waited = now.duration_since(deleted);
+        if waited >= deadline {
+            stalled.get_or_insert_with(|| {
+                format!(
+                    "pod {} has not finished terminating within the progress deadline of {}s \
+                     (terminating {}s); its successor starts once it is gone",
+                    pod.describe(),
+                    deadline.as_secs(),
+                    waited.as_secs()
+                )
+            });
+        } else {
+            wake_at(deleted + deadline);
+        }
+    }
 
     let mut current_update: BTreeSet<String> = unavailable
         .iter()
@@ -582,6 +604,7 @@ fn classify(
                 ready,
                 state,
                 created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                deleted: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
                 soaking_since,
                 controlled: pod
                     .metadata

@@ -989,3 +989,44 @@ fn conflicting_devices_set_invalid_spec_and_phase_error() {
     );
     assert!(invalid.message.contains("h1:/dev/sdb"));
 }
+
+#[test]
+fn an_old_pod_stuck_terminating_past_the_deadline_stalls() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged(&old);
+    let mut new = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "b");
+    new.spec.progress_deadline_seconds = Some(60);
+    cluster.clock = 1000;
+    cluster.reconcile(&new);
+    // The simulated API stamps deletions at the epoch; put it at "now" like a real one.
+    for pod in &mut cluster.pods {
+        if pod.metadata.deletion_timestamp.is_some() {
+            pod.metadata.deletion_timestamp = Some(Time(at(1000)));
+        }
+    }
+    let plan = cluster.reconcile(&new);
+    assert!(plan.stalled.is_none());
+    assert_eq!(plan.requeue_after, Some(SignedDuration::from_secs(60)));
+    cluster.clock += 60;
+    let plan = cluster.reconcile(&new);
+    let stalled = plan.stalled.expect("stalled");
+    assert!(
+        stalled.contains("osd-h1-sdb-") && stalled.contains("terminating"),
+        "{stalled}"
+    );
+    assert_eq!(plan.status.phase, Some(crate::crd::Phase::Stalled));
+}
+
+#[test]
+fn the_last_replacement_still_reads_as_a_rolling_update() {
+    let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
+    let mut cluster = converged(&old);
+    let new = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "b");
+    cluster.reconcile(&new);
+    cluster.finish_terminations();
+    cluster.reconcile(&new);
+    let plan = cluster.reconcile(&new);
+    assert_eq!((plan.status.out_of_date, plan.status.unready), (0, 1));
+    assert_eq!(condition(&plan, "Progressing").reason, "RollingUpdate");
+    assert_eq!(plan.status.current_update, ["h1:/dev/sdb"]);
+}

@@ -62,7 +62,7 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
             "Complete",
             "every OSD runs the current template and is Ready".to_owned(),
         )
-    } else if s.out_of_date > 0 {
+    } else if s.out_of_date > 0 || !input.current_update.is_empty() {
         match input.halted {
             // Waiting for our own replacement is the normal pace of a rollout.
             Some(why) if input.current_update.is_empty() => ("False", "Halted", why.to_owned()),
