@@ -1,6 +1,7 @@
 //! ceph-osd-operator: reconciles `CephOSD` resources into one node-bound Pod per OSD.
 //!
 //! observe → plan → act: `controller` observes, `plan` decides (pure), `executor` acts.
+pub mod classify;
 pub mod controller;
 pub mod crd;
 pub mod desired;
@@ -14,6 +15,7 @@ pub mod osd;
 pub mod plan;
 pub mod preview;
 pub mod render;
+pub mod rollout;
 pub mod server;
 pub mod status;
 pub mod validate;

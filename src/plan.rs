@@ -5,74 +5,20 @@
 //! that OSD exists any more (terminating ones included), so two pods never share a device; and a
 //! rollout step starts only when every desired OSD has a live pod and none is waiting for Ready.
 
-use crate::crd::{CephOsd, CephOsdStatus, UpdateDomain};
-use crate::desired::{desired_osds, DesiredOsd};
+use crate::classify::{classify, Timing};
+pub use crate::classify::{ObservedPod, PodClass};
+use crate::crd::{CephOsd, CephOsdStatus};
+use crate::desired::desired_osds;
 use crate::hash::TemplateHash;
-use crate::labels::{self, PodState};
+use crate::labels::PodState;
 use crate::osd::{OsdKey, SuffixSource};
 use crate::render::{render_pod, PodIdentity, RenderError};
+use crate::rollout::{deadlines, domain_id, rollout_step};
 use crate::status::{compute_status, StatusInput};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
-use std::collections::{BTreeMap, BTreeSet};
-
-/// How the planner sees one observed pod.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PodClass {
-    /// Has a deletionTimestamp: ignored, but still holds its OSD's device until gone.
-    Terminating,
-    /// Not a pod we could have made (or a duplicate): deleted.
-    Invalid(String),
-    /// Ended (`Failed`/`Succeeded`, e.g. evicted): deleted, then recreated once gone.
-    Ended(String),
-    /// Current template and devices.
-    UpToDate,
-    /// Older template or changed db/wal devices: replaced in its turn.
-    OutOfDate,
-    /// Created by us and now Ready: becomes up-to-date.
-    Ready,
-    /// Created by us and not yet Ready: halts the rollout.
-    Unready,
-}
-
-/// One observed pod and what the planner made of it.
-#[derive(Clone, Debug)]
-pub struct ObservedPod {
-    pub name: String,
-    pub uid: Option<String>,
-    /// The OSD it belongs to, when its annotations say so.
-    pub key: Option<OsdKey>,
-    pub class: PodClass,
-    pub ready: bool,
-    pub state: Option<String>,
-    /// When the pod was created (deadline of a replacement).
-    pub created: Option<Timestamp>,
-    /// Ready since then, but not yet for minReadySeconds.
-    pub soaking_since: Option<Timestamp>,
-    /// The pod's deletionTimestamp (when its graceful termination should have ended).
-    pub deleted: Option<Timestamp>,
-    /// Whether a controller ownerReference points at the CR (false: adopted from elsewhere).
-    pub controlled: bool,
-}
-
-impl ObservedPod {
-    /// `name (host:data)`, for messages.
-    pub fn describe(&self) -> String {
-        match &self.key {
-            Some(key) => format!("{} ({key})", self.name),
-            None => self.name.clone(),
-        }
-    }
-
-    /// A live pod (one that counts as the OSD's pod).
-    pub fn is_live(&self) -> bool {
-        matches!(
-            self.class,
-            PodClass::UpToDate | PodClass::OutOfDate | PodClass::Ready | PodClass::Unready
-        )
-    }
-}
+use std::collections::BTreeSet;
 
 /// Why a pod is deleted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -283,86 +229,24 @@ pub fn plan(
         }
     }
 
-    // 5: rolling update: at most `maxUnavailable` update domains unavailable at once.
-    let out_of_date: Vec<&ObservedPod> = current
-        .iter()
-        .copied()
-        .filter(|p| p.class == PodClass::OutOfDate)
-        .collect();
-    let unready: Vec<&ObservedPod> = current
-        .iter()
-        .copied()
-        .filter(|p| p.class == PodClass::Unready)
-        .collect();
-    let unavailable: BTreeSet<String> = missing
-        .iter()
-        .chain(unready.iter().filter_map(|p| p.key.as_ref()))
-        .map(domain_of)
-        .collect();
+    // 5: rolling update, at most `maxUnavailable` update domains unavailable at once.
+    let step = rollout_step(spec, &current, &missing);
     let mut replacing = Vec::new();
-    let mut halted = None;
-    if !out_of_date.is_empty() {
-        let free = spec.max_unavailable().saturating_sub(unavailable.len());
-        if spec.is_paused() {
-            halted = Some("the rollout is paused (spec.paused)".to_owned());
-        } else if free == 0 {
-            halted = Some(halt_reason(&unready, &missing));
-        } else {
-            for pod in next_update_domains(&out_of_date, spec.update_domain, &unavailable, free) {
-                actions.push(delete(pod, DeleteReason::Replace));
-                replacing.extend(pod.key.clone());
-            }
-        }
+    for pod in &step.replace {
+        actions.push(delete(pod, DeleteReason::Replace));
+        replacing.extend(pod.key.clone());
     }
-
-    // Deadlines and soaks: what is stalled now, and when to look again.
-    let deadline = spec.progress_deadline();
-    let mut requeue_after: Option<SignedDuration> = None;
-    let mut wake_at = |at: Timestamp| {
-        let wait = at.duration_since(now).max(SignedDuration::from_secs(1));
-        requeue_after = Some(requeue_after.map_or(wait, |r| r.min(wait)));
-    };
-    let mut stalled = None;
-    for pod in &unready {
-        if let Some(created) = pod.created {
-            let waited = now.duration_since(created);
-            if waited >= deadline {
-                stalled.get_or_insert_with(|| {
-                    format!(
-                        "pod {} has not become Ready within the progress deadline of {}s (waiting {}s)",
-                        pod.describe(),
-                        deadline.as_secs(),
-                        waited.as_secs()
-                    )
-                });
-            } else {
-                wake_at(created + deadline);
-            }
-        }
-        if let Some(since) = pod.soaking_since {
-            wake_at(since + timing.min_ready);
-        }
-    }
-    // An old pod that never finishes terminating blocks its successor just as surely.
-    for pod in observed.iter().filter(|p| {
+    let halted = step.halted;
+    let unavailable = step.unavailable;
+    let blocking_terminations = observed.iter().filter(|p| {
         p.class == PodClass::Terminating && p.key.as_ref().is_some_and(|k| missing.contains(k))
-    }) {
-        let Some(deleted) = pod.deleted else { continue };
-        let waited = now.duration_since(deleted);
-        if waited >= deadline {
-            stalled.get_or_insert_with(|| {
-                format!(
-                    "pod {} has not finished terminating within the progress deadline of {}s \
-                     (terminating {}s); its successor starts once it is gone",
-                    pod.describe(),
-                    deadline.as_secs(),
-                    waited.as_secs()
-                )
-            });
-        } else {
-            wake_at(deleted + deadline);
-        }
-    }
+    });
+    let watch = deadlines(
+        spec,
+        current.iter().copied().chain(blocking_terminations),
+        now,
+    );
+    let (stalled, requeue_after) = (watch.stalled, watch.requeue_after);
 
     let mut current_update: BTreeSet<String> = unavailable
         .iter()
@@ -371,6 +255,7 @@ pub fn plan(
         .collect();
     current_update.extend(replacing.iter().map(domain_of));
 
+    let count = |class: PodClass| current.iter().filter(|p| p.class == class).count();
     let summary = Summary {
         desired: desired.len(),
         current: current.len(),
@@ -384,8 +269,8 @@ pub fn plan(
                 )
             })
             .count(),
-        out_of_date: out_of_date.len(),
-        unready: unready.len(),
+        out_of_date: count(PodClass::OutOfDate),
+        unready: count(PodClass::Unready),
         invalid: observed
             .iter()
             .filter(|p| matches!(p.class, PodClass::Invalid(_) | PodClass::Ended(_)))
@@ -455,24 +340,6 @@ pub fn plan(
     })
 }
 
-/// The id of the update domain an OSD belongs to: its key, or its host.
-pub fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
-    match domain {
-        UpdateDomain::Osd => key.to_string(),
-        UpdateDomain::Host => key.host.clone(),
-    }
-}
-
-fn halt_reason(unready: &[&ObservedPod], missing: &[OsdKey]) -> String {
-    if let Some(pod) = unready.first() {
-        format!("waiting for pod {} to become Ready", pod.describe(),)
-    } else if let Some(key) = missing.first() {
-        format!("waiting for OSD {key} to have a running pod")
-    } else {
-        "waiting for unavailable OSDs".to_owned()
-    }
-}
-
 /// Events for state changes between the previous and the new status (so a steady state,
 /// or a halt that persists, publishes nothing).
 fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<PlannedEvent> {
@@ -523,169 +390,6 @@ fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
         key: pod.key.clone(),
         reason,
     }
-}
-
-/// The out-of-date pods of the first `count` update domains (in case-insensitive key order)
-/// that are not unavailable already.
-fn next_update_domains<'a>(
-    out_of_date: &[&'a ObservedPod],
-    domain: UpdateDomain,
-    unavailable: &BTreeSet<String>,
-    count: usize,
-) -> Vec<&'a ObservedPod> {
-    let mut by_key: BTreeMap<&OsdKey, &ObservedPod> = BTreeMap::new();
-    for pod in out_of_date {
-        if let Some(key) = &pod.key {
-            by_key.insert(key, pod);
-        }
-    }
-    // Hosts sort the same case-insensitive way keys do.
-    let mut domains: BTreeMap<(String, String), Vec<&ObservedPod>> = BTreeMap::new();
-    for (key, pod) in by_key {
-        let id = domain_id(key, domain);
-        if unavailable.contains(&id) {
-            continue;
-        }
-        domains
-            .entry((id.to_lowercase(), id))
-            .or_default()
-            .push(pod);
-    }
-    domains.into_values().take(count).flatten().collect()
-}
-
-/// Time facts classification needs.
-struct Timing {
-    now: Timestamp,
-    min_ready: SignedDuration,
-}
-
-/// Classifies pods in list order (section 5 of the reference, plus our fixes).
-fn classify(
-    pods: &[Pod],
-    template_hash: &TemplateHash,
-    desired: &BTreeMap<OsdKey, DesiredOsd>,
-    timing: &Timing,
-) -> Vec<ObservedPod> {
-    let mut seen = BTreeSet::new();
-    pods.iter()
-        .map(|pod| {
-            let annotations = pod.metadata.annotations.as_ref();
-            let annotation = |k: &str| annotations.and_then(|a| a.get(k)).map(String::as_str);
-            let key = match (annotation(labels::HOST), annotation(labels::DATA)) {
-                (Some(host), Some(data)) => Some(OsdKey::new(host, data)),
-                _ => None,
-            };
-            let name = pod.name_any();
-            let state = annotation(labels::POD_STATE).map(str::to_owned);
-            let ready = ready_since(pod).is_some();
-            let class = if pod.metadata.deletion_timestamp.is_some() {
-                PodClass::Terminating
-            } else {
-                classify_live(
-                    pod,
-                    &name,
-                    key.as_ref(),
-                    &mut seen,
-                    template_hash,
-                    desired,
-                    timing,
-                )
-            };
-            // A Ready replacement still soaking for minReadySeconds.
-            let soaking_since = (class == PodClass::Unready)
-                .then(|| ready_since(pod))
-                .flatten();
-            ObservedPod {
-                uid: pod.metadata.uid.clone(),
-                name,
-                key,
-                class,
-                ready,
-                state,
-                created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
-                deleted: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
-                soaking_since,
-                controlled: pod
-                    .metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .any(|o| o.controller == Some(true) && o.kind == "CephOSD"),
-            }
-        })
-        .collect()
-}
-
-fn classify_live(
-    pod: &Pod,
-    name: &str,
-    key: Option<&OsdKey>,
-    seen: &mut BTreeSet<OsdKey>,
-    template_hash: &TemplateHash,
-    desired: &BTreeMap<OsdKey, DesiredOsd>,
-    timing: &Timing,
-) -> PodClass {
-    let annotations = pod.metadata.annotations.as_ref();
-    let annotation = |k: &str| {
-        annotations
-            .and_then(|a| a.get(k))
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
-    };
-    let (Some(key), Some(hash)) = (key, annotation(labels::TEMPLATE_HASH)) else {
-        return PodClass::Invalid("it lacks the host, data or pod-template-hash annotation".into());
-    };
-    if !seen.insert(key.clone()) {
-        return PodClass::Invalid(format!("another pod already runs OSD {key}"));
-    }
-    let prefix = key.name_prefix();
-    if !name.starts_with(&prefix) {
-        return PodClass::Invalid(format!("its name does not start with {prefix}"));
-    }
-    if let Some(phase) = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .filter(|p| matches!(*p, "Failed" | "Succeeded"))
-    {
-        return PodClass::Ended(phase.to_owned());
-    }
-    let devices_changed = desired.get(key).is_some_and(|osd| {
-        osd.db.as_deref() != annotation(labels::DB) || osd.wal.as_deref() != annotation(labels::WAL)
-    });
-    if template_hash != hash || devices_changed {
-        PodClass::OutOfDate
-    } else if annotation(labels::POD_STATE) == Some(PodState::WaitForReady.as_str()) {
-        let soaked = ready_since(pod).is_some_and(|since| {
-            timing.min_ready.is_zero() || timing.now.duration_since(since) >= timing.min_ready
-        });
-        if soaked {
-            PodClass::Ready
-        } else {
-            PodClass::Unready
-        }
-    } else {
-        PodClass::UpToDate
-    }
-}
-
-/// When the pod's `Ready` condition turned `True` (its creation time when the kubelet did not
-/// say), or None while it is not Ready.
-pub fn ready_since(pod: &Pod) -> Option<Timestamp> {
-    let condition = pod
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "Ready" && c.status == "True")?;
-    condition
-        .last_transition_time
-        .as_ref()
-        .or(pod.metadata.creation_timestamp.as_ref())
-        .map(|t| t.0)
-        .or(Some(Timestamp::UNIX_EPOCH))
 }
 
 #[cfg(test)]

@@ -2,6 +2,9 @@
 //! plus a simulated cluster driven by proptest to check the invariants.
 
 use super::*;
+use crate::classify::{classify, Timing};
+use crate::crd::UpdateDomain;
+use crate::labels;
 use crate::crd::{CephOsdSpec, OsdDevices, StorageEntry};
 use crate::osd::CountingSuffix;
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
