@@ -12,6 +12,11 @@
 //!   the namespace. A scenario dropped without `destroy` (a panic or an early `?` return)
 //!   counts as failed: the guard prints the pods (annotations, phase, Ready) and the tail of the
 //!   operator's log, then cleans up all the same.
+//!
+//! Shared by the scenario test files: the timeouts [`CONVERGE`] and [`ROLLOUT`], the CR name
+//! [`CR`], manifest helpers ([`keys`], [`storage`], [`hash_of`], [`never_ready_revision`]),
+//! [`hold`], [`kubectl`], and the steps [`Scenario::create_converged`],
+//! [`Scenario::patch_template_metadata`] and [`Scenario::assert_one_pod_per_key`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -25,8 +30,10 @@ use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::crd::{
     custom_resource_definition, owner_label_value, CephOsd, CephOsdStatus,
 };
+use ceph_osd_operator::hash::TemplateHash;
 use ceph_osd_operator::labels;
 use ceph_osd_operator::osd::OsdKey;
+use futures::stream::BoxStream;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
@@ -176,6 +183,18 @@ pub fn fast_sample_template() -> anyhow::Result<Value> {
     Ok(with_kubelet_knobs(template, 1, false, 10))
 }
 
+/// The `spec.podTemplate.metadata` of a template edit to revision `rev` (label `rev`) whose
+/// pods the test kubelet never makes Ready (`testing.local/ready: never`).
+pub fn never_ready_revision(rev: &str) -> Value {
+    json!({"labels": {"rev": rev}, "annotations": {READY_ANNOTATION: "never"}})
+}
+
+/// The `spec.podTemplate.metadata` of a template edit to revision `rev` (label `rev`) that
+/// removes `testing.local/ready: never` again (the fix of [`never_ready_revision`]).
+pub fn ready_again_revision(rev: &str) -> Value {
+    json!({"labels": {"rev": rev}, "annotations": {READY_ANNOTATION: null}})
+}
+
 /// A `CephOSD` manifest.
 pub fn cephosd(name: &str, storage: Value, update_domain: &str, template: Value) -> Value {
     json!({
@@ -184,6 +203,71 @@ pub fn cephosd(name: &str, storage: Value, update_domain: &str, template: Value)
         "metadata": {"name": name},
         "spec": {"storage": storage, "updateDomain": update_domain, "podTemplate": template},
     })
+}
+
+/// How long a scenario waits for a CR's pods to converge (or its status to settle).
+pub const CONVERGE: Duration = Duration::from_secs(60);
+/// How long a scenario waits for a rollout to complete.
+pub const ROLLOUT: Duration = Duration::from_secs(120);
+/// The name of the scenarios' `CephOSD`.
+pub const CR: &str = "ceph-osds";
+
+/// Every OSD key of `devices` on each of `hosts`.
+pub fn keys(hosts: &[&str], devices: &[&str]) -> BTreeSet<OsdKey> {
+    hosts
+        .iter()
+        .flat_map(|h| devices.iter().map(move |d| OsdKey::new(*h, *d)))
+        .collect()
+}
+
+/// A `spec.storage` of one entry: `devices` (as `data`) on each of `hosts`.
+pub fn storage(hosts: &[&str], devices: &[&str]) -> Value {
+    json!([{"hosts": hosts, "osds": devices.iter().map(|d| json!({"data": d})).collect::<Vec<_>>()}])
+}
+
+/// The template hash of a CR's pod template (what its up-to-date pods carry).
+pub fn hash_of(cr: &CephOsd) -> String {
+    TemplateHash::of(&cr.spec.pod_template).as_str().to_owned()
+}
+
+/// Checks `check` every 500 ms for `duration` (a property that must hold for a while).
+pub async fn hold<F, Fut>(duration: Duration, mut check: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let end = Instant::now() + duration;
+    while Instant::now() < end {
+        check().await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    check().await
+}
+
+/// The kubectl to use: `$KUBECTL`, else `KUBECTL_BIN` of the control plane's cache
+/// (`$CEPH_OSD_OPERATOR_CACHE/current.env`, by default `~/.cache/ceph-osd-operator`), else
+/// `kubectl` on the PATH; None when there is none.
+pub fn kubectl() -> Option<String> {
+    if let Ok(k) = std::env::var("KUBECTL") {
+        return Some(k);
+    }
+    let cache = std::env::var("CEPH_OSD_OPERATOR_CACHE").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/ceph-osd-operator",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    let env = std::fs::read_to_string(format!("{cache}/current.env")).unwrap_or_default();
+    let vars: BTreeMap<_, _> = env.lines().filter_map(|l| l.split_once('=')).collect();
+    if let Some(k) = vars.get("KUBECTL_BIN").filter(|k| !k.is_empty()) {
+        return Some((*k).to_string());
+    }
+    Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| "kubectl".to_string())
 }
 
 /// Whether the pod's `Ready` condition is `True`.
@@ -356,58 +440,28 @@ impl PodRecorder {
                 });
             }
         }
-        let mut rv = list.metadata.resource_version.unwrap_or_default();
+        let rv = list.metadata.resource_version.unwrap_or_default();
         let params = WatchParams::default().timeout(290);
         let first = api.watch(&params, &rv).await?.boxed();
-        let rec = Arc::clone(&recording);
-        let task = tokio::spawn(async move {
-            let mut stream = Some(first);
-            loop {
-                let mut s = match stream.take() {
-                    Some(s) => s,
-                    None => match api.watch(&params, &rv).await {
-                        Ok(s) => s.boxed(),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "recorder: re-watch failed; retrying");
-                            tokio::time::sleep(Duration::from_millis(200)).await;
-                            continue;
-                        }
-                    },
-                };
-                while let Some(item) = s.next().await {
-                    let (kind, pod) = match item {
-                        Ok(WatchEvent::Added(p)) => (EventKind::Added, p),
-                        Ok(WatchEvent::Modified(p)) => (EventKind::Modified, p),
-                        Ok(WatchEvent::Deleted(p)) => (EventKind::Deleted, p),
-                        Ok(WatchEvent::Bookmark(b)) => {
-                            rv = b.metadata.resource_version;
-                            continue;
-                        }
-                        Ok(WatchEvent::Error(status)) => {
-                            lock(&rec).gap = Some(format!(
-                                "the watch failed at resourceVersion {rv}: {status:?}"
-                            ));
-                            return;
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "recorder: watch stream error");
-                            break;
-                        }
-                    };
-                    if let Some(v) = &pod.metadata.resource_version {
-                        rv.clone_from(v);
-                    }
-                    let mut r = lock(&rec);
-                    let seq = r.events.len();
-                    r.events.push(PodEvent {
-                        seq,
-                        at: started.elapsed(),
-                        kind,
-                        pod,
-                    });
-                }
-            }
-        });
+        let (rec, gap) = (Arc::clone(&recording), Arc::clone(&recording));
+        let task = spawn_watch(
+            api,
+            params,
+            rv,
+            first,
+            "recorder",
+            move |kind, pod| {
+                let mut r = lock(&rec);
+                let seq = r.events.len();
+                r.events.push(PodEvent {
+                    seq,
+                    at: started.elapsed(),
+                    kind,
+                    pod,
+                });
+            },
+            move |why| lock(&gap).gap = Some(why),
+        );
         Ok(Self { recording, task })
     }
 
@@ -852,6 +906,67 @@ impl Drop for OperatorProcess {
     }
 }
 
+/// The watch loop of both recorders: watches `api` from `rv` on (`first` is the stream already
+/// opened there), resuming from the last seen resourceVersion whenever a watch ends. `record`
+/// gets every added, modified or deleted object; when the server reports a watch error (events
+/// may be missing from then on) `fail` gets why and the loop ends. `label` names it in warnings.
+fn spawn_watch<K, R, F>(
+    api: Api<K>,
+    params: WatchParams,
+    mut rv: String,
+    first: BoxStream<'static, kube::Result<WatchEvent<K>>>,
+    label: &'static str,
+    mut record: R,
+    fail: F,
+) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    R: FnMut(EventKind, K) + Send + 'static,
+    F: FnOnce(String) + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut stream = Some(first);
+        loop {
+            let mut s = match stream.take() {
+                Some(s) => s,
+                None => match api.watch(&params, &rv).await {
+                    Ok(s) => s.boxed(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "{label}: re-watch failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    }
+                },
+            };
+            while let Some(item) = s.next().await {
+                let (kind, object) = match item {
+                    Ok(WatchEvent::Added(o)) => (EventKind::Added, o),
+                    Ok(WatchEvent::Modified(o)) => (EventKind::Modified, o),
+                    Ok(WatchEvent::Deleted(o)) => (EventKind::Deleted, o),
+                    Ok(WatchEvent::Bookmark(b)) => {
+                        rv = b.metadata.resource_version;
+                        continue;
+                    }
+                    Ok(WatchEvent::Error(status)) => {
+                        fail(format!(
+                            "the watch failed at resourceVersion {rv}: {status:?}"
+                        ));
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "{label}: watch stream error");
+                        break;
+                    }
+                };
+                if let Some(v) = object.meta().resource_version.as_ref() {
+                    rv.clone_from(v);
+                }
+                record(kind, object);
+            }
+        }
+    })
+}
+
 /// What a [`WatchRecorder`] saw: one watch event.
 #[derive(Clone, Debug)]
 pub struct Watched<K> {
@@ -893,63 +1008,34 @@ where
     /// (with `watch`'s); returns once the watch is open.
     pub async fn start(api: Api<K>, list: ListParams, watch: WatchParams) -> anyhow::Result<Self> {
         let listed = api.list(&list).await?;
-        let mut rv = listed.metadata.resource_version.unwrap_or_default();
+        let rv = listed.metadata.resource_version.unwrap_or_default();
         let watch = watch.timeout(290);
         let first = api.watch(&watch, &rv).await?.boxed();
         let events: WatchLog<K> = Arc::new(Mutex::new((Vec::new(), None)));
-        let sink = Arc::clone(&events);
+        let (sink, gap) = (Arc::clone(&events), Arc::clone(&events));
         let started = Instant::now();
-        let task = tokio::spawn(async move {
-            let mut stream = Some(first);
-            loop {
-                let mut s = match stream.take() {
-                    Some(s) => s,
-                    None => match api.watch(&watch, &rv).await {
-                        Ok(s) => s.boxed(),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "watch recorder: re-watch failed");
-                            tokio::time::sleep(Duration::from_millis(200)).await;
-                            continue;
-                        }
-                    },
-                };
-                while let Some(item) = s.next().await {
-                    let (kind, object) = match item {
-                        Ok(WatchEvent::Added(o)) => (EventKind::Added, o),
-                        Ok(WatchEvent::Modified(o)) => (EventKind::Modified, o),
-                        Ok(WatchEvent::Deleted(o)) => (EventKind::Deleted, o),
-                        Ok(WatchEvent::Bookmark(b)) => {
-                            rv = b.metadata.resource_version;
-                            continue;
-                        }
-                        Ok(WatchEvent::Error(status)) => {
-                            let mut g = sink
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            g.1 = Some(format!(
-                                "the watch failed at resourceVersion {rv}: {status:?}"
-                            ));
-                            return;
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "watch recorder: stream error");
-                            break;
-                        }
-                    };
-                    if let Some(v) = object.meta().resource_version.as_ref() {
-                        rv.clone_from(v);
-                    }
-                    sink.lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .0
-                        .push(Watched {
-                            at: started.elapsed(),
-                            kind,
-                            object,
-                        });
-                }
-            }
-        });
+        let task = spawn_watch(
+            api,
+            watch,
+            rv,
+            first,
+            "watch recorder",
+            move |kind, object| {
+                sink.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .0
+                    .push(Watched {
+                        at: started.elapsed(),
+                        kind,
+                        object,
+                    });
+            },
+            move |why| {
+                gap.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .1 = Some(why);
+            },
+        );
         Ok(Self {
             initial: listed.items,
             events,
@@ -1054,6 +1140,19 @@ pub async fn http_get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
     Ok((code, body.to_owned()))
 }
 
+/// A CR whose pods converged ([`Scenario::create_converged`]).
+#[derive(Clone, Debug)]
+pub struct Converged {
+    /// The OSD keys it wants.
+    pub want: BTreeSet<OsdKey>,
+    /// The CR as stored after its creation.
+    pub cr: CephOsd,
+    /// Its template hash.
+    pub hash: String,
+    /// Its pods by key, all Ready and up to date.
+    pub pods: BTreeMap<OsdKey, Pod>,
+}
+
 /// One scenario: a namespace, its recorder, its operator; cleans up when dropped.
 pub struct Scenario {
     pub name: String,
@@ -1108,9 +1207,14 @@ impl Scenario {
 
     /// Stage **converge**: create + the pod recorder + the operator for this namespace.
     pub async fn converge(name: &str) -> anyhow::Result<Self> {
+        Self::converge_with(name, &OperatorOptions::default()).await
+    }
+
+    /// [`Self::converge`] with an operator of other options (e.g. a shorter resync period).
+    pub async fn converge_with(name: &str, options: &OperatorOptions) -> anyhow::Result<Self> {
         let mut s = Self::create(name).await?;
         s.start_recorder().await?;
-        s.start_operator(&OperatorOptions::default())?;
+        s.start_operator(options)?;
         Ok(s)
     }
 
@@ -1302,6 +1406,47 @@ impl Scenario {
         .await
     }
 
+    /// Creates a CR from `manifest` and waits (up to [`CONVERGE`]) until its pods are one per
+    /// key of `want` on its template.
+    pub async fn create_converged(
+        &self,
+        manifest: &Value,
+        want: BTreeSet<OsdKey>,
+    ) -> anyhow::Result<Converged> {
+        let name = self.create_cr(manifest).await?.name_any();
+        let cr = self.crs.get(&name).await?;
+        let hash = hash_of(&cr);
+        let pods = self.wait_converged(&name, &want, &hash, CONVERGE).await?;
+        Ok(Converged {
+            want,
+            cr,
+            hash,
+            pods,
+        })
+    }
+
+    /// A template edit: JSON merge patch of CR `cr`'s `spec.podTemplate.metadata`; returns the
+    /// CR as stored and its new template hash.
+    pub async fn patch_template_metadata(
+        &self,
+        cr: &str,
+        metadata: Value,
+    ) -> anyhow::Result<(CephOsd, String)> {
+        let cr = self
+            .patch_spec(cr, json!({"podTemplate": {"metadata": metadata}}))
+            .await?;
+        let hash = hash_of(&cr);
+        Ok((cr, hash))
+    }
+
+    /// Lets the pod recorder catch up with the pods now and replays it: never two pods for
+    /// one key (see [`PodRecorder::assert_one_pod_per_key`]).
+    pub async fn assert_one_pod_per_key(&self) -> anyhow::Result<()> {
+        let rec = self.recorder()?;
+        rec.catch_up(&self.pods).await?;
+        rec.assert_one_pod_per_key()
+    }
+
     fn extra_log_paths(&self) -> Vec<PathBuf> {
         self.extra_logs
             .lock()
@@ -1392,16 +1537,12 @@ async fn diagnostics(
         }
         Err(e) => statuses.push_str(&format!("  (cannot list CephOSDs: {e})\n")),
     }
-    let mut logs = format!(
-        "==== operator log {} (last 60 lines):\n{}\n",
-        log_path.display(),
-        tail(log_path, 60)
-    );
-    for extra in extra_logs {
+    let mut logs = String::new();
+    for path in std::iter::once(log_path).chain(extra_logs.iter().map(PathBuf::as_path)) {
         logs.push_str(&format!(
             "==== operator log {} (last 60 lines):\n{}\n",
-            extra.display(),
-            tail(extra, 60)
+            path.display(),
+            tail(path, 60)
         ));
     }
     format!(

@@ -4,7 +4,6 @@
 //! Needs a running control plane:
 //! `molecule-like-tests/control-plane install && molecule-like-tests/control-plane up`.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
@@ -18,6 +17,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, ResourceExt};
 use molecule_like_tests::kubelet::{READY_AFTER_ANNOTATION, READY_ANNOTATION};
 use molecule_like_tests::rewrite::KUBELET_FINALIZER;
+use molecule_like_tests::scenario::{is_ready, kubectl};
 use serde_json::{json, Value};
 
 async fn client() -> Client {
@@ -49,15 +49,18 @@ fn pod(name: &str, labels: Value, annotations: Value, grace: Option<i64>) -> Pod
     .expect("valid pod")
 }
 
-fn is_ready(p: &Pod) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 fn phase(p: &Pod) -> Option<String> {
     p.status.as_ref().and_then(|s| s.phase.clone())
+}
+
+/// Creates `object`; panics with `what` when that fails.
+async fn create<K>(api: &Api<K>, object: &K, what: &str) -> K
+where
+    K: Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.create(&PostParams::default(), object)
+        .await
+        .expect(what)
 }
 
 async fn wait_for<F: Fn(Option<&Pod>) -> bool>(
@@ -96,23 +99,22 @@ async fn pods_crud_through_the_typed_api() {
         .expect("watch")
         .boxed();
 
-    let created = api
-        .create(
-            &PostParams::default(),
-            &pod("crud-a", json!({"app": "crud"}), json!({}), None),
-        )
-        .await
-        .expect("create");
+    let created = create(
+        &api,
+        &pod("crud-a", json!({"app": "crud"}), json!({}), None),
+        "create",
+    )
+    .await;
     assert_eq!(
         created.metadata.finalizers.as_deref(),
         Some(&[KUBELET_FINALIZER.to_string()][..])
     );
-    api.create(
-        &PostParams::default(),
+    create(
+        &api,
         &pod("crud-b", json!({"app": "other"}), json!({}), None),
+        "create b",
     )
-    .await
-    .expect("create b");
+    .await;
 
     let first = tokio::time::timeout(Duration::from_secs(5), watch.try_next())
         .await
@@ -225,39 +227,13 @@ async fn invalid_pod_name_is_rejected_with_422() {
 async fn kubelet_makes_pods_ready_or_not() {
     let client = client().await;
     let api: Api<Pod> = Api::namespaced(client, &namespace("kubelet"));
-    api.create(
-        &PostParams::default(),
-        &pod(
-            "fast",
-            json!({}),
-            json!({READY_AFTER_ANNOTATION: "0.5"}),
-            Some(0),
-        ),
-    )
-    .await
-    .expect("create");
-    api.create(
-        &PostParams::default(),
-        &pod(
-            "never",
-            json!({}),
-            json!({READY_ANNOTATION: "never"}),
-            Some(0),
-        ),
-    )
-    .await
-    .expect("create");
-    api.create(
-        &PostParams::default(),
-        &pod(
-            "slow",
-            json!({}),
-            json!({READY_AFTER_ANNOTATION: "4"}),
-            Some(0),
-        ),
-    )
-    .await
-    .expect("create");
+    for (name, annotations) in [
+        ("fast", json!({READY_AFTER_ANNOTATION: "0.5"})),
+        ("never", json!({READY_ANNOTATION: "never"})),
+        ("slow", json!({READY_AFTER_ANNOTATION: "4"})),
+    ] {
+        create(&api, &pod(name, json!({}), annotations, Some(0)), "create").await;
+    }
 
     let fast = wait_for(&api, "fast", 15, "Ready", |p| p.is_some_and(is_ready))
         .await
@@ -317,12 +293,7 @@ async fn deletion_is_graceful_then_404() {
     let client = client().await;
     let api: Api<Pod> = Api::namespaced(client, &namespace("grace"));
     // 30 s × the default scale 0.1 = 3 s.
-    api.create(
-        &PostParams::default(),
-        &pod("g", json!({}), json!({}), Some(30)),
-    )
-    .await
-    .expect("create");
+    create(&api, &pod("g", json!({}), json!({}), Some(30)), "create").await;
     wait_for(&api, "g", 15, "Ready", |p| p.is_some_and(is_ready)).await;
 
     let start = Instant::now();
@@ -359,12 +330,7 @@ async fn deletion_is_graceful_then_404() {
     }
 
     // Force deletion (grace period 0) skips graceful termination.
-    api.create(
-        &PostParams::default(),
-        &pod("f", json!({}), json!({}), Some(300)),
-    )
-    .await
-    .expect("create");
+    create(&api, &pod("f", json!({}), json!({}), Some(300)), "create").await;
     let start = Instant::now();
     api.delete("f", &DeleteParams::default().grace_period(0))
         .await
@@ -397,41 +363,24 @@ async fn garbage_collector_deletes_orphaned_pods() {
         )
         .expect("lease")
     };
-    let owner = leases
-        .create(&PostParams::default(), &mk_lease("owner"))
-        .await
-        .expect("lease");
-    let keeper = leases
-        .create(&PostParams::default(), &mk_lease("keeper"))
-        .await
-        .expect("lease");
-    let fg = leases
-        .create(&PostParams::default(), &mk_lease("fg"))
-        .await
-        .expect("lease");
+    let owner = create(&leases, &mk_lease("owner"), "lease").await;
+    let keeper = create(&leases, &mk_lease("keeper"), "lease").await;
+    let fg = create(&leases, &mk_lease("fg"), "lease").await;
 
     let owned = |name: &str, o: &Lease| {
         let mut p = pod(name, json!({}), json!({}), Some(0));
         p.metadata.owner_references = Some(vec![owner_ref(o)]);
         p
     };
-    pods.create(&PostParams::default(), &owned("doomed", &owner))
-        .await
-        .expect("create");
-    pods.create(&PostParams::default(), &owned("kept", &keeper))
-        .await
-        .expect("create");
-    pods.create(&PostParams::default(), &owned("fg-dep", &fg))
-        .await
-        .expect("create");
+    create(&pods, &owned("doomed", &owner), "create").await;
+    create(&pods, &owned("kept", &keeper), "create").await;
+    create(&pods, &owned("fg-dep", &fg), "create").await;
     // Owner name exists, but with another uid: the real owner is gone.
     let mut stale = owner_ref(&keeper);
     stale.uid = "00000000-0000-0000-0000-000000000000".into();
     let mut p = pod("stale", json!({}), json!({}), Some(0));
     p.metadata.owner_references = Some(vec![stale]);
-    pods.create(&PostParams::default(), &p)
-        .await
-        .expect("create");
+    create(&pods, &p, "create").await;
 
     leases
         .delete("owner", &DeleteParams::background())
@@ -479,10 +428,7 @@ async fn leases_and_events_work() {
     let lease: Lease = serde_json::from_value(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "leader"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}))
     .expect("lease");
-    leases
-        .create(&PostParams::default(), &lease)
-        .await
-        .expect("create lease");
+    create(&leases, &lease, "create lease").await;
     let got = leases
         .patch(
             "leader",
@@ -497,13 +443,12 @@ async fn leases_and_events_work() {
     );
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let p = pods
-        .create(
-            &PostParams::default(),
-            &pod("evented", json!({}), json!({}), Some(0)),
-        )
-        .await
-        .expect("create");
+    let p = create(
+        &pods,
+        &pod("evented", json!({}), json!({}), Some(0)),
+        "create",
+    )
+    .await;
     let reference = ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Pod".into()),
@@ -569,30 +514,6 @@ async fn discovery_serves_core_pods() {
         .any(|g| g.name == "coordination.k8s.io"));
 }
 
-fn kubectl() -> Option<String> {
-    if let Ok(k) = std::env::var("KUBECTL") {
-        return Some(k);
-    }
-    let cache = std::env::var("CEPH_OSD_OPERATOR_CACHE").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/ceph-osd-operator",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    });
-    let env = std::fs::read_to_string(format!("{cache}/current.env")).unwrap_or_default();
-    let vars: BTreeMap<_, _> = env.lines().filter_map(|l| l.split_once('=')).collect();
-    if let Some(k) = vars.get("KUBECTL_BIN").filter(|k| !k.is_empty()) {
-        return Some((*k).to_string());
-    }
-    std::process::Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| "kubectl".to_string())
-}
-
 #[tokio::test]
 async fn kubectl_get_pods_works() {
     let client = client().await;
@@ -602,12 +523,12 @@ async fn kubectl_get_pods_works() {
     };
     let ns = namespace("kubectl");
     let api: Api<Pod> = Api::namespaced(client, &ns);
-    api.create(
-        &PostParams::default(),
+    create(
+        &api,
         &pod("shown", json!({"app": "k"}), json!({}), Some(0)),
+        "create",
     )
-    .await
-    .expect("create");
+    .await;
     wait_for(&api, "shown", 15, "Ready", |p| p.is_some_and(is_ready)).await;
     let kubeconfig = molecule_like_tests::kubeconfig_path();
     let run = |args: &[&str]| {

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::{CephOsd, CephOsdStatus, Phase};
-use ceph_osd_operator::hash::TemplateHash;
 use ceph_osd_operator::labels;
 use ceph_osd_operator::osd::OsdKey;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -22,39 +21,29 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, WatchParams};
 use kube::ResourceExt;
 use molecule_like_tests::scenario::{
-    annotation, cephosd, describe_events, fast_sample_template, free_port, http_get, is_ready,
-    pod_key, EventKind, OperatorOptions, Scenario, WatchRecorder,
+    annotation, cephosd, describe_events, fast_sample_template, free_port, hold, http_get,
+    is_ready, keys, kubectl, never_ready_revision, pod_key, ready_again_revision, storage,
+    Converged, EventKind, OperatorOptions, Scenario, WatchRecorder, CONVERGE, CR, ROLLOUT,
 };
 use serde_json::{json, Value};
 
-const CONVERGE: Duration = Duration::from_secs(60);
-const ROLLOUT: Duration = Duration::from_secs(120);
-const CR: &str = "ceph-osds";
-
-fn keys(hosts: &[&str], devices: &[&str]) -> BTreeSet<OsdKey> {
-    hosts
-        .iter()
-        .flat_map(|h| devices.iter().map(move |d| OsdKey::new(*h, *d)))
-        .collect()
-}
-
-fn storage(hosts: &[&str], devices: &[&str]) -> Value {
-    json!([{"hosts": hosts, "osds": devices.iter().map(|d| json!({"data": d})).collect::<Vec<_>>()}])
-}
-
-fn hash_of(cr: &CephOsd) -> String {
-    TemplateHash::of(&cr.spec.pod_template).as_str().to_owned()
-}
-
-/// A CephOSD manifest with extra spec fields (rollout controls).
-fn cr_with(storage: Value, domain: &str, template: Value, extra: Value) -> Value {
-    let mut m = cephosd(CR, storage, domain, template);
-    if let (Some(spec), Some(extra)) = (m["spec"].as_object_mut(), extra.as_object()) {
+/// Creates CephOSD `CR` (`devices` on each of `hosts`, update domain `domain`, the fast sample
+/// template, plus the spec fields of `extra`: rollout controls) and waits until its pods
+/// converge.
+async fn create_osds(
+    s: &Scenario,
+    hosts: &[&str],
+    devices: &[&str],
+    domain: &str,
+    extra: Value,
+) -> anyhow::Result<Converged> {
+    let mut manifest = cephosd(CR, storage(hosts, devices), domain, fast_sample_template()?);
+    if let (Some(spec), Some(extra)) = (manifest["spec"].as_object_mut(), extra.as_object()) {
         for (k, v) in extra {
             spec.insert(k.clone(), v.clone());
         }
     }
-    m
+    s.create_converged(&manifest, keys(hosts, devices)).await
 }
 
 fn condition<'a>(status: &'a CephOsdStatus, type_: &str) -> Option<&'a Condition> {
@@ -100,6 +89,33 @@ where
     .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+/// Polls CR `CR`'s status until it is phase Ready for `cr`'s generation.
+async fn wait_ready(s: &Scenario, what: &str, cr: &CephOsd) -> anyhow::Result<CephOsdStatus> {
+    wait_status(s, what, CONVERGE, |st| {
+        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
+    })
+    .await
+}
+
+/// A rollout to template `hash` completes: the pods of `want` converge on it, then the status
+/// turns Ready for `cr`'s generation (`what`) and is the converged status of those OSDs.
+async fn check_rolled_out(
+    s: &Scenario,
+    what: &str,
+    want: &BTreeSet<OsdKey>,
+    hash: &str,
+    cr: &CephOsd,
+) -> anyhow::Result<()> {
+    s.wait_converged(CR, want, hash, ROLLOUT).await?;
+    let st = wait_ready(s, what, cr).await?;
+    check_converged_status(
+        &st,
+        i64::try_from(want.len())?,
+        hash,
+        cr.metadata.generation,
+    )
+}
+
 /// The status of a converged CR of `n` OSDs on template `hash` at `generation`.
 fn check_converged_status(
     st: &CephOsdStatus,
@@ -141,20 +157,6 @@ fn check_converged_status(
     Ok(())
 }
 
-/// Checks `check` every 500 ms for `duration` (a property that must hold for a while).
-async fn hold<F, Fut>(duration: Duration, mut check: F) -> anyhow::Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<()>>,
-{
-    let end = Instant::now() + duration;
-    while Instant::now() < end {
-        check().await?;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    check().await
-}
-
 /// Fails unless every pod of `uids` (key → uid) still exists and is not terminating.
 async fn untouched(s: &Scenario, uids: &BTreeMap<OsdKey, String>) -> anyhow::Result<()> {
     let pods = s.owned_pods(CR).await?;
@@ -185,48 +187,16 @@ async fn pod_on(s: &Scenario, key: &OsdKey, hash: &str) -> anyhow::Result<Option
     }))
 }
 
-fn kubectl() -> Option<String> {
-    if let Ok(k) = std::env::var("KUBECTL") {
-        return Some(k);
-    }
-    let cache = std::env::var("CEPH_OSD_OPERATOR_CACHE").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/ceph-osd-operator",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    });
-    let env = std::fs::read_to_string(format!("{cache}/current.env")).unwrap_or_default();
-    let vars: BTreeMap<_, _> = env.lines().filter_map(|l| l.split_once('=')).collect();
-    if let Some(k) = vars.get("KUBECTL_BIN").filter(|k| !k.is_empty()) {
-        return Some((*k).to_string());
-    }
-    std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| "kubectl".to_string())
-}
-
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> anyhow::Result<()> {
     let s = Scenario::converge("status").await?;
-    let hosts = ["w1"];
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
     let [k1, k2, k3] = data.map(|d| OsdKey::new("w1", d));
-    let want = keys(&hosts, &data);
-    s.create_cr(&cephosd(
-        CR,
-        storage(&hosts, &data),
-        "OSD",
-        fast_sample_template()?,
-    ))
-    .await?;
-    let cr = s.crs.get(CR).await?;
-    let h1 = hash_of(&cr);
-    s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let Converged {
+        want, cr, hash: h1, ..
+    } = create_osds(&s, &["w1"], &data, "OSD", json!({})).await?;
     let st = wait_status(&s, "phase Ready", CONVERGE, |st| {
         st.phase == Some(Phase::Ready)
     })
@@ -241,13 +211,9 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
         WatchParams::default().fields(&by_name),
     )
     .await?;
-    let cr = s
-        .patch_spec(
-            CR,
-            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
-        )
+    let (cr, h2) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
-    let h2 = hash_of(&cr);
     let gen2 = cr.metadata.generation;
     anyhow::ensure!(h2 != h1, "the template edit did not change the hash");
     s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
@@ -415,8 +381,7 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
     } else {
         eprintln!("kubectl not installed: skipping the kubectl get cephosd check");
     }
-    s.recorder()?.catch_up(&s.pods).await?;
-    s.recorder()?.assert_one_pod_per_key()?;
+    s.assert_one_pod_per_key().await?;
     s.destroy().await
 }
 
@@ -424,33 +389,15 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
 
 #[tokio::test]
 async fn c2_progress_deadline_sets_stalled_and_the_fix_clears_it() -> anyhow::Result<()> {
-    let mut s = Scenario::create("stalled").await?;
-    s.start_recorder().await?;
-    s.start_operator(&OperatorOptions { resync_seconds: 2 })?;
-    let hosts = ["w1"];
+    let s = Scenario::converge_with("stalled", &OperatorOptions { resync_seconds: 2 }).await?;
     let data = ["/dev/sdb", "/dev/sdc"];
     let [k1, k2] = data.map(|d| OsdKey::new("w1", d));
-    let want = keys(&hosts, &data);
-    s.create_cr(&cr_with(
-        storage(&hosts, &data),
-        "OSD",
-        fast_sample_template()?,
-        json!({"progressDeadlineSeconds": 5}),
-    ))
-    .await?;
-    let h1 = hash_of(&s.crs.get(CR).await?);
-    let v1 = s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let deadline = json!({"progressDeadlineSeconds": 5});
+    let Converged { want, pods: v1, .. } = create_osds(&s, &["w1"], &data, "OSD", deadline).await?;
 
-    let cr = s
-        .patch_spec(
-            CR,
-            json!({"podTemplate": {"metadata": {
-                "labels": {"rev": "2"},
-                "annotations": {"testing.local/ready": "never"},
-            }}}),
-        )
+    let (_, h2) = s
+        .patch_template_metadata(CR, never_ready_revision("2"))
         .await?;
-    let h2 = hash_of(&cr);
     let stuck = s
         .wait_until("k1's never-Ready replacement exists", ROLLOUT, || {
             pod_on(&s, &k1, &h2)
@@ -539,25 +486,11 @@ async fn c2_progress_deadline_sets_stalled_and_the_fix_clears_it() -> anyhow::Re
     );
 
     // The fix: the stuck pod is out of date, the rollout restarts and completes.
-    let cr = s
-        .patch_spec(
-            CR,
-            json!({"podTemplate": {"metadata": {
-                "labels": {"rev": "3"},
-                "annotations": {"testing.local/ready": null},
-            }}}),
-        )
+    let (cr, h3) = s
+        .patch_template_metadata(CR, ready_again_revision("3"))
         .await?;
-    let h3 = hash_of(&cr);
-    s.wait_converged(CR, &want, &h3, ROLLOUT).await?;
-    let st = wait_status(&s, "Ready after the fix", CONVERGE, |st| {
-        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
-    })
-    .await?;
-    check_converged_status(&st, 2, &h3, cr.metadata.generation)?;
-    let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
-    rec.assert_one_pod_per_key()?;
+    check_rolled_out(&s, "Ready after the fix", &want, &h3, &cr).await?;
+    s.assert_one_pod_per_key().await?;
     s.destroy().await
 }
 
@@ -566,31 +499,21 @@ async fn c2_progress_deadline_sets_stalled_and_the_fix_clears_it() -> anyhow::Re
 #[tokio::test]
 async fn c3_paused_stops_a_rollout_self_healing_continues_resume_completes() -> anyhow::Result<()> {
     let s = Scenario::converge("paused").await?;
-    let hosts = ["w1"];
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
     let [k1, k2, k3] = data.map(|d| OsdKey::new("w1", d));
-    let want = keys(&hosts, &data);
-    s.create_cr(&cephosd(
-        CR,
-        storage(&hosts, &data),
-        "OSD",
-        fast_sample_template()?,
-    ))
-    .await?;
-    let h1 = hash_of(&s.crs.get(CR).await?);
-    let v1 = s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let Converged { want, pods: v1, .. } =
+        create_osds(&s, &["w1"], &data, "OSD", json!({})).await?;
 
     // New pods take 3 s to get Ready: room to pause while k1 is being replaced.
-    let cr = s
-        .patch_spec(
+    let (_, h2) = s
+        .patch_template_metadata(
             CR,
-            json!({"podTemplate": {"metadata": {
+            json!({
                 "labels": {"rev": "2"},
                 "annotations": {"testing.local/ready-after-seconds": "3"},
-            }}}),
+            }),
         )
         .await?;
-    let h2 = hash_of(&cr);
     let old_k1 = v1[&k1].uid().unwrap_or_default();
     s.wait_until("k1's old pod is being deleted", ROLLOUT, || async {
         let pods = s.owned_pods(CR).await?;
@@ -666,15 +589,8 @@ async fn c3_paused_stops_a_rollout_self_healing_continues_resume_completes() -> 
 
     // Resume.
     let cr = s.patch_spec(CR, json!({"paused": false})).await?;
-    s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
-    let st = wait_status(&s, "Ready after resume", CONVERGE, |st| {
-        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
-    })
-    .await?;
-    check_converged_status(&st, 3, &h2, cr.metadata.generation)?;
-    let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
-    rec.assert_one_pod_per_key()?;
+    check_rolled_out(&s, "Ready after resume", &want, &h2, &cr).await?;
+    s.assert_one_pod_per_key().await?;
     s.destroy().await
 }
 
@@ -683,29 +599,16 @@ async fn c3_paused_stops_a_rollout_self_healing_continues_resume_completes() -> 
 #[tokio::test]
 async fn c4_max_unavailable_two_replaces_two_osds_at_a_time_never_three() -> anyhow::Result<()> {
     let s = Scenario::converge("maxunavail").await?;
-    let hosts = ["w1"];
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde", "/dev/sdf"];
-    let want = keys(&hosts, &data);
-    s.create_cr(&cr_with(
-        storage(&hosts, &data),
-        "OSD",
-        fast_sample_template()?,
-        json!({"maxUnavailable": 2}),
-    ))
-    .await?;
-    let h1 = hash_of(&s.crs.get(CR).await?);
-    let v1 = s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let two = json!({"maxUnavailable": 2});
+    let Converged { want, pods: v1, .. } = create_osds(&s, &["w1"], &data, "OSD", two).await?;
     let rec = s.recorder()?;
     rec.catch_up(&s.pods).await?;
     let mark = rec.len();
 
-    let cr = s
-        .patch_spec(
-            CR,
-            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
-        )
+    let (cr, h2) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
-    let h2 = hash_of(&cr);
     let v2 = s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
     anyhow::ensure!(
         v2.values().all(|p| v1.values().all(|o| o.uid() != p.uid())),
@@ -777,10 +680,7 @@ async fn c4_max_unavailable_two_replaces_two_osds_at_a_time_never_three() -> any
         "deletions {deletions:?}, first replacement Ready at #{first_ready}\n{}",
         rec.render()
     );
-    let st = wait_status(&s, "Ready", CONVERGE, |st| {
-        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
-    })
-    .await?;
+    let st = wait_ready(&s, "Ready", &cr).await?;
     check_converged_status(&st, 5, &h2, cr.metadata.generation)?;
     s.destroy().await
 }
@@ -793,30 +693,15 @@ async fn c5_events_tell_the_story_of_a_host_rollout() -> anyhow::Result<()> {
     let hosts = ["w1", "w2"];
     let data = ["/dev/sdb"];
     let [k1, k2] = hosts.map(|h| OsdKey::new(h, "/dev/sdb"));
-    let want = keys(&hosts, &data);
-    s.create_cr(&cephosd(
-        CR,
-        storage(&hosts, &data),
-        "Host",
-        fast_sample_template()?,
-    ))
-    .await?;
-    let cr = s.crs.get(CR).await?;
+    let Converged {
+        want, cr, pods: v1, ..
+    } = create_osds(&s, &hosts, &data, "Host", json!({})).await?;
     let cr_uid = cr.uid().unwrap_or_default();
-    let h1 = hash_of(&cr);
-    let v1 = s.wait_converged(CR, &want, &h1, CONVERGE).await?;
-    let cr = s
-        .patch_spec(
-            CR,
-            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
-        )
+    let (cr, h2) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
-    let h2 = hash_of(&cr);
     let v2 = s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
-    wait_status(&s, "Ready", CONVERGE, |st| {
-        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
-    })
-    .await?;
+    wait_ready(&s, "Ready", &cr).await?;
 
     const ACTIONS: [&str; 4] = ["Created", "Replacing", "Recreated", "Deleted"];
     let events = s
@@ -936,18 +821,8 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
     )
     .await?;
 
-    let hosts = ["w1"];
     let data = ["/dev/sdb", "/dev/sdc"];
-    let want = keys(&hosts, &data);
-    s.create_cr(&cephosd(
-        CR,
-        storage(&hosts, &data),
-        "OSD",
-        fast_sample_template()?,
-    ))
-    .await?;
-    let h1 = hash_of(&s.crs.get(CR).await?);
-    s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let Converged { want, .. } = create_osds(&s, &["w1"], &data, "OSD", json!({})).await?;
     wait_status(&s, "Ready", CONVERGE, |st| st.phase == Some(Phase::Ready)).await?;
     // A few resyncs: only a acts.
     hold(Duration::from_secs(4), || async {
@@ -1012,27 +887,18 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
     })
     .await?;
     // The new leader rolls a template edit out.
-    let cr = s
-        .patch_spec(
-            CR,
-            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
-        )
+    let (cr, h2) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
-    let h2 = hash_of(&cr);
     s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
-    wait_status(&s, "Ready on the new template", CONVERGE, |st| {
-        st.phase == Some(Phase::Ready) && st.observed_generation == cr.metadata.generation
-    })
-    .await?;
+    wait_ready(&s, "Ready on the new template", &cr).await?;
     anyhow::ensure!(
         b.log().contains("deleted pod") && b.log().contains("created pod"),
         "the new leader did not roll:\n{}",
         b.log()
     );
     b.check_alive()?;
-    let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
-    rec.assert_one_pod_per_key()?;
+    s.assert_one_pod_per_key().await?;
     drop(b);
     s.destroy().await
 }
@@ -1041,22 +907,10 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
 
 #[tokio::test]
 async fn c7_steady_state_makes_zero_writes() -> anyhow::Result<()> {
-    let mut s = Scenario::create("zerowrites").await?;
-    s.start_recorder().await?;
-    s.start_operator(&OperatorOptions { resync_seconds: 2 })?;
-    let hosts = ["w1", "w2"];
+    let s = Scenario::converge_with("zerowrites", &OperatorOptions { resync_seconds: 2 }).await?;
     let data = ["/dev/sdb", "/dev/sdc"];
-    let want = keys(&hosts, &data);
-    s.create_cr(&cephosd(
-        CR,
-        storage(&hosts, &data),
-        "Host",
-        fast_sample_template()?,
-    ))
-    .await?;
-    let cr = s.crs.get(CR).await?;
-    let h1 = hash_of(&cr);
-    s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    let Converged { cr, hash: h1, .. } =
+        create_osds(&s, &["w1", "w2"], &data, "Host", json!({})).await?;
     let st = wait_status(&s, "Ready", CONVERGE, |st| st.phase == Some(Phase::Ready)).await?;
     check_converged_status(&st, 4, &h1, cr.metadata.generation)?;
     // Let the reconcile triggered by the last status write pass.
@@ -1149,18 +1003,8 @@ async fn c8_metrics_and_probes() -> anyhow::Result<()> {
         &OperatorOptions { resync_seconds: 2 },
         &["--http-address", &address],
     )?;
-    let hosts = ["w1"];
     let data = ["/dev/sdb", "/dev/sdc"];
-    let want = keys(&hosts, &data);
-    s.create_cr(&cephosd(
-        CR,
-        storage(&hosts, &data),
-        "OSD",
-        fast_sample_template()?,
-    ))
-    .await?;
-    let h1 = hash_of(&s.crs.get(CR).await?);
-    s.wait_converged(CR, &want, &h1, CONVERGE).await?;
+    create_osds(&s, &["w1"], &data, "OSD", json!({})).await?;
     let ns = s.namespace.clone();
     let updated = format!(
         r#"ceph_osd_operator_osd_pods{{namespace="{ns}",cephosd="{CR}",state="updated"}} 2"#

@@ -10,36 +10,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ceph_osd_operator::crd::UpdateDomain;
-use ceph_osd_operator::hash::TemplateHash;
 use ceph_osd_operator::labels;
 use ceph_osd_operator::osd::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::scenario::{
-    annotation, cephosd, fast_sample_template, is_ready, pod_key, random_suffix, sample,
-    with_kubelet_knobs, OperatorOptions, Scenario,
+    annotation, cephosd, fast_sample_template, hash_of, hold, is_ready, keys, never_ready_revision,
+    pod_key, random_suffix, ready_again_revision, sample, storage, with_kubelet_knobs, Converged,
+    OperatorOptions, Scenario, CONVERGE, CR, ROLLOUT,
 };
 use serde_json::{json, Value};
-
-const CONVERGE: Duration = Duration::from_secs(60);
-const ROLLOUT: Duration = Duration::from_secs(120);
-const CR: &str = "ceph-osds";
-
-fn keys(hosts: &[&str], devices: &[&str]) -> BTreeSet<OsdKey> {
-    hosts
-        .iter()
-        .flat_map(|h| devices.iter().map(move |d| OsdKey::new(*h, *d)))
-        .collect()
-}
-
-fn storage(hosts: &[&str], devices: &[&str]) -> Value {
-    json!([{"hosts": hosts, "osds": devices.iter().map(|d| json!({"data": d})).collect::<Vec<_>>()}])
-}
-
-fn hash_of(cr: &ceph_osd_operator::crd::CephOsd) -> String {
-    TemplateHash::of(&cr.spec.pod_template).as_str().to_owned()
-}
 
 fn names(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<String, OsdKey> {
     pods.iter()
@@ -84,11 +65,9 @@ fn sample_cr(update_domain: &str) -> anyhow::Result<Value> {
 #[tokio::test]
 async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("sample").await?;
-    s.create_cr(&sample_cr("Host")?).await?;
-    let cr = s.crs.get(CR).await?;
-    let hash = hash_of(&cr);
-    let want = keys(&SAMPLE_HOSTS, &SAMPLE_DATA);
-    let pods = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
+    let Converged { cr, hash, pods, .. } = s
+        .create_converged(&sample_cr("Host")?, keys(&SAMPLE_HOSTS, &SAMPLE_DATA))
+        .await?;
 
     let expected_prefixes: BTreeSet<&str> = [
         "osd-worker041-pci-0000-5c-00-0-encl-0-7-0-slot-1-",
@@ -208,8 +187,7 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
         prefixes == expected_prefixes,
         "prefixes {prefixes:?} != {expected_prefixes:?}"
     );
-    s.recorder()?.catch_up(&s.pods).await?;
-    s.recorder()?.assert_one_pod_per_key()?;
+    s.assert_one_pod_per_key().await?;
     s.destroy().await
 }
 
@@ -222,11 +200,17 @@ async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyh
     let template = with_kubelet_knobs(fast_sample_template()?, 1, false, 30);
     let hosts = ["worker1"];
     let data = ["/dev/sdb", "/dev/sdc"];
-    s.create_cr(&cephosd(CR, storage(&hosts, &data), "OSD", template))
+    let Converged {
+        want,
+        hash,
+        pods: before,
+        ..
+    } = s
+        .create_converged(
+            &cephosd(CR, storage(&hosts, &data), "OSD", template),
+            keys(&hosts, &data),
+        )
         .await?;
-    let hash = hash_of(&s.crs.get(CR).await?);
-    let want = keys(&hosts, &data);
-    let before = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
 
     let victim_key = OsdKey::new("worker1", "/dev/sdb");
     let victim = before[&victim_key].name_any();
@@ -243,9 +227,8 @@ async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyh
         "the other OSD's pod was touched"
     );
 
+    s.assert_one_pod_per_key().await?;
     let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
-    rec.assert_one_pod_per_key()?;
     let t = rec.timeline();
     let old = t.get(&victim)?;
     let new = t.get(&after[&victim_key].name_any())?;
@@ -277,25 +260,23 @@ async fn rollout(name: &str, domain: UpdateDomain) -> anyhow::Result<()> {
         UpdateDomain::Osd => "OSD",
         UpdateDomain::Host => "Host",
     };
-    s.create_cr(&cephosd(
+    let manifest = cephosd(
         CR,
         storage(&hosts, &data),
         domain_name,
         fast_sample_template()?,
-    ))
-    .await?;
-    let hash = hash_of(&s.crs.get(CR).await?);
-    let want = keys(&hosts, &data);
-    let before = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
+    );
+    let Converged {
+        want,
+        hash,
+        pods: before,
+        ..
+    } = s.create_converged(&manifest, keys(&hosts, &data)).await?;
     let old = names(&before);
 
-    let cr = s
-        .patch_spec(
-            CR,
-            json!({"podTemplate": {"metadata": {"labels": {"rev": "2"}}}}),
-        )
+    let (_, new_hash) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
-    let new_hash = hash_of(&cr);
     anyhow::ensure!(
         new_hash != hash,
         "the template edit did not change the hash"
@@ -305,9 +286,8 @@ async fn rollout(name: &str, domain: UpdateDomain) -> anyhow::Result<()> {
         after.values().all(|p| !old.contains_key(&p.name_any())),
         "an old pod survived"
     );
+    s.assert_one_pod_per_key().await?;
     let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
-    rec.assert_one_pod_per_key()?;
     rec.timeline()
         .check_rollout(&old, domain)
         .map_err(|e| anyhow::anyhow!("{e}\n{}", rec.render()))?;
@@ -328,34 +308,18 @@ async fn s4_template_edit_rolls_one_host_at_a_time_in_host_order() -> anyhow::Re
 
 #[tokio::test]
 async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> anyhow::Result<()> {
-    let mut s = Scenario::create("halt").await?;
-    s.start_recorder().await?;
-    s.start_operator(&OperatorOptions { resync_seconds: 2 })?;
+    let s = Scenario::converge_with("halt", &OperatorOptions { resync_seconds: 2 }).await?;
     let hosts = ["worker1"];
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
     let [k1, k2, k3] = data.map(|d| OsdKey::new("worker1", d));
-    s.create_cr(&cephosd(
-        CR,
-        storage(&hosts, &data),
-        "OSD",
-        fast_sample_template()?,
-    ))
-    .await?;
-    let hash1 = hash_of(&s.crs.get(CR).await?);
-    let want = keys(&hosts, &data);
-    let v1 = s.wait_converged(CR, &want, &hash1, CONVERGE).await?;
+    let manifest = cephosd(CR, storage(&hosts, &data), "OSD", fast_sample_template()?);
+    let Converged { want, pods: v1, .. } =
+        s.create_converged(&manifest, keys(&hosts, &data)).await?;
 
     // A template whose pods never get Ready.
-    let cr = s
-        .patch_spec(
-            CR,
-            json!({"podTemplate": {"metadata": {
-                "labels": {"rev": "2"},
-                "annotations": {"testing.local/ready": "never"},
-            }}}),
-        )
+    let (_, hash2) = s
+        .patch_template_metadata(CR, never_ready_revision("2"))
         .await?;
-    let hash2 = hash_of(&cr);
     // The replacement of k1 appears, waiting for Ready forever.
     let stuck_pod = |key: OsdKey| {
         let s = &s;
@@ -433,16 +397,9 @@ async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> a
         before_fix.contains_key(&stuck1.name_any()) && before_fix.contains_key(&stuck2.name_any()),
         "unexpected pods before the fix: {before_fix:?}"
     );
-    let cr = s
-        .patch_spec(
-            CR,
-            json!({"podTemplate": {"metadata": {
-                "labels": {"rev": "3"},
-                "annotations": {"testing.local/ready": null},
-            }}}),
-        )
+    let (_, hash3) = s
+        .patch_template_metadata(CR, ready_again_revision("3"))
         .await?;
-    let hash3 = hash_of(&cr);
     s.wait_converged(CR, &want, &hash3, ROLLOUT).await?;
     rec.catch_up(&s.pods).await?;
     rec.assert_one_pod_per_key()?;
@@ -452,41 +409,31 @@ async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> a
     s.destroy().await
 }
 
-/// Checks `check` every 500 ms for `duration` (a property that must hold for a while).
-async fn hold<F, Fut>(duration: Duration, mut check: F) -> anyhow::Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<()>>,
-{
-    let end = std::time::Instant::now() + duration;
-    while std::time::Instant::now() < end {
-        check().await?;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    check().await
-}
-
 // 6 ------------------------------------------------------------------------------------------
+
+/// Waits until `want`'s pods have converged on `hash` and are the only pods of the namespace
+/// (those of removed OSDs are gone); returns them by key.
+async fn converged_alone(
+    s: &Scenario,
+    what: &str,
+    want: &BTreeSet<OsdKey>,
+    hash: &str,
+) -> anyhow::Result<BTreeMap<OsdKey, Pod>> {
+    s.wait_until(what, CONVERGE, || async {
+        let pods = s.wait_converged(CR, want, hash, CONVERGE).await?;
+        let all = s.list_pods().await?;
+        Ok((all.len() == want.len()).then_some(pods))
+    })
+    .await
+}
 
 #[tokio::test]
 async fn s6_removed_hosts_and_devices_lose_their_pods_added_ones_get_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("membership").await?;
-    s.create_cr(&cephosd(
-        CR,
-        storage(&["w1", "w2"], &["/dev/sdb", "/dev/sdc"]),
-        "OSD",
-        fast_sample_template()?,
-    ))
-    .await?;
-    let hash = hash_of(&s.crs.get(CR).await?);
-    let v1 = s
-        .wait_converged(
-            CR,
-            &keys(&["w1", "w2"], &["/dev/sdb", "/dev/sdc"]),
-            &hash,
-            CONVERGE,
-        )
-        .await?;
+    let (hosts, data) = (["w1", "w2"], ["/dev/sdb", "/dev/sdc"]);
+    let manifest = cephosd(CR, storage(&hosts, &data), "OSD", fast_sample_template()?);
+    let Converged { hash, pods: v1, .. } =
+        s.create_converged(&manifest, keys(&hosts, &data)).await?;
 
     // Device sdc removed from every host.
     s.patch_spec(
@@ -495,13 +442,7 @@ async fn s6_removed_hosts_and_devices_lose_their_pods_added_ones_get_pods() -> a
     )
     .await?;
     let want = keys(&["w1", "w2"], &["/dev/sdb"]);
-    let v2 = s
-        .wait_until("the sdc pods are gone", CONVERGE, || async {
-            let pods = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
-            let all = s.list_pods().await?;
-            Ok((all.len() == 2).then_some(pods))
-        })
-        .await?;
+    let v2 = converged_alone(&s, "the sdc pods are gone", &want, &hash).await?;
     // Host w2 removed, host w3 and device sdd added.
     s.patch_spec(
         CR,
@@ -509,22 +450,14 @@ async fn s6_removed_hosts_and_devices_lose_their_pods_added_ones_get_pods() -> a
     )
     .await?;
     let want = keys(&["w1", "w3"], &["/dev/sdb", "/dev/sdd"]);
-    let v3 = s
-        .wait_until("w2 gone, w3 and sdd added", CONVERGE, || async {
-            let pods = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
-            let all = s.list_pods().await?;
-            Ok((all.len() == 4).then_some(pods))
-        })
-        .await?;
+    let v3 = converged_alone(&s, "w2 gone, w3 and sdd added", &want, &hash).await?;
     // The pods of OSDs that stayed were never touched.
     let w1sdb = OsdKey::new("w1", "/dev/sdb");
     anyhow::ensure!(uids(&v1)[&w1sdb] == uids(&v2)[&w1sdb]);
     anyhow::ensure!(uids(&v2)[&w1sdb] == uids(&v3)[&w1sdb]);
     let w2sdb = OsdKey::new("w2", "/dev/sdb");
     anyhow::ensure!(uids(&v1)[&w2sdb] == uids(&v2)[&w2sdb]);
-    let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
-    rec.assert_one_pod_per_key()?;
+    s.assert_one_pod_per_key().await?;
     s.destroy().await
 }
 
@@ -533,9 +466,7 @@ async fn s6_removed_hosts_and_devices_lose_their_pods_added_ones_get_pods() -> a
 #[tokio::test]
 async fn s7_deleting_the_cr_garbage_collects_its_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("gc").await?;
-    s.create_cr(&sample_cr("Host")?).await?;
-    let hash = hash_of(&s.crs.get(CR).await?);
-    s.wait_converged(CR, &keys(&SAMPLE_HOSTS, &SAMPLE_DATA), &hash, CONVERGE)
+    s.create_converged(&sample_cr("Host")?, keys(&SAMPLE_HOSTS, &SAMPLE_DATA))
         .await?;
     s.crs.delete(CR, &DeleteParams::default()).await?;
     s.wait_until("the CR and all its pods are gone", CONVERGE, || async {
@@ -544,9 +475,7 @@ async fn s7_deleting_the_cr_garbage_collects_its_pods() -> anyhow::Result<()> {
         Ok((cr.is_none() && pods.is_empty()).then_some(()))
     })
     .await?;
-    let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
-    rec.assert_one_pod_per_key()?;
+    s.assert_one_pod_per_key().await?;
     s.destroy().await
 }
 
