@@ -4,8 +4,8 @@
 use super::*;
 use crate::classify::{classify, Timing};
 use crate::crd::UpdateDomain;
-use crate::labels;
 use crate::crd::{CephOsdSpec, OsdDevices, StorageEntry};
+use crate::labels;
 use crate::osd::CountingSuffix;
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
