@@ -1,0 +1,12 @@
+# The operator image: `docker build -t <registry>/ceph-osd-operator:0.1.0 .`, then point
+# deploy/ (kustomize `images:` or Helm `image.repository`) at it. The Deployment passes `run ...`.
+# Not built by this project's CI: its machines have no container engine.
+FROM docker.io/library/rust:1-bookworm AS build
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked -p ceph-osd-operator
+
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=build /src/target/release/ceph-osd-operator /usr/local/bin/ceph-osd-operator
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/ceph-osd-operator"]
