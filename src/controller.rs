@@ -3,6 +3,7 @@
 //! Pods are listed from the API on every reconcile (a consistent read), never taken from a
 //! cache that may lag behind our own writes: a stale "no pod" would mean a second pod on a disk.
 
+use crate::backoff::Backoff;
 use crate::crd::{owner_label_value, CephOsd};
 use crate::executor::{ExecuteError, Executor};
 use crate::labels;
@@ -30,7 +31,7 @@ pub struct Settings {
     pub namespace: Option<String>,
     /// Periodic resync of every CephOSD.
     pub resync: Duration,
-    /// Delay before retrying a failed reconcile.
+    /// Delay before the first retry of a failed reconcile (doubling up to 5 minutes).
     pub retry: Duration,
 }
 
@@ -38,6 +39,7 @@ struct Context {
     client: Client,
     settings: Settings,
     recorder: Recorder,
+    backoff: Backoff,
     metrics: Arc<Metrics>,
 }
 
@@ -80,6 +82,7 @@ pub async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
     };
     let recorder = Recorder::new(client.clone(), reporter);
     let context = Arc::new(Context {
+        backoff: Backoff::new(settings.retry, Duration::from_secs(300)),
         client,
         settings,
         recorder,
@@ -116,9 +119,11 @@ fn owner_of(pod: Pod) -> Option<ObjectRef<CephOsd>> {
 
 async fn timed_reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = std::time::Instant::now();
+    let object = format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any());
     let result = reconcile(cr, ctx.clone()).await;
-    if let Err(error) = &result {
-        ctx.metrics.failed(error.category(), started.elapsed());
+    match &result {
+        Ok(_) => ctx.backoff.succeeded(&object),
+        Err(error) => ctx.metrics.failed(error.category(), started.elapsed()),
     }
     result
 }
@@ -197,6 +202,8 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
 }
 
 fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
-    warn!(cephosd = %cr.name_any(), category = error.category(), %error, "reconcile failed");
-    Action::requeue(ctx.settings.retry)
+    let object = format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any());
+    let delay = ctx.backoff.failed(&object);
+    warn!(cephosd = %object, category = error.category(), retry_in = ?delay, %error, "reconcile failed");
+    Action::requeue(delay)
 }

@@ -1,6 +1,7 @@
 //! ceph-osd-operator: reconciles `CephOSD` resources into one node-bound Pod per OSD.
 //!
 //! observe → plan → act: `controller` observes, `plan` decides (pure), `executor` acts.
+pub mod backoff;
 pub mod classify;
 pub mod controller;
 pub mod crd;
