@@ -197,13 +197,6 @@ pub enum Phase {
     Error,
 }
 
-impl CephOsd {
-    /// The value of the owner label carried by every pod of this CR.
-    pub fn owner_label_value(&self) -> String {
-        owner_label_value(&kube::ResourceExt::name_any(self))
-    }
-}
-
 /// `CephOSD-<name>`: the owner label value for a CR name.
 pub fn owner_label_value(cr_name: &str) -> String {
     format!("CephOSD-{cr_name}")
