@@ -86,7 +86,7 @@ pub async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
         client,
         settings,
         recorder,
-        metrics,
+        metrics: metrics.clone(),
     });
     Controller::new(crs, watcher::Config::default())
         // Label-based, not ownerReference-based: pods made by the reference operator carry
@@ -98,14 +98,21 @@ pub async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
         )
         .shutdown_on_signal()
         .run(timed_reconcile, error_policy, context)
-        .for_each(|result| async move {
-            match result {
-                // A pod event for a CephOSD that was just deleted: nothing to do.
-                Err(controller::Error::ObjectNotFound(object)) => {
-                    debug!(%object, "event for a CephOSD that no longer exists");
+        .for_each(|result| {
+            let metrics = metrics.clone();
+            async move {
+                match result {
+                    // A pod event for a CephOSD that was just deleted: only its metrics to drop.
+                    Err(controller::Error::ObjectNotFound(object)) => {
+                        debug!(%object, "event for a CephOSD that no longer exists");
+                        metrics.forget(
+                            object.namespace.as_deref().unwrap_or_default(),
+                            &object.name,
+                        );
+                    }
+                    Err(error) => warn!(%error, "controller error"),
+                    Ok(_) => {}
                 }
-                Err(error) => warn!(%error, "controller error"),
-                Ok(_) => {}
             }
         })
         .await;

@@ -9,6 +9,16 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::time::Duration;
 
+/// The `state` label values of `osd_pods`.
+const STATES: [&str; 6] = [
+    "ready",
+    "updated",
+    "out-of-date",
+    "unready",
+    "invalid",
+    "terminating",
+];
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CephOsdLabels {
     namespace: String,
@@ -89,15 +99,15 @@ impl Metrics {
     pub fn reconciled(&self, namespace: &str, cephosd: &str, summary: &Summary, took: Duration) {
         self.reconciles.inc();
         self.duration.observe(took.as_secs_f64());
-        let states = [
-            ("ready", summary.ready),
-            ("updated", summary.updated),
-            ("out-of-date", summary.out_of_date),
-            ("unready", summary.unready),
-            ("invalid", summary.invalid),
-            ("terminating", summary.terminating),
+        let counts = [
+            summary.ready,
+            summary.updated,
+            summary.out_of_date,
+            summary.unready,
+            summary.invalid,
+            summary.terminating,
         ];
-        for (state, count) in states {
+        for (state, count) in STATES.into_iter().zip(counts) {
             let labels = StateLabels {
                 namespace: namespace.to_owned(),
                 cephosd: cephosd.to_owned(),
@@ -115,6 +125,23 @@ impl Metrics {
         self.updated
             .get_or_create(&labels)
             .set(gauge(summary.updated));
+    }
+
+    /// Drops the series of a CephOSD that no longer exists.
+    pub fn forget(&self, namespace: &str, cephosd: &str) {
+        for state in STATES {
+            self.pods.remove(&StateLabels {
+                namespace: namespace.to_owned(),
+                cephosd: cephosd.to_owned(),
+                state,
+            });
+        }
+        let labels = CephOsdLabels {
+            namespace: namespace.to_owned(),
+            cephosd: cephosd.to_owned(),
+        };
+        self.desired.remove(&labels);
+        self.updated.remove(&labels);
     }
 
     pub fn failed(&self, category: &'static str, took: Duration) {
@@ -167,5 +194,7 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
         }
+        metrics.forget("ceph", "osds");
+        assert!(!metrics.encode().contains(r#"cephosd="osds""#));
     }
 }
