@@ -17,8 +17,8 @@ fn cephosd(hosts: usize, osds_per_host: usize, marker: &str) -> CephOsd {
             "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]}});
     let mut cr = CephOsd::new(
         "ceph-osds",
-        CephOsdSpec {
-            storage: vec![StorageEntry {
+        CephOsdSpec::new(
+            vec![StorageEntry {
                 hosts: (0..hosts)
                     .map(|h| format!("storage-{h:04}.dc1.example.org"))
                     .collect(),
@@ -30,13 +30,9 @@ fn cephosd(hosts: usize, osds_per_host: usize, marker: &str) -> CephOsd {
                     })
                     .collect(),
             }],
-            update_domain: UpdateDomain::Host,
-            pod_template: template,
-            paused: None,
-            min_ready_seconds: None,
-            progress_deadline_seconds: None,
-            max_unavailable: None,
-        },
+            UpdateDomain::Host,
+            template,
+        ),
     );
     cr.metadata.namespace = Some("ceph".into());
     cr.metadata.uid = Some("uid".into());

@@ -89,6 +89,23 @@ pub struct CephOsdSpec {
 }
 
 impl CephOsdSpec {
+    /// A spec with every optional rollout control left at its default.
+    pub fn new(
+        storage: Vec<StorageEntry>,
+        update_domain: UpdateDomain,
+        pod_template: Value,
+    ) -> Self {
+        Self {
+            storage,
+            update_domain,
+            pod_template,
+            paused: None,
+            min_ready_seconds: None,
+            progress_deadline_seconds: None,
+            max_unavailable: None,
+        }
+    }
+
     pub fn is_paused(&self) -> bool {
         self.paused.unwrap_or(false)
     }

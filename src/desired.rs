@@ -67,15 +67,7 @@ mod tests {
     }
 
     fn spec(storage: Vec<StorageEntry>) -> CephOsdSpec {
-        CephOsdSpec {
-            storage,
-            update_domain: UpdateDomain::Osd,
-            pod_template: json!({}),
-            paused: None,
-            min_ready_seconds: None,
-            progress_deadline_seconds: None,
-            max_unavailable: None,
-        }
+        CephOsdSpec::new(storage, UpdateDomain::Osd, json!({}))
     }
 
     #[test]

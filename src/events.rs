@@ -1,6 +1,5 @@
 //! Which Kubernetes Event tells about which action: pure wording, published by the executor.
 
-use crate::executor::describe;
 use crate::plan::{Action, CreateReason, DeleteReason, PlannedEvent};
 
 /// The event for a successfully applied action, if it deserves one.
@@ -49,5 +48,15 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
         }
         // pod-state bookkeeping is visible in status counts; an event each would be noise.
         Action::PatchState { .. } => None,
+    }
+}
+
+/// Human wording of a delete reason (logs and events).
+pub fn describe(reason: &DeleteReason) -> String {
+    match reason {
+        DeleteReason::Invalid(why) => format!("invalid: {why}"),
+        DeleteReason::Ended(phase) => format!("pod ended in phase {phase}"),
+        DeleteReason::Superfluous => "its OSD is no longer in the CephOSD".to_owned(),
+        DeleteReason::Replace => "rolling update: out of date".to_owned(),
     }
 }

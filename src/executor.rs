@@ -3,9 +3,9 @@
 //! the next reconcile re-plans from fresh observations.
 
 use crate::crd::{CephOsd, CephOsdStatus};
-use crate::events::event_for;
+use crate::events::{describe, event_for};
 use crate::labels;
-use crate::plan::{Action, DeleteReason, PlannedEvent};
+use crate::plan::{Action, PlannedEvent};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder};
@@ -178,15 +178,5 @@ async fn apply(pods: &Api<Pod>, action: &Action) -> Result<bool, ExecuteError> {
             info!(pod = %name, state = %state, "set pod-state");
             Ok(true)
         }
-    }
-}
-
-/// Human wording of a delete reason (logs and events).
-pub fn describe(reason: &DeleteReason) -> String {
-    match reason {
-        DeleteReason::Invalid(why) => format!("invalid: {why}"),
-        DeleteReason::Ended(phase) => format!("pod ended in phase {phase}"),
-        DeleteReason::Superfluous => "its OSD is no longer in the CephOSD".to_owned(),
-        DeleteReason::Replace => "rolling update: out of date".to_owned(),
     }
 }

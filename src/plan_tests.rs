@@ -20,8 +20,8 @@ fn template(marker: &str) -> Value {
 fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &str) -> CephOsd {
     let mut cr = CephOsd::new(
         "ceph-osds",
-        CephOsdSpec {
-            storage: vec![StorageEntry {
+        CephOsdSpec::new(
+            vec![StorageEntry {
                 hosts: hosts.iter().map(|h| (*h).to_owned()).collect(),
                 osds: datas
                     .iter()
@@ -32,13 +32,9 @@ fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &str) -> Cep
                     })
                     .collect(),
             }],
-            update_domain: domain,
-            pod_template: template(marker),
-            paused: None,
-            min_ready_seconds: None,
-            progress_deadline_seconds: None,
-            max_unavailable: None,
-        },
+            domain,
+            template(marker),
+        ),
     );
     cr.metadata.namespace = Some("ceph".into());
     cr.metadata.uid = Some("cr-uid".into());
