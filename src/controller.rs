@@ -1,24 +1,27 @@
 //! kube-runtime wiring: watch CephOSDs and their pods, reconcile = observe → plan → act.
 //!
-//! Pods are listed from the API on every reconcile (a consistent read), never taken from a
-//! cache that may lag behind our own writes: a stale "no pod" would mean a second pod on a disk.
+//! Pods and ReplicaSets come from the watch caches, trusted only once they show every write of
+//! ours (`owned_objects`): a stale "no pod" would mean a second pod on a disk.
 
-use crate::backoff::Backoff;
-use crate::crd::{owner_label_value, CephOsd};
+use crate::backoff::{Backoff, WatchRetry};
+use crate::crd::CephOsd;
 use crate::executor::{ExecuteError, Executor};
 use crate::labels;
 use crate::metrics::Metrics;
 use crate::osd::RandomSuffix;
-use crate::plan::{plan, PlanError, PlannedEvent};
-use crate::status::error_status;
-use futures::StreamExt;
+use crate::owned_objects::{strip_pod, strip_replica_set, OwnedObjects};
+use crate::plan::{plan, Observed, PlanError, PlannedEvent};
+use crate::status::{error_status, failed_status};
+use crate::written_status::WrittenStatuses;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::{reflector, watcher, WatchStreamExt};
 use kube::{Client, ResourceExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,11 +44,13 @@ struct Context {
     recorder: Recorder,
     backoff: Backoff,
     metrics: Arc<Metrics>,
+    written: WrittenStatuses,
+    owned: OwnedObjects,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    #[error("failed to list the pods of CephOSD {cr}: {source}")]
+    #[error("failed to list the pods or ReplicaSets of CephOSD {cr}: {source}")]
     List {
         cr: String,
         #[source]
@@ -69,46 +74,74 @@ impl ReconcileError {
 
 /// Runs the controller until SIGTERM / Ctrl-C.
 pub async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
-    let (crs, pods): (Api<CephOsd>, Api<Pod>) = match &settings.namespace {
-        Some(ns) => (
-            Api::namespaced(client.clone(), ns),
-            Api::namespaced(client.clone(), ns),
-        ),
-        None => (Api::all(client.clone()), Api::all(client.clone())),
-    };
+    let (crs, pods, replica_sets): (Api<CephOsd>, Api<Pod>, Api<ReplicaSet>) =
+        match &settings.namespace {
+            Some(ns) => (
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+            ),
+            None => (
+                Api::all(client.clone()),
+                Api::all(client.clone()),
+                Api::all(client.clone()),
+            ),
+        };
     let reporter = Reporter {
         controller: "ceph-osd-operator".into(),
         instance: std::env::var("POD_NAME").ok(),
     };
     let recorder = Recorder::new(client.clone(), reporter);
+    // Each watch retries on its own (100 ms doubling to 2 s) and its errors stop there: a
+    // watch that has to relist after an outage does not hold the others back.
+    let (store, writer) = reflector::store();
+    let cr_events = watcher(crs, watcher::Config::default())
+        .backoff(WatchRetry::default())
+        .reflect(writer)
+        .applied_objects();
+    // Label-based, not ownerReference-based: pods made by the reference operator carry an
+    // ownerReference without `controller: true`, and they must trigger us too.
+    let (pod_store, pod_writer) = reflector::store();
+    let pod_events = watcher(pods, watcher::Config::default().labels(labels::OWNER))
+        .backoff(WatchRetry::default())
+        .modify(strip_pod)
+        .reflect(pod_writer)
+        .touched_objects();
+    // The Ansible operator's ReplicaSets (migrated away from by the rollout).
+    let (replica_set_store, replica_set_writer) = reflector::store();
+    let replica_set_events = watcher(
+        replica_sets,
+        watcher::Config::default().labels(labels::OWNER),
+    )
+    .backoff(WatchRetry::default())
+    .modify(strip_replica_set)
+    .reflect(replica_set_writer)
+    .touched_objects();
     let context = Arc::new(Context {
         backoff: Backoff::new(settings.retry, Duration::from_secs(300)),
         client,
         settings,
         recorder,
         metrics: metrics.clone(),
+        written: WrittenStatuses::default(),
+        owned: OwnedObjects::new(pod_store, replica_set_store),
     });
-    Controller::new(crs, watcher::Config::default())
-        // Label-based, not ownerReference-based: pods made by the reference operator carry
-        // an ownerReference without `controller: true`, and they must trigger us too.
-        .watches(
-            pods,
-            watcher::Config::default().labels(labels::OWNER),
-            owner_of,
-        )
+    Controller::for_stream(logging_errors(cr_events, "CephOSD"), store)
+        .watches_stream(logging_errors(pod_events, "Pod"), owner_of)
+        .watches_stream(logging_errors(replica_set_events, "ReplicaSet"), owner_of)
         .shutdown_on_signal()
-        .run(timed_reconcile, error_policy, context)
+        .run(timed_reconcile, error_policy, context.clone())
         .for_each(|result| {
-            let metrics = metrics.clone();
+            let context = context.clone();
             async move {
                 match result {
-                    // A pod event for a CephOSD that was just deleted: only its metrics to drop.
+                    // A pod event for a CephOSD that was just deleted: only its metrics and
+                    // expectations to drop.
                     Err(controller::Error::ObjectNotFound(object)) => {
                         debug!(%object, "event for a CephOSD that no longer exists");
-                        metrics.forget(
-                            object.namespace.as_deref().unwrap_or_default(),
-                            &object.name,
-                        );
+                        let namespace = object.namespace.as_deref().unwrap_or_default();
+                        context.metrics.forget(namespace, &object.name);
+                        context.owned.forget(namespace, &object.name);
                     }
                     Err(error) => warn!(%error, "controller error"),
                     Ok(_) => {}
@@ -118,10 +151,29 @@ pub async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
         .await;
 }
 
-/// The CephOSD a pod belongs to, from its owner label `CephOSD-<name>`.
-fn owner_of(pod: Pod) -> Option<ObjectRef<CephOsd>> {
-    let name = pod.labels().get(labels::OWNER)?.strip_prefix("CephOSD-")?;
-    Some(ObjectRef::new(name).within(&pod.namespace()?))
+/// `events` without its errors, which are logged: the watch behind it retries by itself.
+fn logging_errors<K: Send + 'static>(
+    events: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+    kind: &'static str,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static {
+    events.filter_map(move |event| async move {
+        match event {
+            Ok(object) => Some(Ok(object)),
+            Err(error) => {
+                warn!(%error, watch = kind, "watch failed; retrying");
+                None
+            }
+        }
+    })
+}
+
+/// The CephOSD an object belongs to, from its owner label `CephOSD-<name>`.
+fn owner_of<K: ResourceExt>(object: K) -> Option<ObjectRef<CephOsd>> {
+    let name = object
+        .labels()
+        .get(labels::OWNER)?
+        .strip_prefix("CephOSD-")?;
+    Some(ObjectRef::new(name).within(&object.namespace()?))
 }
 
 async fn timed_reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -137,6 +189,7 @@ async fn timed_reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, 
 
 async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = std::time::Instant::now();
+    let cr = ctx.written.latest(cr);
     if cr.metadata.deletion_timestamp.is_some() {
         // Garbage collection removes the pods through their ownerReferences.
         return Ok(Action::await_change());
@@ -145,22 +198,31 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     let cr_name = format!("{namespace}/{}", cr.name_any());
     let executor = Executor {
         pods: Api::namespaced(ctx.client.clone(), &namespace),
+        replica_sets: Api::namespaced(ctx.client.clone(), &namespace),
         crs: Api::namespaced(ctx.client.clone(), &namespace),
         recorder: &ctx.recorder,
         cr: &cr,
     };
-    let selector = format!("{}={}", labels::OWNER, owner_label_value(&cr.name_any()));
-    let observed = executor
-        .pods
-        .list(&ListParams::default().labels(&selector))
+    // The API keeps whole seconds; so do we, so an unchanged status compares equal.
+    let now = Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH);
+    let observation = ctx
+        .owned
+        .observe(&cr, &executor.pods, &executor.replica_sets, now)
         .await
         .map_err(|source| ReconcileError::List {
             cr: cr_name.clone(),
             source,
         })?;
-    // The API keeps whole seconds; so do we, so an unchanged status compares equal.
-    let now = Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH);
-    let plan = match plan(&cr, &observed.items, &mut RandomSuffix, now) {
+    let Some(observation) = observation else {
+        // Our last writes are not in the caches yet: their watch events bring the next
+        // reconcile (the requeue only covers a write that is never seen).
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    };
+    let observed = Observed {
+        pods: &observation.pods,
+        replica_sets: &observation.replica_sets,
+    };
+    let plan = match plan(&cr, &observed, &mut RandomSuffix, now) {
         Ok(plan) => plan,
         Err(error @ PlanError::Render { .. }) => {
             // Nothing can be created from this spec: say so where users look, and wait for
@@ -170,6 +232,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             let previous = cr.status.clone().unwrap_or_default();
             let status = error_status(&previous, cr.metadata.generation, now, &message);
             if executor.write_status(&status).await? {
+                ctx.written.remember(&cr, &status);
                 executor
                     .publish(&PlannedEvent {
                         warning: true,
@@ -184,20 +247,60 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         Err(error) => return Err(error.into()),
     };
     let s = &plan.summary;
-    info!(
-        cephosd = %cr_name,
-        hash = %plan.template_hash,
-        desired = s.desired, current = s.current, ready = s.ready, updated = s.updated,
-        out_of_date = s.out_of_date, unready = s.unready, invalid = s.invalid,
-        terminating = s.terminating, actions = plan.actions.len(),
-        halted = plan.halted.as_deref().unwrap_or(""),
-        "reconciled"
-    );
-    executor.apply_actions(&plan.actions).await?;
+    macro_rules! reconciled {
+        ($level:ident) => {
+            $level!(
+                cephosd = %cr_name,
+                hash = %plan.template_hash,
+                desired = s.desired, current = s.current, ready = s.ready, updated = s.updated,
+                out_of_date = s.out_of_date, unready = s.unready, invalid = s.invalid,
+                terminating = s.terminating, actions = plan.actions.len(),
+                halted = plan.halted.as_deref().unwrap_or(""),
+                "reconciled"
+            )
+        };
+    }
+    // INFO only when something changes: a resync of a settled CephOSD is a DEBUG line.
+    let changes = !plan.actions.is_empty()
+        || !plan.events.is_empty()
+        || cr.status.as_ref() != Some(&plan.status);
+    if changes {
+        reconciled!(info);
+    } else {
+        reconciled!(debug);
+    }
+    let applied = executor
+        .apply_actions(&plan.actions, &|action| ctx.owned.written(&cr, action, now))
+        .await;
     for event in &plan.events {
         executor.publish(event).await;
     }
-    executor.write_status(&plan.status).await?;
+    if let Err(error) = applied {
+        // Where users look: a Warning event and a ReconcileFailed condition (gone with the
+        // next successful reconcile); the retry follows the error policy's backoff.
+        let (reason, message) = (error.category(), error.summary());
+        executor
+            .publish(&PlannedEvent {
+                warning: true,
+                reason,
+                note: message.clone(),
+                pod: None,
+            })
+            .await;
+        let previous = cr.status.clone().unwrap_or_default();
+        let status = failed_status(&plan.status, &previous, now, reason, &message);
+        match executor.write_status(&status).await {
+            Ok(true) => ctx.written.remember(&cr, &status),
+            Ok(false) => {}
+            Err(status_error) => {
+                warn!(cephosd = %cr_name, error = %status_error, "could not report the failure in the status")
+            }
+        }
+        return Err(error.into());
+    }
+    if executor.write_status(&plan.status).await? {
+        ctx.written.remember(&cr, &plan.status);
+    }
     ctx.metrics
         .reconciled(&namespace, &cr.name_any(), &plan.summary, started.elapsed());
     let resync = ctx.settings.resync;

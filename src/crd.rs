@@ -3,6 +3,8 @@
 //! The CRD is derived from these types and then adjusted as data (CEL rule on the name,
 //! descriptions stripped inside the embedded Pod schema, `ports[].protocol` defaulted).
 
+use crate::storage_rules::{DEVICE_PATH_PATTERN, HOST_PATTERN};
+use crate::template_rules;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -128,8 +130,12 @@ impl CephOsdSpec {
 /// One `storage[]` entry: every host gets every OSD listed here.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 pub struct StorageEntry {
-    /// Kubernetes node names (matched against the `kubernetes.io/hostname` label).
-    #[schemars(length(min = 1), inner(length(min = 1)))]
+    /// Kubernetes node names (matched against the `kubernetes.io/hostname` label): lower-case
+    /// DNS names, as Kubernetes requires of node names.
+    #[schemars(
+        length(min = 1),
+        inner(length(min = 1, max = 253), regex(pattern = HOST_PATTERN))
+    )]
     pub hosts: Vec<String>,
     /// The OSD devices present on each of the hosts.
     #[schemars(length(min = 1))]
@@ -139,16 +145,18 @@ pub struct StorageEntry {
 /// The devices of one OSD.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 pub struct OsdDevices {
-    /// Primary (data) device path, e.g. `/dev/disk/by-path/...`.
-    #[schemars(length(min = 1))]
+    /// Primary (data) device path, e.g. `/dev/disk/by-path/...`: absolute and normalised (no
+    /// `.` or `..` components, no repeated or trailing `/`), so one disk has one spelling.
+    /// `host:data` is the OSD's identity.
+    #[schemars(length(min = 1, max = 4096), regex(pattern = DEVICE_PATH_PATTERN))]
     pub data: String,
-    /// Optional RocksDB device path.
+    /// Optional RocksDB device path (absolute and normalised, like `data`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 4096), regex(pattern = DEVICE_PATH_PATTERN))]
     pub db: Option<String>,
-    /// Optional write-ahead-log device path.
+    /// Optional write-ahead-log device path (absolute and normalised, like `data`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 4096), regex(pattern = DEVICE_PATH_PATTERN))]
     pub wal: Option<String>,
 }
 
@@ -193,15 +201,33 @@ pub struct CephOsdStatus {
     /// Pods with the owner label that the operator deletes (invalid, duplicate or ended).
     #[serde(default)]
     pub invalid: i64,
+    /// Pods with the owner label that another controller controls: never deleted, patched
+    /// or counted as OSD pods; no pod is created for a disk such a pod holds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub foreign: i64,
+    /// The names of those pods (each is announced by one `ForeignPod` event).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_pods: Vec<String>,
+    /// OSDs still run by a ReplicaSet of the Ansible operator (replaced by the rollout).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub migrating: i64,
     /// Ready | Progressing | Paused | Stalled | Error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
+    /// OSDs whose pod the scheduler cannot place, with its reason (each is announced by one
+    /// `Unschedulable` event): typically a host without a Node of that name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unschedulable: Vec<String>,
     /// The update domains (OSD keys or hosts) being replaced or recreated now.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub current_update: Vec<String>,
-    /// Ready, Progressing, Stalled and InvalidSpec.
+    /// Ready, Progressing, Stalled, InvalidSpec and Migrating.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// One word for the state of a CephOSD (the `PHASE` column).
@@ -232,14 +258,25 @@ pub fn custom_resource_definition_yaml() -> String {
     serde_saphyr::to_string(&custom_resource_definition()).unwrap_or_default()
 }
 
-/// The openAPIV3 schema of a full core/v1 Pod exactly as embedded in `spec.podTemplate`
-/// (descriptions stripped, `ports[].protocol` defaulted). The test control plane serves Pods
-/// with this same schema.
+/// The openAPIV3 schema of a whole CephOSD, as the API server enforces it.
+pub fn cephosd_schema() -> Value {
+    let crd = serde_json::to_value(custom_resource_definition()).unwrap_or(Value::Null);
+    crd.pointer(SCHEMA_POINTER).cloned().unwrap_or(Value::Null)
+}
+
+/// The openAPIV3 schema of a full core/v1 Pod as embedded in `spec.podTemplate`
+/// (descriptions stripped, `ports[].protocol` defaulted), without the CephOSD's own rules on
+/// the template. The test control plane serves Pods with this same schema.
 pub fn pod_schema() -> Value {
     let crd = serde_json::to_value(custom_resource_definition()).unwrap_or(Value::Null);
-    crd.pointer(POD_TEMPLATE_POINTER)
+    let mut schema = crd
+        .pointer(POD_TEMPLATE_POINTER)
         .cloned()
-        .unwrap_or(Value::Null)
+        .unwrap_or(Value::Null);
+    if let Some(schema) = schema.as_object_mut() {
+        schema.remove("x-kubernetes-validations");
+    }
+    schema
 }
 
 /// Makes a pod template look as the API server will store it: fields unknown to the embedded
@@ -311,8 +348,14 @@ fn adjust_schema(crd: &mut Value) {
         }
         pod["description"] = json!(
             "A complete core/v1 Pod (apiVersion, kind, metadata, spec) used for every OSD pod. \
-             Changing it rolls the OSD pods one update domain at a time."
+             Changing it rolls the OSD pods one update domain at a time. The operator computes, \
+             for each OSD, what the template may therefore not set: the label \
+             ceph.elemental.net/owner; the annotations ceph.elemental.net/pod-template-hash, \
+             host, data, db, wal and pod-state; finalizers; spec.nodeName; a \
+             kubernetes.io/hostname nodeSelector; and a required node affinity (use \
+             nodeSelector or a preferred node affinity to constrain nodes further)."
         );
+        pod["x-kubernetes-validations"] = template_rules::cel_validations();
     }
 }
 

@@ -1,11 +1,14 @@
 //! The OSDs a CR asks for: the cartesian product of `storage[].hosts × storage[].osds`.
 //!
-//! Duplicate keys collapse and the last occurrence wins (as in the reference); a duplicate
-//! that disagrees on `db`/`wal` is reported as a conflict so it can surface as a condition.
+//! Duplicate keys collapse and the last occurrence wins (as in the reference). What the planner
+//! must not guess about is a problem that blocks its OSDs: one `host:data` listed with
+//! different `db`/`wal`, or two spellings of one disk (`/dev/sdb` and `/dev/sdb/`, `node1` and
+//! `NODE1`). A blocked OSD gets no new pod and no replacement; a pod it has stays as it is.
 
 use crate::crd::CephOsdSpec;
-use crate::osd::OsdKey;
-use std::collections::BTreeMap;
+use crate::osd::{DeviceId, OsdKey};
+use crate::storage_rules::{device_path_problem, host_problem};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One OSD the CR asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,18 +18,51 @@ pub struct DesiredOsd {
     pub wal: Option<String>,
 }
 
-/// Two `storage[]` entries name the same `host:data` with different `db`/`wal`.
+/// Something wrong in `spec.storage`, and the OSDs it blocks (none: reported only).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceConflict {
-    pub key: OsdKey,
+pub struct StorageProblem {
     pub message: String,
+    pub blocks: Vec<OsdKey>,
 }
 
-/// Desired OSDs by key, in rollout order, plus any conflicting duplicates.
-pub fn desired_osds(spec: &CephOsdSpec) -> (BTreeMap<OsdKey, DesiredOsd>, Vec<DeviceConflict>) {
+/// The OSDs of a spec, by key in rollout order, and what is wrong with them.
+#[derive(Clone, Debug, Default)]
+pub struct DesiredOsds {
+    pub osds: BTreeMap<OsdKey, DesiredOsd>,
+    pub problems: Vec<StorageProblem>,
+    /// Keys the planner must neither create nor replace a pod for.
+    pub blocked: BTreeSet<OsdKey>,
+}
+
+/// Expands `spec.storage` (see the module docs).
+pub fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
     let mut osds = BTreeMap::new();
-    let mut conflicts = Vec::new();
+    let mut problems = Vec::new();
     for (index, entry) in spec.storage.iter().enumerate() {
+        for (h, host) in entry.hosts.iter().enumerate() {
+            if let Some(why) = host_problem(host) {
+                problems.push(StorageProblem {
+                    message: format!("spec.storage[{index}].hosts[{h}] {host:?} {why}"),
+                    blocks: Vec::new(),
+                });
+            }
+        }
+        for (o, devices) in entry.osds.iter().enumerate() {
+            let paths = [
+                ("data", Some(&devices.data)),
+                ("db", devices.db.as_ref()),
+                ("wal", devices.wal.as_ref()),
+            ];
+            for (field, path) in paths {
+                if let Some(why) = path.and_then(|p| device_path_problem(p)) {
+                    let path = path.map(String::as_str).unwrap_or_default();
+                    problems.push(StorageProblem {
+                        message: format!("spec.storage[{index}].osds[{o}].{field} {path:?} {why}"),
+                        blocks: Vec::new(),
+                    });
+                }
+            }
+        }
         for host in &entry.hosts {
             for devices in &entry.osds {
                 let osd = DesiredOsd {
@@ -36,20 +72,57 @@ pub fn desired_osds(spec: &CephOsdSpec) -> (BTreeMap<OsdKey, DesiredOsd>, Vec<De
                 };
                 if let Some(previous) = osds.insert(osd.key.clone(), osd.clone()) {
                     if previous != osd {
-                        conflicts.push(DeviceConflict {
+                        problems.push(StorageProblem {
                             message: format!(
-                                "OSD {} is listed more than once with different db/wal devices; \
-                                 storage[{index}] wins",
-                                osd.key
+                                "OSD {} is listed more than once with different db/wal devices \
+                                 (storage[{index}] says db {:?}, wal {:?}; an earlier entry says \
+                                 db {:?}, wal {:?}): it is neither created nor replaced until \
+                                 the spec agrees",
+                                osd.key, osd.db, osd.wal, previous.db, previous.wal
                             ),
-                            key: osd.key.clone(),
+                            blocks: vec![osd.key.clone()],
                         });
                     }
                 }
             }
         }
     }
-    (osds, conflicts)
+    problems.extend(aliases(&osds));
+    let blocked = problems
+        .iter()
+        .flat_map(|p| p.blocks.iter().cloned())
+        .collect();
+    DesiredOsds {
+        osds,
+        problems,
+        blocked,
+    }
+}
+
+/// Keys that are different spellings of one disk.
+fn aliases(osds: &BTreeMap<OsdKey, DesiredOsd>) -> Vec<StorageProblem> {
+    let mut by_device: BTreeMap<DeviceId, Vec<OsdKey>> = BTreeMap::new();
+    for key in osds.keys() {
+        by_device
+            .entry(key.device_id())
+            .or_default()
+            .push(key.clone());
+    }
+    by_device
+        .into_iter()
+        .filter(|(_, keys)| keys.len() > 1)
+        .map(|(device, keys)| StorageProblem {
+            message: format!(
+                "{} name one disk ({device}): none of them is created or replaced until the \
+                 spec lists it once",
+                keys.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            blocks: keys,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -72,8 +145,8 @@ mod tests {
 
     #[test]
     fn expands_the_cartesian_product_in_key_order() {
-        let (osds, conflicts) = desired_osds(&spec(vec![StorageEntry {
-            hosts: vec!["h2".into(), "H1".into()],
+        let DesiredOsds { osds, problems, .. } = desired_osds(&spec(vec![StorageEntry {
+            hosts: vec!["h2".into(), "h1".into()],
             osds: vec![
                 devices("/dev/sdb", Some("/dev/nvme0n1p1")),
                 devices("/dev/sda", None),
@@ -82,18 +155,22 @@ mod tests {
         let keys: Vec<String> = osds.keys().map(ToString::to_string).collect();
         assert_eq!(
             keys,
-            ["H1:/dev/sda", "H1:/dev/sdb", "h2:/dev/sda", "h2:/dev/sdb"]
+            ["h1:/dev/sda", "h1:/dev/sdb", "h2:/dev/sda", "h2:/dev/sdb"]
         );
         assert_eq!(
             osds.values().nth(1).and_then(|o| o.db.as_deref()),
             Some("/dev/nvme0n1p1")
         );
-        assert!(conflicts.is_empty());
+        assert!(problems.is_empty());
     }
 
     #[test]
-    fn duplicates_collapse_last_wins_and_conflicts_are_reported() {
-        let (osds, conflicts) = desired_osds(&spec(vec![
+    fn duplicates_collapse_last_wins_and_conflicts_block_the_osd() {
+        let DesiredOsds {
+            osds,
+            problems,
+            blocked,
+        } = desired_osds(&spec(vec![
             StorageEntry {
                 hosts: vec!["h".into()],
                 osds: vec![devices("/dev/sdb", Some("/dev/a"))],
@@ -112,12 +189,70 @@ mod tests {
             osds.values().next().and_then(|o| o.db.as_deref()),
             Some("/dev/b")
         );
-        assert_eq!(conflicts.len(), 1);
-        assert!(conflicts[0].message.contains("h:/dev/sdb"));
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].message.contains("h:/dev/sdb"));
+        assert_eq!(
+            blocked.into_iter().collect::<Vec<_>>(),
+            [key("h", "/dev/sdb")]
+        );
+    }
+
+    fn key(host: &str, data: &str) -> OsdKey {
+        OsdKey::new(host, data)
+    }
+
+    #[test]
+    fn spellings_of_one_disk_block_each_other() {
+        let desired = desired_osds(&spec(vec![
+            StorageEntry {
+                hosts: vec!["h".into()],
+                osds: [
+                    "/dev/sdb",
+                    "/dev/sdb/",
+                    "/dev//sdb",
+                    "/dev/./sdb",
+                    "/dev/sdc",
+                ]
+                .into_iter()
+                .map(|d| devices(d, None))
+                .collect(),
+            },
+            StorageEntry {
+                hosts: vec!["a76-h1".into(), "A76-H1".into()],
+                osds: vec![devices("/dev/sdd", None)],
+            },
+        ]));
+        assert_eq!(desired.osds.len(), 7);
+        let blocked: Vec<String> = desired.blocked.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            blocked,
+            [
+                "A76-H1:/dev/sdd",
+                "a76-h1:/dev/sdd",
+                "h:/dev/./sdb",
+                "h:/dev//sdb",
+                "h:/dev/sdb",
+                "h:/dev/sdb/"
+            ]
+        );
+        let messages: Vec<&str> = desired
+            .problems
+            .iter()
+            .map(|p| p.message.as_str())
+            .collect();
+        assert!(messages
+            .iter()
+            .any(|m| m.contains("storage[0].osds[1].data \"/dev/sdb/\"")));
+        assert!(messages
+            .iter()
+            .any(|m| m.contains("storage[1].hosts[1] \"A76-H1\"")));
+        assert!(messages
+            .iter()
+            .any(|m| m.contains("name one disk (h:/dev/sdb)")));
     }
 
     #[test]
     fn empty_storage_wants_nothing() {
-        assert!(desired_osds(&spec(vec![])).0.is_empty());
+        assert!(desired_osds(&spec(vec![])).osds.is_empty());
     }
 }

@@ -1,5 +1,6 @@
 //! Which Kubernetes Event tells about which action: pure wording, published by the executor.
 
+use crate::osd::OsdKey;
 use crate::plan::{Action, CreateReason, DeleteReason, PlannedEvent};
 
 /// The event for a successfully applied action, if it deserves one.
@@ -28,10 +29,7 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
         Action::Delete {
             name, key, reason, ..
         } => {
-            let osd = key
-                .as_ref()
-                .map(|k| format!(" of OSD {k}"))
-                .unwrap_or_default();
+            let osd = of_osd(key.as_ref());
             let (event_reason, note) = match reason {
                 DeleteReason::Replace => (
                     "Replacing",
@@ -44,6 +42,30 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
                 reason: event_reason,
                 note,
                 pod: Some(name.clone()),
+            })
+        }
+        Action::DeleteReplicaSet {
+            name, key, reason, ..
+        } => {
+            let osd = of_osd(key.as_ref());
+            let (event_reason, note) = match reason {
+                DeleteReason::Replace => (
+                    "Migrating",
+                    format!(
+                        "deleting ReplicaSet {name}{osd} (made by the Ansible operator) with its pod; \
+                         the OSD's own pod starts once that pod is gone"
+                    ),
+                ),
+                other => (
+                    "Deleted",
+                    format!("deleted ReplicaSet {name}{osd}: {}", describe(other)),
+                ),
+            };
+            Some(PlannedEvent {
+                warning: matches!(reason, DeleteReason::Invalid(_)),
+                reason: event_reason,
+                note,
+                pod: None,
             })
         }
         // pod-state bookkeeping is visible in status counts; an event each would be noise.
@@ -59,4 +81,9 @@ pub fn describe(reason: &DeleteReason) -> String {
         DeleteReason::Superfluous => "its OSD is no longer in the CephOSD".to_owned(),
         DeleteReason::Replace => "rolling update: out of date".to_owned(),
     }
+}
+
+/// ` of OSD host:data`, or nothing for an object that names no OSD.
+fn of_osd(key: Option<&OsdKey>) -> String {
+    key.map(|k| format!(" of OSD {k}")).unwrap_or_default()
 }

@@ -1,13 +1,18 @@
-//! The executor: applies a plan through the API — actions in order (stopping at the first
-//! failure), one Event per applied action, then the status if it changed. It decides nothing;
-//! the next reconcile re-plans from fresh observations.
+//! The executor: applies a plan through the API — actions in plan order, concurrently in
+//! slow-start batches (stopping after the first failed batch), one Event per applied action,
+//! then the status if it changed. It decides nothing; the next reconcile re-plans from fresh
+//! observations.
 
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::events::{describe, event_for};
 use crate::labels;
 use crate::plan::{Action, PlannedEvent};
+use futures::future::join_all;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{
+    Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -31,6 +36,12 @@ pub enum ExecuteError {
         #[source]
         source: kube::Error,
     },
+    #[error("failed to delete ReplicaSet {name}: {source}")]
+    DeleteReplicaSet {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
     #[error("failed to set pod-state of pod {name}: {source}")]
     Patch {
         name: String,
@@ -46,11 +57,62 @@ pub enum ExecuteError {
 }
 
 impl ExecuteError {
+    /// Whether the write may have happened all the same: anything but a definite refusal
+    /// (a 4xx other than 409 Conflict and 429 Too Many Requests) leaves it unknown.
+    pub fn may_have_applied(&self) -> bool {
+        let source = match self {
+            Self::Create { source, .. }
+            | Self::Delete { source, .. }
+            | Self::DeleteReplicaSet { source, .. }
+            | Self::Patch { source, .. }
+            | Self::Status { source, .. } => source,
+        };
+        !matches!(source, kube::Error::Api(status)
+            if (400..500).contains(&status.code) && status.code != 409 && status.code != 429)
+    }
+
+    /// What users read in the event and the condition: stable from one attempt to the next
+    /// (no generated pod name), the API server's own words where it gave some.
+    pub fn summary(&self) -> String {
+        let (what, name, source) = match self {
+            Self::Create { key, name, source } => {
+                (format!("create the pod of OSD {key}"), name, source)
+            }
+            Self::Delete { name, source } => (format!("delete pod {name}"), name, source),
+            Self::DeleteReplicaSet { name, source } => {
+                (format!("delete ReplicaSet {name}"), name, source)
+            }
+            Self::Patch { name, source } => {
+                (format!("set the pod-state of pod {name}"), name, source)
+            }
+            Self::Status { name, source } => {
+                (format!("write the status of CephOSD {name}"), name, source)
+            }
+        };
+        let why = match source {
+            kube::Error::Api(status) => {
+                let causes: Vec<String> = status
+                    .details
+                    .iter()
+                    .flat_map(|d| &d.causes)
+                    .map(|c| format!("{}: {}", c.field, c.message))
+                    .collect();
+                if causes.is_empty() {
+                    status.message.replace(name.as_str(), "…")
+                } else {
+                    causes.join("; ")
+                }
+            }
+            other => other.to_string(),
+        };
+        format!("cannot {what}: {why}")
+    }
+
     /// Short category: Event reason and metric label.
     pub fn category(&self) -> &'static str {
         match self {
             Self::Create { .. } => "CreateFailed",
-            Self::Delete { .. } => "DeleteFailed",
+            Self::Delete { .. } | Self::DeleteReplicaSet { .. } => "DeleteFailed",
             Self::Patch { .. } => "PatchFailed",
             Self::Status { .. } => "StatusFailed",
         }
@@ -60,20 +122,45 @@ impl ExecuteError {
 /// Talks to the API on behalf of one CephOSD.
 pub struct Executor<'a> {
     pub pods: Api<Pod>,
+    pub replica_sets: Api<ReplicaSet>,
     pub crs: Api<CephOsd>,
     pub recorder: &'a Recorder,
     pub cr: &'a CephOsd,
 }
 
+/// The most writes in flight at once for one CephOSD.
+pub const MAX_CONCURRENT_WRITES: usize = 64;
+
 impl Executor<'_> {
-    /// Applies `actions` in order, publishing an Event for each; stops at the first failure.
-    pub async fn apply_actions(&self, actions: &[Action]) -> Result<(), ExecuteError> {
-        for action in actions {
-            if apply(&self.pods, action).await? {
-                if let Some(event) = event_for(action) {
-                    self.publish(&event).await;
+    /// Applies `actions`, publishing an Event for each applied one. Consecutive actions of
+    /// one kind go out concurrently in slow-start batches (1, 2, 4, … up to
+    /// `MAX_CONCURRENT_WRITES`), kinds in plan order; the first failed batch stops the rest,
+    /// so a failure that hits every write costs one request, not a thousand.
+    /// `written` is told of every action that reached the API or may have (see
+    /// [`ExecuteError::may_have_applied`]).
+    pub async fn apply_actions(
+        &self,
+        actions: &[Action],
+        written: &(dyn Fn(&Action) + Sync),
+    ) -> Result<(), ExecuteError> {
+        for batch in batches(actions, MAX_CONCURRENT_WRITES) {
+            let results = join_all(actions[batch].iter().map(|action| async move {
+                let applied = apply(self, action).await;
+                if applied
+                    .as_ref()
+                    .map_or_else(ExecuteError::may_have_applied, |_| true)
+                {
+                    written(action);
                 }
-            }
+                if applied? {
+                    if let Some(event) = event_for(action) {
+                        self.publish(&event).await;
+                    }
+                }
+                Ok(())
+            }))
+            .await;
+            results.into_iter().collect::<Result<Vec<()>, _>>()?;
         }
         Ok(())
     }
@@ -128,8 +215,43 @@ impl Executor<'_> {
     }
 }
 
+/// The batches `actions` are applied in: runs of one kind of action, each cut in slow-start
+/// batches of 1, 2, 4, … at most `max` actions.
+fn batches(actions: &[Action], max: usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < actions.len() {
+        let kind = std::mem::discriminant(&actions[start]);
+        let run_end = actions[start..]
+            .iter()
+            .position(|a| std::mem::discriminant(a) != kind)
+            .map_or(actions.len(), |n| start + n);
+        let mut size = 1;
+        while start < run_end {
+            let end = (start + size).min(run_end);
+            out.push(start..end);
+            start = end;
+            size = (size * 2).min(max.max(1));
+        }
+    }
+    out
+}
+
+/// Deletes only the object planned for (the uid precondition): never a newer one that reuses
+/// the name.
+fn delete_params(uid: Option<&String>) -> DeleteParams {
+    DeleteParams {
+        preconditions: uid.map(|uid| Preconditions {
+            uid: Some(uid.clone()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    }
+}
+
 /// Applies one action; false when there was nothing to do (a delete that found nothing).
-async fn apply(pods: &Api<Pod>, action: &Action) -> Result<bool, ExecuteError> {
+async fn apply(executor: &Executor<'_>, action: &Action) -> Result<bool, ExecuteError> {
+    let pods = &executor.pods;
     match action {
         Action::Create { key, pod, .. } => {
             let name = pod.metadata.name.clone().unwrap_or_default();
@@ -145,23 +267,32 @@ async fn apply(pods: &Api<Pod>, action: &Action) -> Result<bool, ExecuteError> {
         }
         Action::Delete {
             name, uid, reason, ..
+        } => match pods.delete(name, &delete_params(uid.as_ref())).await {
+            Ok(_) => {
+                info!(pod = %name, reason = %describe(reason), "deleted pod");
+                Ok(true)
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+            Err(source) => Err(ExecuteError::Delete {
+                name: name.clone(),
+                source,
+            }),
+        },
+        Action::DeleteReplicaSet {
+            name, uid, reason, ..
         } => {
-            // The uid precondition makes sure we delete the pod we planned for, never a
-            // newer pod that happens to reuse the name.
+            // Foreground: the ReplicaSet stays (creating nothing) until its pod is gone.
             let params = DeleteParams {
-                preconditions: uid.as_ref().map(|uid| Preconditions {
-                    uid: Some(uid.clone()),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
+                propagation_policy: Some(PropagationPolicy::Foreground),
+                ..delete_params(uid.as_ref())
             };
-            match pods.delete(name, &params).await {
+            match executor.replica_sets.delete(name, &params).await {
                 Ok(_) => {
-                    info!(pod = %name, reason = %describe(reason), "deleted pod");
+                    info!(replicaset = %name, reason = %describe(reason), "deleted ReplicaSet");
                     Ok(true)
                 }
                 Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-                Err(source) => Err(ExecuteError::Delete {
+                Err(source) => Err(ExecuteError::DeleteReplicaSet {
                     name: name.clone(),
                     source,
                 }),
@@ -178,5 +309,67 @@ async fn apply(pods: &Api<Pod>, action: &Action) -> Result<bool, ExecuteError> {
             info!(pod = %name, state = %state, "set pod-state");
             Ok(true)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::osd::OsdKey;
+    use crate::plan::DeleteReason;
+
+    fn delete() -> Action {
+        Action::Delete {
+            name: "p".into(),
+            uid: None,
+            key: None,
+            reason: DeleteReason::Superfluous,
+        }
+    }
+
+    fn patch() -> Action {
+        Action::PatchState {
+            name: "p".into(),
+            key: OsdKey::new("h", "/dev/sdb"),
+            state: labels::PodState::OutOfDate,
+        }
+    }
+
+    #[test]
+    fn failure_summaries_are_stable_from_one_attempt_to_the_next() {
+        let rejected = |name: &str| {
+            let status: kube::core::Status = serde_json::from_value(json!({
+                "status": "Failure", "code": 422, "reason": "Invalid",
+                "message": format!("Pod \"{name}\" is invalid: spec.containers[0].image: Required value"),
+                "details": {"name": name, "kind": "Pod", "causes": [
+                    {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers[0].image"}]}
+            }))
+            .expect("status");
+            ExecuteError::Create {
+                name: name.to_owned(),
+                key: "h1:/dev/sdb".to_owned(),
+                source: kube::Error::Api(Box::new(status)),
+            }
+        };
+        let first = rejected("osd-h1-sdb-aaaaa").summary();
+        assert_eq!(first, rejected("osd-h1-sdb-bbbbb").summary());
+        assert_eq!(
+            first,
+            "cannot create the pod of OSD h1:/dev/sdb: spec.containers[0].image: Required value"
+        );
+        assert!(!rejected("x").may_have_applied());
+    }
+
+    #[test]
+    fn batches_start_slow_double_and_keep_kinds_in_order() {
+        let mut actions: Vec<Action> = (0..3).map(|_| delete()).collect();
+        actions.extend((0..20).map(|_| patch()));
+        actions.push(delete());
+        let batches = batches(&actions, 8);
+        assert_eq!(
+            batches,
+            [0..1, 1..3, 3..4, 4..6, 6..10, 10..18, 18..23, 23..24]
+        );
+        assert!(super::batches(&[], 8).is_empty());
     }
 }

@@ -28,12 +28,11 @@ pub struct LeaseSettings {
 pub enum LeaseError {
     #[error("lost the leader lease {0}: another replica holds it now")]
     Lost(String),
-    #[error("could not renew the leader lease {name} for {seconds}s: {source}")]
+    #[error("could not renew the leader lease {name} within {seconds}s: {reason}")]
     RenewFailed {
         name: String,
         seconds: u64,
-        #[source]
-        source: kube::Error,
+        reason: String,
     },
 }
 
@@ -158,25 +157,7 @@ impl LeaderLease {
 
     /// Renews forever; returns when the lease is lost or could not be renewed in time.
     pub async fn hold(&self) -> LeaseError {
-        let mut last_renewed = tokio::time::Instant::now();
-        loop {
-            tokio::time::sleep(self.settings.retry).await;
-            match self.try_acquire().await {
-                Ok(true) => last_renewed = tokio::time::Instant::now(),
-                Ok(false) => return LeaseError::Lost(self.settings.name.clone()),
-                Err(source) => {
-                    // Stop acting before the lease can expire under us.
-                    if last_renewed.elapsed() + self.settings.retry >= self.settings.duration {
-                        return LeaseError::RenewFailed {
-                            name: self.settings.name.clone(),
-                            seconds: self.settings.duration.as_secs(),
-                            source,
-                        };
-                    }
-                    warn!(error = %source, "leader lease renewal failed; retrying");
-                }
-            }
-        }
+        renew_until_lost(&self.settings, || self.try_acquire()).await
     }
 
     /// Gives the lease up so a standby takes over at once (graceful shutdown).
@@ -207,6 +188,37 @@ impl LeaderLease {
     }
 }
 
+/// Renews every `retry` through `attempt`. Leadership ends (the error is returned) once the
+/// lease is another's, or when no renewal succeeded for `duration - retry`: every attempt is
+/// bounded by that deadline, so a holder cut off from the API server stops acting, and stops
+/// saying it leads, before a standby may take over.
+async fn renew_until_lost<F, Fut>(settings: &LeaseSettings, mut attempt: F) -> LeaseError
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, kube::Error>>,
+{
+    let renew_within = settings.duration.saturating_sub(settings.retry);
+    let failed = |reason: String| LeaseError::RenewFailed {
+        name: settings.name.clone(),
+        seconds: renew_within.as_secs(),
+        reason,
+    };
+    let mut last_renewed = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(settings.retry).await;
+        let deadline = last_renewed + renew_within;
+        match tokio::time::timeout_at(deadline, attempt()).await {
+            Ok(Ok(true)) => last_renewed = tokio::time::Instant::now(),
+            Ok(Ok(false)) => return LeaseError::Lost(settings.name.clone()),
+            Ok(Err(source)) if tokio::time::Instant::now() + settings.retry < deadline => {
+                warn!(error = %source, "leader lease renewal failed; retrying");
+            }
+            Ok(Err(source)) => return failed(source.to_string()),
+            Err(_) => return failed("the API server did not answer".to_owned()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +237,57 @@ mod tests {
 
     fn at(s: i64) -> Timestamp {
         Timestamp::from_second(s).expect("time")
+    }
+
+    fn settings() -> LeaseSettings {
+        LeaseSettings {
+            namespace: "ns".into(),
+            name: "lease".into(),
+            identity: "me".into(),
+            duration: Duration::from_secs(15),
+            retry: Duration::from_secs(3),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_holder_whose_renewals_hang_gives_up_before_the_lease_expires() {
+        let start = tokio::time::Instant::now();
+        let mut attempts = 0;
+        let error = renew_until_lost(&settings(), || {
+            attempts += 1;
+            let first = attempts == 1;
+            async move {
+                if first {
+                    Ok(true)
+                } else {
+                    std::future::pending().await
+                }
+            }
+        })
+        .await;
+        // Renewed at 3 s; the next attempt (at 6 s) hangs until 3 s + 12 s.
+        assert_eq!(start.elapsed(), Duration::from_secs(15));
+        assert!(
+            error
+                .to_string()
+                .contains("within 12s: the API server did not answer"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_renewals_are_retried_until_the_deadline() {
+        let start = tokio::time::Instant::now();
+        let error = renew_until_lost(&settings(), || async {
+            Err(kube::Error::LinesCodecMaxLineLengthExceeded)
+        })
+        .await;
+        // Attempts at 3 and 6 s fail and are retried; after the one at 9 s no other fits
+        // before 12 s.
+        assert_eq!(start.elapsed(), Duration::from_secs(9));
+        assert!(matches!(error, LeaseError::RenewFailed { .. }), "{error}");
+        let lost = renew_until_lost(&settings(), || async { Ok(false) }).await;
+        assert!(matches!(lost, LeaseError::Lost(_)));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use ceph_osd_operator::server::{self, Health};
 use ceph_osd_operator::{controller, crd, preview, validate};
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -115,9 +115,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn render(file: &PathBuf, namespace: &str) -> ExitCode {
+fn render(file: &Path, namespace: &str) -> ExitCode {
     let shown = file.display();
-    let text = match std::fs::read_to_string(file) {
+    let text = match validate::read_manifest(file) {
         Ok(text) => text,
         Err(e) => {
             eprintln!("error: {shown}: {e}");

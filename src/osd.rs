@@ -3,6 +3,7 @@
 //! Names equal the reference operator's wherever its name was valid; where it was not
 //! (uppercase, `_`, non-ASCII, dots in odd hosts) we sanitise instead of failing.
 
+use crate::storage_rules::{normalise_device_path, normalise_host};
 use rand::Rng;
 use std::fmt;
 
@@ -27,21 +28,68 @@ impl OsdKey {
         }
     }
 
-    /// The rollout order: case-insensitive, ties broken by the exact key so order is total.
-    pub fn sort_key(&self) -> (String, String) {
-        let key = self.to_string();
-        (key.to_lowercase(), key)
+    /// `host:data`, byte by byte.
+    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        self.host
+            .bytes()
+            .chain(std::iter::once(b':'))
+            .chain(self.data.bytes())
+    }
+
+    /// `host:data`, character by character.
+    fn chars(&self) -> impl Iterator<Item = char> + '_ {
+        self.host
+            .chars()
+            .chain(std::iter::once(':'))
+            .chain(self.data.chars())
     }
 
     /// The prefix every pod of this OSD carries: ours (always a valid name part).
     pub fn name_prefix(&self) -> String {
         sanitise(&reference_name_prefix(&self.host, &self.data))
     }
+
+    /// The disk this key names, whatever its spelling: two keys with one device id are one
+    /// disk, and never get two pods.
+    pub fn device_id(&self) -> DeviceId {
+        DeviceId {
+            host: normalise_host(&self.host),
+            data: normalise_device_path(&self.data),
+        }
+    }
 }
 
+/// One physical disk: the host and data device of an [`OsdKey`], normalised.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceId {
+    pub host: String,
+    pub data: String,
+}
+
+impl fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.data)
+    }
+}
+
+/// The rollout order: `host:data` case-insensitively (character by character), ties broken
+/// by the exact key so the order is total. Allocates nothing: keys are compared in every map
+/// of the planner.
 impl Ord for OsdKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.sort_key().cmp(&other.sort_key())
+        let ascii = |k: &Self| k.host.is_ascii() && k.data.is_ascii();
+        if ascii(self) && ascii(other) {
+            // The common case, byte by byte (ASCII lower-casing is char lower-casing there).
+            return self
+                .bytes()
+                .map(|b| b.to_ascii_lowercase())
+                .cmp(other.bytes().map(|b| b.to_ascii_lowercase()))
+                .then_with(|| self.bytes().cmp(other.bytes()));
+        }
+        self.chars()
+            .flat_map(char::to_lowercase)
+            .cmp(other.chars().flat_map(char::to_lowercase))
+            .then_with(|| self.chars().cmp(other.chars()))
     }
 }
 
@@ -139,18 +187,9 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::Value;
 
-    /// Kubernetes' DNS-1123 subdomain rule (pod names).
+    /// Kubernetes' DNS-1123 subdomain rule (pod names): the rule node names follow too.
     pub(crate) fn is_dns1123_subdomain(name: &str) -> bool {
-        name.len() <= 253
-            && name.split('.').all(|label| {
-                let bytes = label.as_bytes();
-                !bytes.is_empty()
-                    && bytes
-                        .iter()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-                    && bytes[0] != b'-'
-                    && bytes[bytes.len() - 1] != b'-'
-            })
+        crate::storage_rules::host_problem(name).is_none()
     }
 
     #[test]
@@ -227,6 +266,17 @@ mod tests {
             let name = OsdKey::new(host, data).name_prefix() + &RandomSuffix.next_suffix();
             prop_assert!(is_dns1123_subdomain(&name), "{}", name);
             prop_assert!(name.len() <= 63);
+        }
+
+        #[test]
+        fn key_order_is_case_folded_then_exact(
+            a in ("[a-zA-Z0-9:._-]{0,6}", "[a-zA-Z0-9/:ΣσÄä-]{0,6}"),
+            b in ("[a-zA-Z0-9:._-]{0,6}", "[a-zA-Z0-9/:ΣσÄä-]{0,6}"),
+        ) {
+            let (a, b) = (OsdKey::new(a.0, a.1), OsdKey::new(b.0, b.1));
+            let folded = |k: &OsdKey| -> String { k.to_string().chars().flat_map(char::to_lowercase).collect() };
+            let expected = folded(&a).cmp(&folded(&b)).then_with(|| a.to_string().cmp(&b.to_string()));
+            prop_assert_eq!(a.cmp(&b), expected);
         }
 
         #[test]

@@ -1,20 +1,26 @@
 //! The planner: a pure function from (CR, observed pods, suffixes) to the actions that move the
 //! cluster one safe step towards the CR. No I/O happens here; every rule is unit-testable.
 //!
-//! Safety rules beyond the reference operator: a pod for an OSD is created only when no pod of
-//! that OSD exists any more (terminating ones included), so two pods never share a device; and a
-//! rollout step starts only when every desired OSD has a live pod and none is waiting for Ready.
+//! Safety rules beyond the reference operator: a pod for an OSD is created only when no pod
+//! holds its disk any more (terminating, foreign and invalid ones included, whatever the
+//! spelling of the disk), so two pods never share a device; a rollout step starts only when
+//! every desired OSD has a live pod and none is waiting for Ready; an OSD the spec is
+//! ambiguous about is neither created nor replaced; pods another controller controls are
+//! never touched.
 
-use crate::classify::{classify, Timing};
-pub use crate::classify::{ObservedPod, PodClass};
+use crate::classify::{classify, Owner, Timing};
+pub use crate::classify::{ObservedPod, PodClass, Workload};
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::desired::desired_osds;
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
-use crate::osd::{OsdKey, SuffixSource};
+use crate::osd::{DeviceId, OsdKey, SuffixSource};
 use crate::render::{render_pod, PodIdentity, RenderError};
+use crate::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
 use crate::rollout::{deadlines, domain_id, rollout_step};
-use crate::status::{compute_status, StatusInput};
+use crate::status::{compute_status, SpecProblem, StatusInput};
+use crate::template_rules::template_problems;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
@@ -52,10 +58,36 @@ pub struct PlannedEvent {
     pub pod: Option<String>,
 }
 
+/// What the planner observed of one CephOSD: every pod and every ReplicaSet carrying its
+/// owner label.
+#[derive(Clone, Copy, Debug)]
+pub struct Observed<'a> {
+    pub pods: &'a [Pod],
+    pub replica_sets: &'a [ReplicaSet],
+}
+
+impl<'a> Observed<'a> {
+    /// Pods only (a cluster without ReplicaSets of the Ansible operator).
+    pub fn pods(pods: &'a [Pod]) -> Self {
+        Self {
+            pods,
+            replica_sets: &[],
+        }
+    }
+}
+
 /// One API write.
 #[derive(Clone, Debug)]
 pub enum Action {
     Delete {
+        name: String,
+        uid: Option<String>,
+        key: Option<OsdKey>,
+        reason: DeleteReason,
+    },
+    /// Deletes a ReplicaSet of the Ansible operator with foreground propagation (its pod goes
+    /// with it; the ReplicaSet controller recreates nothing).
+    DeleteReplicaSet {
         name: String,
         uid: Option<String>,
         key: Option<OsdKey>,
@@ -87,6 +119,10 @@ pub struct Summary {
     pub unready: usize,
     pub invalid: usize,
     pub terminating: usize,
+    /// Pods with the owner label that another controller controls (left alone).
+    pub foreign: usize,
+    /// Desired OSDs still run by a ReplicaSet of the Ansible operator.
+    pub migrating: usize,
 }
 
 /// The outcome of planning one reconcile.
@@ -100,8 +136,8 @@ pub struct Plan {
     pub replacing: Vec<OsdKey>,
     /// Why no rollout step started although pods are out of date, if so.
     pub halted: Option<String>,
-    /// Messages about the spec that deserve a condition (e.g. conflicting duplicates).
-    pub spec_warnings: Vec<String>,
+    /// What is wrong with the spec (the `InvalidSpec` condition).
+    pub spec_problems: Vec<SpecProblem>,
     /// A replacement past its progress deadline, described.
     pub stalled: Option<String>,
     /// Events that are not tied to one action (halts, stalls, overrides, adoptions).
@@ -124,21 +160,45 @@ pub enum PlanError {
     NoNamespace,
 }
 
-/// Plans one reconcile of `cr` given every pod carrying its owner label, at time `now`.
+/// At most this many pods are created by one plan (one reconcile).
+pub const MAX_CREATIONS_PER_PLAN: usize = 500;
+
+/// Plans one reconcile of `cr` given what carries its owner label, at time `now`.
 pub fn plan(
     cr: &CephOsd,
-    pods: &[Pod],
+    observed_objects: &Observed<'_>,
     suffixes: &mut dyn SuffixSource,
     now: Timestamp,
 ) -> Result<Plan, PlanError> {
     let spec = &cr.spec;
     let template_hash = TemplateHash::of(&spec.pod_template);
-    let (desired, conflicts) = desired_osds(spec);
+    let desired_set = desired_osds(spec);
+    let (desired, blocked) = (&desired_set.osds, &desired_set.blocked);
     let timing = Timing {
         now,
         min_ready: spec.min_ready(),
     };
-    let observed = classify(pods, &template_hash, &desired, &timing);
+    let cr_name = cr.name_any();
+    let owner_uid = cr.uid();
+    let owner = Owner {
+        name: &cr_name,
+        uid: owner_uid.as_deref(),
+    };
+    let observed = classify(
+        observed_objects.pods,
+        &owner,
+        &template_hash,
+        desired,
+        &timing,
+    );
+    let replica_sets = classify_replica_sets(observed_objects.replica_sets, &observed, &owner);
+    // A ReplicaSet of the Ansible operator stands for its OSD until replaced.
+    let era: Vec<ObservedPod> = replica_sets
+        .iter()
+        .filter(|rs| rs.class == ReplicaSetClass::Era)
+        .filter(|rs| rs.key.as_ref().is_some_and(|k| desired.contains_key(k)))
+        .map(ObservedReplicaSet::as_workload)
+        .collect();
     let previous = cr.status.clone().unwrap_or_default();
     let same_generation = previous.observed_generation.is_some()
         && previous.observed_generation == cr.metadata.generation;
@@ -161,21 +221,68 @@ pub fn plan(
             actions.push(delete(pod, reason));
         }
     }
+    for rs in &replica_sets {
+        let reason = match &rs.class {
+            ReplicaSetClass::Invalid(why) => DeleteReason::Invalid(why.clone()),
+            ReplicaSetClass::Era if !rs.key.as_ref().is_some_and(|k| desired.contains_key(k)) => {
+                DeleteReason::Superfluous
+            }
+            _ => continue,
+        };
+        actions.push(Action::DeleteReplicaSet {
+            name: rs.name.clone(),
+            uid: rs.uid.clone(),
+            key: rs.key.clone(),
+            reason,
+        });
+    }
 
-    // 3: missing OSDs, created only once no pod of theirs exists at all (never two per device).
-    let occupied: BTreeSet<&OsdKey> = observed.iter().filter_map(|p| p.key.as_ref()).collect();
+    // 3: missing OSDs, created only once no pod holds their disk at all (never two per
+    // device), and never while the spec is ambiguous about them.
+    let occupied: BTreeSet<DeviceId> = observed
+        .iter()
+        .filter_map(|p| p.device().cloned())
+        .chain(replica_sets.iter().filter_map(ObservedReplicaSet::device))
+        .collect();
     let live: BTreeSet<&OsdKey> = observed
         .iter()
+        .chain(&era)
         .filter(|p| p.is_live())
         .filter_map(|p| p.key.as_ref())
         .collect();
+    // A Ready pod of another controller keeps its OSD available (though not ours); a
+    // ReplicaSet's pod only while that ReplicaSet is there and not being deleted: otherwise
+    // the garbage collector is about to take the pod down (it may even remove a ReplicaSet
+    // before its pods).
+    let standing: BTreeSet<&str> = replica_sets
+        .iter()
+        .filter(|rs| rs.class != ReplicaSetClass::Terminating)
+        .map(|rs| rs.name.as_str())
+        .collect();
+    let served_by_foreign: BTreeSet<DeviceId> = observed
+        .iter()
+        .filter(|p| match &p.class {
+            PodClass::Foreign(c) => {
+                p.ready && (c.kind != "ReplicaSet" || standing.contains(c.name.as_str()))
+            }
+            _ => false,
+        })
+        .filter_map(|p| p.device().cloned())
+        .collect();
     let namespace = cr.namespace().ok_or(PlanError::NoNamespace)?;
-    let cr_name = cr.name_any();
-    let owner_uid = cr.uid();
     let mut missing = Vec::new();
+    let mut creations = 0;
     for osd in desired.values().filter(|o| !live.contains(&o.key)) {
-        missing.push(osd.key.clone());
-        if occupied.contains(&osd.key) {
+        if !served_by_foreign.contains(&osd.key.device_id()) {
+            missing.push(osd.key.clone());
+        }
+        if occupied.contains(&osd.key.device_id()) || blocked.contains(&osd.key) {
+            continue;
+        }
+        // A bounded batch: the next reconcile, moments later, creates the rest, and sees a
+        // deleted CephOSD, an edited spec or a shutdown in between.
+        creations += 1;
+        if creations > MAX_CREATIONS_PER_PLAN {
             continue;
         }
         let name = format!("{}{}", osd.key.name_prefix(), suffixes.next_suffix());
@@ -207,12 +314,18 @@ pub fn plan(
         });
     }
 
-    // 4: record states (only where the annotation differs: adoption writes nothing).
+    // 4: record states (only where the annotation differs: adoption writes nothing; a
+    // blocked OSD's pod stays exactly as it is).
     let current: Vec<&ObservedPod> = observed
         .iter()
         .filter(|p| p.is_live() && p.key.as_ref().is_some_and(|k| desired.contains_key(k)))
+        .chain(&era)
         .collect();
-    for pod in &current {
+    let is_blocked = |p: &ObservedPod| p.key.as_ref().is_some_and(|k| blocked.contains(k));
+    let own_pods = current
+        .iter()
+        .filter(|p| p.workload == Workload::Pod && !is_blocked(p));
+    for pod in own_pods {
         let state = match pod.class {
             PodClass::OutOfDate => PodState::OutOfDate,
             PodClass::UpToDate | PodClass::Ready => PodState::UpToDate,
@@ -229,8 +342,14 @@ pub fn plan(
         }
     }
 
-    // 5: rolling update, at most `maxUnavailable` update domains unavailable at once.
-    let step = rollout_step(spec, &current, &missing);
+    // 5: rolling update, at most `maxUnavailable` update domains unavailable at once; a
+    // blocked OSD's pod is not replaced.
+    let candidates: Vec<&ObservedPod> = current
+        .iter()
+        .copied()
+        .filter(|p| !(p.class == PodClass::OutOfDate && is_blocked(p)))
+        .collect();
+    let step = rollout_step(spec, &candidates, &missing, blocked);
     let mut replacing = Vec::new();
     for pod in &step.replace {
         actions.push(delete(pod, DeleteReason::Replace));
@@ -246,7 +365,10 @@ pub fn plan(
         current.iter().copied().chain(blocking_terminations),
         now,
     );
-    let (stalled, requeue_after) = (watch.stalled, watch.requeue_after);
+    let (stalled, mut requeue_after) = (watch.stalled, watch.requeue_after);
+    if creations > MAX_CREATIONS_PER_PLAN {
+        requeue_after = Some(SignedDuration::from_secs(1));
+    }
 
     let mut current_update: BTreeSet<String> = unavailable
         .iter()
@@ -256,6 +378,33 @@ pub fn plan(
     current_update.extend(replacing.iter().map(domain_of));
 
     let count = |class: PodClass| current.iter().filter(|p| p.class == class).count();
+    // Pods of the Ansible operator's ReplicaSets are expected; any other foreign pod is told.
+    let era_sets: BTreeSet<&str> = replica_sets
+        .iter()
+        .filter(|rs| !matches!(rs.class, ReplicaSetClass::Foreign(_)))
+        .map(|rs| rs.name.as_str())
+        .collect();
+    let foreign_pods: Vec<(&ObservedPod, String)> = observed
+        .iter()
+        .filter_map(|p| match &p.class {
+            PodClass::Foreign(c)
+                if !(c.kind == "ReplicaSet" && era_sets.contains(c.name.as_str())) =>
+            {
+                Some((p, c.to_string()))
+            }
+            _ => None,
+        })
+        .collect();
+    // Our OSD pods the scheduler cannot place (a host without its Node, a cordoned node, ...).
+    let unschedulable_pods: Vec<(&ObservedPod, String)> = current
+        .iter()
+        .filter_map(|p| {
+            let key = p.key.as_ref()?;
+            let why = p.unschedulable.as_ref()?;
+            Some((*p, format!("{key} waits for node {}: {why}", key.host)))
+        })
+        .collect();
+    let unschedulable: Vec<String> = unschedulable_pods.iter().map(|(_, w)| w.clone()).collect();
     let summary = Summary {
         desired: desired.len(),
         current: current.len(),
@@ -279,8 +428,10 @@ pub fn plan(
             .iter()
             .filter(|p| p.class == PodClass::Terminating)
             .count(),
+        foreign: foreign_pods.len(),
+        migrating: era.len(),
     };
-    let spec_warnings: Vec<String> = conflicts.into_iter().map(|c| c.message).collect();
+    let spec_problems = spec_problems(&desired_set, &spec.pod_template);
     let status = compute_status(&StatusInput {
         previous: &previous,
         generation: cr.metadata.generation,
@@ -290,11 +441,15 @@ pub fn plan(
         paused: spec.is_paused(),
         halted: halted.as_deref(),
         stalled: stalled.as_deref(),
-        spec_errors: &spec_warnings,
+        spec_problems: &spec_problems,
         pending_actions: !actions.is_empty(),
         current_update: current_update.into_iter().collect(),
+        foreign_pods: foreign_pods.iter().map(|(p, _)| p.name.clone()).collect(),
+        unschedulable: unschedulable.clone(),
     });
     let mut events = transition_events(&previous, &status);
+    events.extend(foreign_pod_events(&previous, &foreign_pods));
+    events.extend(unschedulable_events(&previous, &unschedulable_pods));
     for pod in &current {
         if pod.class == PodClass::UpToDate
             && !pod.ready
@@ -313,7 +468,7 @@ pub fn plan(
                 pod: Some(pod.name.clone()),
             });
         }
-        if cr.status.is_none() && !pod.controlled {
+        if cr.status.is_none() && !pod.controlled && pod.workload == Workload::Pod {
             events.push(PlannedEvent {
                 warning: false,
                 reason: "Adopted",
@@ -332,12 +487,76 @@ pub fn plan(
         summary,
         replacing,
         halted,
-        spec_warnings,
+        spec_problems,
         stalled,
         events,
         status,
         requeue_after,
     })
+}
+
+/// Everything wrong with the spec: storage problems first, then forbidden template fields.
+fn spec_problems(
+    desired: &crate::desired::DesiredOsds,
+    template: &serde_json::Value,
+) -> Vec<SpecProblem> {
+    let storage = desired.problems.iter().map(|p| SpecProblem {
+        reason: if p.blocks.is_empty() {
+            "InvalidStorage"
+        } else {
+            "ConflictingDevices"
+        },
+        message: p.message.clone(),
+    });
+    let template = template_problems(template)
+        .into_iter()
+        .map(|p| SpecProblem {
+            reason: "ForbiddenTemplateField",
+            message: format!("{p} (left out of every pod)"),
+        });
+    let mut problems: Vec<SpecProblem> = storage.chain(template).collect();
+    // The most severe reason first: it names the condition.
+    problems.sort_by_key(|p| p.reason != "ConflictingDevices");
+    problems
+}
+
+/// One Warning per pod of another controller, when it is first seen (the status lists those
+/// already told).
+/// One Warning per OSD whose pod newly cannot be scheduled.
+fn unschedulable_events(
+    previous: &CephOsdStatus,
+    unschedulable: &[(&ObservedPod, String)],
+) -> Vec<PlannedEvent> {
+    unschedulable
+        .iter()
+        .filter(|(_, waiting)| !previous.unschedulable.contains(waiting))
+        .map(|(pod, waiting)| PlannedEvent {
+            warning: true,
+            reason: "Unschedulable",
+            note: format!("OSD {waiting}"),
+            pod: Some(pod.name.clone()),
+        })
+        .collect()
+}
+
+fn foreign_pod_events(
+    previous: &CephOsdStatus,
+    foreign: &[(&ObservedPod, String)],
+) -> Vec<PlannedEvent> {
+    foreign
+        .iter()
+        .filter(|(p, _)| !previous.foreign_pods.contains(&p.name))
+        .map(|(p, controller)| PlannedEvent {
+            warning: true,
+            reason: "ForeignPod",
+            note: format!(
+                "pod {} carries this CephOSD's owner label but is controlled by {controller}: \
+                     left alone, and no pod is created for its disk while it exists",
+                p.describe()
+            ),
+            pod: Some(p.name.clone()),
+        })
+        .collect()
 }
 
 /// Events for state changes between the previous and the new status (so a steady state,
@@ -350,6 +569,24 @@ fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<Pl
             .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
     };
     let mut events = Vec::new();
+    let (before, after) = (
+        condition(previous, "InvalidSpec"),
+        condition(status, "InvalidSpec"),
+    );
+    if let Some((state, _, message)) = &after {
+        if state == "True"
+            && before
+                .as_ref()
+                .is_none_or(|b| b.0 != "True" || &b.2 != message)
+        {
+            events.push(PlannedEvent {
+                warning: true,
+                reason: "InvalidSpec",
+                note: message.clone(),
+                pod: None,
+            });
+        }
+    }
     let (before, after) = (condition(previous, "Stalled"), condition(status, "Stalled"));
     if let Some((state, _, message)) = &after {
         if state == "True" && before.as_ref().is_none_or(|b| b.0 != "True") {
@@ -384,14 +621,35 @@ fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<Pl
 }
 
 fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
-    Action::Delete {
-        name: pod.name.clone(),
-        uid: pod.uid.clone(),
-        key: pod.key.clone(),
-        reason,
+    let (name, uid, key) = (pod.name.clone(), pod.uid.clone(), pod.key.clone());
+    match pod.workload {
+        Workload::Pod => Action::Delete {
+            name,
+            uid,
+            key,
+            reason,
+        },
+        Workload::ReplicaSet => Action::DeleteReplicaSet {
+            name,
+            uid,
+            key,
+            reason,
+        },
     }
 }
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "plan_safety_tests.rs"]
+mod safety_tests;
+
+#[cfg(test)]
+#[path = "plan_migration_tests.rs"]
+mod migration_tests;
+
+#[cfg(test)]
+#[path = "plan_cache_tests.rs"]
+mod cache_tests;

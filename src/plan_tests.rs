@@ -2,22 +2,23 @@
 //! plus a simulated cluster driven by proptest to check the invariants.
 
 use super::*;
-use crate::classify::{classify, Timing};
+use crate::classify::{classify, Owner, Timing};
 use crate::crd::UpdateDomain;
 use crate::crd::{CephOsdSpec, OsdDevices, StorageEntry};
 use crate::labels;
 use crate::osd::CountingSuffix;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-fn template(marker: &str) -> Value {
+pub(super) fn template(marker: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"role": "osd"}},
            "spec": {"containers": [{"name": "osd", "image": "ceph", "env": [{"name": "M", "value": marker}]}]}})
 }
 
-fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &str) -> CephOsd {
+pub(super) fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &str) -> CephOsd {
     let mut cr = CephOsd::new(
         "ceph-osds",
         CephOsdSpec::new(
@@ -44,25 +45,53 @@ fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &str) -> Cep
 
 /// A tiny in-memory cluster: applies plans, plays kubelet, finishes terminations.
 #[derive(Default)]
-struct Cluster {
-    pods: Vec<Pod>,
+pub(super) struct Cluster {
+    pub(super) pods: Vec<Pod>,
+    /// ReplicaSets of the Ansible operator (see `run_replica_set_controller`).
+    pub(super) replica_sets: Vec<ReplicaSet>,
     suffixes: CountingSuffix,
     uid: u32,
     /// The CR's status as last written by a plan.
-    status: Option<crate::crd::CephOsdStatus>,
+    pub(super) status: Option<crate::crd::CephOsdStatus>,
     /// Seconds since the epoch: the simulated clock.
-    clock: i64,
+    pub(super) clock: i64,
 }
 
-fn at(seconds: i64) -> Timestamp {
+pub(super) fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(seconds).expect("valid time")
 }
 
 impl Cluster {
-    fn reconcile(&mut self, cr: &CephOsd) -> Plan {
+    pub(super) fn reconcile(&mut self, cr: &CephOsd) -> Plan {
         let mut cr = cr.clone();
         cr.status = self.status.clone();
-        let plan = plan(&cr, &self.pods, &mut self.suffixes, at(self.clock)).expect("plans");
+        let observed = Observed {
+            pods: &self.pods,
+            replica_sets: &self.replica_sets,
+        };
+        let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock)).expect("plans");
+        self.apply(&plan);
+        plan
+    }
+
+    /// Plans from `pods` and `replica_sets` (what a cache showed, perhaps long ago) and
+    /// applies the plan to the cluster as it is now.
+    pub(super) fn reconcile_from(
+        &mut self,
+        cr: &CephOsd,
+        pods: &[Pod],
+        replica_sets: &[ReplicaSet],
+    ) -> Plan {
+        let mut cr = cr.clone();
+        cr.status = self.status.clone();
+        let observed = Observed { pods, replica_sets };
+        let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock)).expect("plans");
+        self.apply(&plan);
+        plan
+    }
+
+    /// Applies a plan's actions and status, as the executor would.
+    pub(super) fn apply(&mut self, plan: &Plan) {
         self.status = Some(plan.status.clone());
         for action in &plan.actions {
             match action {
@@ -81,49 +110,133 @@ impl Cluster {
                     self.pods.push(pod);
                 }
                 Action::PatchState { name, state, .. } => {
-                    let pod = self.pod_mut(name).expect("patched pod exists");
-                    annotate(pod, labels::POD_STATE, state.as_str());
+                    // A pod gone meanwhile: the API answers 404, nothing changes.
+                    if let Some(pod) = self.pod_mut(name) {
+                        annotate(pod, labels::POD_STATE, state.as_str());
+                    }
                 }
+                Action::DeleteReplicaSet { name, .. } => self.delete_replica_set(name),
             }
         }
-        plan
     }
 
-    fn pod_mut(&mut self, name: &str) -> Option<&mut Pod> {
+    pub(super) fn pod_mut(&mut self, name: &str) -> Option<&mut Pod> {
         self.pods.iter_mut().find(|p| p.name_any() == name)
     }
 
-    fn finish_terminations(&mut self) {
+    pub(super) fn finish_terminations(&mut self) {
         self.pods
             .retain(|p| p.metadata.deletion_timestamp.is_none());
+        // Foreground deletion: a ReplicaSet goes once its pods are gone.
+        let pods = &self.pods;
+        self.replica_sets.retain(|rs| {
+            rs.metadata.deletion_timestamp.is_none()
+                || pods.iter().any(|p| controller_uid(p) == rs.metadata.uid)
+        });
     }
 
-    fn make_all_ready(&mut self) {
+    /// Foreground deletion: the ReplicaSet gets a deletionTimestamp; its pods only once the
+    /// garbage collector runs.
+    pub(super) fn delete_replica_set(&mut self, name: &str) {
+        if let Some(rs) = self
+            .replica_sets
+            .iter_mut()
+            .find(|rs| rs.name_any() == name)
+        {
+            rs.metadata.deletion_timestamp = Some(Time(at(0)));
+        }
+    }
+
+    /// What the garbage collector does: the pods of a ReplicaSet being deleted get a
+    /// deletionTimestamp.
+    pub(super) fn run_garbage_collector(&mut self) {
+        let standing: Vec<Option<String>> = self
+            .replica_sets
+            .iter()
+            .filter(|rs| rs.metadata.deletion_timestamp.is_none())
+            .map(|rs| rs.metadata.uid.clone())
+            .collect();
+        for pod in &mut self.pods {
+            let of_replica_set = pod
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && o.kind == "ReplicaSet");
+            // Its ReplicaSet being deleted, or gone (a dangling owner reference).
+            if of_replica_set
+                && !standing.contains(&controller_uid(pod))
+                && pod.metadata.deletion_timestamp.is_none()
+            {
+                pod.metadata.deletion_timestamp = Some(Time(at(0)));
+            }
+        }
+    }
+
+    /// What the ReplicaSet controller does: a ReplicaSet that is not being deleted and has no
+    /// active (non-terminating) pod gets a new one from its template.
+    pub(super) fn run_replica_set_controller(&mut self) {
+        let mut new = Vec::new();
+        for rs in &self.replica_sets {
+            let active = self.pods.iter().any(|p| {
+                controller_uid(p) == rs.metadata.uid && p.metadata.deletion_timestamp.is_none()
+            });
+            if rs.metadata.deletion_timestamp.is_some() || active {
+                continue;
+            }
+            let template = rs.spec.template.clone().unwrap_or_default();
+            self.uid += 1;
+            let mut pod = Pod {
+                metadata: template.metadata.unwrap_or_default(),
+                spec: template.spec,
+                status: None,
+            };
+            pod.metadata.name = Some(format!("{}-p{:04}", rs.name_any(), self.uid));
+            pod.metadata.uid = Some(format!("pod-uid-{}", self.uid));
+            pod.metadata.creation_timestamp = Some(Time(at(self.clock)));
+            pod.metadata.owner_references = Some(vec![OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                name: rs.name_any(),
+                uid: rs.metadata.uid.clone().unwrap_or_default(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]);
+            new.push(pod);
+        }
+        self.pods.extend(new);
+    }
+
+    pub(super) fn make_all_ready(&mut self) {
         for pod in &mut self.pods {
             set_ready(pod, true);
         }
     }
 
     /// Reconciles, finishes terminations and readies pods until nothing changes.
-    fn settle(&mut self, cr: &CephOsd) -> Vec<Plan> {
+    pub(super) fn settle(&mut self, cr: &CephOsd) -> Vec<Plan> {
         let mut plans = Vec::new();
         for _ in 0..100 {
             let plan = self.reconcile(cr);
             let idle = plan.actions.is_empty()
                 && plan.summary.terminating == 0
-                && plan.summary.unready == 0;
+                && plan.summary.unready == 0
+                && plan.summary.migrating == 0
+                && (self.replica_sets.iter()).all(|rs| rs.metadata.deletion_timestamp.is_none());
             plans.push(plan);
             if idle {
                 return plans;
             }
+            self.run_garbage_collector();
             self.finish_terminations();
+            self.run_replica_set_controller();
             self.make_all_ready();
         }
         assert!(plans.is_empty(), "did not settle after 100 rounds");
         plans
     }
 
-    fn live(&self) -> Vec<&Pod> {
+    pub(super) fn live(&self) -> Vec<&Pod> {
         self.pods
             .iter()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -131,14 +244,46 @@ impl Cluster {
     }
 }
 
-fn annotate(pod: &mut Pod, key: &str, value: &str) {
+/// The disk a pod's annotations name.
+pub(super) fn device_of(pod: &Pod) -> Option<crate::osd::DeviceId> {
+    Some(
+        OsdKey::new(
+            annotation(pod, labels::HOST)?,
+            annotation(pod, labels::DATA)?,
+        )
+        .device_id(),
+    )
+}
+
+/// The uid of the object a pod's controller ownerReference names.
+/// Never two pods (terminating included, a ReplicaSet's pod and ours alike) on one disk.
+pub(super) fn one_pod_per_disk(pods: &[Pod]) -> Result<(), String> {
+    let mut seen = std::collections::BTreeMap::new();
+    for pod in pods {
+        if let Some(device) = device_of(pod) {
+            if let Some(other) = seen.insert(device.clone(), pod.name_any()) {
+                return Err(format!("{other} and {} both on {device}", pod.name_any()));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn controller_uid(pod: &Pod) -> Option<String> {
+    pod.owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.clone())
+}
+
+pub(super) fn annotate(pod: &mut Pod, key: &str, value: &str) {
     pod.metadata
         .annotations
         .get_or_insert_with(Default::default)
         .insert(key.to_owned(), value.to_owned());
 }
 
-fn set_ready(pod: &mut Pod, ready: bool) {
+pub(super) fn set_ready(pod: &mut Pod, ready: bool) {
     pod.status = Some(PodStatus {
         phase: Some("Running".into()),
         conditions: Some(vec![PodCondition {
@@ -150,7 +295,7 @@ fn set_ready(pod: &mut Pod, ready: bool) {
     });
 }
 
-fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+pub(super) fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
     pod.metadata
         .annotations
         .as_ref()?
@@ -158,7 +303,7 @@ fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-fn deletes(plan: &Plan) -> Vec<(String, DeleteReason)> {
+pub(super) fn deletes(plan: &Plan) -> Vec<(String, DeleteReason)> {
     plan.actions
         .iter()
         .filter_map(|a| match a {
@@ -171,7 +316,7 @@ fn deletes(plan: &Plan) -> Vec<(String, DeleteReason)> {
         .collect()
 }
 
-fn creates(plan: &Plan) -> Vec<String> {
+pub(super) fn creates(plan: &Plan) -> Vec<String> {
     plan.actions
         .iter()
         .filter_map(|a| match a {
@@ -181,7 +326,7 @@ fn creates(plan: &Plan) -> Vec<String> {
         .collect()
 }
 
-fn patches(plan: &Plan) -> Vec<(String, PodState)> {
+pub(super) fn patches(plan: &Plan) -> Vec<(String, PodState)> {
     plan.actions
         .iter()
         .filter_map(|a| match a {
@@ -191,10 +336,46 @@ fn patches(plan: &Plan) -> Vec<(String, PodState)> {
         .collect()
 }
 
-fn converged(cr: &CephOsd) -> Cluster {
+pub(super) fn converged(cr: &CephOsd) -> Cluster {
     let mut cluster = Cluster::default();
     cluster.settle(cr);
     cluster
+}
+
+#[test]
+fn creations_come_in_bounded_batches_in_key_order() {
+    let hosts: Vec<String> = (0..120).map(|h| format!("h{h:03}")).collect();
+    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let datas: Vec<String> = (0..10)
+        .map(|d| format!("/dev/sd{}", char::from(b'b' + d)))
+        .collect();
+    let datas: Vec<&str> = datas.iter().map(String::as_str).collect();
+    let cr = cr(UpdateDomain::Host, &hosts, &datas, "a");
+    let mut cluster = Cluster::default();
+    let mut batches = Vec::new();
+    loop {
+        let plan = cluster.reconcile(&cr);
+        let created = creates(&plan);
+        if created.is_empty() {
+            break;
+        }
+        let sorted = {
+            let mut sorted = created.clone();
+            sorted.sort();
+            sorted
+        };
+        assert_eq!(created, sorted, "in key order");
+        let more = cluster.pods.len() < 1200;
+        assert_eq!(
+            plan.requeue_after
+                .is_some_and(|r| r <= SignedDuration::from_secs(1)),
+            more,
+            "looks again soon while OSDs wait"
+        );
+        batches.push(created.len());
+    }
+    assert_eq!(batches, [500, 500, 200]);
+    assert_eq!(cluster.pods.len(), 1200);
 }
 
 #[test]
@@ -287,7 +468,13 @@ fn adopts_reference_pods_with_zero_writes() {
             pod
         })
         .collect();
-    let plan = plan(&cr, &pods, &mut CountingSuffix::default(), at(0)).expect("plans");
+    let plan = plan(
+        &cr,
+        &Observed::pods(&pods),
+        &mut CountingSuffix::default(),
+        at(0),
+    )
+    .expect("plans");
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     assert_eq!(plan.summary.current, 2);
 }
@@ -324,7 +511,7 @@ fn classification_follows_the_reference_rules() {
         .collect();
     assert_eq!(classes[0].1, &PodClass::UpToDate);
     assert!(
-        matches!(classes[3], ("osd-h1-sdb-zzzzz", PodClass::Invalid(why)) if why.contains("another pod"))
+        matches!(classes[3], ("osd-h1-sdb-zzzzz", PodClass::Invalid(why)) if why.contains("already runs the OSD"))
     );
     assert!(
         matches!(classes[4], ("someone-elses-pod", PodClass::Invalid(why)) if why.contains("name"))
@@ -600,21 +787,42 @@ fn missing_osds_halt_the_rollout() {
 }
 
 #[test]
-fn conflicting_duplicate_devices_are_reported() {
-    let mut cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
+fn conflicting_duplicate_devices_are_reported_and_not_created() {
+    let mut cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
     let mut entry = cr.spec.storage[0].clone();
+    entry.osds.truncate(1);
     entry.osds[0].db = Some("/dev/nvme0n1".into());
     cr.spec.storage.push(entry);
-    let plan = plan(&cr, &[], &mut CountingSuffix::default(), at(0)).expect("plans");
-    assert_eq!(plan.spec_warnings.len(), 1);
-    assert_eq!(creates(&plan), ["h1:/dev/sdb"]);
+    let mut cluster = Cluster::default();
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(plan.spec_problems.len(), 1);
+    assert_eq!(creates(&plan), ["h1:/dev/sdc"]);
+    assert!(plan
+        .events
+        .iter()
+        .any(|e| e.warning && e.reason == "InvalidSpec" && e.note.contains("h1:/dev/sdb")));
+    // Told once, not at every reconcile.
+    cluster.make_all_ready();
+    let plan = cluster.reconcile(&cr);
+    assert!(
+        !event_reasons(&plan).contains(&"InvalidSpec"),
+        "{:?}",
+        plan.events
+    );
+    assert!(creates(&plan).is_empty());
 }
 
 #[test]
 fn an_unrenderable_template_is_an_error_not_a_partial_plan() {
     let mut cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
     cr.spec.pod_template = json!({"spec": {"containers": "not a list"}});
-    let err = plan(&cr, &[], &mut CountingSuffix::default(), at(0)).expect_err("fails");
+    let err = plan(
+        &cr,
+        &Observed::pods(&[]),
+        &mut CountingSuffix::default(),
+        at(0),
+    )
+    .expect_err("fails");
     assert!(err.to_string().contains("h1:/dev/sdb"), "{err}");
 }
 
@@ -712,13 +920,17 @@ fn check_replacement_step(
         })
         .collect();
     prop_assert_eq!(domains.len(), 1);
-    let (desired, _) = desired_osds(&cr.spec);
+    let desired = desired_osds(&cr.spec).osds;
     let hash = TemplateHash::of(&cr.spec.pod_template);
     let timing = Timing {
         now: at(0),
         min_ready: SignedDuration::ZERO,
     };
-    let observed = classify(before, &hash, &desired, &timing);
+    let owner = Owner {
+        name: "ceph-osds",
+        uid: Some("cr-uid"),
+    };
+    let observed = classify(before, &owner, &hash, &desired, &timing);
     for key in desired.keys() {
         let pod = observed
             .iter()
@@ -737,13 +949,13 @@ fn check_replacement_step(
     Ok(())
 }
 
-// --- rollout controls, status and events (issue 5) ------------------------------------------
+// --- rollout controls, status and events ------------------------------------------
 
 fn replaced(plan: &Plan) -> Vec<String> {
     plan.replacing.iter().map(ToString::to_string).collect()
 }
 
-fn condition<'a>(
+pub(super) fn condition<'a>(
     plan: &'a Plan,
     type_: &str,
 ) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
@@ -754,7 +966,7 @@ fn condition<'a>(
         .expect("condition present")
 }
 
-fn event_reasons(plan: &Plan) -> Vec<&'static str> {
+pub(super) fn event_reasons(plan: &Plan) -> Vec<&'static str> {
     plan.events.iter().map(|e| e.reason).collect()
 }
 
@@ -925,6 +1137,20 @@ fn a_replacement_past_its_deadline_stalls_visibly_and_recovers_after_the_fix() {
     assert_eq!(event_reasons(&plan), ["Stalled"]);
     assert!(plan.events[0].warning);
     assert!(cluster.reconcile(&broken).events.is_empty(), "told once");
+    cluster.clock += 100;
+    let later = cluster.reconcile(&broken);
+    assert_eq!(
+        condition(&later, "Stalled").message,
+        stalled.message,
+        "the message does not change while it stays true (no status write per reconcile)"
+    );
+    assert!(
+        stalled
+            .message
+            .contains("waiting since 1970-01-01T00:00:00Z"),
+        "{}",
+        stalled.message
+    );
     // The fix: the stuck pod becomes out-of-date and is replaced; Stalled clears.
     let mut fixed = broken.clone();
     fixed.spec.pod_template = template("fixed");
@@ -979,7 +1205,13 @@ fn conflicting_devices_set_invalid_spec_and_phase_error() {
     let mut entry = cr.spec.storage[0].clone();
     entry.osds[0].db = Some("/dev/nvme0n1".into());
     cr.spec.storage.push(entry);
-    let plan = plan(&cr, &[], &mut CountingSuffix::default(), at(0)).expect("plans");
+    let plan = plan(
+        &cr,
+        &Observed::pods(&[]),
+        &mut CountingSuffix::default(),
+        at(0),
+    )
+    .expect("plans");
     assert_eq!(plan.status.phase, Some(crate::crd::Phase::Error));
     let invalid = condition(&plan, "InvalidSpec");
     assert_eq!(
@@ -1028,4 +1260,55 @@ fn the_last_replacement_still_reads_as_a_rolling_update() {
     assert_eq!((plan.status.out_of_date, plan.status.unready), (0, 1));
     assert_eq!(condition(&plan, "Progressing").reason, "RollingUpdate");
     assert_eq!(plan.status.current_update, ["h1:/dev/sdb"]);
+}
+
+#[test]
+fn a_pod_the_scheduler_cannot_place_is_told_once_with_its_node() {
+    let cr = cr(UpdateDomain::Osd, &["w1", "w9"], &["/dev/sdb"], "a");
+    let mut cluster = Cluster::default();
+    cluster.reconcile(&cr);
+    let message = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.";
+    for pod in &mut cluster.pods {
+        let scheduled = annotation(pod, labels::HOST) == Some("w1");
+        set_ready(pod, scheduled);
+        if !scheduled {
+            let status = pod.status.get_or_insert_with(Default::default);
+            status.phase = Some("Pending".into());
+            status.conditions = Some(vec![PodCondition {
+                type_: "PodScheduled".into(),
+                status: "False".into(),
+                reason: Some("Unschedulable".into()),
+                message: Some(message.into()),
+                ..Default::default()
+            }]);
+        }
+    }
+    let waiting = format!("w9:/dev/sdb waits for node w9: {message}");
+
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(plan.status.unschedulable, std::slice::from_ref(&waiting));
+    let progressing = condition(&plan, "Progressing");
+    assert_eq!(progressing.reason, "WaitingForNodes");
+    assert_eq!(progressing.message, format!("OSD {waiting}"));
+    let told: Vec<&PlannedEvent> = plan
+        .events
+        .iter()
+        .filter(|e| e.reason == "Unschedulable")
+        .collect();
+    assert_eq!(told.len(), 1);
+    assert!(told[0].warning && told[0].note == format!("OSD {waiting}"));
+    assert!(told[0]
+        .pod
+        .as_deref()
+        .is_some_and(|p| p.starts_with("osd-w9-sdb-")));
+
+    // Told once, not at every reconcile; gone from the status once the pod is placed.
+    let again = cluster.reconcile(&cr);
+    assert!(!event_reasons(&again).contains(&"Unschedulable"));
+    assert_eq!(again.status.unschedulable, [waiting]);
+    for pod in &mut cluster.pods {
+        set_ready(pod, true);
+    }
+    let placed = cluster.reconcile(&cr);
+    assert!(placed.status.unschedulable.is_empty());
 }

@@ -22,7 +22,7 @@ pub fn preview_pods(
     let hash = TemplateHash::of(&template);
     let cr_name = cr.name_any();
     let owner_uid = cr.uid();
-    let (osds, _) = desired_osds(&cr.spec);
+    let osds = desired_osds(&cr.spec).osds;
     let mut out = String::new();
     for osd in osds.values() {
         let name = format!("{}{}", osd.key.name_prefix(), suffixes.next_suffix());

@@ -6,6 +6,7 @@
 use crate::desired::DesiredOsd;
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
+use crate::template_rules::remove_forbidden_fields;
 use k8s_openapi::api::core::v1::Pod;
 use minijinja::{context, AutoEscape, Environment, UndefinedBehavior};
 use serde_json::{Map, Value};
@@ -61,6 +62,9 @@ pub fn render_pod(
     };
     let additions = render_additions(osd, identity)?;
     let mut pod = Value::Object(template.clone());
+    // What the operator computes is never taken from the template (db/wal of another OSD,
+    // a pod-state that skips the readiness gate, a node that is not the OSD's host).
+    remove_forbidden_fields(&mut pod);
     deep_merge(
         &mut pod,
         additions.get("pod").cloned().unwrap_or(Value::Null),
@@ -239,6 +243,40 @@ mod tests {
             affinity.get("podAntiAffinity").is_some(),
             "other affinity parts survive"
         );
+    }
+
+    #[test]
+    fn template_values_never_override_what_the_operator_computes() {
+        let mut template = sample_template();
+        template["metadata"]["annotations"] = json!({
+            "keep": "me",
+            "ceph.elemental.net/db": "/dev/evil-db",
+            "ceph.elemental.net/wal": "/dev/evil-wal",
+            "ceph.elemental.net/pod-state": "up-to-date",
+            "ceph.elemental.net/data": "/dev/other",
+        });
+        template["metadata"]["labels"]["ceph.elemental.net/owner"] = json!("CephOSD-other");
+        template["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        template["spec"]["nodeName"] = json!("elsewhere");
+        template["spec"]["nodeSelector"] =
+            json!({"kubernetes.io/hostname": "elsewhere", "disk": "hdd"});
+        let pod = render(&template, &osd("n", "/dev/sdb", None));
+        let annotations = &pod["metadata"]["annotations"];
+        assert_eq!(annotations["keep"], "me");
+        assert_eq!(annotations["ceph.elemental.net/data"], "/dev/sdb");
+        assert!(annotations.get("ceph.elemental.net/db").is_none());
+        assert!(annotations.get("ceph.elemental.net/wal").is_none());
+        assert_eq!(
+            annotations["ceph.elemental.net/pod-state"],
+            "wait-for-ready"
+        );
+        assert_eq!(
+            pod["metadata"]["labels"]["ceph.elemental.net/owner"],
+            "CephOSD-ceph-osds"
+        );
+        assert!(pod["metadata"].get("finalizers").is_none());
+        assert!(pod["spec"].get("nodeName").is_none());
+        assert_eq!(pod["spec"]["nodeSelector"], json!({"disk": "hdd"}));
     }
 
     #[test]

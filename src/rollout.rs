@@ -18,11 +18,13 @@ pub struct RolloutStep<'a> {
 }
 
 /// At most `maxUnavailable` update domains unavailable at once; nothing starts while paused.
-/// `current` are the live pods of desired OSDs; `missing` the desired OSDs without one.
+/// `current` are the live pods of desired OSDs; `missing` the desired OSDs without one;
+/// `blocked` the OSDs a spec problem keeps from being created or replaced.
 pub fn rollout_step<'a>(
     spec: &CephOsdSpec,
     current: &[&'a ObservedPod],
     missing: &[OsdKey],
+    blocked: &BTreeSet<OsdKey>,
 ) -> RolloutStep<'a> {
     let of_class = |class: PodClass| -> Vec<&'a ObservedPod> {
         current
@@ -51,7 +53,7 @@ pub fn rollout_step<'a>(
     if spec.is_paused() {
         step.halted = Some("the rollout is paused (spec.paused)".to_owned());
     } else if free == 0 {
-        step.halted = Some(halt_reason(&unready, missing));
+        step.halted = Some(halt_reason(&unready, missing, blocked));
     } else {
         step.replace =
             next_update_domains(&out_of_date, spec.update_domain, &step.unavailable, free);
@@ -99,11 +101,14 @@ pub fn deadlines<'a>(
         let waited = now.duration_since(since);
         if waited >= deadline {
             out.stalled.get_or_insert_with(|| {
+                // A fixed start, not a growing count: the message stays true without a write.
                 format!(
-                    "pod {} {what} within the progress deadline of {}s (waiting {}s)",
+                    "pod {} {what} within the progress deadline of {}s (waiting since {})",
                     pod.describe(),
                     deadline.as_secs(),
-                    waited.as_secs()
+                    since
+                        .round(k8s_openapi::jiff::Unit::Second)
+                        .unwrap_or(since)
                 )
             });
         } else {
@@ -122,11 +127,24 @@ pub fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
 }
 
 /// Why the rollout waits: the first unready pod, else the first missing OSD.
-fn halt_reason(unready: &[&ObservedPod], missing: &[OsdKey]) -> String {
+fn halt_reason(unready: &[&ObservedPod], missing: &[OsdKey], blocked: &BTreeSet<OsdKey>) -> String {
     if let Some(pod) = unready.first() {
-        format!("waiting for pod {} to become Ready", pod.describe(),)
+        match &pod.unschedulable {
+            Some(why) => format!(
+                "waiting for pod {} to become Ready; it cannot be scheduled: {why}",
+                pod.describe()
+            ),
+            None => format!("waiting for pod {} to become Ready", pod.describe()),
+        }
     } else if let Some(key) = missing.first() {
-        format!("waiting for OSD {key} to have a running pod")
+        if blocked.contains(key) {
+            format!(
+                "OSD {key} has no running pod and the spec is ambiguous about it \
+                 (see the InvalidSpec condition)"
+            )
+        } else {
+            format!("waiting for OSD {key} to have a running pod")
+        }
     } else {
         "waiting for unavailable OSDs".to_owned()
     }

@@ -9,6 +9,14 @@ use crate::plan::Summary;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
+/// One thing wrong with the spec, for the `InvalidSpec` condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecProblem {
+    /// The condition's reason when this is the first problem.
+    pub reason: &'static str,
+    pub message: String,
+}
+
 /// Everything the status is computed from.
 pub struct StatusInput<'a> {
     pub previous: &'a CephOsdStatus,
@@ -21,11 +29,15 @@ pub struct StatusInput<'a> {
     pub halted: Option<&'a str>,
     /// A replacement past its progress deadline.
     pub stalled: Option<&'a str>,
-    /// Problems in the spec (conflicting duplicate OSDs).
-    pub spec_errors: &'a [String],
+    /// Problems in the spec, the most severe first.
+    pub spec_problems: &'a [SpecProblem],
     /// Whether this reconcile still had writes to make.
     pub pending_actions: bool,
     pub current_update: Vec<String>,
+    /// Pods with the owner label that another controller controls, by name.
+    pub foreign_pods: Vec<String>,
+    /// `host:data waits for node host: <scheduler message>`, per OSD whose pod is unscheduled.
+    pub unschedulable: Vec<String>,
 }
 
 pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
@@ -76,6 +88,8 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
                 ),
             ),
         }
+    } else if let Some(first) = input.unschedulable.first() {
+        ("True", "WaitingForNodes", format!("OSD {first}"))
     } else {
         (
             "True",
@@ -91,12 +105,37 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
             "no replacement is past its progress deadline".to_owned(),
         ),
     };
-    let invalid = if input.spec_errors.is_empty() {
-        ("False", "SpecValid", "the spec is consistent".to_owned())
-    } else {
-        ("True", "ConflictingDevices", input.spec_errors.join("; "))
+    let invalid = match input.spec_problems.first() {
+        None => ("False", "SpecValid", "the spec is consistent".to_owned()),
+        Some(first) => (
+            "True",
+            first.reason,
+            input
+                .spec_problems
+                .iter()
+                .map(|p| p.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
     };
-    let phase = if !input.spec_errors.is_empty() {
+    let migrating = if s.migrating == 0 {
+        (
+            "False",
+            "NoReplicaSets",
+            "no OSD runs under a ReplicaSet of the Ansible operator".to_owned(),
+        )
+    } else {
+        (
+            "True",
+            "ReplicaSetEra",
+            format!(
+                "{} OSDs still run under ReplicaSets of the Ansible operator; the rollout \
+                 replaces them one update domain at a time",
+                s.migrating
+            ),
+        )
+    };
+    let phase = if !input.spec_problems.is_empty() {
         Phase::Error
     } else if input.stalled.is_some() {
         Phase::Stalled
@@ -112,6 +151,7 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         ("Progressing", progressing),
         ("Stalled", stalled),
         ("InvalidSpec", invalid),
+        ("Migrating", migrating),
     ]
     .into_iter()
     .map(|(type_, (status, reason, message))| condition(input, type_, status, reason, message))
@@ -126,6 +166,10 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         out_of_date: count(s.out_of_date),
         unready: count(s.unready),
         invalid: count(s.invalid),
+        foreign: count(s.foreign),
+        migrating: count(s.migrating),
+        foreign_pods: input.foreign_pods.clone(),
+        unschedulable: input.unschedulable.clone(),
         phase: Some(phase),
         current_update: input.current_update.clone(),
         conditions,
@@ -143,23 +187,55 @@ pub fn error_status(
     let mut status = previous.clone();
     status.observed_generation = generation;
     status.phase = Some(Phase::Error);
-    let input_previous = previous.clone();
-    let mut conditions: Vec<Condition> = previous
-        .conditions
-        .iter()
-        .filter(|c| c.type_ != "InvalidSpec")
-        .cloned()
-        .collect();
-    conditions.push(Condition {
-        type_: "InvalidSpec".into(),
+    set_condition(
+        &mut status,
+        previous,
+        generation,
+        now,
+        ("InvalidSpec", "InvalidPodTemplate", message),
+    );
+    status
+}
+
+/// `planned` (what the reconcile computed) with a `ReconcileFailed` condition: a write the
+/// plan needed failed (`reason` is the failure's category). The next successful reconcile's
+/// status has no such condition.
+pub fn failed_status(
+    planned: &CephOsdStatus,
+    previous: &CephOsdStatus,
+    now: Timestamp,
+    reason: &str,
+    message: &str,
+) -> CephOsdStatus {
+    let mut status = planned.clone();
+    let generation = planned.observed_generation;
+    set_condition(
+        &mut status,
+        previous,
+        generation,
+        now,
+        ("ReconcileFailed", reason, message),
+    );
+    status
+}
+
+/// Replaces the condition of type `type_` in `status` by a True one.
+fn set_condition(
+    status: &mut CephOsdStatus,
+    previous: &CephOsdStatus,
+    generation: Option<i64>,
+    now: Timestamp,
+    (type_, reason, message): (&str, &str, &str),
+) {
+    status.conditions.retain(|c| c.type_ != type_);
+    status.conditions.push(Condition {
+        type_: type_.into(),
         status: "True".into(),
-        reason: "InvalidPodTemplate".into(),
+        reason: reason.into(),
         message: message.to_owned(),
         observed_generation: generation,
-        last_transition_time: transition_time(&input_previous, "InvalidSpec", "True", now),
+        last_transition_time: transition_time(previous, type_, "True", now),
     });
-    status.conditions = conditions;
-    status
 }
 
 fn condition(
@@ -189,4 +265,45 @@ fn transition_time(previous: &CephOsdStatus, type_: &str, status: &str, now: Tim
 
 fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(s).expect("time")
+    }
+
+    #[test]
+    fn a_failure_is_a_condition_that_keeps_its_transition_time() {
+        let planned = CephOsdStatus {
+            observed_generation: Some(3),
+            ..CephOsdStatus::default()
+        };
+        let first = failed_status(
+            &planned,
+            &CephOsdStatus::default(),
+            at(10),
+            "CreateFailed",
+            "quota",
+        );
+        let failed = first
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ReconcileFailed")
+            .expect("condition");
+        assert_eq!(
+            (
+                failed.status.as_str(),
+                failed.reason.as_str(),
+                failed.message.as_str()
+            ),
+            ("True", "CreateFailed", "quota")
+        );
+        assert_eq!(failed.observed_generation, Some(3));
+        // Failing again later: the same status, so nothing is written.
+        let again = failed_status(&planned, &first, at(20), "CreateFailed", "quota");
+        assert_eq!(again, first);
+    }
 }

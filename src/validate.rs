@@ -1,11 +1,35 @@
 //! Offline checks of a CephOSD manifest, mirroring what the CRD schema enforces on the API
 //! server, with the field path in every message (used by `ceph-osd-operator render`).
 
-use crate::crd::{CephOsd, MAX_NAME_LEN};
+use crate::crd::{cephosd_schema, CephOsd, MAX_NAME_LEN};
+use crate::desired::desired_osds;
+use crate::schema_check::first_mismatch;
+use crate::storage_rules::{device_path_problem, host_problem};
+use crate::template_rules::template_problems;
 use serde_json::Value;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::LazyLock;
+
+/// Built once: deriving the CRD is the slowest part of a check.
+static SCHEMA: LazyLock<Value> = LazyLock::new(cephosd_schema);
+
+/// The largest manifest read: the API server's limit for one request body.
+pub const MAX_MANIFEST_BYTES: u64 = 3 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ManifestError {
+    #[error("cannot read: {0}")]
+    Read(String),
+    #[error("larger than 3 MiB, the API server's limit for one request")]
+    TooLarge,
+    #[error("not UTF-8 text")]
+    NotText,
+    #[error("holds {0} YAML documents: one CephOSD per file")]
+    Documents(usize),
+    #[error("holds no YAML document: expected one CephOSD")]
+    Empty,
     #[error("not valid YAML: {0}")]
     Yaml(String),
     #[error("expected kind CephOSD (apiVersion ceph.elemental.net/v1alpha1), found {0}")]
@@ -21,10 +45,33 @@ fn field(path: impl Into<String>, message: impl Into<String>) -> ManifestError {
     }
 }
 
-/// Parses one CephOSD from YAML and checks it like the API server would.
+/// Reads a manifest file, at most `MAX_MANIFEST_BYTES` of UTF-8 text (a directory, a device
+/// or a huge file is refused without reading it all).
+pub fn read_manifest(path: &Path) -> Result<String, ManifestError> {
+    let read = |e: std::io::Error| ManifestError::Read(e.to_string());
+    let file = File::open(path).map_err(read)?;
+    if file.metadata().map_err(read)?.is_dir() {
+        return Err(ManifestError::Read("is a directory".to_owned()));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read)?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(ManifestError::TooLarge);
+    }
+    String::from_utf8(bytes).map_err(|_| ManifestError::NotText)
+}
+
+/// Parses one CephOSD from YAML (or JSON) and checks it like the API server would.
 pub fn parse_cephosd(text: &str) -> Result<CephOsd, ManifestError> {
-    let value: Value =
-        serde_saphyr::from_str(text).map_err(|e| ManifestError::Yaml(e.to_string()))?;
+    let documents: Vec<Value> =
+        serde_saphyr::from_str_multiple(text).map_err(|e| ManifestError::Yaml(e.to_string()))?;
+    let mut documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
+    if documents.len() > 1 {
+        return Err(ManifestError::Documents(documents.len()));
+    }
+    let value = documents.pop().ok_or(ManifestError::Empty)?;
     let kind = value
         .get("kind")
         .and_then(Value::as_str)
@@ -37,6 +84,9 @@ pub fn parse_cephosd(text: &str) -> Result<CephOsd, ManifestError> {
         return Err(ManifestError::WrongKind(
             format!("{api_version} {kind}").trim().to_owned(),
         ));
+    }
+    if let Some((path, message)) = first_mismatch(&SCHEMA, &value) {
+        return Err(field(path, message));
     }
     let cr: CephOsd = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
@@ -68,11 +118,15 @@ pub fn check(cr: &CephOsd) -> Result<(), ManifestError> {
                 "must list at least one host",
             ));
         }
-        if let Some(j) = entry.hosts.iter().position(String::is_empty) {
-            return Err(field(
-                format!("spec.storage[{i}].hosts[{j}]"),
-                "must not be empty",
-            ));
+        for (j, host) in entry.hosts.iter().enumerate() {
+            let problem = if host.is_empty() {
+                Some("must not be empty")
+            } else {
+                host_problem(host)
+            };
+            if let Some(problem) = problem {
+                return Err(field(format!("spec.storage[{i}].hosts[{j}]"), problem));
+            }
         }
         if entry.osds.is_empty() {
             return Err(field(
@@ -87,10 +141,15 @@ pub fn check(cr: &CephOsd) -> Result<(), ManifestError> {
                 ("wal", osd.wal.as_ref()),
             ];
             for (device, path) in devices {
-                if path.is_some_and(String::is_empty) {
+                let problem = match path {
+                    Some(path) if path.is_empty() => Some("must not be empty"),
+                    Some(path) => device_path_problem(path),
+                    None => None,
+                };
+                if let Some(problem) = problem {
                     return Err(field(
                         format!("spec.storage[{i}].osds[{j}].{device}"),
-                        "must not be empty",
+                        problem,
                     ));
                 }
             }
@@ -102,12 +161,24 @@ pub fn check(cr: &CephOsd) -> Result<(), ManifestError> {
             "must be a complete Pod (a mapping)",
         ));
     }
+    if let Some(problem) = template_problems(&cr.spec.pod_template).into_iter().next() {
+        return Err(field(problem.path, problem.message));
+    }
+    // Not a schema rule, but the operator would not act on these OSDs: say so before applying.
+    if let Some(problem) = desired_osds(&cr.spec)
+        .problems
+        .into_iter()
+        .find(|p| !p.blocks.is_empty())
+    {
+        return Err(field("spec.storage", problem.message));
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     const GOOD: &str = r#"
 apiVersion: ceph.elemental.net/v1alpha1
@@ -123,6 +194,36 @@ spec:
 
     fn error_of(text: &str) -> String {
         parse_cephosd(text).expect_err("rejected").to_string()
+    }
+
+    #[test]
+    fn a_manifest_file_is_read_within_bounds() {
+        let dir = std::env::temp_dir().join(format!("validate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let good = dir.join("good.yaml");
+        std::fs::write(&good, GOOD).expect("write");
+        assert_eq!(read_manifest(&good).as_deref(), Ok(GOOD));
+        let huge = dir.join("huge.yaml");
+        let size = usize::try_from(MAX_MANIFEST_BYTES).expect("fits") + 1;
+        std::fs::write(&huge, "#".repeat(size)).expect("write");
+        assert_eq!(read_manifest(&huge), Err(ManifestError::TooLarge));
+        let binary = dir.join("binary");
+        std::fs::write(&binary, [0xff, 0xfe, 0x00]).expect("write");
+        assert_eq!(read_manifest(&binary), Err(ManifestError::NotText));
+        assert_eq!(
+            read_manifest(&dir),
+            Err(ManifestError::Read("is a directory".to_owned()))
+        );
+        assert!(matches!(
+            read_manifest(&dir.join("missing")),
+            Err(ManifestError::Read(_))
+        ));
+        #[cfg(unix)]
+        assert_eq!(
+            read_manifest(Path::new("/dev/zero")),
+            Err(ManifestError::TooLarge)
+        );
+        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 
     #[test]
@@ -165,7 +266,52 @@ spec:
                 "metadata.name",
             ),
             (GOOD.replace("kind: CephOSD", "kind: Pod"), "CephOSD"),
+            (
+                GOOD.replace("hosts: [h1]", "hosts: [H1]"),
+                "spec.storage[0].hosts[0]: must be a Kubernetes node name",
+            ),
+            (
+                GOOD.replace("{data: /dev/sdb}", "{data: /dev/sdb/}"),
+                "spec.storage[0].osds[0].data: must not contain repeated '/' or end with '/'",
+            ),
+            (
+                GOOD.replace("{data: /dev/sdb}", "{data: /dev/sdb, wal: /dev/./nvme}"),
+                "spec.storage[0].osds[0].wal: must not contain '.' or '..'",
+            ),
+            (
+                GOOD.replace("{data: /dev/sdb}", "{data: sdb}"),
+                "spec.storage[0].osds[0].data: must be an absolute path",
+            ),
+            (
+                GOOD.replace(
+                    "osds: [{data: /dev/sdb}]",
+                    "osds: [{data: /dev/sdb, db: /dev/a}, {data: /dev/sdb, db: /dev/b}]",
+                ),
+                "spec.storage: OSD h1:/dev/sdb is listed more than once",
+            ),
+            (
+                GOOD.replace("metadata: {}", "metadata: {annotations: {ceph.elemental.net/db: /dev/x}}"),
+                "spec.podTemplate.metadata.annotations[ceph.elemental.net/db]: is set by the operator",
+            ),
+            (
+                GOOD.replace("spec: {containers", "spec: {nodeName: h1, containers"),
+                "spec.podTemplate.spec.nodeName: may not be set",
+            ),
             ("storage: [".to_owned(), "YAML"),
+            (format!("{GOOD}---\n{GOOD}"), "holds 2 YAML documents: one CephOSD per file"),
+            (String::new(), "holds no YAML document"),
+            (
+                GOOD.replace("containers: [{name: c}]", "containers: [{name: c, resources: {limits: {cpu: 0.5}}}]"),
+                "spec.podTemplate.spec.containers[0].resources.limits[cpu]: must be an integer or a string, found the number 0.5",
+            ),
+            (
+                GOOD.replace("{name: c}", "{name: c, ports: [{containerPort: \"80\"}]}"),
+                "spec.podTemplate.spec.containers[0].ports[0].containerPort: must be an integer",
+            ),
+            (
+                GOOD.replace("  updateDomain: Host\n", "  updateDomain: Host\n  maxUnavailable: two\n"),
+                "spec.maxUnavailable: must be an integer",
+            ),
         ];
         for (text, expected) in cases {
             let message = error_of(&text);
@@ -173,6 +319,77 @@ spec:
                 message.contains(expected),
                 "expected {expected:?} in {message:?}"
             );
+        }
+    }
+
+    /// A JSON value of any shape, a few levels deep.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            ".{0,20}".prop_map(Value::from),
+            "(/[a-zA-Z0-9._{}% -]{0,8}){0,4}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                prop::collection::btree_map("[a-zA-Z.]{1,10}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    const PATHS: &[&str] = &[
+        "/metadata/name",
+        "/spec/storage",
+        "/spec/storage/0",
+        "/spec/storage/0/hosts",
+        "/spec/storage/0/hosts/0",
+        "/spec/storage/0/osds",
+        "/spec/storage/0/osds/0",
+        "/spec/storage/0/osds/0/data",
+        "/spec/storage/0/osds/0/db",
+        "/spec/updateDomain",
+        "/spec/maxUnavailable",
+        "/spec/podTemplate",
+        "/spec/podTemplate/metadata",
+        "/spec/podTemplate/metadata/labels",
+        "/spec/podTemplate/metadata/annotations",
+        "/spec/podTemplate/spec",
+        "/spec/podTemplate/spec/containers",
+        "/spec/podTemplate/spec/containers/0",
+        "/spec/podTemplate/spec/containers/0/env",
+    ];
+
+    proptest! {
+        // 128 cases a run; `FUZZ_CASES=100000 cargo test --release fuzz` for a long run.
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(128)
+        ))]
+
+        /// Any text: an answer, never a panic.
+        #[test]
+        fn fuzz_any_text_is_answered_without_panic(text in "(?s).{0,300}") {
+            let _ = parse_cephosd(&text);
+        }
+
+        /// A good manifest with any value anywhere: either rejected, or rendered into pods
+        /// (or a render error), never a panic.
+        #[test]
+        fn fuzz_any_value_anywhere_is_checked_and_rendered_without_panic(
+            path in prop::sample::select(PATHS),
+            value in any_json(),
+        ) {
+            let mut manifest: Value = serde_saphyr::from_str(GOOD).expect("good parses");
+            if let Some(slot) = manifest.pointer_mut(path) {
+                *slot = value;
+            }
+            let text = serde_json::to_string(&manifest).expect("json");
+            if let Ok(cr) = parse_cephosd(&text) {
+                let _ = crate::preview::preview_pods(&cr, "ns", &mut crate::osd::RandomSuffix);
+            }
         }
     }
 }

@@ -94,6 +94,97 @@ fn render_rejects_bad_files_with_exit_code_2_naming_file_and_field() {
 }
 
 #[test]
+fn render_refuses_hostile_files_with_exit_code_2_and_a_clear_reason() {
+    let dir = std::env::temp_dir().join(format!("ceph-osd-cli-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let sample = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/samples/ceph-osds.yaml"),
+    )
+    .expect("sample");
+    let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..12 {
+        let previous = level - 1;
+        bomb.push_str(&format!(
+            "l{level}: &l{level} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n",
+            p = if previous == 0 {
+                "a".to_owned()
+            } else {
+                format!("l{previous}")
+            }
+        ));
+    }
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty.yaml", Vec::new(), "holds no YAML document"),
+        ("garbage.yaml", b"{{{ not: [yaml".to_vec(), "not valid YAML"),
+        ("binary.bin", vec![0x00, 0xff, 0xfe, 0x80], "not UTF-8 text"),
+        ("huge.yaml", vec![b'#'; 50 << 20], "larger than 3 MiB"),
+        ("bomb.yaml", bomb.into_bytes(), "not valid YAML"),
+        (
+            "two.yaml",
+            format!("{sample}---\n{sample}").into_bytes(),
+            "holds 2 YAML documents: one CephOSD per file",
+        ),
+        (
+            "pod.json",
+            br#"{"apiVersion": "v1", "kind": "Pod"}"#.to_vec(),
+            "expected kind CephOSD",
+        ),
+        (
+            "cpu.yaml",
+            sample
+                .replace("name: busybox\n", "name: busybox\n        resources: {limits: {cpu: 0.5}}\n")
+                .into_bytes(),
+            "spec.podTemplate.spec.containers[0].resources.limits[cpu]: must be an integer or a string",
+        ),
+    ];
+    for (name, content, expected) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, content).expect("write");
+        let out = operator(&["render", "--file", path.to_str().expect("path")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.contains(name) && stderr.contains(expected),
+            "{name}: expected {expected:?} in {stderr}"
+        );
+    }
+    for (path, expected) in [
+        (dir.clone(), "is a directory"),
+        ("/dev/zero".into(), "larger than 3 MiB"),
+    ] {
+        let out = operator(&["render", "--file", path.to_str().expect("path")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{expected:?} in {stderr}");
+    }
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+}
+
+#[test]
+fn render_takes_json_too() {
+    let sample = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/samples/ceph-osds.yaml"),
+    )
+    .expect("sample");
+    let value: serde_json::Value = serde_saphyr::from_str(&sample).expect("yaml");
+    let path = std::env::temp_dir().join(format!("ceph-osd-cli-{}.json", std::process::id()));
+    std::fs::write(&path, serde_json::to_string(&value).expect("json")).expect("write");
+    let out = operator(&["render", "--file", path.to_str().expect("path")]);
+    std::fs::remove_file(&path).expect("cleanup");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .matches("kind: Pod")
+            .count(),
+        4
+    );
+}
+
+#[test]
 fn crd_subcommand_prints_the_checked_in_crd() {
     let out = operator(&["crd"]);
     assert!(out.status.success());

@@ -23,6 +23,8 @@ const REQUIRED: &[(&str, &str, &[&str])] = &[
         "pods",
         &["create", "delete", "get", "list", "patch", "watch"],
     ),
+    // The Ansible operator's ReplicaSets: watched, listed per CephOSD, deleted when migrated.
+    ("apps", "replicasets", &["delete", "get", "list", "watch"]),
     ("ceph.elemental.net", "cephosds", &["get", "list", "watch"]),
     (
         "ceph.elemental.net",
@@ -387,6 +389,24 @@ fn cluster_role_covers_the_api_calls_in_src() {
             "events",
             "create",
             all.contains("Recorder"),
+        ),
+        (
+            "apps",
+            "replicasets",
+            "delete",
+            executor.contains("replica_sets.delete("),
+        ),
+        (
+            "apps",
+            "replicasets",
+            "list",
+            all.contains("Api<ReplicaSet>"),
+        ),
+        (
+            "apps",
+            "replicasets",
+            "watch",
+            all.contains("Api<ReplicaSet>"),
         ),
         ("", "pods", "watch", all.contains(".watches(")),
         ("", "pods", "list", all.contains(".watches(")),

@@ -1,17 +1,11 @@
-//! The molecule-like test harness: what a local control plane needs besides etcd and the
-//! apiextensions-apiserver (see `molecule-like-tests/README.md`), plus helpers for the
-//! end-to-end tests.
+//! The molecule-like test harness: fixtures and checks for the end-to-end tests, which run
+//! against the local Kubernetes started by `molecule-like-tests/control-plane` (kube-apiserver,
+//! kube-controller-manager, kube-scheduler, KWOK; see `molecule-like-tests/README.md`).
 //!
-//! - [`crds`]: the Pod, Lease and Event CRDs that stand in for built-in APIs;
-//! - [`proxy`]: `/api/v1/...pods...` ↔ `core.testing.local/v1`, discovery for `/api`;
-//! - [`kubelet`]: marks pods Running/Ready and terminates deleted pods gracefully;
-//! - [`gc`]: deletes pods whose owners are gone.
+//! - [`scenario`]: a namespace, its nodes, the operator under test, recorders and checks;
+//! - [`nodes`]: the fake Nodes (managed by KWOK) that the CephOSDs' hosts name.
 
-pub mod crds;
-pub mod gc;
-pub mod kubelet;
-pub mod proxy;
-pub mod rewrite;
+pub mod nodes;
 pub mod scenario;
 
 use std::path::{Path, PathBuf};
@@ -41,9 +35,15 @@ pub fn state_dir() -> PathBuf {
     )
 }
 
-/// The kubeconfig pointing at the proxy (what the operator and kubectl use).
+/// The cluster admin's kubeconfig (what the tests and kubectl use).
 pub fn kubeconfig_path() -> PathBuf {
     state_dir().join("kubeconfig")
+}
+
+/// The operator's kubeconfig: a token of the ServiceAccount `deploy/` binds to its ClusterRole,
+/// so a permission the code needs and `deploy/` lacks fails the scenario.
+pub fn operator_kubeconfig_path() -> PathBuf {
+    state_dir().join("operator.kubeconfig")
 }
 
 /// A client from a kubeconfig file, without a read timeout (watches may be quiet for long).
@@ -56,7 +56,7 @@ pub async fn client_from(path: &Path) -> anyhow::Result<Client> {
     Ok(Client::try_from(cfg)?)
 }
 
-/// A client of the running test control plane (through the proxy), or an error that says how
+/// A client of the running test control plane (as cluster admin), or an error that says how
 /// to start it.
 pub async fn test_client() -> anyhow::Result<Client> {
     let path = kubeconfig_path();

@@ -35,7 +35,7 @@ use ceph_osd_operator::labels;
 use ceph_osd_operator::osd::OsdKey;
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
@@ -46,7 +46,12 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
 use serde_json::{json, Value};
 
-use crate::kubelet::{READY_AFTER_ANNOTATION, READY_ANNOTATION};
+/// Pod annotation (KWOK stage `pod-ready`): seconds after creation until the pod is Ready.
+pub const READY_AFTER_ANNOTATION: &str = "testing.local/ready-after-seconds";
+/// Pod annotation (KWOK stage `pod-running-never-ready`): `"never"` keeps the pod not Ready.
+pub const READY_ANNOTATION: &str = "testing.local/ready";
+/// Pod annotation (KWOK stage `pod-failed`): `"true"` makes the pod fail.
+pub const FAIL_ANNOTATION: &str = "testing.local/fail";
 
 /// Field manager of the scenarios' server-side applies.
 pub const FIELD_MANAGER: &str = "molecule-like-tests";
@@ -150,9 +155,9 @@ pub fn sample() -> anyhow::Result<Value> {
     serde_saphyr::from_str(&text).map_err(|e| anyhow!("parsing {}: {e}", path.display()))
 }
 
-/// Adds the test kubelet's knobs and a short grace period to a pod template:
-/// `testing.local/ready-after-seconds`, optionally `testing.local/ready: never`, and
-/// `spec.terminationGracePeriodSeconds` (the kubelet scales it by 0.1).
+/// Adds the fake kubelet's knobs (KWOK stages in `kwok/stages.yaml`) and a short grace period
+/// to a pod template: `testing.local/ready-after-seconds`, optionally `testing.local/ready:
+/// never`, and `spec.terminationGracePeriodSeconds`.
 pub fn with_kubelet_knobs(
     mut template: Value,
     ready_after_seconds: u32,
@@ -173,14 +178,14 @@ pub fn with_kubelet_knobs(
     template
 }
 
-/// The sample's podTemplate with the kubelet knobs (Ready after 1 s, grace 10 s → 1 s).
+/// The sample's podTemplate with the kubelet knobs (Ready after 1 s, grace 1 s).
 pub fn fast_sample_template() -> anyhow::Result<Value> {
     let sample = sample()?;
     let template = sample
         .pointer("/spec/podTemplate")
         .cloned()
         .ok_or_else(|| anyhow!("{SAMPLE} has no spec.podTemplate"))?;
-    Ok(with_kubelet_knobs(template, 1, false, 10))
+    Ok(with_kubelet_knobs(template, 1, false, 1))
 }
 
 /// The `spec.podTemplate.metadata` of a template edit to revision `rev` (label `rev`) whose
@@ -244,23 +249,15 @@ where
     check().await
 }
 
-/// The kubectl to use: `$KUBECTL`, else `KUBECTL_BIN` of the control plane's cache
-/// (`$CEPH_OSD_OPERATOR_CACHE/current.env`, by default `~/.cache/ceph-osd-operator`), else
-/// `kubectl` on the PATH; None when there is none.
+/// The kubectl to use: `$KUBECTL`, else the one `control-plane up` links into its state dir,
+/// else `kubectl` on the PATH; None when there is none.
 pub fn kubectl() -> Option<String> {
     if let Ok(k) = std::env::var("KUBECTL") {
         return Some(k);
     }
-    let cache = std::env::var("CEPH_OSD_OPERATOR_CACHE").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/ceph-osd-operator",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    });
-    let env = std::fs::read_to_string(format!("{cache}/current.env")).unwrap_or_default();
-    let vars: BTreeMap<_, _> = env.lines().filter_map(|l| l.split_once('=')).collect();
-    if let Some(k) = vars.get("KUBECTL_BIN").filter(|k| !k.is_empty()) {
-        return Some((*k).to_string());
+    let linked = crate::state_dir().join("kubectl");
+    if linked.exists() {
+        return Some(linked.to_string_lossy().into_owned());
     }
     Command::new("kubectl")
         .args(["version", "--client"])
@@ -347,6 +344,26 @@ pub fn tail(path: &Path, n: usize) -> String {
 static CRD_APPLIED: tokio::sync::Mutex<bool> = tokio::sync::Mutex::const_new(false);
 
 /// Server-side applies the `CephOSD` CRD (once per process) and waits until it is Established.
+/// Creates namespace `name` and waits until the controller manager has given it its `default`
+/// ServiceAccount (pods are refused before).
+pub async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .with_context(|| format!("creating namespace {name}"))?;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), name);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while accounts.get_opt("default").await?.is_none() {
+        if Instant::now() > deadline {
+            bail!("namespace {name} got no default ServiceAccount within 30 s (is kube-controller-manager running?)");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
 pub async fn ensure_crd(client: &Client) -> anyhow::Result<()> {
     let mut applied = CRD_APPLIED.lock().await;
     if *applied {
@@ -405,6 +422,7 @@ struct Recording {
 /// Records every watch event of the pods of one namespace, from before the CR exists.
 pub struct PodRecorder {
     recording: Arc<Mutex<Recording>>,
+    started: Instant,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -422,15 +440,15 @@ fn lock(recording: &Mutex<Recording>) -> std::sync::MutexGuard<'_, Recording> {
 
 impl PodRecorder {
     /// Lists the namespace's pods and watches from that list's resourceVersion on, resuming
-    /// from the last seen resourceVersion whenever a watch ends. Returns once the watch is
-    /// open, so nothing that happens afterwards can be missed.
+    /// from the last seen resourceVersion whenever a watch ends (relisting when it is gone).
+    /// Returns once the watch is open, so nothing that happens afterwards can be missed.
     pub async fn start(api: Api<Pod>) -> anyhow::Result<Self> {
         let list = api.list(&ListParams::default()).await?;
         let recording = Arc::new(Mutex::new(Recording::default()));
         let started = Instant::now();
         {
             let mut r = lock(&recording);
-            for pod in list.items {
+            for pod in list.items.iter().cloned() {
                 let seq = r.events.len();
                 r.events.push(PodEvent {
                     seq,
@@ -449,6 +467,7 @@ impl PodRecorder {
             params,
             rv,
             first,
+            &list.items,
             "recorder",
             move |kind, pod| {
                 let mut r = lock(&rec);
@@ -462,7 +481,16 @@ impl PodRecorder {
             },
             move |why| lock(&gap).gap = Some(why),
         );
-        Ok(Self { recording, task })
+        Ok(Self {
+            recording,
+            started,
+            task,
+        })
+    }
+
+    /// Now on the clock of [`PodEvent::at`].
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
     }
 
     /// A copy of every event recorded so far.
@@ -535,6 +563,29 @@ impl PodRecorder {
             bail!("pod recorder: {gap}");
         }
         check_one_pod_per_key(&r.events).map_err(|e| anyhow!("{e}\n{}", render_events(&r.events)))
+    }
+
+    /// [`Self::assert_one_pod_per_key`] among the pods a CephOSD controls: for scenarios that
+    /// put pods of their own (strays, another controller's) on an OSD's disk on purpose.
+    pub fn assert_one_controlled_pod_per_key(&self) -> anyhow::Result<()> {
+        let r = lock(&self.recording);
+        if let Some(gap) = &r.gap {
+            bail!("pod recorder: {gap}");
+        }
+        let controlled: Vec<PodEvent> = r
+            .events
+            .iter()
+            .filter(|e| {
+                e.pod
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.controller == Some(true) && o.kind == "CephOSD")
+            })
+            .cloned()
+            .collect();
+        check_one_pod_per_key(&controlled).map_err(|e| anyhow!("{e}\n{}", render_events(&r.events)))
     }
 
     /// The recorded history as facts (created, Ready, deletion started, gone) per pod.
@@ -781,7 +832,7 @@ impl Default for OperatorOptions {
 
 /// Runs `ceph-osd-operator run` for `namespace`, stdout and stderr appended to `log_path`.
 fn spawn_operator_process(
-    namespace: &str,
+    namespace: Option<&str>,
     log_path: &Path,
     options: &OperatorOptions,
     extra_args: &[&str],
@@ -797,9 +848,13 @@ fn spawn_operator_process(
     command
         .arg("run")
         .arg("--kubeconfig")
-        .arg(crate::kubeconfig_path())
-        .arg("--namespace")
-        .arg(namespace)
+        .arg(crate::operator_kubeconfig_path())
+        .args(
+            namespace
+                .map(|ns| ["--namespace", ns])
+                .into_iter()
+                .flatten(),
+        )
         .arg("--resync-seconds")
         .arg(options.resync_seconds.to_string())
         .args(extra_args)
@@ -808,7 +863,9 @@ fn spawn_operator_process(
         .env_remove("POD_NAMESPACE")
         .env(
             "RUST_LOG",
-            std::env::var("MLT_OPERATOR_LOG").unwrap_or_else(|_| "info".into()),
+            // DEBUG of the controller: scenarios count every reconcile, no-op ones included.
+            std::env::var("MLT_OPERATOR_LOG")
+                .unwrap_or_else(|_| "info,ceph_osd_operator::controller=debug".into()),
         );
     for (k, v) in env {
         command.env(k, v);
@@ -819,6 +876,17 @@ fn spawn_operator_process(
         .stderr(log)
         .spawn()
         .with_context(|| format!("starting {}", bin.display()))
+}
+
+/// Who holds the operator's leader Lease in `namespace`, if anyone.
+pub async fn lease_holder(client: &Client, namespace: &str) -> anyhow::Result<Option<String>> {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), namespace);
+    Ok(leases
+        .get_opt("ceph-osd-operator")
+        .await?
+        .and_then(|l| l.spec)
+        .and_then(|spec| spec.holder_identity))
 }
 
 /// An extra operator process ([`Scenario::spawn_operator`]); killed when dropped.
@@ -857,6 +925,14 @@ impl OperatorProcess {
             }
         }
         Ok(())
+    }
+
+    /// SIGKILL: no graceful shutdown, no lease release.
+    pub fn kill(&self) {
+        if let Some(mut child) = self.child().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 
     /// Sends SIGTERM (graceful shutdown) and waits up to `timeout` for the exit.
@@ -899,22 +975,21 @@ impl OperatorProcess {
 
 impl Drop for OperatorProcess {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child().take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.kill();
     }
 }
 
-/// The watch loop of both recorders: watches `api` from `rv` on (`first` is the stream already
-/// opened there), resuming from the last seen resourceVersion whenever a watch ends. `record`
-/// gets every added, modified or deleted object; when the server reports a watch error (events
-/// may be missing from then on) `fail` gets why and the loop ends. `label` names it in warnings.
+/// Watches `api` from `rv` (starting with the open stream `first`), resuming from the last
+/// seen resourceVersion whenever a watch ends. When that resourceVersion is gone (`410`, e.g.
+/// after kube-apiserver restarted), it relists as an informer does and records the difference
+/// to what it knew (`initial` plus every event since) as Added / Modified / Deleted events.
+#[allow(clippy::too_many_arguments)]
 fn spawn_watch<K, R, F>(
     api: Api<K>,
     params: WatchParams,
     mut rv: String,
     first: BoxStream<'static, kube::Result<WatchEvent<K>>>,
+    initial: &[K],
     label: &'static str,
     mut record: R,
     fail: F,
@@ -924,13 +999,63 @@ where
     R: FnMut(EventKind, K) + Send + 'static,
     F: FnOnce(String) + Send + 'static,
 {
+    let key = |o: &K| {
+        let meta = o.meta();
+        format!(
+            "{}/{}",
+            meta.namespace.as_deref().unwrap_or(""),
+            meta.name.as_deref().unwrap_or("")
+        )
+    };
+    let mut known: BTreeMap<String, K> = initial.iter().map(|o| (key(o), o.clone())).collect();
+    let list_params = ListParams {
+        label_selector: params.label_selector.clone(),
+        field_selector: params.field_selector.clone(),
+        ..ListParams::default()
+    };
     tokio::spawn(async move {
         let mut stream = Some(first);
+        let mut relist = false;
         loop {
+            if relist {
+                let list = match api.list(&list_params).await {
+                    Ok(list) => list,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "{label}: relist failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    }
+                };
+                let listed: BTreeMap<String, K> =
+                    list.items.into_iter().map(|o| (key(&o), o)).collect();
+                for (name, old) in &known {
+                    if !listed.contains_key(name) {
+                        record(EventKind::Deleted, old.clone());
+                    }
+                }
+                for (name, object) in &listed {
+                    let changed = known
+                        .get(name)
+                        .map(|old| old.meta().resource_version != object.meta().resource_version);
+                    match changed {
+                        None => record(EventKind::Added, object.clone()),
+                        Some(true) => record(EventKind::Modified, object.clone()),
+                        Some(false) => {}
+                    }
+                }
+                tracing::info!("{label}: resourceVersion {rv} is gone; relisted");
+                known = listed;
+                rv = list.metadata.resource_version.unwrap_or_default();
+                relist = false;
+            }
             let mut s = match stream.take() {
                 Some(s) => s,
                 None => match api.watch(&params, &rv).await {
                     Ok(s) => s.boxed(),
+                    Err(kube::Error::Api(status)) if status.code == 410 => {
+                        relist = true;
+                        continue;
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "{label}: re-watch failed; retrying");
                         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -947,6 +1072,10 @@ where
                         rv = b.metadata.resource_version;
                         continue;
                     }
+                    Ok(WatchEvent::Error(status)) if status.code == 410 => {
+                        relist = true;
+                        break;
+                    }
                     Ok(WatchEvent::Error(status)) => {
                         fail(format!(
                             "the watch failed at resourceVersion {rv}: {status:?}"
@@ -960,6 +1089,11 @@ where
                 };
                 if let Some(v) = object.meta().resource_version.as_ref() {
                     rv.clone_from(v);
+                }
+                if kind == EventKind::Deleted {
+                    known.remove(&key(&object));
+                } else {
+                    known.insert(key(&object), object.clone());
                 }
                 record(kind, object);
             }
@@ -1019,6 +1153,7 @@ where
             watch,
             rv,
             first,
+            &listed.items,
             "watch recorder",
             move |kind, object| {
                 sink.lock()
@@ -1186,6 +1321,7 @@ impl Scenario {
         let client = crate::test_client().await?;
         ensure_crd(&client).await?;
         let namespace = format!("mlt-{name}-{}", random_suffix());
+        create_namespace(&client, &namespace).await?;
         let log_dir = target_dir().join("molecule-like-tests").join(&namespace);
         std::fs::create_dir_all(&log_dir)
             .with_context(|| format!("creating {}", log_dir.display()))?;
@@ -1242,8 +1378,13 @@ impl Scenario {
         options: &OperatorOptions,
         extra_args: &[&str],
     ) -> anyhow::Result<()> {
-        let child =
-            spawn_operator_process(&self.namespace, &self.log_path, options, extra_args, &[])?;
+        let child = spawn_operator_process(
+            Some(&self.namespace),
+            &self.log_path,
+            options,
+            extra_args,
+            &[],
+        )?;
         *self
             .operator
             .lock()
@@ -1262,10 +1403,31 @@ impl Scenario {
         extra_args: &[&str],
         env: &[(&str, &str)],
     ) -> anyhow::Result<OperatorProcess> {
+        self.spawn_operator_watching(Some(&self.namespace), label, options, extra_args, env)
+    }
+
+    /// [`Self::spawn_operator`] for an operator that watches every namespace (as a cluster
+    /// deployment does): only for a test binary of its own, it acts on every CephOSD.
+    pub fn spawn_cluster_wide_operator(
+        &self,
+        label: &str,
+        options: &OperatorOptions,
+    ) -> anyhow::Result<OperatorProcess> {
+        self.spawn_operator_watching(None, label, options, &[], &[])
+    }
+
+    fn spawn_operator_watching(
+        &self,
+        namespace: Option<&str>,
+        label: &str,
+        options: &OperatorOptions,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<OperatorProcess> {
         let log_path = self
             .log_path
             .with_file_name(format!("operator-{label}.log"));
-        let child = spawn_operator_process(&self.namespace, &log_path, options, extra_args, env)?;
+        let child = spawn_operator_process(namespace, &log_path, options, extra_args, env)?;
         self.extra_logs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -1355,12 +1517,14 @@ impl Scenario {
     pub async fn create_cr(&self, manifest: &Value) -> anyhow::Result<CephOsd> {
         let mut manifest = manifest.clone();
         manifest["metadata"]["namespace"] = json!(self.namespace);
+        crate::nodes::ensure_nodes(&self.client, &crate::nodes::hosts_of(&manifest)).await?;
         let cr: CephOsd = serde_json::from_value(manifest).context("manifest as CephOSD")?;
         Ok(self.crs.create(&PostParams::default(), &cr).await?)
     }
 
     /// JSON merge patch of a CR's spec; returns the CR as stored.
     pub async fn patch_spec(&self, cr: &str, spec_patch: Value) -> anyhow::Result<CephOsd> {
+        crate::nodes::ensure_nodes(&self.client, &crate::nodes::hosts_of(&spec_patch)).await?;
         Ok(self
             .crs
             .patch(
@@ -1550,9 +1714,10 @@ async fn diagnostics(
     )
 }
 
-/// Deletes every CephOSD and pod of `namespace` (pods with grace 0) and waits until none is
-/// left (10 s at most).
-async fn cleanup(client: &Client, namespace: &str) -> anyhow::Result<()> {
+/// Deletes every CephOSD and pod of `namespace` (pods with grace 0), waits until none is left
+/// (10 s at most), then deletes the namespace.
+/// Deletes a namespace's CephOSDs and pods, then the namespace.
+pub async fn cleanup(client: &Client, namespace: &str) -> anyhow::Result<()> {
     let crs: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), namespace, &cephosd_resource());
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
@@ -1563,6 +1728,8 @@ async fn cleanup(client: &Client, namespace: &str) -> anyhow::Result<()> {
     loop {
         let left = pods.list(&ListParams::default()).await?.items;
         if left.is_empty() {
+            let namespaces: Api<Namespace> = Api::all(client.clone());
+            let _ = namespaces.delete(namespace, &DeleteParams::default()).await;
             return Ok(());
         }
         if Instant::now() > deadline {

@@ -115,3 +115,112 @@ async fn pod_template_is_defaulted_pruned_and_accepts_numbers() -> anyhow::Resul
     );
     s.destroy().await
 }
+
+/// The API server's answer to creating `manifest`: the rejection message (422), or an error
+/// when it was accepted.
+async fn rejection(s: &Scenario, manifest: &Value) -> anyhow::Result<String> {
+    match s.create_cr(manifest).await {
+        Ok(_) => anyhow::bail!("accepted: {}", manifest["spec"]),
+        Err(error) => match error.downcast::<kube::Error>() {
+            Ok(kube::Error::Api(status)) if status.code == 422 => Ok(status.message),
+            Ok(other) => anyhow::bail!("failed oddly: {other}"),
+            Err(other) => anyhow::bail!("failed oddly: {other}"),
+        },
+    }
+}
+
+#[tokio::test]
+async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_name(
+) -> anyhow::Result<()> {
+    let s = Scenario::converge("crdrules").await?;
+    let base = cephosd(
+        "rules",
+        json!([{"hosts": ["node-a"], "osds": [{"data": "/dev/sdb"}]}]),
+        "OSD",
+        tricky_template(),
+    );
+    let edit = |f: &dyn Fn(&mut Value)| {
+        let mut manifest = base.clone();
+        f(&mut manifest);
+        manifest
+    };
+    let osd = "/spec/storage/0/osds/0";
+    let set = |pointer: String, value: Value| {
+        move |m: &mut Value| {
+            if let Some(slot) = m.pointer_mut(&pointer) {
+                *slot = value.clone();
+            }
+        }
+    };
+    let cases: Vec<(Value, &[&str])> = vec![
+        (edit(&set(format!("{osd}/data"), json!("/dev/sdb/"))), &["spec.storage[0].osds[0].data"]),
+        (edit(&set(format!("{osd}/data"), json!("/dev//sdb"))), &["spec.storage[0].osds[0].data"]),
+        (edit(&set(format!("{osd}/data"), json!("/dev/./sdb"))), &["spec.storage[0].osds[0].data"]),
+        (edit(&set(format!("{osd}/data"), json!("sdb"))), &["spec.storage[0].osds[0].data"]),
+        (
+            edit(&|m: &mut Value| m["spec"]["storage"][0]["osds"][0]["db"] = json!("/dev/../nvme0n1")),
+            &["spec.storage[0].osds[0].db"],
+        ),
+        (
+            edit(&set("/spec/storage/0/hosts/0".into(), json!("A76-H1"))),
+            &["spec.storage[0].hosts[0]"],
+        ),
+        (
+            edit(&|m: &mut Value| {
+                m["spec"]["podTemplate"]["metadata"]["annotations"] =
+                    json!({"ceph.elemental.net/db": "/dev/evil-db"})
+            }),
+            &["spec.podTemplate.metadata.annotations", "ceph.elemental.net/db", "set by the operator"],
+        ),
+        (
+            edit(&|m: &mut Value| {
+                m["spec"]["podTemplate"]["metadata"]["labels"]["ceph.elemental.net/owner"] =
+                    json!("CephOSD-other")
+            }),
+            &["spec.podTemplate.metadata.labels", "ceph.elemental.net/owner"],
+        ),
+        (
+            edit(&|m: &mut Value| {
+                m["spec"]["podTemplate"]["metadata"]["finalizers"] = json!(["example.com/hold"])
+            }),
+            &["spec.podTemplate.metadata.finalizers"],
+        ),
+        (
+            edit(&|m: &mut Value| m["spec"]["podTemplate"]["spec"]["nodeName"] = json!("node-b")),
+            &["spec.podTemplate.spec.nodeName"],
+        ),
+        (
+            edit(&|m: &mut Value| {
+                m["spec"]["podTemplate"]["spec"]["nodeSelector"] =
+                    json!({"kubernetes.io/hostname": "node-b"})
+            }),
+            &["spec.podTemplate.spec.nodeSelector", "kubernetes.io/hostname"],
+        ),
+        (
+            edit(&|m: &mut Value| {
+                m["spec"]["podTemplate"]["spec"]["affinity"] = json!({"nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}})
+            }),
+            &["spec.podTemplate.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"],
+        ),
+    ];
+    for (manifest, expected) in &cases {
+        let message = rejection(&s, manifest).await?;
+        for part in *expected {
+            anyhow::ensure!(message.contains(part), "{part:?} not in {message}");
+        }
+    }
+    // What the rules leave alone is accepted: other node selectors, preferred affinity, an
+    // empty finalizer list, other annotations.
+    let allowed = edit(&|m: &mut Value| {
+        let t = &mut m["spec"]["podTemplate"];
+        t["metadata"]["finalizers"] = json!([]);
+        t["metadata"]["annotations"] = json!({"example.com/note": "kept"});
+        t["spec"]["nodeSelector"] = json!({"disktype": "hdd"});
+        t["spec"]["affinity"] = json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]}});
+    });
+    s.create_cr(&allowed).await?;
+    s.destroy().await
+}

@@ -1,4 +1,4 @@
-//! End-to-end scenarios (issue 4), Molecule-style: create → converge → verify → destroy, each in
+//! End-to-end scenarios, Molecule-style: create → converge → verify → destroy, each in
 //! a namespace of its own, against the local control plane and the real operator binary.
 //!
 //! Needs: `molecule-like-tests/control-plane install && molecule-like-tests/control-plane up`
@@ -49,7 +49,7 @@ fn sample_db(data: &str) -> &'static str {
     }
 }
 
-/// The sample CR with the kubelet knobs (ready after 1 s, grace 10 s).
+/// The sample CR with the kubelet knobs (ready after 1 s, grace 1 s).
 fn sample_cr(update_domain: &str) -> anyhow::Result<Value> {
     let sample = sample()?;
     Ok(cephosd(
@@ -196,8 +196,8 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
 #[tokio::test]
 async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyhow::Result<()> {
     let s = Scenario::converge("recreate").await?;
-    // 30 s grace → the old pod stays terminating for 3 s.
-    let template = with_kubelet_knobs(fast_sample_template()?, 1, false, 30);
+    // The old pod stays terminating for its 3 s grace period.
+    let template = with_kubelet_knobs(fast_sample_template()?, 1, false, 3);
     let hosts = ["worker1"];
     let data = ["/dev/sdb", "/dev/sdc"];
     let Converged {
@@ -249,8 +249,8 @@ async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyh
 async fn rollout(name: &str, domain: UpdateDomain) -> anyhow::Result<()> {
     let s = Scenario::converge(name).await?;
     // Case matters for the order: case-insensitively "ata-b" < "ATA-C" < "ata-d" (bytewise
-    // "ATA-C" would come first); hosts likewise ("worker-a" < "worker-B").
-    let hosts = ["worker-B", "worker-a"];
+    // "ATA-C" would come first). Hosts are lower-case node names; listed out of order.
+    let hosts = ["worker-b", "worker-a"];
     let data = [
         "/dev/disk/by-id/ata-b",
         "/dev/disk/by-id/ATA-C",

@@ -1,0 +1,74 @@
+//! Fake Nodes for the hosts a CephOSD names. KWOK (`--manage-all-nodes`) makes them Ready and
+//! keeps their leases; the scheduler places pods on them; KWOK's stages play the kubelet.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, PostParams};
+use kube::Client;
+use serde_json::{json, Value};
+
+/// Every host named by `spec.storage[].hosts[]` of a CephOSD manifest (or spec patch).
+pub fn hosts_of(manifest: &Value) -> BTreeSet<String> {
+    let spec = manifest.get("spec").unwrap_or(manifest);
+    spec.get("storage")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.get("hosts").and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The Node a kubelet on `host` would register: named after it, `kubernetes.io/hostname` = it.
+pub fn node(host: &str) -> Node {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": host,
+            "labels": {
+                "kubernetes.io/hostname": host,
+                "kubernetes.io/os": "linux",
+                "type": "kwok",
+            },
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+        },
+    }))
+    .expect("a Node from a literal")
+}
+
+/// Creates the Nodes of `hosts` that do not exist yet (Nodes are cluster-wide and shared by
+/// the scenarios). Host names the API refuses as Node names are skipped: the scenarios that
+/// use them test the operator's own validation.
+pub async fn ensure_nodes(client: &Client, hosts: &BTreeSet<String>) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    for host in hosts {
+        match nodes.create(&PostParams::default(), &node(host)).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 || e.code == 422 => {}
+            Err(e) => return Err(anyhow::anyhow!("creating Node {host}: {e}")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_of_reads_every_storage_entry() {
+        let cr = json!({"spec": {"storage": [
+            {"hosts": ["b", "a"], "osds": []},
+            {"hosts": ["a", "c"], "osds": []},
+            {"osds": []},
+        ]}});
+        let expected: BTreeSet<String> = ["a", "b", "c"].map(String::from).into();
+        assert_eq!(hosts_of(&cr), expected);
+        assert_eq!(hosts_of(&cr["spec"]), expected);
+        assert!(hosts_of(&json!({"spec": {"paused": true}})).is_empty());
+    }
+}

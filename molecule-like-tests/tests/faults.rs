@@ -1,0 +1,247 @@
+//! Faults of the control plane under a rollout. These stop shared components, so they live in
+//! a test binary of their own (cargo runs test binaries one after another) and run one at a
+//! time within it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use ceph_osd_operator::crd::UpdateDomain;
+use ceph_osd_operator::labels;
+use ceph_osd_operator::osd::OsdKey;
+use kube::ResourceExt;
+use molecule_like_tests::scenario::{
+    annotation, cephosd, fast_sample_template, is_ready, keys, lease_holder, pod_key, storage,
+    with_kubelet_knobs, workspace_root, Converged, OperatorOptions, PodEvent, Scenario, CR,
+};
+use serde_json::json;
+use tokio::sync::Mutex;
+
+/// One fault at a time: each takes a component of the shared control plane down.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+/// Runs `control-plane restart-apiserver SECONDS` (kills kube-apiserver, starts it again).
+async fn restart_apiserver(seconds: u32) -> anyhow::Result<()> {
+    let script = workspace_root().join("molecule-like-tests/control-plane");
+    let out = tokio::process::Command::new(&script)
+        .arg("restart-apiserver")
+        .arg(seconds.to_string())
+        .output()
+        .await?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{} restart-apiserver failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// A rollout under way: `CR` of one OSD per host in `hosts` (Host domain, replacements Ready
+/// `ready_after` seconds after they start) converged, then its template edited; returns once
+/// the first replacement exists.
+struct Rollout {
+    want: BTreeSet<OsdKey>,
+    old: BTreeMap<String, OsdKey>,
+    hash: String,
+}
+
+async fn start_rollout(
+    s: &Scenario,
+    hosts: &[&str],
+    data: &[&str],
+    ready_after: u32,
+) -> anyhow::Result<Rollout> {
+    let template = with_kubelet_knobs(fast_sample_template()?, ready_after, false, 1);
+    let Converged { want, pods, .. } = s
+        .create_converged(
+            &cephosd(CR, storage(hosts, data), "Host", template),
+            keys(hosts, data),
+        )
+        .await?;
+    let old = pods
+        .iter()
+        .map(|(k, p)| (p.name_any(), k.clone()))
+        .collect();
+    let (_, hash) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+        .await?;
+    s.wait_until(
+        "the first replacement exists",
+        Duration::from_secs(60),
+        || async {
+            let pods = s.owned_pods(CR).await?;
+            Ok(pods
+                .iter()
+                .any(|p| annotation(p, labels::TEMPLATE_HASH) == Some(hash.as_str()))
+                .then_some(()))
+        },
+    )
+    .await?;
+    Ok(Rollout { want, old, hash })
+}
+
+impl Rollout {
+    /// Waits for the end and checks the recorded watch: one pod per disk throughout, hosts in
+    /// order, and every OSD with exactly its old pod and one replacement.
+    async fn finishes_once(&self, s: &Scenario, context: &str) -> anyhow::Result<()> {
+        s.wait_converged(CR, &self.want, &self.hash, Duration::from_secs(180))
+            .await
+            .map_err(|e| anyhow::anyhow!("{context}: {e}"))?;
+        s.assert_one_pod_per_key().await?;
+        let rec = s.recorder()?;
+        rec.timeline()
+            .check_rollout(&self.old, UpdateDomain::Host)
+            .map_err(|e| anyhow::anyhow!("{context}: {e}\n{}", rec.render()))?;
+        let mut pods_per_key: BTreeMap<OsdKey, BTreeSet<String>> = BTreeMap::new();
+        for event in rec.events() {
+            if let Some(key) = pod_key(&event.pod) {
+                pods_per_key
+                    .entry(key)
+                    .or_default()
+                    .insert(event.pod.name_any());
+            }
+        }
+        anyhow::ensure!(
+            pods_per_key.values().all(|names| names.len() == 2),
+            "{context}: an OSD replaced more than once: {pods_per_key:?}\n{}",
+            rec.render()
+        );
+        Ok(())
+    }
+}
+
+/// kube-apiserver killed for 10 s while a replacement waits for Ready: the operator's watches
+/// fail and, on resume, find their resourceVersion gone (a restarted API server's watch cache
+/// starts afresh). With a resync of 10 minutes only the watches can move the rollout on: once
+/// the replacement is Ready (KWOK and the scheduler take their own time to reconnect), the next
+/// host's pod must go within seconds; never two pods on one disk, hosts in order.
+#[tokio::test]
+async fn f1_apiserver_restart_mid_rollout_resumes_from_the_watches() -> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let s = Scenario::converge_with(
+        "apiserver",
+        &OperatorOptions {
+            resync_seconds: 600,
+        },
+    )
+    .await?;
+    let rollout = start_rollout(&s, &["fault-a", "fault-b", "fault-c"], &["/dev/sdb"], 2).await?;
+    restart_apiserver(10).await?;
+    let back_at = s.recorder()?.elapsed();
+    rollout
+        .finishes_once(&s, "no progress after the restart (resync is 600 s)")
+        .await?;
+    let rec = s.recorder()?;
+    // The first Ready replacement after the restart, and the operator's next deletion.
+    let events = rec.events();
+    let after = |at, what: &dyn Fn(&PodEvent) -> bool| {
+        events.iter().find(|e| e.at >= at && what(e)).map(|e| e.at)
+    };
+    let ready = after(back_at, &|e| {
+        annotation(&e.pod, labels::TEMPLATE_HASH) == Some(rollout.hash.as_str()) && is_ready(&e.pod)
+    });
+    let acted = ready.and_then(|ready| {
+        after(ready, &|e| {
+            rollout.old.contains_key(&e.pod.name_any())
+                && e.pod.metadata.deletion_timestamp.is_some()
+        })
+    });
+    let (Some(ready), Some(acted)) = (ready, acted) else {
+        anyhow::bail!(
+            "no Ready replacement or no deletion after the restart\n{}",
+            rec.render()
+        );
+    };
+    eprintln!(
+        "f1: API server back at {back_at:?}; replacement Ready {:?} later; next host's pod \
+         deleted {:?} after that",
+        ready - back_at,
+        acted - ready
+    );
+    anyhow::ensure!(
+        acted - ready < Duration::from_secs(10),
+        "the operator took {:?} to act on a Ready replacement after the restart (its watches \
+         did not resume)\n{}",
+        acted - ready,
+        rec.render()
+    );
+    s.destroy().await
+}
+
+/// The operator killed (SIGKILL) again and again at random moments of one rollout and started
+/// again each time: the rollout completes in host order, one pod per disk throughout, and no
+/// OSD is replaced twice (each has exactly its old pod and one new one). `MLT_KILLS` sets the
+/// number of kills (CI: 6; `MLT_KILLS=20` for the long run).
+#[tokio::test]
+async fn f2_operator_killed_repeatedly_mid_rollout_finishes_it_once() -> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let kills: u32 = std::env::var("MLT_KILLS")
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(6);
+    let mut s = Scenario::converge_with("kill-loop", &OperatorOptions::default()).await?;
+    let rollout = start_rollout(
+        &s,
+        &["kill-a", "kill-b", "kill-c"],
+        &["/dev/sdb", "/dev/sdc"],
+        1,
+    )
+    .await?;
+    // Kill moments from a seeded sequence (printed, to replay a failure).
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .subsec_nanos();
+    let mut state = u64::from(seed) | 1;
+    let mut next_delay = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        Duration::from_millis(200 + (state >> 33) % 1_300)
+    };
+    for _ in 0..kills {
+        tokio::time::sleep(next_delay()).await;
+        s.stop_operator();
+        s.start_operator(&OperatorOptions::default())?;
+    }
+    eprintln!("f2: {kills} kills, seed {seed}");
+    rollout.finishes_once(&s, &format!("seed {seed}")).await?;
+    s.destroy().await
+}
+
+/// Two replicas with leader election; the leader is SIGKILLed (no lease release) while a
+/// replacement waits for Ready. The standby takes over once the lease expires (15 s) and
+/// finishes the rollout in host order: no OSD replaced twice, one pod per disk throughout.
+#[tokio::test]
+async fn f3_leader_killed_mid_rollout_the_standby_finishes_it() -> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut s = Scenario::create("leader-kill").await?;
+    s.start_recorder().await?;
+    let ns = s.namespace.clone();
+    let args = ["--leader-elect", "--lease-namespace", ns.as_str()];
+    let options = OperatorOptions::default();
+    let (id_a, id_b) = (format!("{ns}-a"), format!("{ns}-b"));
+    let holder = || lease_holder(&s.client, &ns);
+    let a = s.spawn_operator("a", &options, &args, &[("POD_NAME", &id_a)])?;
+    s.wait_until("replica a leads", Duration::from_secs(20), || async {
+        Ok((holder().await?.as_deref() == Some(id_a.as_str())).then_some(()))
+    })
+    .await?;
+    let b = s.spawn_operator("b", &options, &args, &[("POD_NAME", &id_b)])?;
+    // Replacements take 3 s to become Ready: the kill lands while one waits.
+    let rollout = start_rollout(&s, &["lead-a", "lead-b", "lead-c"], &["/dev/sdb"], 3).await?;
+    a.kill();
+    let killed = std::time::Instant::now();
+    s.wait_until("replica b leads", Duration::from_secs(30), || async {
+        b.check_alive()?;
+        Ok((holder().await?.as_deref() == Some(id_b.as_str())).then_some(()))
+    })
+    .await?;
+    let took = killed.elapsed();
+    anyhow::ensure!(
+        took < Duration::from_secs(20),
+        "takeover after {took:?} (lease 15 s, retry 3 s)"
+    );
+    rollout.finishes_once(&s, "after the takeover").await?;
+    eprintln!("f3: the standby led {took:?} after the leader was killed");
+    s.destroy().await
+}

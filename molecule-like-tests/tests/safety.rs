@@ -1,0 +1,226 @@
+//! Safety scenarios on the control plane: stray pods with our labels never cost a healthy OSD
+//! pod, and pods another controller controls are left alone while they hold their disk.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ceph_osd_operator::osd::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, PostParams};
+use kube::ResourceExt;
+use molecule_like_tests::scenario::{
+    cephosd, fast_sample_template, hold, keys, pod_key, storage, Converged, EventKind, PodEvent,
+    Scenario, CONVERGE, CR,
+};
+use serde_json::json;
+
+/// A hand-made pod: `of`'s labels, annotations and spec, no ownerReferences.
+fn copy_of(of: &Pod, name: &str) -> anyhow::Result<Pod> {
+    let mut pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": of.labels(), "annotations": of.annotations()},
+        "spec": serde_json::to_value(&of.spec)?,
+    }))?;
+    pod.metadata.namespace = of.metadata.namespace.clone();
+    Ok(pod)
+}
+
+/// Whether a pod was created by the operator (its controller reference is a CephOSD).
+fn made_by_operator(pod: &Pod) -> bool {
+    pod.owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && o.kind == "CephOSD")
+}
+
+/// The operator's half of "never two pods on one disk": replaying the watch, every pod the
+/// operator created appeared while no other pod (of any origin, terminating included) held
+/// its disk.
+fn check_created_on_free_disks(events: &[PodEvent], operator_cr: &str) -> Result<(), String> {
+    let mut alive: BTreeMap<String, Option<OsdKey>> = BTreeMap::new();
+    for e in events {
+        let name = e.pod.name_any();
+        match e.kind {
+            EventKind::Deleted => {
+                alive.remove(&name);
+            }
+            EventKind::Added => {
+                let key = pod_key(&e.pod);
+                let ours = made_by_operator(&e.pod)
+                    && e.pod
+                        .owner_references()
+                        .iter()
+                        .any(|o| o.name == operator_cr);
+                if let (true, Some(key)) = (ours, &key) {
+                    let holders: Vec<&String> = alive
+                        .iter()
+                        .filter(|(_, k)| k.as_ref().map(OsdKey::device_id) == Some(key.device_id()))
+                        .map(|(n, _)| n)
+                        .collect();
+                    if !holders.is_empty() {
+                        return Err(format!(
+                            "event #{}: the operator created {name} for {key} while {holders:?} held the disk",
+                            e.seq
+                        ));
+                    }
+                }
+                alive.insert(name, key);
+            }
+            EventKind::Modified => {
+                alive.insert(name, pod_key(&e.pod));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn stray_pods_are_removed_and_no_osd_pod_is_touched() -> anyhow::Result<()> {
+    let s = Scenario::converge("stray").await?;
+    let hosts = ["node1"];
+    let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
+    // Paused: the operator must not need a rollout to be safe.
+    let mut manifest = cephosd(CR, storage(&hosts, &data), "OSD", fast_sample_template()?);
+    manifest["spec"]["paused"] = json!(true);
+    let Converged {
+        pods: before, want, ..
+    } = s.create_converged(&manifest, keys(&hosts, &data)).await?;
+    let ours: BTreeMap<String, String> = before
+        .values()
+        .map(|p| (p.name_any(), p.uid().unwrap_or_default()))
+        .collect();
+
+    // One stray per OSD: an invalid name, and two valid-looking names that sort first.
+    let pod = |data: &str| &before[&OsdKey::new("node1", data)];
+    let strays = [
+        copy_of(pod("/dev/sdb"), "debug-copy")?,
+        copy_of(pod("/dev/sdc"), "osd-node1-sdc-00000")?,
+        copy_of(pod("/dev/sdd"), "osd-node1-sdd-aaaaa")?,
+    ];
+    for stray in &strays {
+        s.pods.create(&PostParams::default(), stray).await?;
+    }
+    let stray_names: Vec<String> = strays.iter().map(ResourceExt::name_any).collect();
+    s.wait_until("every stray is deleted", CONVERGE, || async {
+        let left = s
+            .list_pods()
+            .await?
+            .iter()
+            .filter(|p| stray_names.contains(&p.name_any()))
+            .count();
+        Ok((left == 0).then_some(()))
+    })
+    .await?;
+    // A few more reconciles: the OSD pods stay exactly the ones they were.
+    hold(Duration::from_secs(4), || async {
+        let now: BTreeMap<String, String> = s
+            .list_pods()
+            .await?
+            .iter()
+            .map(|p| (p.name_any(), p.uid().unwrap_or_default()))
+            .collect();
+        anyhow::ensure!(now == ours, "OSD pods changed: {now:?} != {ours:?}");
+        Ok(())
+    })
+    .await?;
+
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let timeline = rec.timeline();
+    for name in ours.keys() {
+        let history = timeline.get(name)?;
+        anyhow::ensure!(
+            history.deletion_started.is_none(),
+            "OSD pod {name} was deleted\n{}",
+            rec.render()
+        );
+    }
+    check_created_on_free_disks(&rec.events(), CR)
+        .map_err(|e| anyhow::anyhow!("{e}\n{}", rec.render()))?;
+    rec.assert_one_controlled_pod_per_key()?;
+    anyhow::ensure!(want.len() == ours.len());
+    s.destroy().await
+}
+
+#[tokio::test]
+async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyhow::Result<()> {
+    let s = Scenario::converge("foreign").await?;
+    let template = fast_sample_template()?;
+    // The other controller: another CephOSD (it exists, so the garbage collector keeps its
+    // pod); its pod carries our CR's owner label and the annotations of one of our OSDs.
+    let other = s
+        .create_cr(&cephosd("other", json!([]), "OSD", template.clone()))
+        .await?;
+    let mut foreign: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "osd-node1-sdb-other",
+            "namespace": s.namespace,
+            "labels": {"ceph.elemental.net/owner": format!("CephOSD-{CR}")},
+            "annotations": {"ceph.elemental.net/host": "node1", "ceph.elemental.net/data": "/dev/sdb",
+                            "ceph.elemental.net/pod-template-hash": "0000000000000000",
+                            "ceph.elemental.net/pod-state": "up-to-date"},
+            "ownerReferences": [{"apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD",
+                "name": "other", "uid": other.uid().unwrap_or_default(), "controller": true}],
+        },
+        "spec": template["spec"].clone(),
+    }))?;
+    foreign = s.pods.create(&PostParams::default(), &foreign).await?;
+
+    let hosts = ["node1"];
+    let data = ["/dev/sdb", "/dev/sdc"];
+    s.create_cr(&cephosd(CR, storage(&hosts, &data), "OSD", template))
+        .await?;
+    let status = s
+        .wait_until("the status reports the foreign pod", CONVERGE, || async {
+            Ok(s.cr_status(CR)
+                .await?
+                .filter(|st| st.foreign == 1 && st.ready == 1))
+        })
+        .await?;
+    anyhow::ensure!(status.foreign_pods == ["osd-node1-sdb-other"], "{status:?}");
+    // From now on (the kubelet has made it Ready) nobody writes to it.
+    let foreign_version = s.pods.get(&foreign.name_any()).await?.resource_version();
+    // Over several reconciles: untouched, and no second pod for its disk.
+    hold(Duration::from_secs(4), || async {
+        let pods = s.owned_pods(CR).await?;
+        let sdb: Vec<String> = pods
+            .iter()
+            .filter(|p| pod_key(p) == Some(OsdKey::new("node1", "/dev/sdb")))
+            .map(ResourceExt::name_any)
+            .collect();
+        anyhow::ensure!(
+            sdb == ["osd-node1-sdb-other"],
+            "pods for node1:/dev/sdb: {sdb:?}"
+        );
+        let now = s.pods.get("osd-node1-sdb-other").await?;
+        anyhow::ensure!(
+            now.resource_version() == foreign_version,
+            "the foreign pod was written"
+        );
+        Ok(())
+    })
+    .await?;
+    let events = s.cr_events(CR).await?;
+    let told = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("ForeignPod"))
+        .count();
+    anyhow::ensure!(told == 1, "ForeignPod events: {told}");
+
+    // Once the other controller's pod is gone, the OSD gets a pod of ours.
+    s.pods
+        .delete("osd-node1-sdb-other", &DeleteParams::default())
+        .await?;
+    let cr = s.crs.get(CR).await?;
+    let hash = ceph_osd_operator::hash::TemplateHash::of(&cr.spec.pod_template).to_string();
+    s.wait_converged(CR, &keys(&hosts, &data), &hash, CONVERGE)
+        .await?;
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    check_created_on_free_disks(&rec.events(), CR)
+        .map_err(|e| anyhow::anyhow!("{e}\n{}", rec.render()))?;
+    rec.assert_one_controlled_pod_per_key()?;
+    s.destroy().await
+}

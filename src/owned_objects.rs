@@ -1,0 +1,177 @@
+//! What a reconcile plans from: the pods and ReplicaSets carrying a CephOSD's owner label, read
+//! from the watch caches (no API call) once they have synced and show every write of ours for
+//! that CephOSD (see `expectations.rs`), else from a LIST when the caches lag too long.
+
+use crate::crd::{owner_label_value, CephOsd};
+use crate::expectations::{Expectations, Expected, Readiness};
+use crate::labels;
+use crate::plan::Action;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, ListParams};
+use kube::runtime::reflector::Store;
+use kube::{Resource, ResourceExt};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tokio::sync::watch;
+use tracing::warn;
+
+/// How long the caches may take to show a write before a LIST is trusted instead.
+const CACHE_TIMEOUT: SignedDuration = SignedDuration::from_secs(10);
+
+/// How long a reconcile waits for the watch caches' first sync before it LISTs instead.
+const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The objects one reconcile plans from.
+pub struct Observation {
+    pub pods: Vec<Pod>,
+    pub replica_sets: Vec<ReplicaSet>,
+}
+
+/// The watch caches and, per CephOSD, the writes they have yet to show.
+pub struct OwnedObjects {
+    pods: Store<Pod>,
+    replica_sets: Store<ReplicaSet>,
+    /// True once both caches have synced.
+    synced: watch::Receiver<bool>,
+    expectations: Mutex<HashMap<String, Expectations>>,
+}
+
+impl OwnedObjects {
+    /// Needs a tokio runtime: one task waits for the first sync of both caches. (A store's
+    /// own `wait_until_ready` wakes only the last of several concurrent waiters, so the
+    /// reconciles wait on this task instead.)
+    pub fn new(pods: Store<Pod>, replica_sets: Store<ReplicaSet>) -> Self {
+        let (synced_tx, synced) = watch::channel(false);
+        let (pods_ready, replica_sets_ready) = (pods.clone(), replica_sets.clone());
+        tokio::spawn(async move {
+            let ready = pods_ready.wait_until_ready().await.is_ok()
+                && replica_sets_ready.wait_until_ready().await.is_ok();
+            let _ = synced_tx.send(ready);
+        });
+        Self {
+            pods,
+            replica_sets,
+            synced,
+            expectations: Mutex::default(),
+        }
+    }
+
+    /// What to plan `cr` from at `now`; `None` while the caches do not show our last writes
+    /// yet (their events bring the next reconcile).
+    pub async fn observe(
+        &self,
+        cr: &CephOsd,
+        pods: &Api<Pod>,
+        replica_sets: &Api<ReplicaSet>,
+        now: Timestamp,
+    ) -> Result<Option<Observation>, kube::Error> {
+        // A cache that has not synced is never taken for "no pods"; one that takes long to
+        // sync is bypassed by a LIST.
+        let mut synced = self.synced.clone();
+        let ready = async move { synced.wait_for(|synced| *synced).await.is_ok() };
+        let synced = tokio::time::timeout(SYNC_TIMEOUT, ready)
+            .await
+            .unwrap_or_else(|_| {
+                warn!(cephosd = %key_of(cr), "the watch caches have not synced within 10 s; planning from a LIST");
+                false
+            });
+        let cached = Observation {
+            pods: owned(&self.pods, cr),
+            replica_sets: owned(&self.replica_sets, cr),
+        };
+        let key = key_of(cr);
+        let readiness = if synced {
+            self.with_expectations(&key, |e| {
+                e.check(&cached.pods, &cached.replica_sets, now, CACHE_TIMEOUT)
+            })
+        } else {
+            Readiness::List
+        };
+        match readiness {
+            Readiness::Cache => Ok(Some(cached)),
+            Readiness::Wait => Ok(None),
+            Readiness::List => {
+                if synced {
+                    warn!(cephosd = %key, "the watch cache did not show our writes within 10 s; planning from a LIST");
+                }
+                let params = ListParams::default().labels(&format!(
+                    "{}={}",
+                    labels::OWNER,
+                    owner_label_value(&cr.name_any())
+                ));
+                let listed = Observation {
+                    pods: pods.list(&params).await?.items,
+                    replica_sets: replica_sets.list(&params).await?.items,
+                };
+                self.with_expectations(&key, |e| {
+                    e.listed(&listed.pods, &listed.replica_sets, now);
+                });
+                Ok(Some(listed))
+            }
+        }
+    }
+
+    /// Records that `action` for `cr` reached the API (or may have), at `now`.
+    pub fn written(&self, cr: &CephOsd, action: &Action, now: Timestamp) {
+        if let Some(expected) = Expected::of(action) {
+            self.with_expectations(&key_of(cr), |e| e.expect(expected, now));
+        }
+    }
+
+    /// Forgets a deleted CephOSD.
+    pub fn forget(&self, namespace: &str, name: &str) {
+        self.expectations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&format!("{namespace}/{name}"));
+    }
+
+    fn with_expectations<T>(&self, key: &str, f: impl FnOnce(&mut Expectations) -> T) -> T {
+        let mut all = self
+            .expectations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let expectations = all.entry(key.to_owned()).or_default();
+        let out = f(expectations);
+        if expectations.is_empty() {
+            all.remove(key);
+        }
+        out
+    }
+}
+
+fn key_of(cr: &CephOsd) -> String {
+    format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any())
+}
+
+/// The cached objects of `cr`'s namespace that carry its owner label.
+fn owned<K>(store: &Store<K>, cr: &CephOsd) -> Vec<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let namespace = cr.namespace();
+    let owner = owner_label_value(&cr.name_any());
+    store
+        .state()
+        .iter()
+        .filter(|o| o.meta().namespace == namespace)
+        .filter(|o| o.meta().labels.as_ref().and_then(|l| l.get(labels::OWNER)) == Some(&owner))
+        .map(|o| K::clone(o))
+        .collect()
+}
+
+/// What the cache keeps of a pod: what the planner reads (metadata, status), without the
+/// managed fields and the spec.
+pub fn strip_pod(pod: &mut Pod) {
+    pod.metadata.managed_fields = None;
+    pod.spec = None;
+}
+
+/// What the cache keeps of a ReplicaSet: its metadata (the planner reads nothing else).
+pub fn strip_replica_set(replica_set: &mut ReplicaSet) {
+    replica_set.metadata.managed_fields = None;
+    replica_set.spec = Default::default();
+    replica_set.status = None;
+}

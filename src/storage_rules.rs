@@ -1,0 +1,178 @@
+//! What a valid host name and device path are. The CRD schema enforces the same rules through
+//! [`HOST_PATTERN`] and [`DEVICE_PATH_PATTERN`]; the Rust checks serve the offline preview and
+//! CRs stored before the rules existed.
+//!
+//! One disk must have one spelling: `/dev/sdb`, `/dev/sdb/`, `/dev//sdb` and `/dev/./sdb` would
+//! otherwise be four OSDs on one disk, and `node1` / `NODE1` two OSDs on one host.
+
+/// Kubernetes node names are lower-case DNS-1123 subdomains.
+pub const HOST_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+/// The longest DNS-1123 subdomain (and so the longest node name).
+pub const MAX_HOST_LEN: usize = 253;
+/// Absolute and normalised: `/` then components that are neither empty, `.` nor `..`.
+pub const DEVICE_PATH_PATTERN: &str = r"^(/([^/.][^/]*|\.[^/.][^/]*|\.\.[^/]+))+$";
+/// Linux's `PATH_MAX`.
+pub const MAX_DEVICE_PATH_LEN: usize = 4096;
+
+/// Why `host` is not a valid node name, if it is not.
+pub fn host_problem(host: &str) -> Option<&'static str> {
+    let label_ok = |label: &str| {
+        let bytes = label.as_bytes();
+        !bytes.is_empty()
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            && bytes[0] != b'-'
+            && bytes[bytes.len() - 1] != b'-'
+    };
+    if host.len() > MAX_HOST_LEN {
+        Some("must be at most 253 characters (a Kubernetes node name)")
+    } else if !host.split('.').all(label_ok) {
+        Some(
+            "must be a Kubernetes node name: lower-case letters, digits, '-' and '.', \
+             starting and ending with a letter or digit",
+        )
+    } else {
+        None
+    }
+}
+
+/// Why `path` is not an absolute, normalised device path, if it is not.
+pub fn device_path_problem(path: &str) -> Option<&'static str> {
+    if path.len() > MAX_DEVICE_PATH_LEN {
+        return Some("must be at most 4096 bytes");
+    }
+    let Some(rest) = path.strip_prefix('/') else {
+        return Some("must be an absolute path (start with '/')");
+    };
+    for component in rest.split('/') {
+        match component {
+            "" => return Some("must not contain repeated '/' or end with '/'"),
+            "." | ".." => return Some("must not contain '.' or '..' components"),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The one spelling of a device path: repeated `/` and `.` collapsed, `..` resolved
+/// lexically, no trailing `/`. Paths that normalise alike name the same disk (a symlinked
+/// `..` may be a different one; treating it as the same is the safe side).
+pub fn normalise_device_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for component in path.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// The one spelling of a host: node names are matched case-insensitively here, as DNS is.
+pub fn normalise_host(host: &str) -> String {
+    host.to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn device_paths() {
+        for good in [
+            "/dev/sdb",
+            "/dev/disk/by-id/ata-Samsung_SSD_860",
+            "/dev/disk/by-slot/pci-0000:5c:00.0-encl-0:7:0-slot-1",
+            "/.hidden",
+            "/...",
+            "/dev/..x",
+            "/a",
+        ] {
+            assert_eq!(device_path_problem(good), None, "{good}");
+        }
+        for bad in [
+            "",
+            "/",
+            "sdb",
+            "dev/sdb",
+            "/dev/sdb/",
+            "/dev//sdb",
+            "/dev/./sdb",
+            "/dev/../sdb",
+            "/.",
+            "/..",
+            "//dev/sdb",
+        ] {
+            assert!(device_path_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(device_path_problem(&format!("/{}", "a".repeat(4096))).is_some());
+    }
+
+    #[test]
+    fn hosts() {
+        for good in ["node1", "worker041.example.com", "a", "0-a.b-1", "a76-h1"] {
+            assert_eq!(host_problem(good), None, "{good}");
+        }
+        for bad in [
+            "", "A76-H1", "node_1", "-a", "a-", "a..b", ".a", "a.", "köln", "a b", "a:b",
+        ] {
+            assert!(host_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(host_problem(&"a".repeat(254)).is_some());
+    }
+
+    #[test]
+    fn aliases_normalise_alike() {
+        for alias in [
+            "/dev/sdb",
+            "/dev/sdb/",
+            "/dev//sdb",
+            "/dev/./sdb",
+            "/dev/x/../sdb",
+            "dev/sdb",
+        ] {
+            assert_eq!(normalise_device_path(alias), "/dev/sdb", "{alias}");
+        }
+        assert_eq!(normalise_host("A76-H1"), normalise_host("a76-h1"));
+    }
+
+    fn anchored(pattern: &str) -> regex::Regex {
+        regex::Regex::new(pattern).expect("the schema pattern compiles")
+    }
+
+    proptest! {
+        /// The schema's patterns and the Rust checks accept exactly the same strings.
+        #[test]
+        fn device_pattern_agrees_with_the_check(path in "[/a.b]{0,12}") {
+            prop_assert_eq!(
+                anchored(DEVICE_PATH_PATTERN).is_match(&path),
+                device_path_problem(&path).is_none(),
+                "{:?}", path
+            );
+        }
+
+        #[test]
+        fn host_pattern_agrees_with_the_check(host in "[aZ0.\\-_]{0,10}") {
+            prop_assert_eq!(
+                anchored(HOST_PATTERN).is_match(&host),
+                host_problem(&host).is_none(),
+                "{:?}", host
+            );
+        }
+
+        /// A normalised path is valid and normalises to itself.
+        #[test]
+        fn normalising_is_idempotent(path in "/[/a.b]{0,12}") {
+            let once = normalise_device_path(&path);
+            prop_assert_eq!(normalise_device_path(&once), once.clone());
+            if once != "/" {
+                prop_assert_eq!(device_path_problem(&once), None, "{:?}", once);
+            }
+        }
+    }
+}
