@@ -10,8 +10,8 @@ use crate::labels;
 use crate::metrics::Metrics;
 use crate::osd::RandomSuffix;
 use crate::owned_objects::{strip_pod, strip_replica_set, OwnedObjects};
-use crate::plan::{plan, Observed, PlanError, PlannedEvent};
-use crate::status::{error_status, failed_status};
+use crate::plan::{plan, Observed, PlannedEvent};
+use crate::status::failed_status;
 use crate::written_status::WrittenStatuses;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -57,8 +57,6 @@ pub enum ReconcileError {
         source: kube::Error,
     },
     #[error(transparent)]
-    Plan(#[from] PlanError),
-    #[error(transparent)]
     Execute(#[from] ExecuteError),
 }
 
@@ -66,7 +64,6 @@ impl ReconcileError {
     pub fn category(&self) -> &'static str {
         match self {
             Self::List { .. } => "ListFailed",
-            Self::Plan(_) => "InvalidSpec",
             Self::Execute(e) => e.category(),
         }
     }
@@ -169,10 +166,7 @@ fn logging_errors<K: Send + 'static>(
 
 /// The CephOSD an object belongs to, from its owner label `CephOSD-<name>`.
 fn owner_of<K: ResourceExt>(object: K) -> Option<ObjectRef<CephOsd>> {
-    let name = object
-        .labels()
-        .get(labels::OWNER)?
-        .strip_prefix("CephOSD-")?;
+    let name = labels::owner_named_by(object.labels().get(labels::OWNER)?)?;
     Some(ObjectRef::new(name).within(&object.namespace()?))
 }
 
@@ -222,30 +216,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         pods: &observation.pods,
         replica_sets: &observation.replica_sets,
     };
-    let plan = match plan(&cr, &observed, &mut RandomSuffix, now) {
-        Ok(plan) => plan,
-        Err(error @ PlanError::Render { .. }) => {
-            // Nothing can be created from this spec: say so where users look, and wait for
-            // the spec to change (the watch brings it).
-            let message = error.to_string();
-            warn!(cephosd = %cr_name, %message, "cannot act on the spec");
-            let previous = cr.status.clone().unwrap_or_default();
-            let status = error_status(&previous, cr.metadata.generation, now, &message);
-            if executor.write_status(&status).await? {
-                ctx.written.remember(&cr, &status);
-                executor
-                    .publish(&PlannedEvent {
-                        warning: true,
-                        reason: "InvalidSpec",
-                        note: message,
-                        pod: None,
-                    })
-                    .await;
-            }
-            return Ok(Action::requeue(ctx.settings.resync));
-        }
-        Err(error) => return Err(error.into()),
-    };
+    let plan = plan(&cr, &observed, &mut RandomSuffix, now);
     let s = &plan.summary;
     macro_rules! reconciled {
         ($level:ident) => {
@@ -261,9 +232,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         };
     }
     // INFO only when something changes: a resync of a settled CephOSD is a DEBUG line.
-    let changes = !plan.actions.is_empty()
-        || !plan.events.is_empty()
-        || cr.status.as_ref() != Some(&plan.status);
+    let changes = !plan.actions.is_empty() || !plan.events.is_empty() || plan.status_changed;
     if changes {
         reconciled!(info);
     } else {
@@ -288,17 +257,18 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             })
             .await;
         let previous = cr.status.clone().unwrap_or_default();
-        let status = failed_status(&plan.status, &previous, now, reason, &message);
-        match executor.write_status(&status).await {
-            Ok(true) => ctx.written.remember(&cr, &status),
-            Ok(false) => {}
-            Err(status_error) => {
-                warn!(cephosd = %cr_name, error = %status_error, "could not report the failure in the status")
+        if let Some(status) = failed_status(&plan.status, &previous, now, reason, &message) {
+            match executor.write_status(&status).await {
+                Ok(()) => ctx.written.remember(&cr, &status),
+                Err(status_error) => {
+                    warn!(cephosd = %cr_name, error = %status_error, "could not report the failure in the status")
+                }
             }
         }
         return Err(error.into());
     }
-    if executor.write_status(&plan.status).await? {
+    if plan.status_changed {
+        executor.write_status(&plan.status).await?;
         ctx.written.remember(&cr, &plan.status);
     }
     ctx.metrics

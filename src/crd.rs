@@ -240,50 +240,60 @@ pub enum Phase {
     Error,
 }
 
-/// `CephOSD-<name>`: the owner label value for a CR name.
-pub fn owner_label_value(cr_name: &str) -> String {
-    format!("CephOSD-{cr_name}")
+/// Why the CRD could not be produced from the types.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    #[error("cannot convert the derived CRD: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("cannot write the CRD as YAML: {0}")]
+    Yaml(String),
+    #[error("the derived CRD has no schema at {0}")]
+    NoSchema(&'static str),
 }
 
 /// The CRD as installed: derived from the types, then adjusted (see module docs).
-pub fn custom_resource_definition() -> CustomResourceDefinition {
-    let mut crd = serde_json::to_value(CephOsd::crd()).unwrap_or(Value::Null);
+pub fn custom_resource_definition() -> Result<CustomResourceDefinition, CrdError> {
+    let mut crd = serde_json::to_value(CephOsd::crd())?;
     adjust_schema(&mut crd);
-    // The adjusted value still has the CRD's shape; falling back keeps this infallible.
-    serde_json::from_value(crd).unwrap_or_else(|_| CephOsd::crd())
+    Ok(serde_json::from_value(crd)?)
 }
 
 /// The CRD as a YAML document (what `ceph-osd-operator crd` prints).
-pub fn custom_resource_definition_yaml() -> String {
-    serde_saphyr::to_string(&custom_resource_definition()).unwrap_or_default()
+pub fn custom_resource_definition_yaml() -> Result<String, CrdError> {
+    serde_saphyr::to_string(&custom_resource_definition()?)
+        .map_err(|e| CrdError::Yaml(e.to_string()))
+}
+
+/// The schema at `pointer` of the installed CRD.
+fn crd_schema_at(pointer: &'static str) -> Result<Value, CrdError> {
+    let crd = serde_json::to_value(custom_resource_definition()?)?;
+    crd.pointer(pointer)
+        .cloned()
+        .ok_or(CrdError::NoSchema(pointer))
 }
 
 /// The openAPIV3 schema of a whole CephOSD, as the API server enforces it.
-pub fn cephosd_schema() -> Value {
-    let crd = serde_json::to_value(custom_resource_definition()).unwrap_or(Value::Null);
-    crd.pointer(SCHEMA_POINTER).cloned().unwrap_or(Value::Null)
+pub fn cephosd_schema() -> Result<Value, CrdError> {
+    crd_schema_at(SCHEMA_POINTER)
 }
 
 /// The openAPIV3 schema of a full core/v1 Pod as embedded in `spec.podTemplate`
 /// (descriptions stripped, `ports[].protocol` defaulted), without the CephOSD's own rules on
-/// the template. The test control plane serves Pods with this same schema.
-pub fn pod_schema() -> Value {
-    let crd = serde_json::to_value(custom_resource_definition()).unwrap_or(Value::Null);
-    let mut schema = crd
-        .pointer(POD_TEMPLATE_POINTER)
-        .cloned()
-        .unwrap_or(Value::Null);
+/// the template.
+pub fn pod_schema() -> Result<Value, CrdError> {
+    let mut schema = crd_schema_at(POD_TEMPLATE_POINTER)?;
     if let Some(schema) = schema.as_object_mut() {
         schema.remove("x-kubernetes-validations");
     }
-    schema
+    Ok(schema)
 }
 
 /// Makes a pod template look as the API server will store it: fields unknown to the embedded
 /// Pod schema pruned, schema defaults (`ports[].protocol: TCP`) applied. An offline preview
 /// then hashes exactly what the running operator will hash.
-pub fn apply_server_defaults(pod_template: &mut Value) {
-    conform_to_schema(pod_template, &pod_schema());
+pub fn apply_server_defaults(pod_template: &mut Value) -> Result<(), CrdError> {
+    conform_to_schema(pod_template, &pod_schema()?);
+    Ok(())
 }
 
 /// Structural pruning and defaulting of `value` against an openAPIV3 `schema`.
@@ -387,7 +397,7 @@ mod tests {
     use super::*;
 
     fn schema() -> Value {
-        serde_json::to_value(custom_resource_definition())
+        serde_json::to_value(custom_resource_definition().expect("crd"))
             .expect("crd serialises")
             .pointer(SCHEMA_POINTER)
             .cloned()
@@ -396,7 +406,7 @@ mod tests {
 
     #[test]
     fn names_match_the_reference_crd() {
-        let crd = custom_resource_definition();
+        let crd = custom_resource_definition().expect("crd");
         assert_eq!(
             crd.metadata.name.as_deref(),
             Some("cephosds.ceph.elemental.net")
@@ -462,7 +472,7 @@ mod tests {
 
     #[test]
     fn pod_template_defaults_port_protocol_and_has_no_inner_descriptions() {
-        let pod = pod_schema();
+        let pod = pod_schema().expect("pod schema");
         for containers in ["containers", "initContainers"] {
             let pointer = format!("/properties/spec/properties/{containers}/items/properties/ports/items/properties/protocol/default");
             assert_eq!(pod.pointer(&pointer), Some(&json!("TCP")), "{containers}");
@@ -477,7 +487,7 @@ mod tests {
         let mut template = json!({"spec": {
             "containers": [{"name": "a", "ports": [{"containerPort": 1}, {"containerPort": 2, "protocol": "UDP"}]}],
             "initContainers": [{"name": "b", "ports": [{"containerPort": 3}]}]}});
-        apply_server_defaults(&mut template);
+        apply_server_defaults(&mut template).expect("pod schema");
         assert_eq!(
             template.pointer("/spec/containers/0/ports/0/protocol"),
             Some(&json!("TCP"))
@@ -494,13 +504,13 @@ mod tests {
 
     #[test]
     fn quantities_and_ports_accept_numbers() {
-        let text = pod_schema().to_string();
+        let text = pod_schema().expect("pod schema").to_string();
         assert!(text.contains("x-kubernetes-int-or-string"));
     }
 
     #[test]
     fn crd_stays_below_the_client_side_apply_annotation_limit() {
-        let bytes = serde_json::to_vec(&custom_resource_definition()).expect("json");
+        let bytes = serde_json::to_vec(&custom_resource_definition().expect("crd")).expect("json");
         assert!(
             bytes.len() < 256 * 1024 - 4096,
             "CRD is {} bytes",
@@ -512,7 +522,7 @@ mod tests {
     fn checked_in_crd_matches_the_generated_one() {
         let checked_in = include_str!("../crds/cephosds.ceph.elemental.net.yaml");
         assert!(
-            checked_in == custom_resource_definition_yaml(),
+            checked_in == custom_resource_definition_yaml().expect("crd"),
             "crds/cephosds.ceph.elemental.net.yaml is stale: run `cargo run -- crd > crds/cephosds.ceph.elemental.net.yaml`"
         );
     }

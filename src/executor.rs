@@ -192,11 +192,8 @@ impl Executor<'_> {
         }
     }
 
-    /// Writes `status` with server-side apply, only when it differs from the CR's.
-    pub async fn write_status(&self, status: &CephOsdStatus) -> Result<bool, ExecuteError> {
-        if self.cr.status.as_ref() == Some(status) {
-            return Ok(false);
-        }
+    /// Writes `status` with server-side apply.
+    pub async fn write_status(&self, status: &CephOsdStatus) -> Result<(), ExecuteError> {
         let name = self.cr.name_any();
         let patch = json!({
             "apiVersion": CephOsd::api_version(&()),
@@ -211,7 +208,7 @@ impl Executor<'_> {
             )
             .await
             .map_err(|source| ExecuteError::Status { name, source })?;
-        Ok(true)
+        Ok(())
     }
 }
 

@@ -10,6 +10,20 @@ pub const DB: &str = "ceph.elemental.net/db";
 pub const WAL: &str = "ceph.elemental.net/wal";
 pub const POD_STATE: &str = "ceph.elemental.net/pod-state";
 
+const OWNER_PREFIX: &str = "CephOSD-";
+
+/// The owner label value of the CephOSD named `cr_name`: `CephOSD-<name>`.
+pub fn owner_label_value(cr_name: &str) -> String {
+    format!("{OWNER_PREFIX}{cr_name}")
+}
+
+/// The name of the CephOSD an owner label value names, if it names one.
+pub fn owner_named_by(label_value: &str) -> Option<&str> {
+    label_value
+        .strip_prefix(OWNER_PREFIX)
+        .filter(|name| !name.is_empty())
+}
+
 /// Rollout state of a pod, kept in its `pod-state` annotation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PodState {
@@ -34,5 +48,20 @@ impl PodState {
 impl std::fmt::Display for PodState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_label_value_and_owner_named_by_are_inverse() {
+        for name in ["ceph-osds", "a", "x-CephOSD-y"] {
+            assert_eq!(owner_named_by(&owner_label_value(name)), Some(name));
+        }
+        for value in ["", "CephOSD-", "cephosd-a", "ReplicaSet-a", "a"] {
+            assert_eq!(owner_named_by(value), None, "{value:?}");
+        }
     }
 }

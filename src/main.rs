@@ -74,10 +74,16 @@ enum LogFormat {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Crd => {
-            print!("{}", crd::custom_resource_definition_yaml());
-            ExitCode::SUCCESS
-        }
+        Command::Crd => match crd::custom_resource_definition_yaml() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Render { file, namespace } => render(&file, &namespace),
         Command::Run {
             kubeconfig,

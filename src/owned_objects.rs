@@ -2,7 +2,7 @@
 //! from the watch caches (no API call) once they have synced and show every write of ours for
 //! that CephOSD (see `expectations.rs`), else from a LIST when the caches lag too long.
 
-use crate::crd::{owner_label_value, CephOsd};
+use crate::crd::CephOsd;
 use crate::expectations::{Expectations, Expected, Readiness};
 use crate::labels;
 use crate::plan::Action;
@@ -99,7 +99,7 @@ impl OwnedObjects {
                 let params = ListParams::default().labels(&format!(
                     "{}={}",
                     labels::OWNER,
-                    owner_label_value(&cr.name_any())
+                    labels::owner_label_value(&cr.name_any())
                 ));
                 let listed = Observation {
                     pods: pods.list(&params).await?.items,
@@ -152,7 +152,7 @@ where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
     let namespace = cr.namespace();
-    let owner = owner_label_value(&cr.name_any());
+    let owner = labels::owner_label_value(&cr.name_any());
     store
         .state()
         .iter()

@@ -142,20 +142,20 @@ pub struct Plan {
     pub stalled: Option<String>,
     /// Events that are not tied to one action (halts, stalls, overrides, adoptions).
     pub events: Vec<PlannedEvent>,
-    /// The status to write (only when it differs from the CR's current one).
+    /// The status the CephOSD should show.
     pub status: CephOsdStatus,
+    /// Whether that status differs from the one the CephOSD shows (a write is due).
+    pub status_changed: bool,
     /// When to look again at the latest (a soak or a deadline ends), if sooner than resync.
     pub requeue_after: Option<SignedDuration>,
 }
 
+/// Why no pod can be built for this spec: the plan then makes no write at all (a replaced
+/// pod without a successor would leave its OSD down) and says why in `InvalidSpec`.
 #[derive(Debug, thiserror::Error)]
-pub enum PlanError {
+enum Unbuildable {
     #[error("cannot build the pod for OSD {key}: {source}")]
-    Render {
-        key: OsdKey,
-        #[source]
-        source: RenderError,
-    },
+    Render { key: OsdKey, source: RenderError },
     #[error("the CephOSD has no namespace")]
     NoNamespace,
 }
@@ -163,13 +163,14 @@ pub enum PlanError {
 /// At most this many pods are created by one plan (one reconcile).
 pub const MAX_CREATIONS_PER_PLAN: usize = 500;
 
-/// Plans one reconcile of `cr` given what carries its owner label, at time `now`.
+/// Plans one reconcile of `cr` given what carries its owner label, at time `now`. Total: a
+/// spec nothing can be built from yields a plan without writes whose status says why.
 pub fn plan(
     cr: &CephOsd,
     observed_objects: &Observed<'_>,
     suffixes: &mut dyn SuffixSource,
     now: Timestamp,
-) -> Result<Plan, PlanError> {
+) -> Plan {
     let spec = &cr.spec;
     let template_hash = TemplateHash::of(&spec.pod_template);
     let desired_set = desired_osds(spec);
@@ -269,7 +270,23 @@ pub fn plan(
         })
         .filter_map(|p| p.device().cloned())
         .collect();
-    let namespace = cr.namespace().ok_or(PlanError::NoNamespace)?;
+    let namespace = cr.namespace();
+    let mut unbuildable = namespace.is_none().then_some(Unbuildable::NoNamespace);
+    let namespace = namespace.unwrap_or_default();
+    let build = |osd: &crate::desired::DesiredOsd, name: &str, pod_state| {
+        let identity = PodIdentity {
+            cr_name: &cr_name,
+            namespace: &namespace,
+            owner_uid: owner_uid.as_deref(),
+            name,
+            template_hash: &template_hash,
+            pod_state,
+        };
+        render_pod(&spec.pod_template, osd, &identity).map_err(|source| Unbuildable::Render {
+            key: osd.key.clone(),
+            source,
+        })
+    };
     let mut missing = Vec::new();
     let mut creations = 0;
     for osd in desired.values().filter(|o| !live.contains(&o.key)) {
@@ -285,21 +302,18 @@ pub fn plan(
         if creations > MAX_CREATIONS_PER_PLAN {
             continue;
         }
+        if unbuildable.is_some() {
+            continue;
+        }
         let name = format!("{}{}", osd.key.name_prefix(), suffixes.next_suffix());
-        let identity = PodIdentity {
-            cr_name: &cr_name,
-            namespace: &namespace,
-            owner_uid: owner_uid.as_deref(),
-            name: &name,
-            template_hash: &template_hash,
-            // Every pod we create gates the rollout until it is Ready.
-            pod_state: PodState::WaitForReady,
+        // Every pod we create gates the rollout until it is Ready.
+        let pod = match build(osd, &name, PodState::WaitForReady) {
+            Ok(pod) => pod,
+            Err(error) => {
+                unbuildable = Some(error);
+                continue;
+            }
         };
-        let pod =
-            render_pod(&spec.pod_template, osd, &identity).map_err(|source| PlanError::Render {
-                key: osd.key.clone(),
-                source,
-            })?;
         let reason = if previous_update.contains(domain_of(&osd.key).as_str()) {
             CreateReason::Replacement
         } else if same_generation {
@@ -354,6 +368,16 @@ pub fn plan(
     for pod in &step.replace {
         actions.push(delete(pod, DeleteReason::Replace));
         replacing.extend(pod.key.clone());
+    }
+    // A pod is replaced only once its successor can be built.
+    for osd in replacing.iter().filter_map(|key| desired.get(key)) {
+        if unbuildable.is_none() {
+            unbuildable = build(osd, &osd.key.name_prefix(), PodState::WaitForReady).err();
+        }
+    }
+    if unbuildable.is_some() {
+        actions.clear();
+        replacing.clear();
     }
     let halted = step.halted;
     let unavailable = step.unavailable;
@@ -431,7 +455,16 @@ pub fn plan(
         foreign: foreign_pods.len(),
         migrating: era.len(),
     };
-    let spec_problems = spec_problems(&desired_set, &spec.pod_template);
+    let mut spec_problems = spec_problems(&desired_set, &spec.pod_template);
+    if let Some(error) = &unbuildable {
+        spec_problems.insert(
+            0,
+            SpecProblem {
+                reason: "InvalidPodTemplate",
+                message: error.to_string(),
+            },
+        );
+    }
     let status = compute_status(&StatusInput {
         previous: &previous,
         generation: cr.metadata.generation,
@@ -442,7 +475,7 @@ pub fn plan(
         halted: halted.as_deref(),
         stalled: stalled.as_deref(),
         spec_problems: &spec_problems,
-        pending_actions: !actions.is_empty(),
+        pending_actions: !actions.is_empty() || unbuildable.is_some(),
         current_update: current_update.into_iter().collect(),
         foreign_pods: foreign_pods.iter().map(|(p, _)| p.name.clone()).collect(),
         unschedulable: unschedulable.clone(),
@@ -480,7 +513,8 @@ pub fn plan(
             });
         }
     }
-    Ok(Plan {
+    let status_changed = cr.status.as_ref() != Some(&status);
+    Plan {
         template_hash,
         pods: observed,
         actions,
@@ -491,8 +525,9 @@ pub fn plan(
         stalled,
         events,
         status,
+        status_changed,
         requeue_after,
-    })
+    }
 }
 
 /// Everything wrong with the spec: storage problems first, then forbidden template fields.

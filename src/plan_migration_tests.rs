@@ -360,8 +360,7 @@ impl Cluster {
             &observed,
             &mut crate::osd::CountingSuffix::default(),
             at(self.clock),
-        )
-        .expect("plans");
+        );
         let mut partial = plan.clone();
         partial.actions.truncate(applied);
         self.apply(&partial);

@@ -145,8 +145,7 @@ fn among_adopted_pods_the_ready_one_then_the_oldest_is_kept() {
             &Observed::pods(&pods),
             &mut CountingSuffix::default(),
             at(100),
-        )
-        .expect("plans");
+        );
         let deleted = deleted_names(&plan);
         assert_eq!(deleted.len(), 1, "{deleted:?}");
         assert_ne!(deleted[0], kept);
@@ -366,8 +365,7 @@ fn placement_and_finalizers_from_the_template_are_left_out() {
         &Observed::pods(&[]),
         &mut CountingSuffix::default(),
         at(0),
-    )
-    .expect("plans");
+    );
     let Some(Action::Create { pod, .. }) = plan.actions.first() else {
         panic!("expected a creation: {:?}", plan.actions)
     };

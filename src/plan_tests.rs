@@ -69,7 +69,7 @@ impl Cluster {
             pods: &self.pods,
             replica_sets: &self.replica_sets,
         };
-        let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock)).expect("plans");
+        let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock));
         self.apply(&plan);
         plan
     }
@@ -85,7 +85,7 @@ impl Cluster {
         let mut cr = cr.clone();
         cr.status = self.status.clone();
         let observed = Observed { pods, replica_sets };
-        let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock)).expect("plans");
+        let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock));
         self.apply(&plan);
         plan
     }
@@ -473,8 +473,7 @@ fn adopts_reference_pods_with_zero_writes() {
         &Observed::pods(&pods),
         &mut CountingSuffix::default(),
         at(0),
-    )
-    .expect("plans");
+    );
     assert!(plan.actions.is_empty(), "{:?}", plan.actions);
     assert_eq!(plan.summary.current, 2);
 }
@@ -812,18 +811,72 @@ fn conflicting_duplicate_devices_are_reported_and_not_created() {
     assert!(creates(&plan).is_empty());
 }
 
+fn invalid_spec(plan: &Plan) -> Option<(&str, &str)> {
+    plan.status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "InvalidSpec" && c.status == "True")
+        .map(|c| (c.reason.as_str(), c.message.as_str()))
+}
+
 #[test]
-fn an_unrenderable_template_is_an_error_not_a_partial_plan() {
-    let mut cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
+fn an_unbuildable_pod_makes_a_plan_without_writes_that_says_why() {
+    let mut cr = cr(UpdateDomain::Osd, &["h1", "h2"], &["/dev/sdb"], "a");
     cr.spec.pod_template = json!({"spec": {"containers": "not a list"}});
-    let err = plan(
+    let mut cluster = Cluster::default();
+    // An invalid pod that would otherwise be deleted stays too: no partial plan.
+    let mut bare = Pod::default();
+    bare.metadata.name = Some("bare".into());
+    cluster.pods.push(bare);
+    let plan = cluster.reconcile(&cr);
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    let (reason, message) = invalid_spec(&plan).expect("InvalidSpec");
+    assert_eq!(reason, "InvalidPodTemplate");
+    assert!(message.contains("h1:/dev/sdb"), "{message}");
+    assert_eq!(plan.status.phase, Some(crate::crd::Phase::Error));
+    assert!(plan.status_changed);
+    assert!(event_reasons(&plan).contains(&"InvalidSpec"));
+    // Told once: the next plan sees its own status and has nothing to write or publish.
+    let again = cluster.reconcile(&cr);
+    assert!(again.actions.is_empty() && again.events.is_empty());
+    assert!(!again.status_changed);
+    // A fixed template acts again and clears the condition.
+    cr.spec.pod_template = template("a");
+    let fixed = cluster.reconcile(&cr);
+    assert_eq!(creates(&fixed).len(), 2);
+    assert_eq!(invalid_spec(&fixed), None);
+}
+
+#[test]
+fn a_pod_is_not_replaced_when_its_successor_cannot_be_built() {
+    let mut cr = cr(UpdateDomain::Osd, &["h1", "h2"], &["/dev/sdb"], "a");
+    let mut cluster = converged(&cr);
+    cr.spec.pod_template = json!({"spec": {"containers": "not a list"}});
+    let plan = cluster.reconcile(&cr);
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    assert!(plan.replacing.is_empty());
+    assert!(plan.status.current_update.is_empty());
+    let (reason, message) = invalid_spec(&plan).expect("InvalidSpec");
+    assert_eq!(reason, "InvalidPodTemplate");
+    assert!(message.contains("h1:/dev/sdb"), "{message}");
+    assert_eq!(cluster.live().len(), 2);
+}
+
+#[test]
+fn a_cephosd_without_namespace_gets_no_writes() {
+    let mut cr = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb"], "a");
+    cr.metadata.namespace = None;
+    let plan = plan(
         &cr,
         &Observed::pods(&[]),
         &mut CountingSuffix::default(),
         at(0),
-    )
-    .expect_err("fails");
-    assert!(err.to_string().contains("h1:/dev/sdb"), "{err}");
+    );
+    assert!(plan.actions.is_empty());
+    assert_eq!(
+        invalid_spec(&plan),
+        Some(("InvalidPodTemplate", "the CephOSD has no namespace"))
+    );
 }
 
 // --- invariants under random event sequences -------------------------------------------
@@ -1210,8 +1263,7 @@ fn conflicting_devices_set_invalid_spec_and_phase_error() {
         &Observed::pods(&[]),
         &mut CountingSuffix::default(),
         at(0),
-    )
-    .expect("plans");
+    );
     assert_eq!(plan.status.phase, Some(crate::crd::Phase::Error));
     let invalid = condition(&plan, "InvalidSpec");
     assert_eq!(

@@ -18,7 +18,7 @@ pub fn preview_pods(
     suffixes: &mut dyn SuffixSource,
 ) -> Result<String, RenderError> {
     let mut template = cr.spec.pod_template.clone();
-    apply_server_defaults(&mut template);
+    apply_server_defaults(&mut template).map_err(|e| RenderError::Schema(e.to_string()))?;
     let hash = TemplateHash::of(&template);
     let cr_name = cr.name_any();
     let owner_uid = cr.uid();

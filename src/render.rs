@@ -33,6 +33,8 @@ pub enum RenderError {
     Template(#[from] minijinja::Error),
     #[error("the built-in pod template does not compile: {0}")]
     Setup(String),
+    #[error("cannot derive the embedded Pod schema: {0}")]
+    Schema(String),
     #[error("the rendered pod additions are not valid YAML: {0}")]
     Yaml(String),
     #[error("spec.podTemplate must be a mapping (a complete Pod), found {0}")]
@@ -92,7 +94,7 @@ fn render_additions(
         namespace => identity.namespace,
         cr_name => identity.cr_name,
         owner_uid => identity.owner_uid,
-        owner_label => crate::crd::owner_label_value(identity.cr_name),
+        owner_label => crate::labels::owner_label_value(identity.cr_name),
         template_hash => identity.template_hash.as_str(),
         pod_state => identity.pod_state.as_str(),
         host => &osd.key.host,

@@ -176,37 +176,16 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
     }
 }
 
-/// The status for a spec the operator cannot act on at all (e.g. an unrenderable template):
-/// counts stay as last seen, `InvalidSpec` says why.
-pub fn error_status(
-    previous: &CephOsdStatus,
-    generation: Option<i64>,
-    now: Timestamp,
-    message: &str,
-) -> CephOsdStatus {
-    let mut status = previous.clone();
-    status.observed_generation = generation;
-    status.phase = Some(Phase::Error);
-    set_condition(
-        &mut status,
-        previous,
-        generation,
-        now,
-        ("InvalidSpec", "InvalidPodTemplate", message),
-    );
-    status
-}
-
 /// `planned` (what the reconcile computed) with a `ReconcileFailed` condition: a write the
 /// plan needed failed (`reason` is the failure's category). The next successful reconcile's
-/// status has no such condition.
+/// status has no such condition. None when `previous` already says exactly that.
 pub fn failed_status(
     planned: &CephOsdStatus,
     previous: &CephOsdStatus,
     now: Timestamp,
     reason: &str,
     message: &str,
-) -> CephOsdStatus {
+) -> Option<CephOsdStatus> {
     let mut status = planned.clone();
     let generation = planned.observed_generation;
     set_condition(
@@ -216,7 +195,7 @@ pub fn failed_status(
         now,
         ("ReconcileFailed", reason, message),
     );
-    status
+    (&status != previous).then_some(status)
 }
 
 /// Replaces the condition of type `type_` in `status` by a True one.
@@ -287,7 +266,8 @@ mod tests {
             at(10),
             "CreateFailed",
             "quota",
-        );
+        )
+        .expect("a new condition");
         let failed = first
             .conditions
             .iter()
@@ -303,7 +283,20 @@ mod tests {
         );
         assert_eq!(failed.observed_generation, Some(3));
         // Failing again later: the same status, so nothing is written.
-        let again = failed_status(&planned, &first, at(20), "CreateFailed", "quota");
-        assert_eq!(again, first);
+        assert_eq!(
+            failed_status(&planned, &first, at(20), "CreateFailed", "quota"),
+            None
+        );
+        // Another failure is.
+        let other = failed_status(&planned, &first, at(30), "DeleteFailed", "webhook")
+            .expect("a changed condition");
+        let failed = other
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ReconcileFailed")
+            .expect("condition");
+        assert_eq!(failed.reason, "DeleteFailed");
+        // Still True since 10: the transition time stays.
+        assert_eq!(failed.last_transition_time, Time(at(10)));
     }
 }

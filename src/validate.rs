@@ -13,7 +13,8 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 /// Built once: deriving the CRD is the slowest part of a check.
-static SCHEMA: LazyLock<Value> = LazyLock::new(cephosd_schema);
+static SCHEMA: LazyLock<Result<Value, String>> =
+    LazyLock::new(|| cephosd_schema().map_err(|e| e.to_string()));
 
 /// The largest manifest read: the API server's limit for one request body.
 pub const MAX_MANIFEST_BYTES: u64 = 3 * 1024 * 1024;
@@ -36,6 +37,8 @@ pub enum ManifestError {
     WrongKind(String),
     #[error("{path}: {message}")]
     Field { path: String, message: String },
+    #[error("cannot check it: {0}")]
+    Schema(String),
 }
 
 fn field(path: impl Into<String>, message: impl Into<String>) -> ManifestError {
@@ -85,7 +88,10 @@ pub fn parse_cephosd(text: &str) -> Result<CephOsd, ManifestError> {
             format!("{api_version} {kind}").trim().to_owned(),
         ));
     }
-    if let Some((path, message)) = first_mismatch(&SCHEMA, &value) {
+    let schema = SCHEMA
+        .as_ref()
+        .map_err(|e| ManifestError::Schema(e.clone()))?;
+    if let Some((path, message)) = first_mismatch(schema, &value) {
         return Err(field(path, message));
     }
     let cr: CephOsd = serde_path_to_error::deserialize(value).map_err(|e| {

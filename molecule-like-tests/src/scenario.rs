@@ -27,9 +27,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _};
 use ceph_osd_operator::crd::UpdateDomain;
-use ceph_osd_operator::crd::{
-    custom_resource_definition, owner_label_value, CephOsd, CephOsdStatus,
-};
+use ceph_osd_operator::crd::{custom_resource_definition, CephOsd, CephOsdStatus};
 use ceph_osd_operator::hash::TemplateHash;
 use ceph_osd_operator::labels;
 use ceph_osd_operator::osd::OsdKey;
@@ -370,7 +368,7 @@ pub async fn ensure_crd(client: &Client) -> anyhow::Result<()> {
         return Ok(());
     }
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = custom_resource_definition();
+    let crd = custom_resource_definition()?;
     let name = crd.name_any();
     api.patch(
         &name,
@@ -1503,7 +1501,7 @@ impl Scenario {
 
     /// Every pod carrying the owner label of CR `cr`.
     pub async fn owned_pods(&self, cr: &str) -> anyhow::Result<Vec<Pod>> {
-        let selector = format!("{}={}", labels::OWNER, owner_label_value(cr));
+        let selector = format!("{}={}", labels::OWNER, labels::owner_label_value(cr));
         let mut pods = self
             .pods
             .list(&ListParams::default().labels(&selector))

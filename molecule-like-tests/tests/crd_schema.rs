@@ -76,7 +76,7 @@ async fn pod_template_is_defaulted_pruned_and_accepts_numbers() -> anyhow::Resul
 
     // What `render` computes offline equals what the server stores, and what the operator hashes.
     let mut offline = template;
-    apply_server_defaults(&mut offline);
+    apply_server_defaults(&mut offline)?;
     anyhow::ensure!(offline == stored, "offline {offline}\n!= stored {stored}");
     let expected = TemplateHash::of(&stored).to_string();
     let reported = s

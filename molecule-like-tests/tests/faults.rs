@@ -8,10 +8,14 @@ use std::time::Duration;
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::labels;
 use ceph_osd_operator::osd::OsdKey;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
+use molecule_like_tests::nodes::ensure_nodes;
 use molecule_like_tests::scenario::{
-    annotation, cephosd, fast_sample_template, is_ready, keys, lease_holder, pod_key, storage,
-    with_kubelet_knobs, workspace_root, Converged, OperatorOptions, PodEvent, Scenario, CR,
+    annotation, cephosd, fast_sample_template, is_ready, keys, lease_holder, pod_key,
+    random_suffix, storage, with_kubelet_knobs, workspace_root, Converged, OperatorOptions,
+    PodEvent, Scenario, CR,
 };
 use serde_json::json;
 use tokio::sync::Mutex;
@@ -243,5 +247,76 @@ async fn f3_leader_killed_mid_rollout_the_standby_finishes_it() -> anyhow::Resul
     );
     rollout.finishes_once(&s, "after the takeover").await?;
     eprintln!("f3: the standby led {took:?} after the leader was killed");
+    s.destroy().await
+}
+
+/// A node disappears mid-rollout (its Node deleted): its OSD pod is node-bound, so once the
+/// pod garbage collector removes it (40 s after the Node went) the replacement waits Pending
+/// and is never placed elsewhere; the rollout halts with the OSD and its node named in
+/// status, the next host untouched; when the Node returns, the rollout finishes in host order
+/// with one pod per disk throughout and no OSD replaced twice.
+#[tokio::test]
+async fn f4_node_gone_mid_rollout_halts_it_until_the_node_returns() -> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let s = Scenario::converge_with("node-gone", &OperatorOptions::default()).await?;
+    let run = random_suffix();
+    let hosts = ["a", "b", "c"].map(|h| format!("gone-{h}-{run}"));
+    let [_, gone, last] = &hosts;
+    let host_refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let rollout = start_rollout(&s, &host_refs, &["/dev/sdb"], 2).await?;
+    let nodes: Api<Node> = Api::all(s.client.clone());
+    nodes.delete(gone, &DeleteParams::default()).await?;
+
+    let waiting = format!("{gone}:/dev/sdb waits for node {gone}: ");
+    s.wait_until(
+        "status.unschedulable names the OSD of the gone node",
+        Duration::from_secs(150),
+        || async {
+            let status = s.cr_status(CR).await?.unwrap_or_default();
+            Ok(status
+                .unschedulable
+                .iter()
+                .any(|w| w.starts_with(&waiting))
+                .then_some(()))
+        },
+    )
+    .await?;
+    // Halted: a while later the replacement is still unplaced and the last host untouched.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pods = s.owned_pods(CR).await?;
+    let on_host = |host: &str| {
+        pods.iter()
+            .filter(|p| pod_key(p).is_some_and(|k| k.host == host))
+            .collect::<Vec<_>>()
+    };
+    let pending = on_host(gone);
+    anyhow::ensure!(
+        pending.len() == 1
+            && annotation(pending[0], labels::TEMPLATE_HASH) == Some(rollout.hash.as_str())
+            && pending[0]
+                .spec
+                .as_ref()
+                .and_then(|p| p.node_name.as_ref())
+                .is_none(),
+        "expected one unplaced replacement for {gone}: {pending:?}"
+    );
+    let untouched = on_host(last);
+    anyhow::ensure!(
+        untouched.len() == 1
+            && rollout.old.contains_key(&untouched[0].name_any())
+            && untouched[0].metadata.deletion_timestamp.is_none(),
+        "{last} was touched while {gone} was down: {untouched:?}"
+    );
+
+    ensure_nodes(&s.client, &BTreeSet::from([gone.clone()])).await?;
+    rollout.finishes_once(&s, "after the node returned").await?;
+    let placed = s.owned_pods(CR).await?;
+    anyhow::ensure!(
+        placed.iter().all(|p| {
+            let host = pod_key(p).map(|k| k.host);
+            host.is_some() && p.spec.as_ref().and_then(|p| p.node_name.clone()) == host
+        }),
+        "a pod runs off its host: {placed:?}"
+    );
     s.destroy().await
 }

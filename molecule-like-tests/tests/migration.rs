@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use ceph_osd_operator::crd::{owner_label_value, CephOsd, Phase, UpdateDomain};
+use ceph_osd_operator::crd::{CephOsd, Phase, UpdateDomain};
 use ceph_osd_operator::labels;
+use ceph_osd_operator::labels::owner_label_value;
 use ceph_osd_operator::osd::OsdKey;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use kube::api::{Api, ListParams, PostParams};

@@ -1041,3 +1041,78 @@ async fn c8_metrics_and_probes() -> anyhow::Result<()> {
     anyhow::ensure!(code == 404, "/nope {code}");
     s.destroy().await
 }
+
+/// A refused write is visible, and clears: with a ResourceQuota of one pod in the namespace,
+/// the second OSD's pod creation is refused. The CephOSD gets a `CreateFailed` Warning event
+/// and a `ReconcileFailed` condition naming the quota, the first pod runs; once the quota is
+/// deleted, a retry creates the pod, the condition goes and the CephOSD becomes Ready.
+#[tokio::test]
+async fn c9_refused_creation_is_reported_and_cleared_after_the_cause_goes() -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+    let s = Scenario::converge("quota").await?;
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.client.clone(), &s.namespace);
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "one-pod"},
+        "spec": {"hard": {"pods": "1"}},
+    }))?;
+    quotas.create(&Default::default(), &quota).await?;
+    // Admission refuses every pod until the quota controller has computed the usage.
+    s.wait_until("the quota controller counts pods", CONVERGE, || async {
+        let quota = quotas.get("one-pod").await?;
+        let used = quota.status.and_then(|st| st.used).unwrap_or_default();
+        Ok(used.contains_key("pods").then_some(()))
+    })
+    .await?;
+
+    let hosts = ["quota-a", "quota-b"];
+    let data = ["/dev/sdb"];
+    s.create_cr(&cephosd(
+        CR,
+        storage(&hosts, &data),
+        "OSD",
+        fast_sample_template()?,
+    ))
+    .await?;
+    let failed = s
+        .wait_until("a ReconcileFailed condition", CONVERGE, || async {
+            let status = s.cr_status(CR).await?.unwrap_or_default();
+            Ok(status
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "ReconcileFailed" && c.status == "True"))
+        })
+        .await?;
+    anyhow::ensure!(
+        failed.reason == "CreateFailed" && failed.message.contains("exceeded quota"),
+        "condition {failed:?}"
+    );
+    let events = s.cr_events(CR).await?;
+    anyhow::ensure!(
+        events.iter().any(|e| e.type_.as_deref() == Some("Warning")
+            && e.reason.as_deref() == Some("CreateFailed")
+            && e.note
+                .as_deref()
+                .is_some_and(|n| n.contains("exceeded quota"))),
+        "no CreateFailed Warning event: {}",
+        describe_events(&events)
+    );
+    anyhow::ensure!(
+        s.owned_pods(CR).await?.len() == 1,
+        "expected the one pod the quota allows"
+    );
+
+    quotas.delete("one-pod", &DeleteParams::default()).await?;
+    let status = s
+        .wait_until("Ready without ReconcileFailed", ROLLOUT, || async {
+            let status = s.cr_status(CR).await?.unwrap_or_default();
+            let failing = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "ReconcileFailed" && c.status == "True");
+            Ok((status.phase == Some(Phase::Ready) && !failing).then_some(status))
+        })
+        .await?;
+    anyhow::ensure!(status.ready == 2, "status {status:?}");
+    s.assert_one_pod_per_key().await?;
+    s.destroy().await
+}
