@@ -5,7 +5,9 @@
 
 use crate::backoff::{Backoff, WatchRetry};
 use crate::crd::CephOsd;
+use crate::events::EventReason;
 use crate::executor::{ExecuteError, Executor};
+use crate::failure::Failure;
 use crate::labels;
 use crate::metrics::Metrics;
 use crate::osd::RandomSuffix;
@@ -61,9 +63,9 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
-    pub fn category(&self) -> &'static str {
+    pub fn category(&self) -> Failure {
         match self {
-            Self::List { .. } => "ListFailed",
+            Self::List { .. } => Failure::ListFailed,
             Self::Execute(e) => e.category(),
         }
     }
@@ -247,17 +249,17 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     if let Err(error) = applied {
         // Where users look: a Warning event and a ReconcileFailed condition (gone with the
         // next successful reconcile); the retry follows the error policy's backoff.
-        let (reason, message) = (error.category(), error.summary());
+        let (failure, message) = (error.category(), error.summary());
         executor
             .publish(&PlannedEvent {
                 warning: true,
-                reason,
+                reason: EventReason::Failed(failure),
                 note: message.clone(),
                 pod: None,
             })
             .await;
         let previous = cr.status.clone().unwrap_or_default();
-        if let Some(status) = failed_status(&plan.status, &previous, now, reason, &message) {
+        if let Some(status) = failed_status(&plan.status, &previous, now, failure, &message) {
             match executor.write_status(&status).await {
                 Ok(()) => ctx.written.remember(&cr, &status),
                 Err(status_error) => {
@@ -284,6 +286,6 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
 fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     let object = format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any());
     let delay = ctx.backoff.failed(&object);
-    warn!(cephosd = %object, category = error.category(), retry_in = ?delay, %error, "reconcile failed");
+    warn!(cephosd = %object, category = %error.category(), retry_in = ?delay, %error, "reconcile failed");
     Action::requeue(delay)
 }

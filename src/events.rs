@@ -1,7 +1,63 @@
-//! Which Kubernetes Event tells about which action: pure wording, published by the executor.
+//! The Kubernetes Events a CephOSD gets: their reasons, and which Event tells about which
+//! action (pure wording, published by the executor).
 
+use crate::failure::Failure;
 use crate::osd::OsdKey;
 use crate::plan::{Action, CreateReason, DeleteReason, PlannedEvent};
+
+/// The reason of an Event on a CephOSD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventReason {
+    /// A pod was created for an OSD (new, or a replacement).
+    Created,
+    /// A vanished OSD pod was created again.
+    Recreated,
+    /// An out-of-date pod is deleted by the rollout.
+    Replacing,
+    /// A pod or ReplicaSet was deleted (invalid, ended, superfluous).
+    Deleted,
+    /// A ReplicaSet of the Ansible operator is deleted by the rollout.
+    Migrating,
+    InvalidSpec,
+    Stalled,
+    /// The rollout waits (paused, or an OSD is missing or not Ready).
+    Halted,
+    /// A replacement marked up-to-date by an admin before it was Ready.
+    Overridden,
+    /// A pod of the reference operator was taken over as it is.
+    Adopted,
+    /// A pod with the owner label that another controller controls.
+    ForeignPod,
+    Unschedulable,
+    /// An API call failed.
+    Failed(Failure),
+}
+
+impl EventReason {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "Created",
+            Self::Recreated => "Recreated",
+            Self::Replacing => "Replacing",
+            Self::Deleted => "Deleted",
+            Self::Migrating => "Migrating",
+            Self::InvalidSpec => "InvalidSpec",
+            Self::Stalled => "Stalled",
+            Self::Halted => "Halted",
+            Self::Overridden => "Overridden",
+            Self::Adopted => "Adopted",
+            Self::ForeignPod => "ForeignPod",
+            Self::Unschedulable => "Unschedulable",
+            Self::Failed(failure) => failure.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for EventReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The event for a successfully applied action, if it deserves one.
 pub fn event_for(action: &Action) -> Option<PlannedEvent> {
@@ -9,13 +65,13 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
         Action::Create { key, pod, reason } => {
             let name = pod.metadata.name.as_deref().unwrap_or_default();
             let (reason, note) = match reason {
-                CreateReason::New => ("Created", format!("created pod {name} for OSD {key}")),
+                CreateReason::New => (EventReason::Created, format!("created pod {name} for OSD {key}")),
                 CreateReason::Replacement => (
-                    "Created",
+                    EventReason::Created,
                     format!("created replacement pod {name} for OSD {key}; waiting for it to become Ready"),
                 ),
                 CreateReason::Recreate => (
-                    "Recreated",
+                    EventReason::Recreated,
                     format!("recreated pod {name} for OSD {key}: its previous pod was gone"),
                 ),
             };
@@ -32,10 +88,10 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
             let osd = of_osd(key.as_ref());
             let (event_reason, note) = match reason {
                 DeleteReason::Replace => (
-                    "Replacing",
+                    EventReason::Replacing,
                     format!("deleting out-of-date pod {name}{osd}; its successor starts once it is gone"),
                 ),
-                other => ("Deleted", format!("deleted pod {name}{osd}: {}", describe(other))),
+                other => (EventReason::Deleted, format!("deleted pod {name}{osd}: {}", describe(other))),
             };
             Some(PlannedEvent {
                 warning: matches!(reason, DeleteReason::Invalid(_) | DeleteReason::Ended(_)),
@@ -50,14 +106,14 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
             let osd = of_osd(key.as_ref());
             let (event_reason, note) = match reason {
                 DeleteReason::Replace => (
-                    "Migrating",
+                    EventReason::Migrating,
                     format!(
                         "deleting ReplicaSet {name}{osd} (made by the Ansible operator) with its pod; \
                          the OSD's own pod starts once that pod is gone"
                     ),
                 ),
                 other => (
-                    "Deleted",
+                    EventReason::Deleted,
                     format!("deleted ReplicaSet {name}{osd}: {}", describe(other)),
                 ),
             };

@@ -5,6 +5,7 @@
 
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::events::{describe, event_for};
+use crate::failure::Failure;
 use crate::labels;
 use crate::plan::{Action, PlannedEvent};
 use futures::future::join_all;
@@ -108,13 +109,13 @@ impl ExecuteError {
         format!("cannot {what}: {why}")
     }
 
-    /// Short category: Event reason and metric label.
-    pub fn category(&self) -> &'static str {
+    /// What kind of call failed: Event and condition reason, metric label.
+    pub fn category(&self) -> Failure {
         match self {
-            Self::Create { .. } => "CreateFailed",
-            Self::Delete { .. } | Self::DeleteReplicaSet { .. } => "DeleteFailed",
-            Self::Patch { .. } => "PatchFailed",
-            Self::Status { .. } => "StatusFailed",
+            Self::Create { .. } => Failure::CreateFailed,
+            Self::Delete { .. } | Self::DeleteReplicaSet { .. } => Failure::DeleteFailed,
+            Self::Patch { .. } => Failure::PatchFailed,
+            Self::Status { .. } => Failure::StatusFailed,
         }
     }
 }
@@ -174,9 +175,9 @@ impl Executor<'_> {
             } else {
                 EventType::Normal
             },
-            reason: event.reason.to_owned(),
+            reason: event.reason.as_str().to_owned(),
             note: Some(event.note.clone()),
-            action: event.reason.to_owned(),
+            action: event.reason.as_str().to_owned(),
             // The pod as `related` object also keeps the recorder from folding events about
             // different pods into one series.
             secondary: event.pod.as_ref().map(|name| ObjectReference {

@@ -3,12 +3,14 @@
 //! observe → plan → act: `controller` observes, `plan` decides (pure), `executor` acts.
 pub mod backoff;
 pub mod classify;
+pub mod conditions;
 pub mod controller;
 pub mod crd;
 pub mod desired;
 pub mod events;
 pub mod executor;
 pub mod expectations;
+pub mod failure;
 pub mod hash;
 pub mod labels;
 pub mod lease;

@@ -1,5 +1,6 @@
 //! Prometheus metrics: reconciles, errors, durations, OSD pods by state, rollout progress.
 
+use crate::failure::Failure;
 use crate::plan::Summary;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -144,10 +145,14 @@ impl Metrics {
         self.updated.remove(&labels);
     }
 
-    pub fn failed(&self, category: &'static str, took: Duration) {
+    pub fn failed(&self, failure: Failure, took: Duration) {
         self.reconciles.inc();
         self.duration.observe(took.as_secs_f64());
-        self.errors.get_or_create(&ErrorLabels { category }).inc();
+        self.errors
+            .get_or_create(&ErrorLabels {
+                category: failure.as_str(),
+            })
+            .inc();
     }
 
     pub fn set_leader(&self, leader: bool) {
@@ -181,7 +186,7 @@ mod tests {
             ..Summary::default()
         };
         metrics.reconciled("ceph", "osds", &summary, Duration::from_millis(12));
-        metrics.failed("ListFailed", Duration::from_millis(3));
+        metrics.failed(Failure::ListFailed, Duration::from_millis(3));
         metrics.set_leader(true);
         let text = metrics.encode();
         for line in [

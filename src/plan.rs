@@ -10,8 +10,10 @@
 
 use crate::classify::{classify, Owner, Timing};
 pub use crate::classify::{ObservedPod, PodClass, Workload};
+use crate::conditions::{ConditionReason, ConditionType};
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::desired::desired_osds;
+use crate::events::EventReason;
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
 use crate::osd::{DeviceId, OsdKey, SuffixSource};
@@ -22,6 +24,7 @@ use crate::status::{compute_status, SpecProblem, StatusInput};
 use crate::template_rules::template_problems;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use std::collections::BTreeSet;
@@ -52,7 +55,7 @@ pub enum CreateReason {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannedEvent {
     pub warning: bool,
-    pub reason: &'static str,
+    pub reason: EventReason,
     pub note: String,
     /// The pod the event is about (its `related` object), if one.
     pub pod: Option<String>,
@@ -460,7 +463,7 @@ pub fn plan(
         spec_problems.insert(
             0,
             SpecProblem {
-                reason: "InvalidPodTemplate",
+                reason: ConditionReason::InvalidPodTemplate,
                 message: error.to_string(),
             },
         );
@@ -493,7 +496,7 @@ pub fn plan(
         {
             events.push(PlannedEvent {
                 warning: false,
-                reason: "Overridden",
+                reason: EventReason::Overridden,
                 note: format!(
                     "pod {} was marked up-to-date before it became Ready; the rollout continues",
                     pod.describe(),
@@ -504,7 +507,7 @@ pub fn plan(
         if cr.status.is_none() && !pod.controlled && pod.workload == Workload::Pod {
             events.push(PlannedEvent {
                 warning: false,
-                reason: "Adopted",
+                reason: EventReason::Adopted,
                 note: format!(
                     "adopted pod {} as it is, without restarting it",
                     pod.describe(),
@@ -537,21 +540,21 @@ fn spec_problems(
 ) -> Vec<SpecProblem> {
     let storage = desired.problems.iter().map(|p| SpecProblem {
         reason: if p.blocks.is_empty() {
-            "InvalidStorage"
+            ConditionReason::InvalidStorage
         } else {
-            "ConflictingDevices"
+            ConditionReason::ConflictingDevices
         },
         message: p.message.clone(),
     });
     let template = template_problems(template)
         .into_iter()
         .map(|p| SpecProblem {
-            reason: "ForbiddenTemplateField",
+            reason: ConditionReason::ForbiddenTemplateField,
             message: format!("{p} (left out of every pod)"),
         });
     let mut problems: Vec<SpecProblem> = storage.chain(template).collect();
     // The most severe reason first: it names the condition.
-    problems.sort_by_key(|p| p.reason != "ConflictingDevices");
+    problems.sort_by_key(|p| p.reason != ConditionReason::ConflictingDevices);
     problems
 }
 
@@ -567,7 +570,7 @@ fn unschedulable_events(
         .filter(|(_, waiting)| !previous.unschedulable.contains(waiting))
         .map(|(pod, waiting)| PlannedEvent {
             warning: true,
-            reason: "Unschedulable",
+            reason: EventReason::Unschedulable,
             note: format!("OSD {waiting}"),
             pod: Some(pod.name.clone()),
         })
@@ -583,7 +586,7 @@ fn foreign_pod_events(
         .filter(|(p, _)| !previous.foreign_pods.contains(&p.name))
         .map(|(p, controller)| PlannedEvent {
             warning: true,
-            reason: "ForeignPod",
+            reason: EventReason::ForeignPod,
             note: format!(
                 "pod {} carries this CephOSD's owner label but is controlled by {controller}: \
                      left alone, and no pod is created for its disk while it exists",
@@ -597,59 +600,40 @@ fn foreign_pod_events(
 /// Events for state changes between the previous and the new status (so a steady state,
 /// or a halt that persists, publishes nothing).
 fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<PlannedEvent> {
-    let condition = |s: &CephOsdStatus, t: &str| {
-        s.conditions
-            .iter()
-            .find(|c| c.type_ == t)
-            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+    fn condition(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
+        status.conditions.iter().find(|c| c.type_ == type_.as_str())
+    }
+    fn true_in(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
+        condition(status, type_).filter(|c| c.status == "True")
+    }
+    let event = |warning, reason, note: &str| PlannedEvent {
+        warning,
+        reason,
+        note: note.to_owned(),
+        pod: None,
     };
     let mut events = Vec::new();
-    let (before, after) = (
-        condition(previous, "InvalidSpec"),
-        condition(status, "InvalidSpec"),
-    );
-    if let Some((state, _, message)) = &after {
-        if state == "True"
-            && before
-                .as_ref()
-                .is_none_or(|b| b.0 != "True" || &b.2 != message)
-        {
-            events.push(PlannedEvent {
-                warning: true,
-                reason: "InvalidSpec",
-                note: message.clone(),
-                pod: None,
-            });
+    // InvalidSpec: when it turns True, or says something new while True.
+    if let Some(now) = true_in(status, ConditionType::InvalidSpec) {
+        let before = true_in(previous, ConditionType::InvalidSpec);
+        if before.is_none_or(|b| b.message != now.message) {
+            events.push(event(true, EventReason::InvalidSpec, &now.message));
         }
     }
-    let (before, after) = (condition(previous, "Stalled"), condition(status, "Stalled"));
-    if let Some((state, _, message)) = &after {
-        if state == "True" && before.as_ref().is_none_or(|b| b.0 != "True") {
-            events.push(PlannedEvent {
-                warning: true,
-                reason: "Stalled",
-                note: message.clone(),
-                pod: None,
-            });
+    // Stalled: when it turns True.
+    if let Some(now) = true_in(status, ConditionType::Stalled) {
+        if true_in(previous, ConditionType::Stalled).is_none() {
+            events.push(event(true, EventReason::Stalled, &now.message));
         }
     }
-    let (before, after) = (
-        condition(previous, "Progressing"),
-        condition(status, "Progressing"),
-    );
-    if let Some((_, reason, message)) = &after {
-        let halted = matches!(reason.as_str(), "Halted" | "Paused");
-        if halted
-            && before
-                .as_ref()
-                .is_none_or(|b| (&b.1, &b.2) != (reason, message))
-        {
-            events.push(PlannedEvent {
-                warning: false,
-                reason: "Halted",
-                note: message.clone(),
-                pod: None,
-            });
+    // A halted or paused rollout: when the halt or its cause is new.
+    let halts = [ConditionReason::Halted, ConditionReason::Paused].map(ConditionReason::as_str);
+    if let Some(now) =
+        condition(status, ConditionType::Progressing).filter(|c| halts.contains(&c.reason.as_str()))
+    {
+        let before = condition(previous, ConditionType::Progressing);
+        if before.is_none_or(|b| (&b.reason, &b.message) != (&now.reason, &now.message)) {
+            events.push(event(false, EventReason::Halted, &now.message));
         }
     }
     events

@@ -796,10 +796,9 @@ fn conflicting_duplicate_devices_are_reported_and_not_created() {
     let plan = cluster.reconcile(&cr);
     assert_eq!(plan.spec_problems.len(), 1);
     assert_eq!(creates(&plan), ["h1:/dev/sdc"]);
-    assert!(plan
-        .events
-        .iter()
-        .any(|e| e.warning && e.reason == "InvalidSpec" && e.note.contains("h1:/dev/sdb")));
+    assert!(plan.events.iter().any(|e| e.warning
+        && e.reason == EventReason::InvalidSpec
+        && e.note.contains("h1:/dev/sdb")));
     // Told once, not at every reconcile.
     cluster.make_all_ready();
     let plan = cluster.reconcile(&cr);
@@ -1020,7 +1019,7 @@ pub(super) fn condition<'a>(
 }
 
 pub(super) fn event_reasons(plan: &Plan) -> Vec<&'static str> {
-    plan.events.iter().map(|e| e.reason).collect()
+    plan.events.iter().map(|e| e.reason.as_str()).collect()
 }
 
 #[test]
@@ -1345,7 +1344,7 @@ fn a_pod_the_scheduler_cannot_place_is_told_once_with_its_node() {
     let told: Vec<&PlannedEvent> = plan
         .events
         .iter()
-        .filter(|e| e.reason == "Unschedulable")
+        .filter(|e| e.reason == EventReason::Unschedulable)
         .collect();
     assert_eq!(told.len(), 1);
     assert!(told[0].warning && told[0].note == format!("OSD {waiting}"));

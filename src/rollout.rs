@@ -178,3 +178,172 @@ fn next_update_domains<'a>(
     }
     domains.into_values().take(count).flatten().collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Workload;
+    use serde_json::json;
+
+    fn spec(domain: UpdateDomain) -> CephOsdSpec {
+        CephOsdSpec::new(Vec::new(), domain, json!({}))
+    }
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(seconds).expect("time")
+    }
+
+    fn pod(host: &str, data: &str, class: PodClass) -> ObservedPod {
+        let key = OsdKey::new(host, data);
+        ObservedPod {
+            name: format!("{}x", key.name_prefix()),
+            uid: None,
+            device: Some(key.device_id()),
+            key: Some(key),
+            ready: matches!(
+                class,
+                PodClass::UpToDate | PodClass::OutOfDate | PodClass::Ready
+            ),
+            class,
+            state: None,
+            created: Some(at(0)),
+            soaking_since: None,
+            deleted: None,
+            controlled: true,
+            workload: Workload::Pod,
+            unschedulable: None,
+        }
+    }
+
+    fn replaced(step: &RolloutStep<'_>) -> Vec<String> {
+        step.replace
+            .iter()
+            .filter_map(|p| p.key.as_ref().map(ToString::to_string))
+            .collect()
+    }
+
+    #[test]
+    fn replaces_the_first_out_of_date_domains_in_case_insensitive_order() {
+        let pods = [
+            pod("b", "/dev/sdb", PodClass::OutOfDate),
+            pod("A", "/dev/sdc", PodClass::OutOfDate),
+            pod("A", "/dev/sdb", PodClass::OutOfDate),
+            pod("c", "/dev/sdb", PodClass::UpToDate),
+        ];
+        let current: Vec<&ObservedPod> = pods.iter().collect();
+        let none = BTreeSet::new();
+        let by_osd = rollout_step(&spec(UpdateDomain::Osd), &current, &[], &none);
+        assert_eq!(replaced(&by_osd), ["A:/dev/sdb"]);
+        let by_host = rollout_step(&spec(UpdateDomain::Host), &current, &[], &none);
+        assert_eq!(replaced(&by_host), ["A:/dev/sdb", "A:/dev/sdc"]);
+        let mut two = spec(UpdateDomain::Host);
+        two.max_unavailable = Some(2);
+        let two = rollout_step(&two, &current, &[], &none);
+        assert_eq!(replaced(&two), ["A:/dev/sdb", "A:/dev/sdc", "b:/dev/sdb"]);
+        assert!(by_host.halted.is_none() && by_host.unavailable.is_empty());
+    }
+
+    #[test]
+    fn an_unavailable_domain_uses_up_the_budget_and_says_why() {
+        let mut waiting = pod("a", "/dev/sdb", PodClass::Unready);
+        waiting.unschedulable = Some("0/3 nodes are available".into());
+        let pods = [waiting, pod("b", "/dev/sdb", PodClass::OutOfDate)];
+        let current: Vec<&ObservedPod> = pods.iter().collect();
+        let none = BTreeSet::new();
+        let step = rollout_step(&spec(UpdateDomain::Osd), &current, &[], &none);
+        assert!(step.replace.is_empty());
+        assert_eq!(step.unavailable, BTreeSet::from(["a:/dev/sdb".to_owned()]));
+        let halted = step.halted.expect("halted");
+        assert!(
+            halted.contains("to become Ready") && halted.contains("0/3 nodes"),
+            "{halted}"
+        );
+        // With room for two domains, the other one goes.
+        let mut two = spec(UpdateDomain::Osd);
+        two.max_unavailable = Some(2);
+        assert_eq!(
+            replaced(&rollout_step(&two, &current, &[], &none)),
+            ["b:/dev/sdb"]
+        );
+    }
+
+    #[test]
+    fn a_missing_osd_halts_and_a_blocked_one_points_at_the_spec() {
+        let pods = [pod("b", "/dev/sdb", PodClass::OutOfDate)];
+        let current: Vec<&ObservedPod> = pods.iter().collect();
+        let missing = [OsdKey::new("a", "/dev/sdb")];
+        let step = rollout_step(
+            &spec(UpdateDomain::Osd),
+            &current,
+            &missing,
+            &BTreeSet::new(),
+        );
+        assert!(step.replace.is_empty());
+        assert_eq!(
+            step.halted.as_deref(),
+            Some("waiting for OSD a:/dev/sdb to have a running pod")
+        );
+        let blocked = BTreeSet::from([missing[0].clone()]);
+        let step = rollout_step(&spec(UpdateDomain::Osd), &current, &missing, &blocked);
+        assert!(step.halted.is_some_and(|h| h.contains("InvalidSpec")));
+    }
+
+    #[test]
+    fn paused_replaces_nothing_and_nothing_out_of_date_is_no_halt() {
+        let pods = [pod("a", "/dev/sdb", PodClass::OutOfDate)];
+        let current: Vec<&ObservedPod> = pods.iter().collect();
+        let mut paused = spec(UpdateDomain::Osd);
+        paused.paused = Some(true);
+        let step = rollout_step(&paused, &current, &[], &BTreeSet::new());
+        assert!(step.replace.is_empty());
+        assert_eq!(
+            step.halted.as_deref(),
+            Some("the rollout is paused (spec.paused)")
+        );
+        let settled = [pod("a", "/dev/sdb", PodClass::UpToDate)];
+        let current: Vec<&ObservedPod> = settled.iter().collect();
+        let step = rollout_step(&paused, &current, &[], &BTreeSet::new());
+        assert!(step.replace.is_empty() && step.halted.is_none());
+    }
+
+    #[test]
+    fn deadlines_stall_late_replacements_and_wake_for_the_next_one() {
+        let mut s = spec(UpdateDomain::Osd);
+        s.progress_deadline_seconds = Some(100);
+        let late = pod("a", "/dev/sdb", PodClass::Unready);
+        let mut young = pod("b", "/dev/sdb", PodClass::Unready);
+        young.created = Some(at(50));
+        // At 60: nothing late yet; look again when the first deadline passes (at 100).
+        let early = deadlines(&s, [&late, &young], at(60));
+        assert_eq!(early.stalled, None);
+        assert_eq!(early.requeue_after, Some(SignedDuration::from_secs(40)));
+        // At 120: the first is late (the message names a fixed start); wake for the second.
+        let later = deadlines(&s, [&late, &young], at(120));
+        let stalled = later.stalled.expect("stalled");
+        assert!(
+            stalled.contains("has not become Ready")
+                && stalled.contains("waiting since 1970-01-01T00:00:00Z"),
+            "{stalled}"
+        );
+        assert_eq!(later.requeue_after, Some(SignedDuration::from_secs(30)));
+    }
+
+    #[test]
+    fn a_soaking_pod_wakes_at_the_end_of_its_soak_and_never_stalls() {
+        let mut s = spec(UpdateDomain::Osd);
+        s.min_ready_seconds = Some(30);
+        s.progress_deadline_seconds = Some(10);
+        let mut soaking = pod("a", "/dev/sdb", PodClass::Unready);
+        soaking.soaking_since = Some(at(100));
+        let out = deadlines(&s, [&soaking], at(110));
+        assert_eq!(out.stalled, None);
+        assert_eq!(out.requeue_after, Some(SignedDuration::from_secs(20)));
+        // A terminating old pod stalls after the deadline from its deletionTimestamp.
+        let mut stuck = pod("b", "/dev/sdb", PodClass::Terminating);
+        stuck.deleted = Some(at(0));
+        let out = deadlines(&s, [&stuck], at(110));
+        assert!(out
+            .stalled
+            .is_some_and(|m| m.contains("finished terminating")));
+    }
+}

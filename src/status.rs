@@ -3,7 +3,9 @@
 //! `lastTransitionTime` is carried over from the previous status while a condition's status
 //! stays the same, so an unchanged cluster yields an identical status (and no write).
 
+use crate::conditions::{ConditionReason as Reason, ConditionType};
 use crate::crd::{CephOsdStatus, Phase};
+use crate::failure::Failure;
 use crate::hash::TemplateHash;
 use crate::plan::Summary;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -13,7 +15,7 @@ use k8s_openapi::jiff::Timestamp;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpecProblem {
     /// The condition's reason when this is the first problem.
-    pub reason: &'static str,
+    pub reason: Reason,
     pub message: String,
 }
 
@@ -47,13 +49,13 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
     let ready = if all_ready {
         (
             "True",
-            "AllOsdsReady",
+            Reason::AllOsdsReady,
             format!("{} of {} OSD pods Ready", s.ready, s.desired),
         )
     } else {
         (
             "False",
-            "OsdsNotReady",
+            Reason::OsdsNotReady,
             format!(
                 "{} of {} OSD pods Ready, {} up to date, {} out of date",
                 s.ready, s.desired, s.updated, s.out_of_date
@@ -61,26 +63,32 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         )
     };
     let progressing = if let Some(stalled) = input.stalled {
-        ("False", "ProgressDeadlineExceeded", stalled.to_owned())
+        (
+            "False",
+            Reason::ProgressDeadlineExceeded,
+            stalled.to_owned(),
+        )
     } else if input.paused && s.out_of_date > 0 {
         (
             "False",
-            "Paused",
+            Reason::Paused,
             "the rollout is paused (spec.paused)".to_owned(),
         )
     } else if converged {
         (
             "False",
-            "Complete",
+            Reason::Complete,
             "every OSD runs the current template and is Ready".to_owned(),
         )
     } else if s.out_of_date > 0 || !input.current_update.is_empty() {
         match input.halted {
             // Waiting for our own replacement is the normal pace of a rollout.
-            Some(why) if input.current_update.is_empty() => ("False", "Halted", why.to_owned()),
+            Some(why) if input.current_update.is_empty() => {
+                ("False", Reason::Halted, why.to_owned())
+            }
             _ => (
                 "True",
-                "RollingUpdate",
+                Reason::RollingUpdate,
                 format!(
                     "{} OSD pods out of date; replacing {}",
                     s.out_of_date,
@@ -89,24 +97,28 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
             ),
         }
     } else if let Some(first) = input.unschedulable.first() {
-        ("True", "WaitingForNodes", format!("OSD {first}"))
+        ("True", Reason::WaitingForNodes, format!("OSD {first}"))
     } else {
         (
             "True",
-            "Reconciling",
+            Reason::Reconciling,
             "creating, recreating or removing OSD pods".to_owned(),
         )
     };
     let stalled = match input.stalled {
-        Some(message) => ("True", "ProgressDeadlineExceeded", message.to_owned()),
+        Some(message) => ("True", Reason::ProgressDeadlineExceeded, message.to_owned()),
         None => (
             "False",
-            "WithinDeadline",
+            Reason::WithinDeadline,
             "no replacement is past its progress deadline".to_owned(),
         ),
     };
     let invalid = match input.spec_problems.first() {
-        None => ("False", "SpecValid", "the spec is consistent".to_owned()),
+        None => (
+            "False",
+            Reason::SpecValid,
+            "the spec is consistent".to_owned(),
+        ),
         Some(first) => (
             "True",
             first.reason,
@@ -121,13 +133,13 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
     let migrating = if s.migrating == 0 {
         (
             "False",
-            "NoReplicaSets",
+            Reason::NoReplicaSets,
             "no OSD runs under a ReplicaSet of the Ansible operator".to_owned(),
         )
     } else {
         (
             "True",
-            "ReplicaSetEra",
+            Reason::ReplicaSetEra,
             format!(
                 "{} OSDs still run under ReplicaSets of the Ansible operator; the rollout \
                  replaces them one update domain at a time",
@@ -147,11 +159,11 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         Phase::Progressing
     };
     let conditions = [
-        ("Ready", ready),
-        ("Progressing", progressing),
-        ("Stalled", stalled),
-        ("InvalidSpec", invalid),
-        ("Migrating", migrating),
+        (ConditionType::Ready, ready),
+        (ConditionType::Progressing, progressing),
+        (ConditionType::Stalled, stalled),
+        (ConditionType::InvalidSpec, invalid),
+        (ConditionType::Migrating, migrating),
     ]
     .into_iter()
     .map(|(type_, (status, reason, message))| condition(input, type_, status, reason, message))
@@ -176,61 +188,44 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
     }
 }
 
-/// `planned` (what the reconcile computed) with a `ReconcileFailed` condition: a write the
-/// plan needed failed (`reason` is the failure's category). The next successful reconcile's
-/// status has no such condition. None when `previous` already says exactly that.
+/// `planned` (what the reconcile computed) with a `ReconcileFailed` condition: an API call
+/// the reconcile needed failed. The next successful reconcile's status has no such condition.
+/// None when `previous` already says exactly that.
 pub fn failed_status(
     planned: &CephOsdStatus,
     previous: &CephOsdStatus,
     now: Timestamp,
-    reason: &str,
+    failure: Failure,
     message: &str,
 ) -> Option<CephOsdStatus> {
     let mut status = planned.clone();
-    let generation = planned.observed_generation;
-    set_condition(
-        &mut status,
-        previous,
-        generation,
-        now,
-        ("ReconcileFailed", reason, message),
-    );
-    (&status != previous).then_some(status)
-}
-
-/// Replaces the condition of type `type_` in `status` by a True one.
-fn set_condition(
-    status: &mut CephOsdStatus,
-    previous: &CephOsdStatus,
-    generation: Option<i64>,
-    now: Timestamp,
-    (type_, reason, message): (&str, &str, &str),
-) {
+    let type_ = ConditionType::ReconcileFailed.as_str();
     status.conditions.retain(|c| c.type_ != type_);
     status.conditions.push(Condition {
-        type_: type_.into(),
-        status: "True".into(),
-        reason: reason.into(),
+        type_: type_.to_owned(),
+        status: "True".to_owned(),
+        reason: Reason::Failed(failure).as_str().to_owned(),
         message: message.to_owned(),
-        observed_generation: generation,
+        observed_generation: planned.observed_generation,
         last_transition_time: transition_time(previous, type_, "True", now),
     });
+    (&status != previous).then_some(status)
 }
 
 fn condition(
     input: &StatusInput<'_>,
-    type_: &str,
+    type_: ConditionType,
     status: &str,
-    reason: &str,
+    reason: Reason,
     message: String,
 ) -> Condition {
     Condition {
-        type_: type_.to_owned(),
+        type_: type_.as_str().to_owned(),
         status: status.to_owned(),
-        reason: reason.to_owned(),
+        reason: reason.as_str().to_owned(),
         message,
         observed_generation: input.generation,
-        last_transition_time: transition_time(input.previous, type_, status, input.now),
+        last_transition_time: transition_time(input.previous, type_.as_str(), status, input.now),
     }
 }
 
@@ -264,7 +259,7 @@ mod tests {
             &planned,
             &CephOsdStatus::default(),
             at(10),
-            "CreateFailed",
+            Failure::CreateFailed,
             "quota",
         )
         .expect("a new condition");
@@ -284,11 +279,11 @@ mod tests {
         assert_eq!(failed.observed_generation, Some(3));
         // Failing again later: the same status, so nothing is written.
         assert_eq!(
-            failed_status(&planned, &first, at(20), "CreateFailed", "quota"),
+            failed_status(&planned, &first, at(20), Failure::CreateFailed, "quota"),
             None
         );
         // Another failure is.
-        let other = failed_status(&planned, &first, at(30), "DeleteFailed", "webhook")
+        let other = failed_status(&planned, &first, at(30), Failure::DeleteFailed, "webhook")
             .expect("a changed condition");
         let failed = other
             .conditions
@@ -298,5 +293,167 @@ mod tests {
         assert_eq!(failed.reason, "DeleteFailed");
         // Still True since 10: the transition time stays.
         assert_eq!(failed.last_transition_time, Time(at(10)));
+    }
+
+    fn input<'a>(
+        previous: &'a CephOsdStatus,
+        hash: &'a TemplateHash,
+        summary: &'a Summary,
+    ) -> StatusInput<'a> {
+        StatusInput {
+            previous,
+            generation: Some(2),
+            now: at(100),
+            template_hash: hash,
+            summary,
+            paused: false,
+            halted: None,
+            stalled: None,
+            spec_problems: &[],
+            pending_actions: false,
+            current_update: Vec::new(),
+            foreign_pods: Vec::new(),
+            unschedulable: Vec::new(),
+        }
+    }
+
+    fn settled(n: usize) -> Summary {
+        Summary {
+            desired: n,
+            current: n,
+            ready: n,
+            updated: n,
+            ..Summary::default()
+        }
+    }
+
+    fn of(status: &CephOsdStatus, type_: &str) -> (String, String) {
+        let c = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .expect("condition");
+        (c.status.clone(), c.reason.clone())
+    }
+
+    fn pair(status: &str, reason: &str) -> (String, String) {
+        (status.to_owned(), reason.to_owned())
+    }
+
+    #[test]
+    fn a_settled_cephosd_is_ready_and_complete() {
+        let (hash, summary, previous) = (
+            TemplateHash::of(&serde_json::json!({})),
+            settled(3),
+            CephOsdStatus::default(),
+        );
+        let status = compute_status(&input(&previous, &hash, &summary));
+        assert_eq!(status.phase, Some(Phase::Ready));
+        assert_eq!(of(&status, "Ready"), pair("True", "AllOsdsReady"));
+        assert_eq!(of(&status, "Progressing"), pair("False", "Complete"));
+        assert_eq!(of(&status, "Stalled"), pair("False", "WithinDeadline"));
+        assert_eq!(of(&status, "InvalidSpec"), pair("False", "SpecValid"));
+        assert_eq!(of(&status, "Migrating"), pair("False", "NoReplicaSets"));
+        assert_eq!(
+            (status.desired, status.ready, status.observed_generation),
+            (3, 3, Some(2))
+        );
+        // Pending writes: not converged yet, though every pod is Ready.
+        let mut busy = input(&previous, &hash, &summary);
+        busy.pending_actions = true;
+        let busy = compute_status(&busy);
+        assert_eq!(busy.phase, Some(Phase::Progressing));
+        assert_eq!(of(&busy, "Progressing"), pair("True", "Reconciling"));
+    }
+
+    #[test]
+    fn the_phase_follows_spec_problems_then_stalls_then_pause() {
+        let (hash, previous) = (
+            TemplateHash::of(&serde_json::json!({})),
+            CephOsdStatus::default(),
+        );
+        let summary = Summary {
+            out_of_date: 1,
+            ..settled(2)
+        };
+        let problems = [SpecProblem {
+            reason: Reason::ConflictingDevices,
+            message: "h:/dev/sdb twice".into(),
+        }];
+        let mut all = input(&previous, &hash, &summary);
+        all.spec_problems = &problems;
+        all.stalled = Some("late");
+        all.paused = true;
+        let status = compute_status(&all);
+        assert_eq!(status.phase, Some(Phase::Error));
+        assert_eq!(
+            of(&status, "InvalidSpec"),
+            pair("True", "ConflictingDevices")
+        );
+        all.spec_problems = &[];
+        let status = compute_status(&all);
+        assert_eq!(status.phase, Some(Phase::Stalled));
+        assert_eq!(
+            of(&status, "Progressing"),
+            pair("False", "ProgressDeadlineExceeded")
+        );
+        assert_eq!(
+            of(&status, "Stalled"),
+            pair("True", "ProgressDeadlineExceeded")
+        );
+        all.stalled = None;
+        let status = compute_status(&all);
+        assert_eq!(status.phase, Some(Phase::Paused));
+        assert_eq!(of(&status, "Progressing"), pair("False", "Paused"));
+    }
+
+    #[test]
+    fn a_halt_is_told_only_when_no_replacement_of_ours_is_under_way() {
+        let (hash, previous) = (
+            TemplateHash::of(&serde_json::json!({})),
+            CephOsdStatus::default(),
+        );
+        let summary = Summary {
+            out_of_date: 1,
+            ready: 1,
+            ..settled(2)
+        };
+        let mut halted = input(&previous, &hash, &summary);
+        halted.halted = Some("waiting for pod x to become Ready");
+        let status = compute_status(&halted);
+        assert_eq!(of(&status, "Progressing"), pair("False", "Halted"));
+        assert_eq!(of(&status, "Ready"), pair("False", "OsdsNotReady"));
+        halted.current_update = vec!["h1".into()];
+        let status = compute_status(&halted);
+        assert_eq!(of(&status, "Progressing"), pair("True", "RollingUpdate"));
+        assert_eq!(status.current_update, ["h1"]);
+    }
+
+    #[test]
+    fn transition_times_are_kept_while_a_condition_keeps_its_status() {
+        let (hash, summary) = (TemplateHash::of(&serde_json::json!({})), settled(1));
+        let first = compute_status(&input(&CephOsdStatus::default(), &hash, &summary));
+        let mut later = input(&first, &hash, &summary);
+        later.now = at(500);
+        let again = compute_status(&later);
+        assert_eq!(
+            again, first,
+            "an unchanged cluster yields an identical status"
+        );
+        let unready = Summary {
+            ready: 0,
+            ..settled(1)
+        };
+        let mut changed = input(&first, &hash, &unready);
+        changed.now = at(600);
+        let changed = compute_status(&changed);
+        let time = |s: &CephOsdStatus, t: &str| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .map(|c| c.last_transition_time.clone())
+        };
+        assert_eq!(time(&changed, "Ready"), Some(Time(at(600))));
+        assert_eq!(time(&changed, "Stalled"), Some(Time(at(100))));
     }
 }

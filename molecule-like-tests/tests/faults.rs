@@ -23,17 +23,18 @@ use tokio::sync::Mutex;
 /// One fault at a time: each takes a component of the shared control plane down.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
-/// Runs `control-plane restart-apiserver SECONDS` (kills kube-apiserver, starts it again).
-async fn restart_apiserver(seconds: u32) -> anyhow::Result<()> {
+/// Runs `control-plane restart-COMPONENT SECONDS` (kills kube-apiserver or etcd, starts it
+/// again after SECONDS).
+async fn restart(component: &str, seconds: u32) -> anyhow::Result<()> {
     let script = workspace_root().join("molecule-like-tests/control-plane");
     let out = tokio::process::Command::new(&script)
-        .arg("restart-apiserver")
+        .arg(format!("restart-{component}"))
         .arg(seconds.to_string())
         .output()
         .await?;
     anyhow::ensure!(
         out.status.success(),
-        "{} restart-apiserver failed: {}",
+        "{} restart-{component} failed: {}",
         script.display(),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -114,23 +115,20 @@ impl Rollout {
     }
 }
 
-/// kube-apiserver killed for 10 s while a replacement waits for Ready: the operator's watches
-/// fail and, on resume, find their resourceVersion gone (a restarted API server's watch cache
-/// starts afresh). With a resync of 10 minutes only the watches can move the rollout on: once
-/// the replacement is Ready (KWOK and the scheduler take their own time to reconnect), the next
-/// host's pod must go within seconds; never two pods on one disk, hosts in order.
-#[tokio::test]
-async fn f1_apiserver_restart_mid_rollout_resumes_from_the_watches() -> anyhow::Result<()> {
-    let _one = ONE_AT_A_TIME.lock().await;
+/// `component` (kube-apiserver or etcd) killed for 10 s while a replacement waits for Ready.
+/// With a resync of 10 minutes only the watches can move the rollout on: once the replacement
+/// is Ready (KWOK and the scheduler take their own time to reconnect), the next host's pod must
+/// go within seconds; never two pods on one disk, hosts in order, no OSD replaced twice.
+async fn rollout_survives_a_restart_of(component: &str, hosts: &[&str]) -> anyhow::Result<()> {
     let s = Scenario::converge_with(
-        "apiserver",
+        component,
         &OperatorOptions {
             resync_seconds: 600,
         },
     )
     .await?;
-    let rollout = start_rollout(&s, &["fault-a", "fault-b", "fault-c"], &["/dev/sdb"], 2).await?;
-    restart_apiserver(10).await?;
+    let rollout = start_rollout(&s, hosts, &["/dev/sdb"], 2).await?;
+    restart(component, 10).await?;
     let back_at = s.recorder()?.elapsed();
     rollout
         .finishes_once(&s, "no progress after the restart (resync is 600 s)")
@@ -157,7 +155,7 @@ async fn f1_apiserver_restart_mid_rollout_resumes_from_the_watches() -> anyhow::
         );
     };
     eprintln!(
-        "f1: API server back at {back_at:?}; replacement Ready {:?} later; next host's pod \
+        "{component}: back at {back_at:?}; replacement Ready {:?} later; next host's pod \
          deleted {:?} after that",
         ready - back_at,
         acted - ready
@@ -170,6 +168,22 @@ async fn f1_apiserver_restart_mid_rollout_resumes_from_the_watches() -> anyhow::
         rec.render()
     );
     s.destroy().await
+}
+
+/// kube-apiserver killed: the operator's watches fail and, on resume, find their
+/// resourceVersion gone (a restarted API server's watch cache starts afresh).
+#[tokio::test]
+async fn f1_apiserver_restart_mid_rollout_resumes_from_the_watches() -> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    rollout_survives_a_restart_of("apiserver", &["fault-a", "fault-b", "fault-c"]).await
+}
+
+/// etcd killed under a running kube-apiserver: requests fail and watches stall or end while
+/// it is down; the operator acts on no stale view and resumes from the watches.
+#[tokio::test]
+async fn f5_etcd_restart_mid_rollout_resumes_from_the_watches() -> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    rollout_survives_a_restart_of("etcd", &["etcd-a", "etcd-b", "etcd-c"]).await
 }
 
 /// The operator killed (SIGKILL) again and again at random moments of one rollout and started
@@ -318,5 +332,86 @@ async fn f4_node_gone_mid_rollout_halts_it_until_the_node_returns() -> anyhow::R
         }),
         "a pod runs off its host: {placed:?}"
     );
+    s.destroy().await
+}
+
+/// An admin (or another tool) edits the OSD pods' annotations as fast as it can while the
+/// operator marks them through a rollout: the operator's state patches touch only its own
+/// annotation, so every pod ends with the admin's last value and its own `pod-state`; the
+/// rollout finishes in host order and no OSD is replaced twice.
+#[tokio::test]
+async fn f6_admin_edits_racing_the_operator_lose_nothing() -> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let s = Scenario::converge_with("admin-race", &OperatorOptions::default()).await?;
+    let rollout = start_rollout(
+        &s,
+        &["race-a", "race-b", "race-c"],
+        &["/dev/sdb", "/dev/sdc"],
+        1,
+    )
+    .await?;
+    const TOUCHED: &str = "admin.example.com/touched";
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let admin = {
+        let (pods, stop) = (s.pods.clone(), stop.clone());
+        let selector = format!(
+            "{}={}",
+            labels::OWNER,
+            ceph_osd_operator::labels::owner_label_value(CR)
+        );
+        tokio::spawn(async move {
+            let mut written: BTreeMap<String, u32> = BTreeMap::new();
+            let mut round = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                round += 1;
+                let list = pods
+                    .list(&kube::api::ListParams::default().labels(&selector))
+                    .await?;
+                for pod in list.items {
+                    let name = pod.name_any();
+                    let patch = json!({"metadata": {"annotations": {TOUCHED: round.to_string()}}});
+                    match pods
+                        .patch(
+                            &name,
+                            &kube::api::PatchParams::default(),
+                            &kube::api::Patch::Merge(&patch),
+                        )
+                        .await
+                    {
+                        Ok(_) => {
+                            written.insert(name, round);
+                        }
+                        // Gone meanwhile (replaced by the rollout).
+                        Err(kube::Error::Api(e)) if e.code == 404 => {}
+                        Err(e) => return Err(anyhow::anyhow!("admin patch of {name}: {e}")),
+                    }
+                }
+            }
+            anyhow::Ok((round, written))
+        })
+    };
+    let finished = rollout
+        .finishes_once(&s, "with an admin editing the pods")
+        .await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (rounds, written) = admin.await??;
+    finished?;
+    // A last reconcile after the admin stopped must not undo anything either.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    for pod in s.owned_pods(CR).await? {
+        let name = pod.name_any();
+        let want = written.get(&name).map(u32::to_string);
+        anyhow::ensure!(
+            annotation(&pod, TOUCHED) == want.as_deref(),
+            "pod {name}: admin annotation {:?}, the admin last wrote {want:?}",
+            annotation(&pod, TOUCHED)
+        );
+        anyhow::ensure!(
+            annotation(&pod, labels::POD_STATE) == Some("up-to-date"),
+            "pod {name}: pod-state {:?}",
+            annotation(&pod, labels::POD_STATE)
+        );
+    }
+    eprintln!("f6: the admin patched the pods in {rounds} rounds during the rollout");
     s.destroy().await
 }
