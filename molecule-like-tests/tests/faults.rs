@@ -280,6 +280,7 @@ async fn f4_node_gone_mid_rollout_halts_it_until_the_node_returns() -> anyhow::R
     let rollout = start_rollout(&s, &host_refs, &["/dev/sdb"], 2).await?;
     let nodes: Api<Node> = Api::all(s.client.clone());
     nodes.delete(gone, &DeleteParams::default()).await?;
+    let deleted = std::time::Instant::now();
 
     let waiting = format!("{gone}:/dev/sdb waits for node {gone}: ");
     s.wait_until(
@@ -295,6 +296,7 @@ async fn f4_node_gone_mid_rollout_halts_it_until_the_node_returns() -> anyhow::R
         },
     )
     .await?;
+    let told = deleted.elapsed();
     // Halted: a while later the replacement is still unplaced and the last host untouched.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let pods = s.owned_pods(CR).await?;
@@ -323,7 +325,13 @@ async fn f4_node_gone_mid_rollout_halts_it_until_the_node_returns() -> anyhow::R
     );
 
     ensure_nodes(&s.client, &BTreeSet::from([gone.clone()])).await?;
+    let returned = std::time::Instant::now();
     rollout.finishes_once(&s, "after the node returned").await?;
+    eprintln!(
+        "f4: status named the waiting OSD {told:?} after its Node was deleted (the pod \
+         garbage collector waits 40 s); the rollout finished {:?} after the Node returned",
+        returned.elapsed()
+    );
     let placed = s.owned_pods(CR).await?;
     anyhow::ensure!(
         placed.iter().all(|p| {

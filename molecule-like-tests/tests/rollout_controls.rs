@@ -1057,6 +1057,7 @@ async fn c9_refused_creation_is_reported_and_cleared_after_the_cause_goes() -> a
     }))?;
     quotas.create(&Default::default(), &quota).await?;
     // Admission refuses every pod until the quota controller has computed the usage.
+    let counting = Instant::now();
     s.wait_until("the quota controller counts pods", CONVERGE, || async {
         let quota = quotas.get("one-pod").await?;
         let used = quota.status.and_then(|st| st.used).unwrap_or_default();
@@ -1064,6 +1065,7 @@ async fn c9_refused_creation_is_reported_and_cleared_after_the_cause_goes() -> a
     })
     .await?;
 
+    let counted = counting.elapsed();
     let hosts = ["quota-a", "quota-b"];
     let data = ["/dev/sdb"];
     s.create_cr(&cephosd(
@@ -1102,6 +1104,7 @@ async fn c9_refused_creation_is_reported_and_cleared_after_the_cause_goes() -> a
     );
 
     quotas.delete("one-pod", &DeleteParams::default()).await?;
+    let lifted = Instant::now();
     let status = s
         .wait_until("Ready without ReconcileFailed", ROLLOUT, || async {
             let status = s.cr_status(CR).await?.unwrap_or_default();
@@ -1113,6 +1116,11 @@ async fn c9_refused_creation_is_reported_and_cleared_after_the_cause_goes() -> a
         })
         .await?;
     anyhow::ensure!(status.ready == 2, "status {status:?}");
+    eprintln!(
+        "c9: the quota controller counted pods after {counted:?}; Ready {:?} after the quota \
+         was deleted",
+        lifted.elapsed()
+    );
     s.assert_one_pod_per_key().await?;
     s.destroy().await
 }
