@@ -1,9 +1,13 @@
-//! The Kubernetes Events a CephOSD gets: their reasons, and which Event tells about which
-//! action (pure wording, published by the executor).
+//! The Kubernetes Events a CephOSD gets: their reasons, the Event of each applied action, and
+//! the Events of status transitions. Pure wording; the executor publishes them.
 
+use crate::classify::ObservedPod;
+use crate::conditions::{ConditionReason, ConditionType};
+use crate::crd::CephOsdStatus;
 use crate::failure::Failure;
 use crate::osd::OsdKey;
 use crate::plan::{Action, CreateReason, DeleteReason, PlannedEvent};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 /// The reason of an Event on a CephOSD.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -127,6 +131,88 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
         // pod-state bookkeeping is visible in status counts; an event each would be noise.
         Action::PatchState { .. } => None,
     }
+}
+
+/// One Warning per OSD whose pod newly cannot be scheduled (the status lists those already
+/// told).
+pub fn unschedulable_events(
+    previous: &CephOsdStatus,
+    unschedulable: &[(&ObservedPod, String)],
+) -> Vec<PlannedEvent> {
+    unschedulable
+        .iter()
+        .filter(|(_, waiting)| !previous.unschedulable.contains(waiting))
+        .map(|(pod, waiting)| PlannedEvent {
+            warning: true,
+            reason: EventReason::Unschedulable,
+            note: format!("OSD {waiting}"),
+            pod: Some(pod.name.clone()),
+        })
+        .collect()
+}
+
+/// One Warning per pod of another controller, when it is first seen (the status lists those
+/// already told).
+pub fn foreign_pod_events(
+    previous: &CephOsdStatus,
+    foreign: &[(&ObservedPod, String)],
+) -> Vec<PlannedEvent> {
+    foreign
+        .iter()
+        .filter(|(p, _)| !previous.foreign_pods.contains(&p.name))
+        .map(|(p, controller)| PlannedEvent {
+            warning: true,
+            reason: EventReason::ForeignPod,
+            note: format!(
+                "pod {} carries this CephOSD's owner label but is controlled by {controller}: \
+                     left alone, and no pod is created for its disk while it exists",
+                p.describe()
+            ),
+            pod: Some(p.name.clone()),
+        })
+        .collect()
+}
+
+/// Events for state changes between the previous and the new status (so a steady state,
+/// or a halt that persists, publishes nothing).
+pub fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<PlannedEvent> {
+    fn condition(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
+        status.conditions.iter().find(|c| c.type_ == type_.as_str())
+    }
+    fn true_in(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
+        condition(status, type_).filter(|c| c.status == "True")
+    }
+    let event = |warning, reason, note: &str| PlannedEvent {
+        warning,
+        reason,
+        note: note.to_owned(),
+        pod: None,
+    };
+    let mut events = Vec::new();
+    // InvalidSpec: when it turns True, or says something new while True.
+    if let Some(now) = true_in(status, ConditionType::InvalidSpec) {
+        let before = true_in(previous, ConditionType::InvalidSpec);
+        if before.is_none_or(|b| b.message != now.message) {
+            events.push(event(true, EventReason::InvalidSpec, &now.message));
+        }
+    }
+    // Stalled: when it turns True.
+    if let Some(now) = true_in(status, ConditionType::Stalled) {
+        if true_in(previous, ConditionType::Stalled).is_none() {
+            events.push(event(true, EventReason::Stalled, &now.message));
+        }
+    }
+    // A halted or paused rollout: when the halt or its cause is new.
+    let halts = [ConditionReason::Halted, ConditionReason::Paused].map(ConditionReason::as_str);
+    if let Some(now) =
+        condition(status, ConditionType::Progressing).filter(|c| halts.contains(&c.reason.as_str()))
+    {
+        let before = condition(previous, ConditionType::Progressing);
+        if before.is_none_or(|b| (&b.reason, &b.message) != (&now.reason, &now.message)) {
+            events.push(event(false, EventReason::Halted, &now.message));
+        }
+    }
+    events
 }
 
 /// Human wording of a delete reason (logs and events).

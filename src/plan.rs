@@ -10,10 +10,10 @@
 
 use crate::classify::{classify, Owner, Timing};
 pub use crate::classify::{ObservedPod, PodClass, Workload};
-use crate::conditions::{ConditionReason, ConditionType};
-use crate::crd::{CephOsd, CephOsdStatus};
-use crate::desired::desired_osds;
-use crate::events::EventReason;
+use crate::conditions::ConditionReason;
+use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
+use crate::desired::{desired_osds, DesiredOsd, DesiredOsds};
+use crate::events::{foreign_pod_events, transition_events, unschedulable_events, EventReason};
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
 use crate::osd::{DeviceId, OsdKey, SuffixSource};
@@ -24,7 +24,6 @@ use crate::status::{compute_status, SpecProblem, StatusInput};
 use crate::template_rules::template_problems;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use std::collections::BTreeSet;
@@ -168,89 +167,296 @@ pub const MAX_CREATIONS_PER_PLAN: usize = 500;
 
 /// Plans one reconcile of `cr` given what carries its owner label, at time `now`. Total: a
 /// spec nothing can be built from yields a plan without writes whose status says why.
+///
+/// Steps, in the order their actions are applied: deletions of what must go, creations of
+/// missing OSDs' pods, `pod-state` patches, the rollout step; then the summary, status and
+/// events.
 pub fn plan(
     cr: &CephOsd,
-    observed_objects: &Observed<'_>,
+    observed: &Observed<'_>,
     suffixes: &mut dyn SuffixSource,
     now: Timestamp,
 ) -> Plan {
-    let spec = &cr.spec;
-    let template_hash = TemplateHash::of(&spec.pod_template);
-    let desired_set = desired_osds(spec);
-    let (desired, blocked) = (&desired_set.osds, &desired_set.blocked);
-    let timing = Timing {
+    let seen = Seen::new(cr, observed, now);
+    let current = seen.current();
+    let mut actions = deletions(&seen);
+    let created = creations(&seen, suffixes);
+    actions.extend(created.actions);
+    actions.extend(state_patches(&seen, &current));
+    let step = rollout(&seen, &current, &created.missing);
+    let mut replacing = step.replacing;
+    actions.extend(step.actions);
+    // A pod is replaced only once its successor can be built.
+    let unbuildable = created
+        .unbuildable
+        .or_else(|| successors_unbuildable(&seen, &replacing));
+    if unbuildable.is_some() {
+        actions.clear();
+        replacing.clear();
+    }
+    let blocking_terminations = seen.pods.iter().filter(|p| {
+        p.class == PodClass::Terminating
+            && p.key.as_ref().is_some_and(|k| created.missing.contains(k))
+    });
+    let watch = deadlines(
+        seen.spec,
+        current.iter().copied().chain(blocking_terminations),
         now,
-        min_ready: spec.min_ready(),
-    };
-    let cr_name = cr.name_any();
-    let owner_uid = cr.uid();
-    let owner = Owner {
-        name: &cr_name,
-        uid: owner_uid.as_deref(),
-    };
-    let observed = classify(
-        observed_objects.pods,
-        &owner,
-        &template_hash,
-        desired,
-        &timing,
     );
-    let replica_sets = classify_replica_sets(observed_objects.replica_sets, &observed, &owner);
-    // A ReplicaSet of the Ansible operator stands for its OSD until replaced.
-    let era: Vec<ObservedPod> = replica_sets
+    let requeue_after = if created.deferred {
+        Some(SignedDuration::from_secs(1))
+    } else {
+        watch.requeue_after
+    };
+    let mut current_update: BTreeSet<String> = step
+        .unavailable
         .iter()
-        .filter(|rs| rs.class == ReplicaSetClass::Era)
-        .filter(|rs| rs.key.as_ref().is_some_and(|k| desired.contains_key(k)))
-        .map(ObservedReplicaSet::as_workload)
+        .filter(|d| seen.previous_update().contains(d.as_str()))
+        .cloned()
         .collect();
-    let previous = cr.status.clone().unwrap_or_default();
-    let same_generation = previous.observed_generation.is_some()
-        && previous.observed_generation == cr.metadata.generation;
-    let domain_of = |key: &OsdKey| domain_id(key, spec.update_domain);
-    let previous_update: BTreeSet<&str> =
-        previous.current_update.iter().map(String::as_str).collect();
+    current_update.extend(replacing.iter().map(|k| seen.domain_of(k)));
 
-    let mut actions = Vec::new();
-    // 1 + 2: invalid and ended pods, then pods of OSDs no longer in the CR.
-    for pod in &observed {
-        let reason = match &pod.class {
-            PodClass::Invalid(why) => Some(DeleteReason::Invalid(why.clone())),
-            PodClass::Ended(phase) => Some(DeleteReason::Ended(phase.clone())),
-            _ if pod.is_live() && !pod.key.as_ref().is_some_and(|k| desired.contains_key(k)) => {
-                Some(DeleteReason::Superfluous)
-            }
-            _ => None,
+    let foreign_pods = seen.foreign_pods();
+    let unschedulable_pods = unschedulable_pods(&current);
+    let summary = summarize(&seen, &current, foreign_pods.len());
+    let mut spec_problems = spec_problems(&seen.desired, &seen.spec.pod_template);
+    if let Some(error) = &unbuildable {
+        spec_problems.insert(
+            0,
+            SpecProblem {
+                reason: ConditionReason::InvalidPodTemplate,
+                message: error.to_string(),
+            },
+        );
+    }
+    let status = compute_status(&StatusInput {
+        previous: &seen.previous,
+        generation: cr.metadata.generation,
+        now,
+        template_hash: &seen.template_hash,
+        summary: &summary,
+        paused: seen.spec.is_paused(),
+        halted: step.halted.as_deref(),
+        stalled: watch.stalled.as_deref(),
+        spec_problems: &spec_problems,
+        pending_actions: !actions.is_empty() || unbuildable.is_some(),
+        current_update: current_update.into_iter().collect(),
+        foreign_pods: foreign_pods.iter().map(|(p, _)| p.name.clone()).collect(),
+        unschedulable: unschedulable_pods.iter().map(|(_, w)| w.clone()).collect(),
+    });
+    let mut events = transition_events(&seen.previous, &status);
+    events.extend(foreign_pod_events(&seen.previous, &foreign_pods));
+    events.extend(unschedulable_events(&seen.previous, &unschedulable_pods));
+    events.extend(pod_events(&seen, &current));
+    let status_changed = cr.status.as_ref() != Some(&status);
+    Plan {
+        template_hash: seen.template_hash.clone(),
+        pods: seen.pods,
+        actions,
+        summary,
+        replacing,
+        halted: step.halted,
+        spec_problems,
+        stalled: watch.stalled,
+        events,
+        status,
+        status_changed,
+        requeue_after,
+    }
+}
+
+/// What one reconcile sees of a CephOSD: its spec expanded, and what each object carrying
+/// its owner label is.
+struct Seen<'a> {
+    cr: &'a CephOsd,
+    spec: &'a CephOsdSpec,
+    cr_name: String,
+    template_hash: TemplateHash,
+    desired: DesiredOsds,
+    previous: CephOsdStatus,
+    pods: Vec<ObservedPod>,
+    replica_sets: Vec<ObservedReplicaSet>,
+    /// The Ansible operator's ReplicaSets of desired OSDs: each stands for its OSD's pod until
+    /// replaced.
+    era: Vec<ObservedPod>,
+}
+
+impl<'a> Seen<'a> {
+    fn new(cr: &'a CephOsd, observed: &Observed<'_>, now: Timestamp) -> Self {
+        let spec = &cr.spec;
+        let template_hash = TemplateHash::of(&spec.pod_template);
+        let desired = desired_osds(spec);
+        let timing = Timing {
+            now,
+            min_ready: spec.min_ready(),
         };
-        if let Some(reason) = reason {
-            actions.push(delete(pod, reason));
+        let cr_name = cr.name_any();
+        let owner_uid = cr.uid();
+        let owner = Owner {
+            name: &cr_name,
+            uid: owner_uid.as_deref(),
+        };
+        let pods = classify(
+            observed.pods,
+            &owner,
+            &template_hash,
+            &desired.osds,
+            &timing,
+        );
+        let replica_sets = classify_replica_sets(observed.replica_sets, &pods, &owner);
+        let era = replica_sets
+            .iter()
+            .filter(|rs| rs.class == ReplicaSetClass::Era)
+            .filter(|rs| {
+                rs.key
+                    .as_ref()
+                    .is_some_and(|k| desired.osds.contains_key(k))
+            })
+            .map(ObservedReplicaSet::as_workload)
+            .collect();
+        Self {
+            cr,
+            spec,
+            template_hash,
+            desired,
+            previous: cr.status.clone().unwrap_or_default(),
+            pods,
+            replica_sets,
+            era,
+            cr_name,
         }
     }
-    for rs in &replica_sets {
+
+    fn is_desired(&self, key: Option<&OsdKey>) -> bool {
+        key.is_some_and(|k| self.desired.osds.contains_key(k))
+    }
+
+    fn is_blocked(&self, pod: &ObservedPod) -> bool {
+        pod.key
+            .as_ref()
+            .is_some_and(|k| self.desired.blocked.contains(k))
+    }
+
+    /// The live pods of desired OSDs, then the era ReplicaSets standing for theirs.
+    fn current(&self) -> Vec<&ObservedPod> {
+        self.pods
+            .iter()
+            .filter(|p| p.is_live() && self.is_desired(p.key.as_ref()))
+            .chain(&self.era)
+            .collect()
+    }
+
+    fn domain_of(&self, key: &OsdKey) -> String {
+        domain_id(key, self.spec.update_domain)
+    }
+
+    /// The update domains the previous status listed as being replaced.
+    fn previous_update(&self) -> BTreeSet<&str> {
+        self.previous
+            .current_update
+            .iter()
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The pod for `osd` named `name`, as the operator creates it (waiting for Ready: every
+    /// pod we create gates the rollout until it is Ready).
+    fn build(&self, osd: &DesiredOsd, name: &str) -> Result<Pod, Unbuildable> {
+        let namespace = self.cr.namespace().ok_or(Unbuildable::NoNamespace)?;
+        let owner_uid = self.cr.uid();
+        let identity = PodIdentity {
+            cr_name: &self.cr_name,
+            namespace: &namespace,
+            owner_uid: owner_uid.as_deref(),
+            name,
+            template_hash: &self.template_hash,
+            pod_state: PodState::WaitForReady,
+        };
+        render_pod(&self.spec.pod_template, osd, &identity).map_err(|source| Unbuildable::Render {
+            key: osd.key.clone(),
+            source,
+        })
+    }
+
+    /// Pods with the owner label controlled by something else than this CephOSD or its era
+    /// ReplicaSets (whose pods are expected), with their controller.
+    fn foreign_pods(&self) -> Vec<(&ObservedPod, String)> {
+        let era_sets: BTreeSet<&str> = self
+            .replica_sets
+            .iter()
+            .filter(|rs| !matches!(rs.class, ReplicaSetClass::Foreign(_)))
+            .map(|rs| rs.name.as_str())
+            .collect();
+        self.pods
+            .iter()
+            .filter_map(|p| match &p.class {
+                PodClass::Foreign(c)
+                    if !(c.kind == "ReplicaSet" && era_sets.contains(c.name.as_str())) =>
+                {
+                    Some((p, c.to_string()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Invalid and ended pods, then pods and era ReplicaSets of OSDs no longer in the CR.
+fn deletions(seen: &Seen<'_>) -> Vec<Action> {
+    let pods = seen.pods.iter().filter_map(|pod| {
+        let reason = match &pod.class {
+            PodClass::Invalid(why) => DeleteReason::Invalid(why.clone()),
+            PodClass::Ended(phase) => DeleteReason::Ended(phase.clone()),
+            _ if pod.is_live() && !seen.is_desired(pod.key.as_ref()) => DeleteReason::Superfluous,
+            _ => return None,
+        };
+        Some(delete(pod, reason))
+    });
+    let replica_sets = seen.replica_sets.iter().filter_map(|rs| {
         let reason = match &rs.class {
             ReplicaSetClass::Invalid(why) => DeleteReason::Invalid(why.clone()),
-            ReplicaSetClass::Era if !rs.key.as_ref().is_some_and(|k| desired.contains_key(k)) => {
-                DeleteReason::Superfluous
-            }
-            _ => continue,
+            ReplicaSetClass::Era if !seen.is_desired(rs.key.as_ref()) => DeleteReason::Superfluous,
+            _ => return None,
         };
-        actions.push(Action::DeleteReplicaSet {
+        Some(Action::DeleteReplicaSet {
             name: rs.name.clone(),
             uid: rs.uid.clone(),
             key: rs.key.clone(),
             reason,
-        });
-    }
+        })
+    });
+    pods.chain(replica_sets).collect()
+}
 
-    // 3: missing OSDs, created only once no pod holds their disk at all (never two per
-    // device), and never while the spec is ambiguous about them.
-    let occupied: BTreeSet<DeviceId> = observed
+/// The creation step's outcome.
+struct Creations {
+    actions: Vec<Action>,
+    /// Desired OSDs without a live pod (nor a Ready pod of another controller serving them).
+    missing: Vec<OsdKey>,
+    /// Why a pod could not be built, if one could not.
+    unbuildable: Option<Unbuildable>,
+    /// More OSDs lack a pod than one plan creates: the next reconcile follows at once.
+    deferred: bool,
+}
+
+/// Pods for missing OSDs, created only once no pod holds their disk at all (never two per
+/// device), never while the spec is ambiguous about them, at most
+/// `MAX_CREATIONS_PER_PLAN` at once.
+fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
+    let occupied: BTreeSet<DeviceId> = seen
+        .pods
         .iter()
         .filter_map(|p| p.device().cloned())
-        .chain(replica_sets.iter().filter_map(ObservedReplicaSet::device))
+        .chain(
+            seen.replica_sets
+                .iter()
+                .filter_map(ObservedReplicaSet::device),
+        )
         .collect();
-    let live: BTreeSet<&OsdKey> = observed
+    let live: BTreeSet<&OsdKey> = seen
+        .pods
         .iter()
-        .chain(&era)
+        .chain(&seen.era)
         .filter(|p| p.is_live())
         .filter_map(|p| p.key.as_ref())
         .collect();
@@ -258,12 +464,14 @@ pub fn plan(
     // ReplicaSet's pod only while that ReplicaSet is there and not being deleted: otherwise
     // the garbage collector is about to take the pod down (it may even remove a ReplicaSet
     // before its pods).
-    let standing: BTreeSet<&str> = replica_sets
+    let standing: BTreeSet<&str> = seen
+        .replica_sets
         .iter()
         .filter(|rs| rs.class != ReplicaSetClass::Terminating)
         .map(|rs| rs.name.as_str())
         .collect();
-    let served_by_foreign: BTreeSet<DeviceId> = observed
+    let served_by_foreign: BTreeSet<DeviceId> = seen
+        .pods
         .iter()
         .filter(|p| match &p.class {
             PodClass::Foreign(c) => {
@@ -273,167 +481,140 @@ pub fn plan(
         })
         .filter_map(|p| p.device().cloned())
         .collect();
-    let namespace = cr.namespace();
-    let mut unbuildable = namespace.is_none().then_some(Unbuildable::NoNamespace);
-    let namespace = namespace.unwrap_or_default();
-    let build = |osd: &crate::desired::DesiredOsd, name: &str, pod_state| {
-        let identity = PodIdentity {
-            cr_name: &cr_name,
-            namespace: &namespace,
-            owner_uid: owner_uid.as_deref(),
-            name,
-            template_hash: &template_hash,
-            pod_state,
-        };
-        render_pod(&spec.pod_template, osd, &identity).map_err(|source| Unbuildable::Render {
-            key: osd.key.clone(),
-            source,
-        })
+    let previous_update = seen.previous_update();
+    let same_generation = seen.previous.observed_generation.is_some()
+        && seen.previous.observed_generation == seen.cr.metadata.generation;
+    let mut out = Creations {
+        actions: Vec::new(),
+        missing: Vec::new(),
+        unbuildable: None,
+        deferred: false,
     };
-    let mut missing = Vec::new();
-    let mut creations = 0;
-    for osd in desired.values().filter(|o| !live.contains(&o.key)) {
+    let mut wanted = 0;
+    for osd in seen
+        .desired
+        .osds
+        .values()
+        .filter(|o| !live.contains(&o.key))
+    {
         if !served_by_foreign.contains(&osd.key.device_id()) {
-            missing.push(osd.key.clone());
+            out.missing.push(osd.key.clone());
         }
-        if occupied.contains(&osd.key.device_id()) || blocked.contains(&osd.key) {
+        if occupied.contains(&osd.key.device_id()) || seen.desired.blocked.contains(&osd.key) {
             continue;
         }
         // A bounded batch: the next reconcile, moments later, creates the rest, and sees a
         // deleted CephOSD, an edited spec or a shutdown in between.
-        creations += 1;
-        if creations > MAX_CREATIONS_PER_PLAN {
+        wanted += 1;
+        if wanted > MAX_CREATIONS_PER_PLAN {
+            out.deferred = true;
             continue;
         }
-        if unbuildable.is_some() {
+        if out.unbuildable.is_some() {
             continue;
         }
         let name = format!("{}{}", osd.key.name_prefix(), suffixes.next_suffix());
-        // Every pod we create gates the rollout until it is Ready.
-        let pod = match build(osd, &name, PodState::WaitForReady) {
+        let pod = match seen.build(osd, &name) {
             Ok(pod) => pod,
             Err(error) => {
-                unbuildable = Some(error);
+                out.unbuildable = Some(error);
                 continue;
             }
         };
-        let reason = if previous_update.contains(domain_of(&osd.key).as_str()) {
+        let reason = if previous_update.contains(seen.domain_of(&osd.key).as_str()) {
             CreateReason::Replacement
         } else if same_generation {
             CreateReason::Recreate
         } else {
             CreateReason::New
         };
-        actions.push(Action::Create {
+        out.actions.push(Action::Create {
             key: osd.key.clone(),
             pod: Box::new(pod),
             reason,
         });
     }
+    out
+}
 
-    // 4: record states (only where the annotation differs: adoption writes nothing; a
-    // blocked OSD's pod stays exactly as it is).
-    let current: Vec<&ObservedPod> = observed
+/// `pod-state` where it differs from the class (adoption writes nothing; a blocked OSD's pod
+/// stays exactly as it is).
+fn state_patches(seen: &Seen<'_>, current: &[&ObservedPod]) -> Vec<Action> {
+    current
         .iter()
-        .filter(|p| p.is_live() && p.key.as_ref().is_some_and(|k| desired.contains_key(k)))
-        .chain(&era)
-        .collect();
-    let is_blocked = |p: &ObservedPod| p.key.as_ref().is_some_and(|k| blocked.contains(k));
-    let own_pods = current
-        .iter()
-        .filter(|p| p.workload == Workload::Pod && !is_blocked(p));
-    for pod in own_pods {
-        let state = match pod.class {
-            PodClass::OutOfDate => PodState::OutOfDate,
-            PodClass::UpToDate | PodClass::Ready => PodState::UpToDate,
-            _ => continue,
-        };
-        if pod.state.as_deref() != Some(state.as_str()) {
-            if let Some(key) = &pod.key {
-                actions.push(Action::PatchState {
-                    name: pod.name.clone(),
-                    key: key.clone(),
-                    state,
-                });
-            }
-        }
-    }
+        .filter(|p| p.workload == Workload::Pod && !seen.is_blocked(p))
+        .filter_map(|pod| {
+            let state = match pod.class {
+                PodClass::OutOfDate => PodState::OutOfDate,
+                PodClass::UpToDate | PodClass::Ready => PodState::UpToDate,
+                _ => return None,
+            };
+            let key = pod.key.clone()?;
+            (pod.state.as_deref() != Some(state.as_str())).then(|| Action::PatchState {
+                name: pod.name.clone(),
+                key,
+                state,
+            })
+        })
+        .collect()
+}
 
-    // 5: rolling update, at most `maxUnavailable` update domains unavailable at once; a
-    // blocked OSD's pod is not replaced.
+/// The rollout step's outcome.
+struct Rollout {
+    actions: Vec<Action>,
+    /// The OSDs whose replacement starts now, in order.
+    replacing: Vec<OsdKey>,
+    halted: Option<String>,
+    /// Update domains with a missing or not-yet-Ready OSD pod.
+    unavailable: BTreeSet<String>,
+}
+
+/// At most `maxUnavailable` update domains unavailable at once; a blocked OSD's pod is not
+/// replaced.
+fn rollout(seen: &Seen<'_>, current: &[&ObservedPod], missing: &[OsdKey]) -> Rollout {
     let candidates: Vec<&ObservedPod> = current
         .iter()
         .copied()
-        .filter(|p| !(p.class == PodClass::OutOfDate && is_blocked(p)))
+        .filter(|p| !(p.class == PodClass::OutOfDate && seen.is_blocked(p)))
         .collect();
-    let step = rollout_step(spec, &candidates, &missing, blocked);
-    let mut replacing = Vec::new();
-    for pod in &step.replace {
-        actions.push(delete(pod, DeleteReason::Replace));
-        replacing.extend(pod.key.clone());
+    let step = rollout_step(seen.spec, &candidates, missing, &seen.desired.blocked);
+    Rollout {
+        actions: step
+            .replace
+            .iter()
+            .map(|pod| delete(pod, DeleteReason::Replace))
+            .collect(),
+        replacing: step.replace.iter().filter_map(|p| p.key.clone()).collect(),
+        halted: step.halted,
+        unavailable: step.unavailable,
     }
-    // A pod is replaced only once its successor can be built.
-    for osd in replacing.iter().filter_map(|key| desired.get(key)) {
-        if unbuildable.is_none() {
-            unbuildable = build(osd, &osd.key.name_prefix(), PodState::WaitForReady).err();
-        }
-    }
-    if unbuildable.is_some() {
-        actions.clear();
-        replacing.clear();
-    }
-    let halted = step.halted;
-    let unavailable = step.unavailable;
-    let blocking_terminations = observed.iter().filter(|p| {
-        p.class == PodClass::Terminating && p.key.as_ref().is_some_and(|k| missing.contains(k))
-    });
-    let watch = deadlines(
-        spec,
-        current.iter().copied().chain(blocking_terminations),
-        now,
-    );
-    let (stalled, mut requeue_after) = (watch.stalled, watch.requeue_after);
-    if creations > MAX_CREATIONS_PER_PLAN {
-        requeue_after = Some(SignedDuration::from_secs(1));
-    }
+}
 
-    let mut current_update: BTreeSet<String> = unavailable
+/// Why the successor of a pod about to be replaced could not be built, if so.
+fn successors_unbuildable(seen: &Seen<'_>, replacing: &[OsdKey]) -> Option<Unbuildable> {
+    replacing
         .iter()
-        .filter(|d| previous_update.contains(d.as_str()))
-        .cloned()
-        .collect();
-    current_update.extend(replacing.iter().map(domain_of));
+        .filter_map(|key| seen.desired.osds.get(key))
+        .find_map(|osd| seen.build(osd, &osd.key.name_prefix()).err())
+}
 
-    let count = |class: PodClass| current.iter().filter(|p| p.class == class).count();
-    // Pods of the Ansible operator's ReplicaSets are expected; any other foreign pod is told.
-    let era_sets: BTreeSet<&str> = replica_sets
-        .iter()
-        .filter(|rs| !matches!(rs.class, ReplicaSetClass::Foreign(_)))
-        .map(|rs| rs.name.as_str())
-        .collect();
-    let foreign_pods: Vec<(&ObservedPod, String)> = observed
-        .iter()
-        .filter_map(|p| match &p.class {
-            PodClass::Foreign(c)
-                if !(c.kind == "ReplicaSet" && era_sets.contains(c.name.as_str())) =>
-            {
-                Some((p, c.to_string()))
-            }
-            _ => None,
-        })
-        .collect();
-    // Our OSD pods the scheduler cannot place (a host without its Node, a cordoned node, ...).
-    let unschedulable_pods: Vec<(&ObservedPod, String)> = current
+/// Our OSD pods the scheduler cannot place (a host without its Node, a cordoned node, ...),
+/// with `host:data waits for node host: <why>`.
+fn unschedulable_pods<'p>(current: &[&'p ObservedPod]) -> Vec<(&'p ObservedPod, String)> {
+    current
         .iter()
         .filter_map(|p| {
             let key = p.key.as_ref()?;
             let why = p.unschedulable.as_ref()?;
             Some((*p, format!("{key} waits for node {}: {why}", key.host)))
         })
-        .collect();
-    let unschedulable: Vec<String> = unschedulable_pods.iter().map(|(_, w)| w.clone()).collect();
-    let summary = Summary {
-        desired: desired.len(),
+        .collect()
+}
+
+fn summarize(seen: &Seen<'_>, current: &[&ObservedPod], foreign: usize) -> Summary {
+    let count = |class: PodClass| current.iter().filter(|p| p.class == class).count();
+    Summary {
+        desired: seen.desired.osds.len(),
         current: current.len(),
         ready: current.iter().filter(|p| p.ready).count(),
         updated: current
@@ -447,53 +628,32 @@ pub fn plan(
             .count(),
         out_of_date: count(PodClass::OutOfDate),
         unready: count(PodClass::Unready),
-        invalid: observed
+        invalid: seen
+            .pods
             .iter()
             .filter(|p| matches!(p.class, PodClass::Invalid(_) | PodClass::Ended(_)))
             .count(),
-        terminating: observed
+        terminating: seen
+            .pods
             .iter()
             .filter(|p| p.class == PodClass::Terminating)
             .count(),
-        foreign: foreign_pods.len(),
-        migrating: era.len(),
-    };
-    let mut spec_problems = spec_problems(&desired_set, &spec.pod_template);
-    if let Some(error) = &unbuildable {
-        spec_problems.insert(
-            0,
-            SpecProblem {
-                reason: ConditionReason::InvalidPodTemplate,
-                message: error.to_string(),
-            },
-        );
+        foreign,
+        migrating: seen.era.len(),
     }
-    let status = compute_status(&StatusInput {
-        previous: &previous,
-        generation: cr.metadata.generation,
-        now,
-        template_hash: &template_hash,
-        summary: &summary,
-        paused: spec.is_paused(),
-        halted: halted.as_deref(),
-        stalled: stalled.as_deref(),
-        spec_problems: &spec_problems,
-        pending_actions: !actions.is_empty() || unbuildable.is_some(),
-        current_update: current_update.into_iter().collect(),
-        foreign_pods: foreign_pods.iter().map(|(p, _)| p.name.clone()).collect(),
-        unschedulable: unschedulable.clone(),
-    });
-    let mut events = transition_events(&previous, &status);
-    events.extend(foreign_pod_events(&previous, &foreign_pods));
-    events.extend(unschedulable_events(&previous, &unschedulable_pods));
-    for pod in &current {
-        if pod.class == PodClass::UpToDate
-            && !pod.ready
-            && pod
-                .key
-                .as_ref()
-                .is_some_and(|k| previous_update.contains(domain_of(k).as_str()))
-        {
+}
+
+/// Events about single pods: a replacement an admin marked up-to-date before it was Ready,
+/// and pods adopted from the reference operator (on the first reconcile).
+fn pod_events(seen: &Seen<'_>, current: &[&ObservedPod]) -> Vec<PlannedEvent> {
+    let previous_update = seen.previous_update();
+    let mut events = Vec::new();
+    for pod in current {
+        let in_update = pod
+            .key
+            .as_ref()
+            .is_some_and(|k| previous_update.contains(seen.domain_of(k).as_str()));
+        if pod.class == PodClass::UpToDate && !pod.ready && in_update {
             events.push(PlannedEvent {
                 warning: false,
                 reason: EventReason::Overridden,
@@ -504,7 +664,7 @@ pub fn plan(
                 pod: Some(pod.name.clone()),
             });
         }
-        if cr.status.is_none() && !pod.controlled && pod.workload == Workload::Pod {
+        if seen.cr.status.is_none() && !pod.controlled && pod.workload == Workload::Pod {
             events.push(PlannedEvent {
                 warning: false,
                 reason: EventReason::Adopted,
@@ -516,28 +676,11 @@ pub fn plan(
             });
         }
     }
-    let status_changed = cr.status.as_ref() != Some(&status);
-    Plan {
-        template_hash,
-        pods: observed,
-        actions,
-        summary,
-        replacing,
-        halted,
-        spec_problems,
-        stalled,
-        events,
-        status,
-        status_changed,
-        requeue_after,
-    }
+    events
 }
 
 /// Everything wrong with the spec: storage problems first, then forbidden template fields.
-fn spec_problems(
-    desired: &crate::desired::DesiredOsds,
-    template: &serde_json::Value,
-) -> Vec<SpecProblem> {
+fn spec_problems(desired: &DesiredOsds, template: &serde_json::Value) -> Vec<SpecProblem> {
     let storage = desired.problems.iter().map(|p| SpecProblem {
         reason: if p.blocks.is_empty() {
             ConditionReason::InvalidStorage
@@ -556,87 +699,6 @@ fn spec_problems(
     // The most severe reason first: it names the condition.
     problems.sort_by_key(|p| p.reason != ConditionReason::ConflictingDevices);
     problems
-}
-
-/// One Warning per pod of another controller, when it is first seen (the status lists those
-/// already told).
-/// One Warning per OSD whose pod newly cannot be scheduled.
-fn unschedulable_events(
-    previous: &CephOsdStatus,
-    unschedulable: &[(&ObservedPod, String)],
-) -> Vec<PlannedEvent> {
-    unschedulable
-        .iter()
-        .filter(|(_, waiting)| !previous.unschedulable.contains(waiting))
-        .map(|(pod, waiting)| PlannedEvent {
-            warning: true,
-            reason: EventReason::Unschedulable,
-            note: format!("OSD {waiting}"),
-            pod: Some(pod.name.clone()),
-        })
-        .collect()
-}
-
-fn foreign_pod_events(
-    previous: &CephOsdStatus,
-    foreign: &[(&ObservedPod, String)],
-) -> Vec<PlannedEvent> {
-    foreign
-        .iter()
-        .filter(|(p, _)| !previous.foreign_pods.contains(&p.name))
-        .map(|(p, controller)| PlannedEvent {
-            warning: true,
-            reason: EventReason::ForeignPod,
-            note: format!(
-                "pod {} carries this CephOSD's owner label but is controlled by {controller}: \
-                     left alone, and no pod is created for its disk while it exists",
-                p.describe()
-            ),
-            pod: Some(p.name.clone()),
-        })
-        .collect()
-}
-
-/// Events for state changes between the previous and the new status (so a steady state,
-/// or a halt that persists, publishes nothing).
-fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<PlannedEvent> {
-    fn condition(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
-        status.conditions.iter().find(|c| c.type_ == type_.as_str())
-    }
-    fn true_in(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
-        condition(status, type_).filter(|c| c.status == "True")
-    }
-    let event = |warning, reason, note: &str| PlannedEvent {
-        warning,
-        reason,
-        note: note.to_owned(),
-        pod: None,
-    };
-    let mut events = Vec::new();
-    // InvalidSpec: when it turns True, or says something new while True.
-    if let Some(now) = true_in(status, ConditionType::InvalidSpec) {
-        let before = true_in(previous, ConditionType::InvalidSpec);
-        if before.is_none_or(|b| b.message != now.message) {
-            events.push(event(true, EventReason::InvalidSpec, &now.message));
-        }
-    }
-    // Stalled: when it turns True.
-    if let Some(now) = true_in(status, ConditionType::Stalled) {
-        if true_in(previous, ConditionType::Stalled).is_none() {
-            events.push(event(true, EventReason::Stalled, &now.message));
-        }
-    }
-    // A halted or paused rollout: when the halt or its cause is new.
-    let halts = [ConditionReason::Halted, ConditionReason::Paused].map(ConditionReason::as_str);
-    if let Some(now) =
-        condition(status, ConditionType::Progressing).filter(|c| halts.contains(&c.reason.as_str()))
-    {
-        let before = condition(previous, ConditionType::Progressing);
-        if before.is_none_or(|b| (&b.reason, &b.message) != (&now.reason, &now.message)) {
-            events.push(event(false, EventReason::Halted, &now.message));
-        }
-    }
-    events
 }
 
 fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
