@@ -15,6 +15,7 @@ pub mod hash;
 pub mod labels;
 pub mod lease;
 pub mod metrics;
+pub mod operator;
 pub mod osd;
 pub mod owned_objects;
 pub mod plan;

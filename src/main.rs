@@ -1,10 +1,10 @@
 //! The `ceph-osd-operator` command: argument parsing only; the work is in the library.
 
-use ceph_osd_operator::lease::{LeaderLease, LeaseSettings};
+use ceph_osd_operator::lease::LeaseSettings;
 use ceph_osd_operator::metrics::Metrics;
 use ceph_osd_operator::osd::{RandomSuffix, SuffixSource};
 use ceph_osd_operator::server::{self, Health};
-use ceph_osd_operator::{controller, crd, preview, validate};
+use ceph_osd_operator::{controller, crd, operator, preview, validate};
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::path::{Path, PathBuf};
@@ -185,26 +185,9 @@ fn run(
             tokio::spawn(server::serve(listener, health.clone(), metrics.clone()));
         }
         health.ready.store(true, Ordering::Relaxed);
-        let Some(lease) = lease else {
-            controller::run(client, settings, metrics).await;
-            return Ok(());
-        };
-        let lease = LeaderLease::new(client.clone(), lease);
-        tokio::select! {
-            () = lease.acquire() => {}
-            () = shutdown_signal() => return Ok(()),
-        }
-        metrics.set_leader(true);
-        let outcome = tokio::select! {
-            () = controller::run(client, settings, metrics.clone()) => Ok(()),
-            // Only the leader writes: stop at once when leadership is gone.
-            lost = lease.hold() => Err(lost.to_string()),
-        };
-        metrics.set_leader(false);
-        if outcome.is_ok() {
-            lease.release().await;
-        }
-        outcome
+        operator::run(client, settings, metrics, lease)
+            .await
+            .map_err(|lost| lost.to_string())
     })
 }
 
@@ -230,19 +213,4 @@ fn identity() -> String {
         );
         format!("{host}-{}", RandomSuffix.next_suffix())
     })
-}
-
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
 }
