@@ -1,12 +1,18 @@
-//! A tiny HTTP endpoint for probes and Prometheus: `/healthz`, `/readyz`, `/metrics`.
-//! Three fixed GET routes do not need a web framework; anything else is a 404.
+//! The probe and metrics endpoint: `/healthz`, `/readyz`, `/metrics` over HTTP/1.1 (hyper);
+//! any other path is a 404, any other method a 405.
 
 use crate::metrics::Metrics;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tracing::{info, warn};
+use tokio::net::TcpListener;
+use tracing::{debug, info, warn};
 
 /// What the probes report.
 #[derive(Default)]
@@ -21,60 +27,72 @@ pub async fn serve(listener: TcpListener, health: Arc<Health>, metrics: Arc<Metr
         info!(%addr, "serving /healthz /readyz /metrics");
     }
     loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                let (health, metrics) = (health.clone(), metrics.clone());
-                tokio::spawn(async move { respond(stream, &health, &metrics).await });
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                warn!(%error, "accept failed");
+                continue;
             }
-            Err(error) => warn!(%error, "accept failed"),
-        }
+        };
+        let (health, metrics) = (health.clone(), metrics.clone());
+        tokio::spawn(async move {
+            let service = service_fn(move |request: Request<Incoming>| {
+                let response = respond(&request, &health, &metrics);
+                async move { Ok::<_, Infallible>(response) }
+            });
+            if let Err(error) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                debug!(%error, "HTTP connection ended with an error");
+            }
+        });
     }
 }
 
-async fn respond(mut stream: TcpStream, health: &Health, metrics: &Metrics) {
-    let mut buffer = [0u8; 2048];
-    let Ok(read) = stream.read(&mut buffer).await else {
-        return;
-    };
-    let request = String::from_utf8_lossy(&buffer[..read]);
-    let path = request
-        .lines()
-        .next()
-        .and_then(|line| line.strip_prefix("GET "))
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or("");
-    let (status, content_type, body) = route(path, health, metrics);
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.shutdown().await;
-}
-
-fn route(path: &str, health: &Health, metrics: &Metrics) -> (&'static str, &'static str, String) {
+fn respond<B>(request: &Request<B>, health: &Health, metrics: &Metrics) -> Response<Full<Bytes>> {
     const TEXT: &str = "text/plain; charset=utf-8";
-    match path {
-        "/healthz" => ("200 OK", TEXT, "ok\n".into()),
-        "/readyz" if health.ready.load(Ordering::Relaxed) => ("200 OK", TEXT, "ok\n".into()),
-        "/readyz" => ("503 Service Unavailable", TEXT, "starting\n".into()),
-        "/metrics" => (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            metrics.encode(),
-        ),
-        _ => ("404 Not Found", TEXT, "not found\n".into()),
+    const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+        let mut response = reply(StatusCode::METHOD_NOT_ALLOWED, TEXT, "GET only\n".into());
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
     }
+    match request.uri().path() {
+        "/healthz" => reply(StatusCode::OK, TEXT, "ok\n".into()),
+        "/readyz" if health.ready.load(Ordering::Relaxed) => {
+            reply(StatusCode::OK, TEXT, "ok\n".into())
+        }
+        "/readyz" => reply(StatusCode::SERVICE_UNAVAILABLE, TEXT, "starting\n".into()),
+        "/metrics" => reply(StatusCode::OK, OPENMETRICS, metrics.encode()),
+        _ => reply(StatusCode::NOT_FOUND, TEXT, "not found\n".into()),
+    }
+}
+
+fn reply(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
 
-    async fn get(addr: std::net::SocketAddr, path: &str) -> String {
+    async fn send(addr: std::net::SocketAddr, method: &str, path: &str) -> String {
         let mut stream = TcpStream::connect(addr).await.expect("connects");
         stream
-            .write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+            .write_all(
+                format!("{method} {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                    .as_bytes(),
+            )
             .await
             .expect("writes");
         let mut out = String::new();
@@ -92,13 +110,52 @@ mod tests {
             health.clone(),
             Arc::new(Metrics::default()),
         ));
-        assert!(get(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
-        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 503"));
-        health.ready.store(true, Ordering::Relaxed);
-        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
-        assert!(get(addr, "/metrics")
+        assert!(send(addr, "GET", "/healthz")
             .await
-            .contains("ceph_osd_operator_reconciles_total 0"));
-        assert!(get(addr, "/nope").await.starts_with("HTTP/1.1 404"));
+            .starts_with("HTTP/1.1 200"));
+        assert!(send(addr, "GET", "/readyz")
+            .await
+            .starts_with("HTTP/1.1 503"));
+        health.ready.store(true, Ordering::Relaxed);
+        assert!(send(addr, "GET", "/readyz")
+            .await
+            .starts_with("HTTP/1.1 200"));
+        let metrics = send(addr, "GET", "/metrics?x=1").await;
+        assert!(
+            metrics.contains("ceph_osd_operator_reconciles_total 0"),
+            "{metrics}"
+        );
+        assert!(metrics.contains("content-type: application/openmetrics-text"));
+        assert!(send(addr, "GET", "/nope").await.starts_with("HTTP/1.1 404"));
+        let post = send(addr, "POST", "/metrics").await;
+        assert!(
+            post.starts_with("HTTP/1.1 405") && post.contains("allow: GET, HEAD"),
+            "{post}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_larger_than_one_read_and_kept_alive_is_served() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(serve(
+            listener,
+            Arc::new(Health::default()),
+            Arc::new(Metrics::default()),
+        ));
+        let mut stream = TcpStream::connect(addr).await.expect("connects");
+        let padding = "x".repeat(8 * 1024);
+        let request = format!("GET /healthz HTTP/1.1\r\nhost: x\r\nx-padding: {padding}\r\n\r\n");
+        // Two requests on one connection, the second closing it.
+        stream
+            .write_all(
+                format!("{request}GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                    .as_bytes(),
+            )
+            .await
+            .expect("writes");
+        let mut out = String::new();
+        stream.read_to_string(&mut out).await.expect("reads");
+        assert_eq!(out.matches("HTTP/1.1 200").count(), 2, "{out}");
     }
 }
