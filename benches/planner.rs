@@ -1,9 +1,11 @@
 //! Planner benchmark: how long one reconcile's planning takes for large CephOSDs.
 //! `cargo bench --bench planner` prints the figures and rewrites BENCHMARKS.md.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use ceph_osd_operator::crd::{CephOsd, CephOsdSpec, OsdDevices, StorageEntry, UpdateDomain};
-use ceph_osd_operator::osd::CountingSuffix;
-use ceph_osd_operator::plan::{plan, Action, Observed, MAX_CREATIONS_PER_PLAN};
+use ceph_osd_operator::CountingSuffix;
+use ceph_osd_operator::{plan, Action, Observed, MAX_CREATIONS_PER_PLAN};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::json;

@@ -6,14 +6,14 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub struct Backoff {
+pub(crate) struct Backoff {
     base: Duration,
     max: Duration,
     failures: Mutex<HashMap<String, u32>>,
 }
 
 impl Backoff {
-    pub fn new(base: Duration, max: Duration) -> Self {
+    pub(crate) fn new(base: Duration, max: Duration) -> Self {
         Self {
             base,
             max,
@@ -22,8 +22,11 @@ impl Backoff {
     }
 
     /// Records a failure of `object` and returns how long to wait before the next attempt.
-    pub fn failed(&self, object: &str) -> Duration {
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+    pub(crate) fn failed(&self, object: &str) -> Duration {
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let count = failures.entry(object.to_owned()).or_insert(0);
         let delay = self
             .base
@@ -34,10 +37,10 @@ impl Backoff {
     }
 
     /// Forgets the failures of `object`.
-    pub fn succeeded(&self, object: &str) {
+    pub(crate) fn succeeded(&self, object: &str) {
         self.failures
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(object);
     }
 }
@@ -46,7 +49,7 @@ impl Backoff {
 /// at most 2 s, reset by the first event. The watches resume (relisting after `410 Gone`)
 /// within seconds of the API server coming back, whatever the length of the outage.
 #[derive(Clone, Debug)]
-pub struct WatchRetry {
+pub(crate) struct WatchRetry {
     next: Duration,
 }
 

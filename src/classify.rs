@@ -112,28 +112,31 @@ impl ObservedPod {
 
 /// The CephOSD whose pods are classified.
 #[derive(Clone, Copy, Debug)]
-pub struct Owner<'a> {
+pub(crate) struct Owner<'a> {
     pub name: &'a str,
     /// Its uid (None only offline): a controller reference must carry it to be ours.
     pub uid: Option<&'a str>,
 }
 
 /// Time facts classification needs.
-pub struct Timing {
+pub(crate) struct Timing {
     pub now: Timestamp,
     /// `spec.minReadySeconds`.
     pub min_ready: SignedDuration,
 }
 
 /// Who controls an object.
-pub enum ControlledBy {
+pub(crate) enum ControlledBy {
     ThisCephOsd,
     Nobody,
     Other(Controller),
 }
 
 /// The controller of an object with these ownerReferences, relative to `owner`.
-pub fn controlled_by(references: Option<&Vec<OwnerReference>>, owner: &Owner<'_>) -> ControlledBy {
+pub(crate) fn controlled_by(
+    references: Option<&Vec<OwnerReference>>,
+    owner: &Owner<'_>,
+) -> ControlledBy {
     let Some(reference) = references
         .into_iter()
         .flatten()
@@ -158,7 +161,7 @@ pub fn controlled_by(references: Option<&Vec<OwnerReference>>, owner: &Owner<'_>
 }
 
 /// Classifies `pods` (see the module docs).
-pub fn classify(
+pub(crate) fn classify(
     pods: &[Pod],
     owner: &Owner<'_>,
     template_hash: &TemplateHash,
@@ -330,7 +333,7 @@ fn condition<'a>(pod: &'a Pod, type_: &str, status: &str) -> Option<&'a PodCondi
 }
 
 /// The scheduler's message while a pod cannot be placed (`PodScheduled` False).
-pub fn unschedulable(pod: &Pod) -> Option<String> {
+pub(crate) fn unschedulable(pod: &Pod) -> Option<String> {
     let condition = condition(pod, "PodScheduled", "False")?;
     Some(
         condition
@@ -343,7 +346,7 @@ pub fn unschedulable(pod: &Pod) -> Option<String> {
 
 /// When the pod's `Ready` condition turned `True` (its creation time when the kubelet did not
 /// say), or None while it is not Ready.
-pub fn ready_since(pod: &Pod) -> Option<Timestamp> {
+pub(crate) fn ready_since(pod: &Pod) -> Option<Timestamp> {
     let condition = condition(pod, "Ready", "True")?;
     condition
         .last_transition_time

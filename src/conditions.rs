@@ -4,7 +4,7 @@ use crate::failure::Failure;
 
 /// The type of a status condition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ConditionType {
+pub(crate) enum ConditionType {
     /// Every desired OSD has a Ready, up-to-date pod.
     Ready,
     /// Pods are being created, replaced or removed (or why not).
@@ -20,7 +20,7 @@ pub enum ConditionType {
 }
 
 impl ConditionType {
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Ready => "Ready",
             Self::Progressing => "Progressing",

@@ -51,7 +51,7 @@ struct Context {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
+pub(crate) enum ReconcileError {
     #[error("failed to list the pods or ReplicaSets of CephOSD {cr}: {source}")]
     List {
         cr: String,
@@ -63,16 +63,16 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
-    pub fn category(&self) -> Failure {
+    pub(crate) fn category(&self) -> Failure {
         match self {
-            Self::List { .. } => Failure::ListFailed,
+            Self::List { .. } => Failure::List,
             Self::Execute(e) => e.category(),
         }
     }
 }
 
 /// Runs the controller until SIGTERM / Ctrl-C.
-pub async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
+pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
     let (crs, pods, replica_sets): (Api<CephOsd>, Api<Pod>, Api<ReplicaSet>) =
         match &settings.namespace {
             Some(ns) => (
@@ -167,6 +167,7 @@ fn logging_errors<K: Send + 'static>(
 }
 
 /// The CephOSD an object belongs to, from its owner label `CephOSD-<name>`.
+#[allow(clippy::needless_pass_by_value)] // the mapper signature `watches_stream` wants
 fn owner_of<K: ResourceExt>(object: K) -> Option<ObjectRef<CephOsd>> {
     let name = labels::owner_named_by(object.labels().get(labels::OWNER)?)?;
     Some(ObjectRef::new(name).within(&object.namespace()?))
@@ -263,7 +264,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             match executor.write_status(&status).await {
                 Ok(()) => ctx.written.remember(&cr, &status),
                 Err(status_error) => {
-                    warn!(cephosd = %cr_name, error = %status_error, "could not report the failure in the status")
+                    warn!(cephosd = %cr_name, error = %status_error, "could not report the failure in the status");
                 }
             }
         }
@@ -283,6 +284,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     Ok(Action::requeue(next))
 }
 
+#[allow(clippy::needless_pass_by_value)] // the signature `Controller::run` wants
 fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     let object = format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any());
     let delay = ctx.backoff.failed(&object);

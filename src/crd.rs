@@ -226,6 +226,7 @@ pub struct CephOsdStatus {
     pub conditions: Vec<Condition>,
 }
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
 fn is_zero(n: &i64) -> bool {
     *n == 0
 }

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// One OSD the CR asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DesiredOsd {
+pub(crate) struct DesiredOsd {
     pub key: OsdKey,
     pub db: Option<String>,
     pub wal: Option<String>,
@@ -20,14 +20,14 @@ pub struct DesiredOsd {
 
 /// Something wrong in `spec.storage`, and the OSDs it blocks (none: reported only).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StorageProblem {
+pub(crate) struct StorageProblem {
     pub message: String,
     pub blocks: Vec<OsdKey>,
 }
 
 /// The OSDs of a spec, by key in rollout order, and what is wrong with them.
 #[derive(Clone, Debug, Default)]
-pub struct DesiredOsds {
+pub(crate) struct DesiredOsds {
     pub osds: BTreeMap<OsdKey, DesiredOsd>,
     pub problems: Vec<StorageProblem>,
     /// Keys the planner must neither create nor replace a pod for.
@@ -35,7 +35,7 @@ pub struct DesiredOsds {
 }
 
 /// Expands `spec.storage` (see the module docs).
-pub fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
+pub(crate) fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
     let mut osds = BTreeMap::new();
     let mut problems = Vec::new();
     for (index, entry) in spec.storage.iter().enumerate() {

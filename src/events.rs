@@ -64,7 +64,7 @@ impl std::fmt::Display for EventReason {
 }
 
 /// The event for a successfully applied action, if it deserves one.
-pub fn event_for(action: &Action) -> Option<PlannedEvent> {
+pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
     match action {
         Action::Create { key, pod, reason } => {
             let name = pod.metadata.name.as_deref().unwrap_or_default();
@@ -135,7 +135,7 @@ pub fn event_for(action: &Action) -> Option<PlannedEvent> {
 
 /// One Warning per OSD whose pod newly cannot be scheduled (the status lists those already
 /// told).
-pub fn unschedulable_events(
+pub(crate) fn unschedulable_events(
     previous: &CephOsdStatus,
     unschedulable: &[(&ObservedPod, String)],
 ) -> Vec<PlannedEvent> {
@@ -153,7 +153,7 @@ pub fn unschedulable_events(
 
 /// One Warning per pod of another controller, when it is first seen (the status lists those
 /// already told).
-pub fn foreign_pod_events(
+pub(crate) fn foreign_pod_events(
     previous: &CephOsdStatus,
     foreign: &[(&ObservedPod, String)],
 ) -> Vec<PlannedEvent> {
@@ -175,7 +175,10 @@ pub fn foreign_pod_events(
 
 /// Events for state changes between the previous and the new status (so a steady state,
 /// or a halt that persists, publishes nothing).
-pub fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Vec<PlannedEvent> {
+pub(crate) fn transition_events(
+    previous: &CephOsdStatus,
+    status: &CephOsdStatus,
+) -> Vec<PlannedEvent> {
     fn condition(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
         status.conditions.iter().find(|c| c.type_ == type_.as_str())
     }
@@ -216,7 +219,7 @@ pub fn transition_events(previous: &CephOsdStatus, status: &CephOsdStatus) -> Ve
 }
 
 /// Human wording of a delete reason (logs and events).
-pub fn describe(reason: &DeleteReason) -> String {
+pub(crate) fn describe(reason: &DeleteReason) -> String {
     match reason {
         DeleteReason::Invalid(why) => format!("invalid: {why}"),
         DeleteReason::Ended(phase) => format!("pod ended in phase {phase}"),

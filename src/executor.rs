@@ -20,10 +20,10 @@ use serde_json::json;
 use tracing::{info, warn};
 
 /// Field manager of our server-side-applied status.
-pub const FIELD_MANAGER: &str = "ceph-osd-operator";
+pub(crate) const FIELD_MANAGER: &str = "ceph-osd-operator";
 
 #[derive(Debug, thiserror::Error)]
-pub enum ExecuteError {
+pub(crate) enum ExecuteError {
     #[error("failed to create pod {name} for OSD {key}: {source}")]
     Create {
         name: String,
@@ -60,7 +60,7 @@ pub enum ExecuteError {
 impl ExecuteError {
     /// Whether the write may have happened all the same: anything but a definite refusal
     /// (a 4xx other than 409 Conflict and 429 Too Many Requests) leaves it unknown.
-    pub fn may_have_applied(&self) -> bool {
+    pub(crate) fn may_have_applied(&self) -> bool {
         let source = match self {
             Self::Create { source, .. }
             | Self::Delete { source, .. }
@@ -74,7 +74,7 @@ impl ExecuteError {
 
     /// What users read in the event and the condition: stable from one attempt to the next
     /// (no generated pod name), the API server's own words where it gave some.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let (what, name, source) = match self {
             Self::Create { key, name, source } => {
                 (format!("create the pod of OSD {key}"), name, source)
@@ -110,18 +110,18 @@ impl ExecuteError {
     }
 
     /// What kind of call failed: Event and condition reason, metric label.
-    pub fn category(&self) -> Failure {
+    pub(crate) fn category(&self) -> Failure {
         match self {
-            Self::Create { .. } => Failure::CreateFailed,
-            Self::Delete { .. } | Self::DeleteReplicaSet { .. } => Failure::DeleteFailed,
-            Self::Patch { .. } => Failure::PatchFailed,
-            Self::Status { .. } => Failure::StatusFailed,
+            Self::Create { .. } => Failure::Create,
+            Self::Delete { .. } | Self::DeleteReplicaSet { .. } => Failure::Delete,
+            Self::Patch { .. } => Failure::Patch,
+            Self::Status { .. } => Failure::Status,
         }
     }
 }
 
 /// Talks to the API on behalf of one CephOSD.
-pub struct Executor<'a> {
+pub(crate) struct Executor<'a> {
     pub pods: Api<Pod>,
     pub replica_sets: Api<ReplicaSet>,
     pub crs: Api<CephOsd>,
@@ -130,7 +130,7 @@ pub struct Executor<'a> {
 }
 
 /// The most writes in flight at once for one CephOSD.
-pub const MAX_CONCURRENT_WRITES: usize = 64;
+pub(crate) const MAX_CONCURRENT_WRITES: usize = 64;
 
 impl Executor<'_> {
     /// Applies `actions`, publishing an Event for each applied one. Consecutive actions of
@@ -139,7 +139,7 @@ impl Executor<'_> {
     /// so a failure that hits every write costs one request, not a thousand.
     /// `written` is told of every action that reached the API or may have (see
     /// [`ExecuteError::may_have_applied`]).
-    pub async fn apply_actions(
+    pub(crate) async fn apply_actions(
         &self,
         actions: &[Action],
         written: &(dyn Fn(&Action) + Sync),
@@ -167,7 +167,7 @@ impl Executor<'_> {
     }
 
     /// Publishes an Event on the CephOSD; failures are logged, never fatal.
-    pub async fn publish(&self, event: &PlannedEvent) {
+    pub(crate) async fn publish(&self, event: &PlannedEvent) {
         let reference: ObjectReference = self.cr.object_ref(&());
         let event = Event {
             type_: if event.warning {
@@ -194,7 +194,7 @@ impl Executor<'_> {
     }
 
     /// Writes `status` with server-side apply.
-    pub async fn write_status(&self, status: &CephOsdStatus) -> Result<(), ExecuteError> {
+    pub(crate) async fn write_status(&self, status: &CephOsdStatus) -> Result<(), ExecuteError> {
         let name = self.cr.name_any();
         let patch = json!({
             "apiVersion": CephOsd::api_version(&()),

@@ -18,7 +18,7 @@ use kube::ResourceExt;
 
 /// One write the cache has yet to show.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Expected {
+pub(crate) enum Expected {
     /// A pod of this name exists.
     Created { name: String },
     /// The pod with this uid is gone or terminating.
@@ -32,7 +32,7 @@ pub enum Expected {
 impl Expected {
     /// What the cache must show after `action` was attempted; `None` when there is nothing to
     /// wait for (a delete without a uid precondition cannot be told from a newer namesake).
-    pub fn of(action: &Action) -> Option<Self> {
+    pub(crate) fn of(action: &Action) -> Option<Self> {
         match action {
             Action::Create { pod, .. } => Some(Self::Created {
                 name: pod.name_any(),
@@ -76,7 +76,7 @@ impl Expected {
 
 /// The writes for one CephOSD that the cache has yet to show.
 #[derive(Clone, Debug, Default)]
-pub struct Expectations {
+pub(crate) struct Expectations {
     pending: Vec<Expected>,
     /// When the oldest pending write was made.
     since: Option<Timestamp>,
@@ -84,7 +84,7 @@ pub struct Expectations {
 
 /// What to plan from.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Readiness {
+pub(crate) enum Readiness {
     /// The cache shows every write: plan from it.
     Cache,
     /// Writes are not visible yet: wait for the cache (its events bring the next reconcile).
@@ -95,14 +95,14 @@ pub enum Readiness {
 
 impl Expectations {
     /// Records a write made at `now`.
-    pub fn expect(&mut self, expected: Expected, now: Timestamp) {
+    pub(crate) fn expect(&mut self, expected: Expected, now: Timestamp) {
         self.since.get_or_insert(now);
         self.pending.push(expected);
     }
 
     /// Drops the writes `pods` and `replica_sets` (the cache) show, then says what to plan
     /// from.
-    pub fn check(
+    pub(crate) fn check(
         &mut self,
         pods: &[Pod],
         replica_sets: &[ReplicaSet],
@@ -124,12 +124,12 @@ impl Expectations {
     /// shows stay expected (the cache must catch up with them before it is trusted again),
     /// those it contradicts are dropped (a created pod already gone may never be seen), and the
     /// timeout starts anew.
-    pub fn listed(&mut self, pods: &[Pod], replica_sets: &[ReplicaSet], now: Timestamp) {
+    pub(crate) fn listed(&mut self, pods: &[Pod], replica_sets: &[ReplicaSet], now: Timestamp) {
         self.pending.retain(|e| e.seen(pods, replica_sets));
         self.since = (!self.pending.is_empty()).then_some(now);
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.pending.is_empty()
     }
 }

@@ -5,24 +5,24 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Failure {
     /// Listing the CephOSD's pods or ReplicaSets.
-    ListFailed,
-    CreateFailed,
+    List,
+    Create,
     /// Deleting a pod or a ReplicaSet.
-    DeleteFailed,
+    Delete,
     /// Patching a pod's `pod-state`.
-    PatchFailed,
+    Patch,
     /// Writing the CephOSD's status.
-    StatusFailed,
+    Status,
 }
 
 impl Failure {
     pub const fn as_str(self) -> &'static str {
         match self {
-            Self::ListFailed => "ListFailed",
-            Self::CreateFailed => "CreateFailed",
-            Self::DeleteFailed => "DeleteFailed",
-            Self::PatchFailed => "PatchFailed",
-            Self::StatusFailed => "StatusFailed",
+            Self::List => "ListFailed",
+            Self::Create => "CreateFailed",
+            Self::Delete => "DeleteFailed",
+            Self::Patch => "PatchFailed",
+            Self::Status => "StatusFailed",
         }
     }
 }

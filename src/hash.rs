@@ -40,7 +40,7 @@ impl PartialEq<str> for TemplateHash {
 
 /// Python-compatible compact JSON with keys sorted by code point at every level and
 /// everything outside printable ASCII escaped as `\uXXXX` (`ensure_ascii=True`).
-pub fn canonical_json(value: &Value) -> String {
+pub(crate) fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
     write_value(&mut out, value);
     out

@@ -38,7 +38,7 @@ pub enum LeaseError {
 
 /// What to do with the Lease as observed.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// No Lease object yet: create it holding it.
     Create,
     /// Ours, or free/expired: write ourselves in as holder.
@@ -48,7 +48,7 @@ pub enum Decision {
 }
 
 /// Pure: whether `identity` may take the lease at `now`.
-pub fn decide(lease: Option<&Lease>, identity: &str, now: Timestamp) -> Decision {
+pub(crate) fn decide(lease: Option<&Lease>, identity: &str, now: Timestamp) -> Decision {
     let Some(spec) = lease.and_then(|l| l.spec.as_ref()) else {
         return if lease.is_none() {
             Decision::Create
@@ -72,13 +72,13 @@ pub fn decide(lease: Option<&Lease>, identity: &str, now: Timestamp) -> Decision
 }
 
 /// A Lease this process competes for.
-pub struct LeaderLease {
+pub(crate) struct LeaderLease {
     api: Api<Lease>,
     settings: LeaseSettings,
 }
 
 impl LeaderLease {
-    pub fn new(client: kube::Client, settings: LeaseSettings) -> Self {
+    pub(crate) fn new(client: kube::Client, settings: LeaseSettings) -> Self {
         Self {
             api: Api::namespaced(client, &settings.namespace),
             settings,
@@ -140,7 +140,7 @@ impl LeaderLease {
     }
 
     /// Waits until this process holds the lease.
-    pub async fn acquire(&self) {
+    pub(crate) async fn acquire(&self) {
         info!(lease = %self.settings.name, identity = %self.settings.identity, "waiting for the leader lease");
         loop {
             match self.try_acquire().await {
@@ -156,12 +156,12 @@ impl LeaderLease {
     }
 
     /// Renews forever; returns when the lease is lost or could not be renewed in time.
-    pub async fn hold(&self) -> LeaseError {
+    pub(crate) async fn hold(&self) -> LeaseError {
         renew_until_lost(&self.settings, || self.try_acquire()).await
     }
 
     /// Gives the lease up so a standby takes over at once (graceful shutdown).
-    pub async fn release(&self) {
+    pub(crate) async fn release(&self) {
         let Ok(Some(mut lease)) = self.api.get_opt(&self.settings.name).await else {
             return;
         };

@@ -1,32 +1,47 @@
 //! ceph-osd-operator: reconciles `CephOSD` resources into one node-bound Pod per OSD.
 //!
 //! observe → plan → act: `controller` observes, `plan` decides (pure), `executor` acts.
-pub mod backoff;
-pub mod classify;
-pub mod conditions;
-pub mod controller;
+//! Public: the resource types (`crd`), the label and annotation keys (`labels`), and what the
+//! binary, the end-to-end harness and the benchmarks use, re-exported below.
+
 pub mod crd;
-pub mod desired;
-pub mod events;
-pub mod executor;
-pub mod expectations;
-pub mod failure;
-pub mod hash;
 pub mod labels;
-pub mod lease;
-pub mod metrics;
-pub mod operator;
-pub mod osd;
-pub mod owned_objects;
-pub mod plan;
-pub mod preview;
-pub mod render;
-pub mod replica_sets;
-pub mod rollout;
-pub mod schema_check;
-pub mod server;
-pub mod status;
-pub mod storage_rules;
-pub mod template_rules;
-pub mod validate;
-pub mod written_status;
+
+mod backoff;
+mod classify;
+mod conditions;
+mod controller;
+mod desired;
+mod events;
+mod executor;
+mod expectations;
+mod failure;
+mod hash;
+mod lease;
+mod metrics;
+mod operator;
+mod osd;
+mod owned_objects;
+mod plan;
+mod preview;
+mod render;
+mod replica_sets;
+mod rollout;
+mod schema_check;
+mod server;
+mod status;
+mod storage_rules;
+mod template_rules;
+mod validate;
+mod written_status;
+
+pub use controller::Settings;
+pub use hash::TemplateHash;
+pub use lease::LeaseSettings;
+pub use metrics::Metrics;
+pub use operator::run;
+pub use osd::{CountingSuffix, OsdKey, RandomSuffix, SuffixSource};
+pub use plan::{plan, Action, Observed, Plan, MAX_CREATIONS_PER_PLAN};
+pub use preview::preview_pods;
+pub use server::{serve, Health};
+pub use validate::{parse_cephosd, read_manifest, ManifestError};

@@ -1,10 +1,9 @@
 //! The `ceph-osd-operator` command: argument parsing only; the work is in the library.
 
-use ceph_osd_operator::lease::LeaseSettings;
-use ceph_osd_operator::metrics::Metrics;
-use ceph_osd_operator::osd::{RandomSuffix, SuffixSource};
-use ceph_osd_operator::server::{self, Health};
-use ceph_osd_operator::{controller, crd, operator, preview, validate};
+use ceph_osd_operator::{
+    crd, parse_cephosd, preview_pods, read_manifest, serve, Health, LeaseSettings, Metrics,
+    RandomSuffix, Settings, SuffixSource,
+};
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::path::{Path, PathBuf};
@@ -105,7 +104,7 @@ fn main() -> ExitCode {
                 duration: Duration::from_secs(15),
                 retry: Duration::from_secs(3),
             });
-            let settings = controller::Settings {
+            let settings = Settings {
                 namespace,
                 resync: Duration::from_secs(resync_seconds),
                 retry: Duration::from_secs(5),
@@ -123,14 +122,14 @@ fn main() -> ExitCode {
 
 fn render(file: &Path, namespace: &str) -> ExitCode {
     let shown = file.display();
-    let text = match validate::read_manifest(file) {
+    let text = match read_manifest(file) {
         Ok(text) => text,
         Err(e) => {
             eprintln!("error: {shown}: {e}");
             return ExitCode::from(2);
         }
     };
-    let result = validate::parse_cephosd(&text)
+    let result = parse_cephosd(&text)
         .map_err(|e| e.to_string())
         .and_then(|cr| {
             let ns = cr
@@ -138,7 +137,7 @@ fn render(file: &Path, namespace: &str) -> ExitCode {
                 .namespace
                 .clone()
                 .unwrap_or_else(|| namespace.to_owned());
-            preview::preview_pods(&cr, &ns, &mut RandomSuffix).map_err(|e| e.to_string())
+            preview_pods(&cr, &ns, &mut RandomSuffix).map_err(|e| e.to_string())
         });
     match result {
         Ok(yaml) => {
@@ -154,7 +153,7 @@ fn render(file: &Path, namespace: &str) -> ExitCode {
 
 fn run(
     kubeconfig: Option<PathBuf>,
-    settings: controller::Settings,
+    settings: Settings,
     http_address: Option<std::net::SocketAddr>,
     lease: Option<LeaseSettings>,
 ) -> Result<(), String> {
@@ -182,10 +181,10 @@ fn run(
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .map_err(|e| format!("cannot listen on {address}: {e}"))?;
-            tokio::spawn(server::serve(listener, health.clone(), metrics.clone()));
+            tokio::spawn(serve(listener, health.clone(), metrics.clone()));
         }
         health.ready.store(true, Ordering::Relaxed);
-        operator::run(client, settings, metrics, lease)
+        ceph_osd_operator::run(client, settings, metrics, lease)
             .await
             .map_err(|lost| lost.to_string())
     })

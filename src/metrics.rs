@@ -186,7 +186,7 @@ mod tests {
             ..Summary::default()
         };
         metrics.reconciled("ceph", "osds", &summary, Duration::from_millis(12));
-        metrics.failed(Failure::ListFailed, Duration::from_millis(3));
+        metrics.failed(Failure::List, Duration::from_millis(3));
         metrics.set_leader(true);
         let text = metrics.encode();
         for line in [

@@ -8,9 +8,9 @@ use rand::Rng;
 use std::fmt;
 
 /// Maximum length of a name prefix in characters (the suffix adds 5: 63 in all).
-pub const PREFIX_LEN: usize = 58;
+pub(crate) const PREFIX_LEN: usize = 58;
 /// Length of the random pod-name suffix.
-pub const SUFFIX_LEN: usize = 5;
+pub(crate) const SUFFIX_LEN: usize = 5;
 const SUFFIX_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 
 /// Identity of one OSD: the host it runs on and its data device. Displayed as `host:data`.
@@ -107,7 +107,7 @@ impl fmt::Display for OsdKey {
 
 /// The reference operator's prefix, which may be an invalid name part (kept to document and
 /// test compatibility: ours equals it whenever it is only `[a-z0-9-]`).
-pub fn reference_name_prefix(host: &str, data: &str) -> String {
+pub(crate) fn reference_name_prefix(host: &str, data: &str) -> String {
     let base: String = device_base(data)
         .chars()
         .map(|c| if is_python_word_char(c) { c } else { '-' })

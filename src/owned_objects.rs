@@ -24,13 +24,13 @@ const CACHE_TIMEOUT: SignedDuration = SignedDuration::from_secs(10);
 const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The objects one reconcile plans from.
-pub struct Observation {
+pub(crate) struct Observation {
     pub pods: Vec<Pod>,
     pub replica_sets: Vec<ReplicaSet>,
 }
 
 /// The watch caches and, per CephOSD, the writes they have yet to show.
-pub struct OwnedObjects {
+pub(crate) struct OwnedObjects {
     pods: Store<Pod>,
     replica_sets: Store<ReplicaSet>,
     /// True once both caches have synced.
@@ -42,7 +42,7 @@ impl OwnedObjects {
     /// Needs a tokio runtime: one task waits for the first sync of both caches. (A store's
     /// own `wait_until_ready` wakes only the last of several concurrent waiters, so the
     /// reconciles wait on this task instead.)
-    pub fn new(pods: Store<Pod>, replica_sets: Store<ReplicaSet>) -> Self {
+    pub(crate) fn new(pods: Store<Pod>, replica_sets: Store<ReplicaSet>) -> Self {
         let (synced_tx, synced) = watch::channel(false);
         let (pods_ready, replica_sets_ready) = (pods.clone(), replica_sets.clone());
         tokio::spawn(async move {
@@ -60,7 +60,7 @@ impl OwnedObjects {
 
     /// What to plan `cr` from at `now`; `None` while the caches do not show our last writes
     /// yet (their events bring the next reconcile).
-    pub async fn observe(
+    pub(crate) async fn observe(
         &self,
         cr: &CephOsd,
         pods: &Api<Pod>,
@@ -114,14 +114,14 @@ impl OwnedObjects {
     }
 
     /// Records that `action` for `cr` reached the API (or may have), at `now`.
-    pub fn written(&self, cr: &CephOsd, action: &Action, now: Timestamp) {
+    pub(crate) fn written(&self, cr: &CephOsd, action: &Action, now: Timestamp) {
         if let Some(expected) = Expected::of(action) {
             self.with_expectations(&key_of(cr), |e| e.expect(expected, now));
         }
     }
 
     /// Forgets a deleted CephOSD.
-    pub fn forget(&self, namespace: &str, name: &str) {
+    pub(crate) fn forget(&self, namespace: &str, name: &str) {
         self.expectations
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -164,14 +164,14 @@ where
 
 /// What the cache keeps of a pod: what the planner reads (metadata, status), without the
 /// managed fields and the spec.
-pub fn strip_pod(pod: &mut Pod) {
+pub(crate) fn strip_pod(pod: &mut Pod) {
     pod.metadata.managed_fields = None;
     pod.spec = None;
 }
 
 /// What the cache keeps of a ReplicaSet: its metadata (the planner reads nothing else).
-pub fn strip_replica_set(replica_set: &mut ReplicaSet) {
+pub(crate) fn strip_replica_set(replica_set: &mut ReplicaSet) {
     replica_set.metadata.managed_fields = None;
-    replica_set.spec = Default::default();
+    replica_set.spec = k8s_openapi::api::apps::v1::ReplicaSetSpec::default();
     replica_set.status = None;
 }

@@ -9,7 +9,7 @@
 //! never touched.
 
 use crate::classify::{classify, Owner, Timing};
-pub use crate::classify::{ObservedPod, PodClass, Workload};
+pub(crate) use crate::classify::{ObservedPod, PodClass, Workload};
 use crate::conditions::ConditionReason;
 use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
 use crate::desired::{desired_osds, DesiredOsd, DesiredOsds};

@@ -402,13 +402,13 @@ proptest! {
         }
         let ours_before: BTreeSet<String> = cluster.pods.iter()
             .filter(|p| controller_uid(p).as_deref() == Some("cr-uid"))
-            .map(|p| p.name_any())
+            .map(kube::ResourceExt::name_any)
             .collect();
         cluster.settle(&cr);
         prop_assert!(cluster.replica_sets.is_empty());
         prop_assert_eq!(cluster.live().len(), 4);
         // Every pod of ours made before is still there: none was replaced twice.
-        let now: BTreeSet<String> = cluster.pods.iter().map(|p| p.name_any()).collect();
+        let now: BTreeSet<String> = cluster.pods.iter().map(kube::ResourceExt::name_any).collect();
         prop_assert!(ours_before.iter().all(|n| now.contains(n)), "{:?} vs {:?}", ours_before, now);
     }
 }

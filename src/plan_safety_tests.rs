@@ -54,7 +54,11 @@ fn deleted_names(plan: &Plan) -> Vec<String> {
 }
 
 fn names(cluster: &Cluster) -> Vec<String> {
-    cluster.pods.iter().map(|p| p.name_any()).collect()
+    cluster
+        .pods
+        .iter()
+        .map(kube::ResourceExt::name_any)
+        .collect()
 }
 
 #[test]

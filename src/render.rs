@@ -17,7 +17,7 @@ const TEMPLATE_SOURCE: &str = include_str!("../templates/pod.yaml.j2");
 
 /// Everything about one pod that does not come from the template.
 #[derive(Clone, Copy, Debug)]
-pub struct PodIdentity<'a> {
+pub(crate) struct PodIdentity<'a> {
     pub cr_name: &'a str,
     pub namespace: &'a str,
     /// The CR's uid; without it (offline rendering) no ownerReference is added.
@@ -54,7 +54,7 @@ static ENVIRONMENT: LazyLock<Result<Environment<'static>, minijinja::Error>> =
     });
 
 /// Renders the pod for one OSD.
-pub fn render_pod(
+pub(crate) fn render_pod(
     pod_template: &Value,
     osd: &DesiredOsd,
     identity: &PodIdentity<'_>,
@@ -106,7 +106,7 @@ fn render_additions(
 }
 
 /// Merges `overlay` into `base`: mappings key by key (the overlay wins), anything else replaced.
-pub fn deep_merge(base: &mut Value, overlay: Value) {
+pub(crate) fn deep_merge(base: &mut Value, overlay: Value) {
     match (base, overlay) {
         (Value::Object(base), Value::Object(overlay)) => {
             for (key, value) in overlay {

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// How the planner sees one ReplicaSet carrying the owner label.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ReplicaSetClass {
+pub(crate) enum ReplicaSetClass {
     /// Being deleted: it creates no more pods, but holds its disk until it is gone.
     Terminating,
     /// Controlled by another object: left alone (its pods hold their disks).
@@ -34,7 +34,7 @@ pub enum ReplicaSetClass {
 
 /// One observed ReplicaSet and what the planner made of it.
 #[derive(Clone, Debug)]
-pub struct ObservedReplicaSet {
+pub(crate) struct ObservedReplicaSet {
     pub name: String,
     pub uid: Option<String>,
     pub key: Option<OsdKey>,
@@ -46,12 +46,12 @@ pub struct ObservedReplicaSet {
 
 impl ObservedReplicaSet {
     /// The disk it names, when its annotations name one.
-    pub fn device(&self) -> Option<DeviceId> {
+    pub(crate) fn device(&self) -> Option<DeviceId> {
         self.key.as_ref().map(OsdKey::device_id)
     }
 
     /// The OSD it stands for, as the rollout sees it: a live, out-of-date workload.
-    pub fn as_workload(&self) -> ObservedPod {
+    pub(crate) fn as_workload(&self) -> ObservedPod {
         ObservedPod {
             name: self.name.clone(),
             uid: self.uid.clone(),
@@ -72,7 +72,7 @@ impl ObservedReplicaSet {
 
 /// Classifies the ReplicaSets carrying the owner label; `pods` are the classified pods (for
 /// readiness, and the disks our own live pods already run).
-pub fn classify_replica_sets(
+pub(crate) fn classify_replica_sets(
     replica_sets: &[ReplicaSet],
     pods: &[ObservedPod],
     owner: &Owner<'_>,

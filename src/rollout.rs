@@ -8,7 +8,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The outcome of step 5 for one reconcile.
-pub struct RolloutStep<'a> {
+pub(crate) struct RolloutStep<'a> {
     /// The out-of-date pods to delete now (the successors follow once they are gone).
     pub replace: Vec<&'a ObservedPod>,
     /// Why no step starts although pods are out of date.
@@ -20,7 +20,7 @@ pub struct RolloutStep<'a> {
 /// At most `maxUnavailable` update domains unavailable at once; nothing starts while paused.
 /// `current` are the live pods of desired OSDs; `missing` the desired OSDs without one;
 /// `blocked` the OSDs a spec problem keeps from being created or replaced.
-pub fn rollout_step<'a>(
+pub(crate) fn rollout_step<'a>(
     spec: &CephOsdSpec,
     current: &[&'a ObservedPod],
     missing: &[OsdKey],
@@ -63,14 +63,14 @@ pub fn rollout_step<'a>(
 
 /// A replacement past its progress deadline, and when to look again (a deadline or a soak).
 #[derive(Default)]
-pub struct Deadlines {
+pub(crate) struct Deadlines {
     pub stalled: Option<String>,
     pub requeue_after: Option<SignedDuration>,
 }
 
 /// Checks `pods`: the unready replacements, and the old pods whose successors wait for them
 /// to be gone.
-pub fn deadlines<'a>(
+pub(crate) fn deadlines<'a>(
     spec: &CephOsdSpec,
     pods: impl IntoIterator<Item = &'a ObservedPod>,
     now: Timestamp,
@@ -119,7 +119,7 @@ pub fn deadlines<'a>(
 }
 
 /// The id of the update domain an OSD belongs to: its key, or its host.
-pub fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
+pub(crate) fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
     match domain {
         UpdateDomain::Osd => key.to_string(),
         UpdateDomain::Host => key.host.clone(),

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 /// The first place where `value` does not fit `schema`, as `(path, message)`.
-pub fn first_mismatch(schema: &Value, value: &Value) -> Option<(String, String)> {
+pub(crate) fn first_mismatch(schema: &Value, value: &Value) -> Option<(String, String)> {
     check(schema, value, &mut String::new())
 }
 

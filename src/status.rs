@@ -20,7 +20,7 @@ pub struct SpecProblem {
 }
 
 /// Everything the status is computed from.
-pub struct StatusInput<'a> {
+pub(crate) struct StatusInput<'a> {
     pub previous: &'a CephOsdStatus,
     pub generation: Option<i64>,
     pub now: Timestamp,
@@ -42,7 +42,7 @@ pub struct StatusInput<'a> {
     pub unschedulable: Vec<String>,
 }
 
-pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
+pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
     let s = input.summary;
     let all_ready = s.ready == s.desired && s.updated == s.desired && s.current == s.desired;
     let converged = all_ready && s.out_of_date == 0 && s.invalid == 0 && !input.pending_actions;
@@ -191,7 +191,7 @@ pub fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
 /// `planned` (what the reconcile computed) with a `ReconcileFailed` condition: an API call
 /// the reconcile needed failed. The next successful reconcile's status has no such condition.
 /// None when `previous` already says exactly that.
-pub fn failed_status(
+pub(crate) fn failed_status(
     planned: &CephOsdStatus,
     previous: &CephOsdStatus,
     now: Timestamp,
@@ -259,7 +259,7 @@ mod tests {
             &planned,
             &CephOsdStatus::default(),
             at(10),
-            Failure::CreateFailed,
+            Failure::Create,
             "quota",
         )
         .expect("a new condition");
@@ -279,11 +279,11 @@ mod tests {
         assert_eq!(failed.observed_generation, Some(3));
         // Failing again later: the same status, so nothing is written.
         assert_eq!(
-            failed_status(&planned, &first, at(20), Failure::CreateFailed, "quota"),
+            failed_status(&planned, &first, at(20), Failure::Create, "quota"),
             None
         );
         // Another failure is.
-        let other = failed_status(&planned, &first, at(30), Failure::DeleteFailed, "webhook")
+        let other = failed_status(&planned, &first, at(30), Failure::Delete, "webhook")
             .expect("a changed condition");
         let failed = other
             .conditions

@@ -6,16 +6,17 @@
 //! otherwise be four OSDs on one disk, and `node1` / `NODE1` two OSDs on one host.
 
 /// Kubernetes node names are lower-case DNS-1123 subdomains.
-pub const HOST_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+pub(crate) const HOST_PATTERN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 /// The longest DNS-1123 subdomain (and so the longest node name).
-pub const MAX_HOST_LEN: usize = 253;
+pub(crate) const MAX_HOST_LEN: usize = 253;
 /// Absolute and normalised: `/` then components that are neither empty, `.` nor `..`.
-pub const DEVICE_PATH_PATTERN: &str = r"^(/([^/.][^/]*|\.[^/.][^/]*|\.\.[^/]+))+$";
+pub(crate) const DEVICE_PATH_PATTERN: &str = r"^(/([^/.][^/]*|\.[^/.][^/]*|\.\.[^/]+))+$";
 /// Linux's `PATH_MAX`.
-pub const MAX_DEVICE_PATH_LEN: usize = 4096;
+pub(crate) const MAX_DEVICE_PATH_LEN: usize = 4096;
 
 /// Why `host` is not a valid node name, if it is not.
-pub fn host_problem(host: &str) -> Option<&'static str> {
+pub(crate) fn host_problem(host: &str) -> Option<&'static str> {
     let label_ok = |label: &str| {
         let bytes = label.as_bytes();
         !bytes.is_empty()
@@ -38,7 +39,7 @@ pub fn host_problem(host: &str) -> Option<&'static str> {
 }
 
 /// Why `path` is not an absolute, normalised device path, if it is not.
-pub fn device_path_problem(path: &str) -> Option<&'static str> {
+pub(crate) fn device_path_problem(path: &str) -> Option<&'static str> {
     if path.len() > MAX_DEVICE_PATH_LEN {
         return Some("must be at most 4096 bytes");
     }
@@ -58,7 +59,7 @@ pub fn device_path_problem(path: &str) -> Option<&'static str> {
 /// The one spelling of a device path: repeated `/` and `.` collapsed, `..` resolved
 /// lexically, no trailing `/`. Paths that normalise alike name the same disk (a symlinked
 /// `..` may be a different one; treating it as the same is the safe side).
-pub fn normalise_device_path(path: &str) -> String {
+pub(crate) fn normalise_device_path(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for component in path.split('/') {
         match component {
@@ -73,7 +74,7 @@ pub fn normalise_device_path(path: &str) -> String {
 }
 
 /// The one spelling of a host: node names are matched case-insensitively here, as DNS is.
-pub fn normalise_host(host: &str) -> String {
+pub(crate) fn normalise_host(host: &str) -> String {
     host.to_ascii_lowercase()
 }
 

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use std::fmt;
 
 /// The node label the operator's required node affinity matches.
-pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+pub(crate) const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
 /// How a forbidden field sits in the template.
 #[derive(Clone, Copy, Debug)]
@@ -109,7 +109,7 @@ const RULES: &[Rule] = &[
 
 /// A forbidden field found in a template.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TemplateProblem {
+pub(crate) struct TemplateProblem {
     /// The field, as `spec.podTemplate.<path>`.
     pub path: String,
     pub message: &'static str,
@@ -179,7 +179,7 @@ impl Rule {
 }
 
 /// The forbidden fields `template` sets.
-pub fn template_problems(template: &Value) -> Vec<TemplateProblem> {
+pub(crate) fn template_problems(template: &Value) -> Vec<TemplateProblem> {
     RULES
         .iter()
         .filter(|rule| rule.is_set(template))
@@ -191,7 +191,7 @@ pub fn template_problems(template: &Value) -> Vec<TemplateProblem> {
 }
 
 /// Removes every forbidden field from `template` (the operator then adds its own).
-pub fn remove_forbidden_fields(template: &mut Value) {
+pub(crate) fn remove_forbidden_fields(template: &mut Value) {
     for rule in RULES {
         let parent = rule
             .parent
@@ -205,7 +205,7 @@ pub fn remove_forbidden_fields(template: &mut Value) {
 }
 
 /// The CRD's `x-kubernetes-validations` for `spec.podTemplate`: one rule per forbidden field.
-pub fn cel_validations() -> Value {
+pub(crate) fn cel_validations() -> Value {
     RULES
         .iter()
         .map(|rule| {

@@ -17,7 +17,7 @@ static SCHEMA: LazyLock<Result<Value, String>> =
     LazyLock::new(|| cephosd_schema().map_err(|e| e.to_string()));
 
 /// The largest manifest read: the API server's limit for one request body.
-pub const MAX_MANIFEST_BYTES: u64 = 3 * 1024 * 1024;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 3 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ManifestError {
@@ -106,7 +106,7 @@ pub fn parse_cephosd(text: &str) -> Result<CephOsd, ManifestError> {
 }
 
 /// The schema's constraints that serde cannot express (lengths, non-empty lists).
-pub fn check(cr: &CephOsd) -> Result<(), ManifestError> {
+pub(crate) fn check(cr: &CephOsd) -> Result<(), ManifestError> {
     let name = cr.metadata.name.as_deref().unwrap_or("");
     if name.is_empty() {
         return Err(field("metadata.name", "is required"));
@@ -186,7 +186,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const GOOD: &str = r#"
+    const GOOD: &str = r"
 apiVersion: ceph.elemental.net/v1alpha1
 kind: CephOSD
 metadata: {name: ceph-osds}
@@ -196,7 +196,7 @@ spec:
       osds: [{data: /dev/sdb}]
   updateDomain: Host
   podTemplate: {apiVersion: v1, kind: Pod, metadata: {}, spec: {containers: [{name: c}]}}
-"#;
+";
 
     fn error_of(text: &str) -> String {
         parse_cephosd(text).expect_err("rejected").to_string()

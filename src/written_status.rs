@@ -11,18 +11,21 @@ use std::sync::{Arc, Mutex};
 
 /// The last status written per CephOSD (by uid), with the resourceVersion it was based on.
 #[derive(Default)]
-pub struct WrittenStatuses {
+pub(crate) struct WrittenStatuses {
     by_uid: Mutex<HashMap<String, (String, CephOsdStatus)>>,
 }
 
 impl WrittenStatuses {
     /// `cr` as of our last status write: the remembered status replaces the cached one while
     /// the cache still holds the version that write was planned from.
-    pub fn latest(&self, cr: Arc<CephOsd>) -> Arc<CephOsd> {
+    pub(crate) fn latest(&self, cr: Arc<CephOsd>) -> Arc<CephOsd> {
         let (Some(uid), Some(version)) = (cr.uid(), cr.resource_version()) else {
             return cr;
         };
-        let mut by_uid = self.by_uid.lock().unwrap_or_else(|e| e.into_inner());
+        let mut by_uid = self
+            .by_uid
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match by_uid.get(&uid) {
             Some((planned_from, status)) if *planned_from == version => {
                 let mut newer = (*cr).clone();
@@ -39,9 +42,12 @@ impl WrittenStatuses {
     }
 
     /// Records that `status` was written over `cr` (as planned from).
-    pub fn remember(&self, cr: &CephOsd, status: &CephOsdStatus) {
+    pub(crate) fn remember(&self, cr: &CephOsd, status: &CephOsdStatus) {
         if let (Some(uid), Some(version)) = (cr.uid(), cr.resource_version()) {
-            let mut by_uid = self.by_uid.lock().unwrap_or_else(|e| e.into_inner());
+            let mut by_uid = self
+                .by_uid
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             by_uid.insert(uid, (version, status.clone()));
         }
     }

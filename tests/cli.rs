@@ -1,5 +1,7 @@
 //! The `ceph-osd-operator` command as an admin uses it: `crd` and `render`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use serde_json::Value;
 use std::process::Command;
 

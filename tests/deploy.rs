@@ -5,6 +5,8 @@
 //! accepts and the port it serves probes on, and the Helm chart's CRD copy against the
 //! generated CRD.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

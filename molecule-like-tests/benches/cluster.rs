@@ -5,12 +5,14 @@
 //!
 //!   cargo build --release -p ceph-osd-operator && cargo bench -p molecule-like-tests --bench cluster
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::{CephOsd, Phase};
-use ceph_osd_operator::osd::CountingSuffix;
-use ceph_osd_operator::plan::{plan, Action, Observed};
+use ceph_osd_operator::CountingSuffix;
+use ceph_osd_operator::{plan, Action, Observed};
 use futures::{stream, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
@@ -103,19 +105,19 @@ async fn main() -> anyhow::Result<()> {
     s.start_operator(&OperatorOptions { resync_seconds: 30 })?;
     let started = Instant::now();
     s.create_cr(&manifest).await?;
-    s.wait_until("every pod created", Duration::from_secs(600), || async {
+    s.wait_until("every pod created", Duration::from_mins(10), || async {
         Ok((s.owned_pods(CR).await?.len() == total).then_some(()))
     })
     .await?;
     let created = started.elapsed();
     // The pods' own readiness (the scheduler, KWOK), then the operator's report of it.
-    s.wait_until("every pod Ready", Duration::from_secs(600), || async {
+    s.wait_until("every pod Ready", Duration::from_mins(10), || async {
         let pods = s.owned_pods(CR).await?;
         Ok((pods.len() == total && pods.iter().all(is_ready)).then_some(()))
     })
     .await?;
     let pods_ready = started.elapsed();
-    s.wait_until("status Ready", Duration::from_secs(600), || async {
+    s.wait_until("status Ready", Duration::from_mins(10), || async {
         let status = s.cr_status(CR).await?.unwrap_or_default();
         Ok((status.phase == Some(Phase::Ready)).then_some(()))
     })
@@ -136,7 +138,7 @@ async fn main() -> anyhow::Result<()> {
         created.as_secs_f64() / baseline.as_secs_f64(),
         pods_ready.as_secs_f64(),
         ready.as_secs_f64(),
-        (ready - pods_ready).as_secs_f64(),
+        ready.checked_sub(pods_ready).unwrap().as_secs_f64(),
     );
     print!("{section}");
     let path = molecule_like_tests::scenario::workspace_root().join("BENCHMARKS.md");

@@ -5,6 +5,13 @@
 //! - [`scenario`]: a namespace, its nodes, the operator under test, recorders and checks;
 //! - [`nodes`]: the fake Nodes (managed by KWOK) that the CephOSDs' hosts name.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::needless_pass_by_value
+)]
+
 pub mod nodes;
 pub mod scenario;
 

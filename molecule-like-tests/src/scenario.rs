@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context as _};
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::crd::{custom_resource_definition, CephOsd, CephOsdStatus};
-use ceph_osd_operator::hash::TemplateHash;
 use ceph_osd_operator::labels;
-use ceph_osd_operator::osd::OsdKey;
+use ceph_osd_operator::OsdKey;
+use ceph_osd_operator::TemplateHash;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
@@ -133,8 +133,7 @@ pub fn random_suffix() -> String {
     h.write_u128(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
+            .map_or(0, |d| d.as_nanos()),
     );
     h.write_u32(std::process::id());
     format!("{:06x}", h.finish() & 0xff_ffff)
@@ -209,9 +208,9 @@ pub fn cephosd(name: &str, storage: Value, update_domain: &str, template: Value)
 }
 
 /// How long a scenario waits for a CR's pods to converge (or its status to settle).
-pub const CONVERGE: Duration = Duration::from_secs(60);
+pub const CONVERGE: Duration = Duration::from_mins(1);
 /// How long a scenario waits for a rollout to complete.
-pub const ROLLOUT: Duration = Duration::from_secs(120);
+pub const ROLLOUT: Duration = Duration::from_mins(2);
 /// The name of the scenarios' `CephOSD`.
 pub const CR: &str = "ceph-osds";
 

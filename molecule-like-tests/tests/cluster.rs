@@ -3,6 +3,8 @@
 //! controller and garbage collector remove a namespace's CephOSD and pods, and kubectl
 //! lists, describes and explains CephOSDs.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeMap;
 use std::process::Command;
 

@@ -5,6 +5,13 @@
 //! Needs a running control plane:
 //! `molecule-like-tests/control-plane install && molecule-like-tests/control-plane up`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::needless_pass_by_value
+)]
+
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 

@@ -1,10 +1,12 @@
 //! The CRD on the real API server: defaulting, pruning and int-or-string inside
 //! `spec.podTemplate`, and that `ceph-osd-operator render` hashes what the operator hashes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::time::Duration;
 
 use ceph_osd_operator::crd::apply_server_defaults;
-use ceph_osd_operator::hash::TemplateHash;
+use ceph_osd_operator::TemplateHash;
 use molecule_like_tests::scenario::{cephosd, with_kubelet_knobs, Scenario};
 use serde_json::{json, Value};
 
@@ -82,7 +84,7 @@ async fn pod_template_is_defaulted_pruned_and_accepts_numbers() -> anyhow::Resul
     let reported = s
         .wait_until(
             "the operator reports the template hash",
-            Duration::from_secs(60),
+            Duration::from_mins(1),
             || async {
                 let cr = s.crs.get("ceph-osds").await?;
                 Ok(cr.status.and_then(|st| st.template_hash))
@@ -168,20 +170,20 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
         (
             edit(&|m: &mut Value| {
                 m["spec"]["podTemplate"]["metadata"]["annotations"] =
-                    json!({"ceph.elemental.net/db": "/dev/evil-db"})
+                    json!({"ceph.elemental.net/db": "/dev/evil-db"});
             }),
             &["spec.podTemplate.metadata.annotations", "ceph.elemental.net/db", "set by the operator"],
         ),
         (
             edit(&|m: &mut Value| {
                 m["spec"]["podTemplate"]["metadata"]["labels"]["ceph.elemental.net/owner"] =
-                    json!("CephOSD-other")
+                    json!("CephOSD-other");
             }),
             &["spec.podTemplate.metadata.labels", "ceph.elemental.net/owner"],
         ),
         (
             edit(&|m: &mut Value| {
-                m["spec"]["podTemplate"]["metadata"]["finalizers"] = json!(["example.com/hold"])
+                m["spec"]["podTemplate"]["metadata"]["finalizers"] = json!(["example.com/hold"]);
             }),
             &["spec.podTemplate.metadata.finalizers"],
         ),
@@ -192,7 +194,7 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
         (
             edit(&|m: &mut Value| {
                 m["spec"]["podTemplate"]["spec"]["nodeSelector"] =
-                    json!({"kubernetes.io/hostname": "node-b"})
+                    json!({"kubernetes.io/hostname": "node-b"});
             }),
             &["spec.podTemplate.spec.nodeSelector", "kubernetes.io/hostname"],
         ),
@@ -200,7 +202,7 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
             edit(&|m: &mut Value| {
                 m["spec"]["podTemplate"]["spec"]["affinity"] = json!({"nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}})
+                        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}});
             }),
             &["spec.podTemplate.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"],
         ),

@@ -2,12 +2,14 @@
 //! a test binary of their own (cargo runs test binaries one after another) and run one at a
 //! time within it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::labels;
-use ceph_osd_operator::osd::OsdKey;
+use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
@@ -72,7 +74,7 @@ async fn start_rollout(
         .await?;
     s.wait_until(
         "the first replacement exists",
-        Duration::from_secs(60),
+        Duration::from_mins(1),
         || async {
             let pods = s.owned_pods(CR).await?;
             Ok(pods
@@ -89,7 +91,7 @@ impl Rollout {
     /// Waits for the end and checks the recorded watch: one pod per disk throughout, hosts in
     /// order, and every OSD with exactly its old pod and one replacement.
     async fn finishes_once(&self, s: &Scenario, context: &str) -> anyhow::Result<()> {
-        s.wait_converged(CR, &self.want, &self.hash, Duration::from_secs(180))
+        s.wait_converged(CR, &self.want, &self.hash, Duration::from_mins(3))
             .await
             .map_err(|e| anyhow::anyhow!("{context}: {e}"))?;
         s.assert_one_pod_per_key().await?;
@@ -157,14 +159,14 @@ async fn rollout_survives_a_restart_of(component: &str, hosts: &[&str]) -> anyho
     eprintln!(
         "{component}: back at {back_at:?}; replacement Ready {:?} later; next host's pod \
          deleted {:?} after that",
-        ready - back_at,
-        acted - ready
+        ready.checked_sub(back_at).unwrap(),
+        acted.checked_sub(ready).unwrap()
     );
     anyhow::ensure!(
-        acted - ready < Duration::from_secs(10),
+        acted.checked_sub(ready).unwrap() < Duration::from_secs(10),
         "the operator took {:?} to act on a Ready replacement after the restart (its watches \
          did not resume)\n{}",
-        acted - ready,
+        acted.checked_sub(ready).unwrap(),
         rec.render()
     );
     s.destroy().await

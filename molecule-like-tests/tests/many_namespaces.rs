@@ -3,6 +3,8 @@
 //! is reported and neither stalls nor touches the others. A test binary of its own: the
 //! operator acts on every CephOSD of the control plane.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::time::Duration;
 
 use ceph_osd_operator::crd::{CephOsd, CephOsdStatus, Phase};
@@ -94,22 +96,18 @@ async fn fifty_cephosds_in_ten_namespaces_converge_independently() -> anyhow::Re
             .await?;
     }
     let result = async {
-        s.wait_until(
-            "every CephOSD settles",
-            Duration::from_secs(180),
-            || async {
-                operator.check_alive()?;
-                let mut waiting = Vec::new();
-                for (namespace, name, _, kind) in &crs {
-                    let api: Api<CephOsd> = Api::namespaced(s.client.clone(), namespace);
-                    let status = api.get(name).await?.status.unwrap_or_default();
-                    if !settled(&status, *kind) {
-                        waiting.push(format!("{namespace}/{name} ({kind:?})"));
-                    }
+        s.wait_until("every CephOSD settles", Duration::from_mins(3), || async {
+            operator.check_alive()?;
+            let mut waiting = Vec::new();
+            for (namespace, name, _, kind) in &crs {
+                let api: Api<CephOsd> = Api::namespaced(s.client.clone(), namespace);
+                let status = api.get(name).await?.status.unwrap_or_default();
+                if !settled(&status, *kind) {
+                    waiting.push(format!("{namespace}/{name} ({kind:?})"));
                 }
-                Ok(waiting.is_empty().then_some(()))
-            },
-        )
+            }
+            Ok(waiting.is_empty().then_some(()))
+        })
         .await?;
         // Each namespace holds exactly the pods of its own valid CephOSDs.
         for n in 0..10 {

@@ -4,6 +4,8 @@
 //! `host:data` (the ReplicaSet's pod and ours alike), the update domains one at a time in
 //! order, and at the end no ReplicaSet, one Ready pod of ours per OSD, status Ready.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -11,7 +13,7 @@ use anyhow::{bail, Context as _};
 use ceph_osd_operator::crd::{CephOsd, Phase, UpdateDomain};
 use ceph_osd_operator::labels;
 use ceph_osd_operator::labels::owner_label_value;
-use ceph_osd_operator::osd::OsdKey;
+use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use kube::api::{Api, ListParams, PostParams};
 use kube::ResourceExt;

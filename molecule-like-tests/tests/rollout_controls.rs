@@ -7,17 +7,19 @@
 //! Needs the local control plane (`molecule-like-tests/control-plane install && ... up`) and a
 //! built operator (`cargo build -p ceph-osd-operator`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::{CephOsd, CephOsdStatus, Phase};
 use ceph_osd_operator::labels;
-use ceph_osd_operator::osd::OsdKey;
+use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Api, DeleteParams, ListParams, WatchParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchParams};
 use kube::ResourceExt;
 use molecule_like_tests::scenario::{
     annotation, cephosd, describe_events, fast_sample_template, free_port, hold, http_get,
@@ -1055,7 +1057,7 @@ async fn c9_refused_creation_is_reported_and_cleared_after_the_cause_goes() -> a
         "metadata": {"name": "one-pod"},
         "spec": {"hard": {"pods": "1"}},
     }))?;
-    quotas.create(&Default::default(), &quota).await?;
+    quotas.create(&PostParams::default(), &quota).await?;
     // Admission refuses every pod until the quota controller has computed the usage.
     let counting = Instant::now();
     s.wait_until("the quota controller counts pods", CONVERGE, || async {

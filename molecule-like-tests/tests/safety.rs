@@ -1,10 +1,12 @@
 //! Safety scenarios on the control plane: stray pods with our labels never cost a healthy OSD
 //! pod, and pods another controller controls are left alone while they hold their disk.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ceph_osd_operator::osd::OsdKey;
+use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
 use kube::ResourceExt;
@@ -22,7 +24,7 @@ fn copy_of(of: &Pod, name: &str) -> anyhow::Result<Pod> {
         "metadata": {"name": name, "labels": of.labels(), "annotations": of.annotations()},
         "spec": serde_json::to_value(&of.spec)?,
     }))?;
-    pod.metadata.namespace = of.metadata.namespace.clone();
+    pod.metadata.namespace.clone_from(&of.metadata.namespace);
     Ok(pod)
 }
 
@@ -214,7 +216,7 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
         .delete("osd-node1-sdb-other", &DeleteParams::default())
         .await?;
     let cr = s.crs.get(CR).await?;
-    let hash = ceph_osd_operator::hash::TemplateHash::of(&cr.spec.pod_template).to_string();
+    let hash = ceph_osd_operator::TemplateHash::of(&cr.spec.pod_template).to_string();
     s.wait_converged(CR, &keys(&hosts, &data), &hash, CONVERGE)
         .await?;
     let rec = s.recorder()?;

@@ -6,12 +6,14 @@
 //! all of that. On failure each scenario prints its pods, the recorded pod events and the
 //! operator's log tail.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::labels;
-use ceph_osd_operator::osd::OsdKey;
+use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
