@@ -5,15 +5,13 @@
 
 use crate::backoff::{Backoff, WatchRetry};
 use crate::crd::CephOsd;
-use crate::events::EventReason;
 use crate::executor::{ExecuteError, Executor};
 use crate::failure::Failure;
 use crate::labels;
 use crate::metrics::Metrics;
 use crate::osd::RandomSuffix;
 use crate::owned_objects::{strip_pod, strip_replica_set, OwnedObjects};
-use crate::plan::{plan, Observed, PlannedEvent};
-use crate::status::failed_status;
+use crate::plan::{plan, Observed};
 use crate::written_status::WrittenStatuses;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -241,38 +239,15 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     } else {
         reconciled!(debug);
     }
-    let applied = executor
-        .apply_actions(&plan.actions, &|action| ctx.owned.written(&cr, action, now))
+    let outcome = executor
+        .carry_out(&plan, now, &|action| ctx.owned.written(&cr, action, now))
         .await;
-    for event in &plan.events {
-        executor.publish(event).await;
+    if let Some(status) = &outcome.status {
+        ctx.written.remember(&cr, status);
     }
-    if let Err(error) = applied {
-        // Where users look: a Warning event and a ReconcileFailed condition (gone with the
-        // next successful reconcile); the retry follows the error policy's backoff.
-        let (failure, message) = (error.category(), error.summary());
-        executor
-            .publish(&PlannedEvent {
-                warning: true,
-                reason: EventReason::Failed(failure),
-                note: message.clone(),
-                pod: None,
-            })
-            .await;
-        let previous = cr.status.clone().unwrap_or_default();
-        if let Some(status) = failed_status(&plan.status, &previous, now, failure, &message) {
-            match executor.write_status(&status).await {
-                Ok(()) => ctx.written.remember(&cr, &status),
-                Err(status_error) => {
-                    warn!(cephosd = %cr_name, error = %status_error, "could not report the failure in the status");
-                }
-            }
-        }
+    if let Some(error) = outcome.failed {
+        // The retry follows the error policy's backoff.
         return Err(error.into());
-    }
-    if plan.status_changed {
-        executor.write_status(&plan.status).await?;
-        ctx.written.remember(&cr, &plan.status);
     }
     ctx.metrics
         .reconciled(&namespace, &cr.name_any(), &plan.summary, started.elapsed());

@@ -4,13 +4,16 @@
 //! observations.
 
 use crate::crd::{CephOsd, CephOsdStatus};
+use crate::events::EventReason;
 use crate::events::{describe, event_for};
 use crate::failure::Failure;
 use crate::labels;
-use crate::plan::{Action, PlannedEvent};
+use crate::plan::{Action, Plan, PlannedEvent};
+use crate::status::failed_status;
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{
     Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
@@ -120,6 +123,14 @@ impl ExecuteError {
     }
 }
 
+/// What carrying out a plan did.
+pub(crate) struct Outcome {
+    /// The status written, if one was.
+    pub(crate) status: Option<CephOsdStatus>,
+    /// The write that failed, if one did (the plan's later writes were not made).
+    pub(crate) failed: Option<ExecuteError>,
+}
+
 /// Talks to the API on behalf of one CephOSD.
 pub(crate) struct Executor<'a> {
     pub pods: Api<Pod>,
@@ -164,6 +175,61 @@ impl Executor<'_> {
             results.into_iter().collect::<Result<Vec<()>, _>>()?;
         }
         Ok(())
+    }
+
+    /// Carries out `plan`: its actions, its events, then its status. A failed write stops
+    /// the actions and is told where users look: a Warning event and a `ReconcileFailed`
+    /// condition on the status the plan computed (gone with the next successful reconcile).
+    pub(crate) async fn carry_out(
+        &self,
+        plan: &Plan,
+        now: Timestamp,
+        written: &(dyn Fn(&Action) + Sync),
+    ) -> Outcome {
+        let applied = self.apply_actions(&plan.actions, written).await;
+        for event in &plan.events {
+            self.publish(event).await;
+        }
+        let error = match applied {
+            Ok(()) if plan.status_changed => match self.write_status(&plan.status).await {
+                Ok(()) => {
+                    return Outcome {
+                        status: Some(plan.status.clone()),
+                        failed: None,
+                    }
+                }
+                Err(error) => error,
+            },
+            Ok(()) => {
+                return Outcome {
+                    status: None,
+                    failed: None,
+                }
+            }
+            Err(error) => error,
+        };
+        let (failure, message) = (error.category(), error.summary());
+        self.publish(&PlannedEvent {
+            warning: true,
+            reason: EventReason::Failed(failure),
+            note: message.clone(),
+            pod: None,
+        })
+        .await;
+        let previous = self.cr.status.clone().unwrap_or_default();
+        let mut status = None;
+        if let Some(failed) = failed_status(&plan.status, &previous, now, failure, &message) {
+            match self.write_status(&failed).await {
+                Ok(()) => status = Some(failed),
+                Err(status_error) => {
+                    warn!(cephosd = %self.cr.name_any(), error = %status_error, "could not report the failure in the status");
+                }
+            }
+        }
+        Outcome {
+            status,
+            failed: Some(error),
+        }
     }
 
     /// Publishes an Event on the CephOSD; failures are logged, never fatal.
@@ -371,3 +437,7 @@ mod tests {
         assert!(super::batches(&[], 8).is_empty());
     }
 }
+
+#[cfg(test)]
+#[path = "executor_glue_tests.rs"]
+mod glue_tests;
