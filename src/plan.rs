@@ -17,7 +17,7 @@ use crate::events::{foreign_pod_events, transition_events, unschedulable_events,
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
 use crate::osd::{DeviceId, OsdKey, SuffixSource};
-use crate::render::{render_pod, PodIdentity, RenderError};
+use crate::osd_pod::{render_pod, PodIdentity, RenderError};
 use crate::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
 use crate::rollout::{deadlines, domain_id, rollout_step};
 use crate::status::{compute_status, SpecProblem, StatusInput};

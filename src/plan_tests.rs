@@ -1,4 +1,5 @@
-//! Planner tests: every rule of the reference's sections 5–7 and each of our safety fixes,
+//! Planner tests: every rule of the reference operator (creation, deletion, rollout order,
+//! pod states) and each of our safety fixes,
 //! plus a simulated cluster driven by proptest to check the invariants.
 
 use super::*;

@@ -6,7 +6,7 @@ use crate::desired::desired_osds;
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
 use crate::osd::SuffixSource;
-use crate::render::{render_pod, PodIdentity, RenderError};
+use crate::osd_pod::{render_pod, PodIdentity, RenderError};
 use kube::ResourceExt;
 
 /// Renders every desired pod of `cr` (state `up-to-date`, as after a completed rollout).

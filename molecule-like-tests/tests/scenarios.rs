@@ -483,8 +483,9 @@ async fn s7_deleting_the_cr_garbage_collects_its_pods() -> anyhow::Result<()> {
 
 // 8 ------------------------------------------------------------------------------------------
 
-/// A pod exactly as the reference operator would have laid it down (section 3 of the
-/// reference behaviour), built here by hand rather than by the operator's renderer.
+/// A pod exactly as the reference (Ansible) operator would have laid it down — its name,
+/// labels, annotations, node affinity and env — built here by hand rather than by the
+/// operator's renderer.
 fn reference_pod(
     template: &Value,
     cr_uid: &str,

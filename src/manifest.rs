@@ -1,5 +1,6 @@
-//! Offline checks of a CephOSD manifest, mirroring what the CRD schema enforces on the API
-//! server, with the field path in every message (used by `ceph-osd-operator render`).
+//! A CephOSD manifest file read and checked offline: bounded reading, one document, and what
+//! the CRD schema enforces on the API server, with the field path in every message (used by
+//! `ceph-osd-operator render`).
 
 use crate::crd::{cephosd_schema, CephOsd, MAX_NAME_LEN};
 use crate::desired::desired_osds;
