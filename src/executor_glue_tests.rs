@@ -92,6 +92,37 @@ impl ScriptedApi {
     }
 }
 
+/// What an executor borrows: the event recorder of `client`, and the CephOSD.
+struct Fixture {
+    client: kube::Client,
+    recorder: Recorder,
+    cr: CephOsd,
+}
+
+impl Fixture {
+    fn new(client: &kube::Client, cr: CephOsd) -> Self {
+        let reporter = Reporter {
+            controller: "test".into(),
+            instance: None,
+        };
+        Self {
+            client: client.clone(),
+            recorder: Recorder::new(client.clone(), reporter),
+            cr,
+        }
+    }
+
+    fn executor(&self) -> Executor<'_> {
+        Executor {
+            pods: Api::namespaced(self.client.clone(), "ceph"),
+            replica_sets: Api::namespaced(self.client.clone(), "ceph"),
+            crs: Api::namespaced(self.client.clone(), "ceph"),
+            recorder: &self.recorder,
+            cr: &self.cr,
+        }
+    }
+}
+
 fn cr() -> CephOsd {
     let mut cr = CephOsd::new(
         "ceph-osds",
@@ -128,23 +159,10 @@ async fn apply_all(
     client: &kube::Client,
     actions: &[Action],
 ) -> (Result<(), ExecuteError>, Vec<String>) {
-    let cr = cr();
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "test".into(),
-            instance: None,
-        },
-    );
-    let executor = Executor {
-        pods: Api::namespaced(client.clone(), "ceph"),
-        replica_sets: Api::namespaced(client.clone(), "ceph"),
-        crs: Api::namespaced(client.clone(), "ceph"),
-        recorder: &recorder,
-        cr: &cr,
-    };
+    let fixture = Fixture::new(client, cr());
     let told = Mutex::new(Vec::new());
-    let result = executor
+    let result = fixture
+        .executor()
         .apply_actions(actions, &|action| {
             if let Action::Create { pod, .. } = action {
                 told.lock().expect("lock").push(pod.name_any());
@@ -230,26 +248,16 @@ async fn a_delete_that_fails_otherwise_stops_and_may_have_applied() {
 #[tokio::test]
 async fn the_status_is_a_server_side_apply_of_the_status_subresource() {
     let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
-    let cr = cr();
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "test".into(),
-            instance: None,
-        },
-    );
-    let executor = Executor {
-        pods: Api::namespaced(client.clone(), "ceph"),
-        replica_sets: Api::namespaced(client.clone(), "ceph"),
-        crs: Api::namespaced(client.clone(), "ceph"),
-        recorder: &recorder,
-        cr: &cr,
-    };
+    let fixture = Fixture::new(&client, cr());
     let status = CephOsdStatus {
         desired: 3,
         ..CephOsdStatus::default()
     };
-    executor.write_status(&status).await.expect("written");
+    fixture
+        .executor()
+        .write_status(&status)
+        .await
+        .expect("written");
     let sent = api.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].method, Method::PATCH);
@@ -289,21 +297,8 @@ fn cr_with_two_osds() -> CephOsd {
 }
 
 async fn carry_out(client: &kube::Client, cr: &CephOsd, plan: &Plan) -> Outcome {
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "test".into(),
-            instance: None,
-        },
-    );
-    let executor = Executor {
-        pods: Api::namespaced(client.clone(), "ceph"),
-        replica_sets: Api::namespaced(client.clone(), "ceph"),
-        crs: Api::namespaced(client.clone(), "ceph"),
-        recorder: &recorder,
-        cr,
-    };
-    executor
+    Fixture::new(client, cr.clone())
+        .executor()
         .carry_out(plan, Timestamp::from_second(100).expect("time"), &|_| {})
         .await
 }
