@@ -11,6 +11,7 @@ use crate::labels;
 use crate::plan::{Action, Plan, PlannedEvent};
 use crate::status::failed_status;
 use futures::future::join_all;
+use futures::{stream, StreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
@@ -144,7 +145,7 @@ pub(crate) struct Executor<'a> {
 pub(crate) const MAX_CONCURRENT_WRITES: usize = 64;
 
 impl Executor<'_> {
-    /// Applies `actions`, publishing an Event for each applied one. Consecutive actions of
+    /// Applies `actions`, then publishes an Event for each applied one. Consecutive actions of
     /// one kind go out concurrently in slow-start batches (1, 2, 4, … up to
     /// `MAX_CONCURRENT_WRITES`), kinds in plan order; the first failed batch stops the rest,
     /// so a failure that hits every write costs one request, not a thousand.
@@ -155,6 +156,8 @@ impl Executor<'_> {
         actions: &[Action],
         written: &(dyn Fn(&Action) + Sync),
     ) -> Result<(), ExecuteError> {
+        let mut events = Vec::new();
+        let mut outcome = Ok(());
         for batch in batches(actions, MAX_CONCURRENT_WRITES) {
             let results = join_all(actions[batch].iter().map(|action| async move {
                 let applied = apply(self, action).await;
@@ -164,17 +167,26 @@ impl Executor<'_> {
                 {
                     written(action);
                 }
-                if applied? {
-                    if let Some(event) = event_for(action) {
-                        self.publish(&event).await;
-                    }
-                }
-                Ok(())
+                applied.map(|applied| event_for(action).filter(|_| applied))
             }))
             .await;
-            results.into_iter().collect::<Result<Vec<()>, _>>()?;
+            for result in results {
+                match result {
+                    Ok(event) => events.extend(event),
+                    Err(error) if outcome.is_ok() => outcome = Err(error),
+                    Err(_) => {}
+                }
+            }
+            if outcome.is_err() {
+                break;
+            }
         }
-        Ok(())
+        // The events of the applied writes, once the writes are out: they never hold up the
+        // next write.
+        stream::iter(&events)
+            .for_each_concurrent(MAX_CONCURRENT_WRITES, |event| self.publish(event))
+            .await;
+        outcome
     }
 
     /// Carries out `plan`: its actions, its events, then its status. A failed write stops

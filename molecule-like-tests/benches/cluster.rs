@@ -1,26 +1,76 @@
 //! Cluster benchmark on the local control plane (`molecule-like-tests/control-plane up` first):
 //! how long the operator takes to create the pods of a large CephOSD from empty, against a
-//! bare client POSTing the same pods 16 at a time, measured in the same run. Writes its section
-//! of BENCHMARKS.md. `BENCH_HOSTS` × `BENCH_OSDS_PER_HOST` (default 100 × 10).
+//! bare client POSTing the same pods 16 at a time, measured in the same run; its memory and
+//! CPU once settled; and a whole rollout by host: the latency from a host's last replacement
+//! turning Ready to the next host's first deletion, and the total against the sum of the pods'
+//! own grace periods and readiness delays. Writes its section of BENCHMARKS.md.
+//! `BENCH_HOSTS` × `BENCH_OSDS_PER_HOST` (default 100 × 10).
 //!
 //!   cargo build --release -p ceph-osd-operator && cargo bench -p molecule-like-tests --bench cluster
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use ceph_osd_operator::crd::{CephOsd, Phase};
+use ceph_osd_operator::labels;
 use ceph_osd_operator::CountingSuffix;
 use ceph_osd_operator::{plan, Action, Observed};
 use futures::{stream, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
+use kube::ResourceExt;
 use molecule_like_tests::nodes::ensure_nodes;
 use molecule_like_tests::scenario::{
-    cephosd, fast_sample_template, is_ready, storage, OperatorOptions, Scenario, CR,
+    annotation, cephosd, fast_sample_template, is_ready, keys, pod_key, storage, OperatorOptions,
+    Scenario, CR,
 };
+use serde_json::json;
+
+/// Resident memory of process `pid`, in MiB.
+fn rss_mib(pid: u32) -> anyhow::Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .context("no VmRSS")?
+        .parse()?;
+    Ok(kib / 1024.0)
+}
+
+/// CPU time (user + system) process `pid` has used.
+fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("stat")?
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    let per_second: u64 = String::from_utf8(
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()?
+            .stdout,
+    )?
+    .trim()
+    .parse()?;
+    Ok(Duration::from_millis(ticks * 1000 / per_second))
+}
+
+/// The p-th percentile (0–100) of `values`, nearest rank.
+fn percentile(values: &[Duration], p: usize) -> Duration {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    let rank = (p * sorted.len()).div_ceil(100).max(1);
+    sorted[rank - 1]
+}
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -102,7 +152,9 @@ async fn main() -> anyhow::Result<()> {
 
     // The operator (release build next to this benchmark) creates them from the CephOSD.
     let mut s = Scenario::create("bench-operator").await?;
-    s.start_operator(&OperatorOptions { resync_seconds: 30 })?;
+    // Resync every 2 s: the settled operator's CPU is measured over many no-op reconciles.
+    let operator = s.spawn_operator("bench", &OperatorOptions { resync_seconds: 2 }, &[], &[])?;
+    let pid = operator.pid().context("operator pid")?;
     let started = Instant::now();
     s.create_cr(&manifest).await?;
     s.wait_until("every pod created", Duration::from_mins(10), || async {
@@ -123,7 +175,24 @@ async fn main() -> anyhow::Result<()> {
     })
     .await?;
     let ready = started.elapsed();
+
+    // Settled: memory, and CPU per no-op reconcile over 20 s of resyncs.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rss = rss_mib(pid)?;
+    let reconciles = || operator.log().matches("reconciled").count();
+    let (cpu_before, reconciles_before) = (cpu_time(pid)?, reconciles());
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let no_ops = reconciles() - reconciles_before;
+    let cpu_per_no_op = cpu_time(pid)?.saturating_sub(cpu_before) / u32::try_from(no_ops.max(1))?;
+
+    let rollout = if env_or("BENCH_ROLLOUT", 1) == 0 {
+        String::new()
+    } else {
+        let want = keys(&host_refs, &device_refs);
+        rollout_by_host(&mut s, &host_names, &want, pid).await?
+    };
     s.destroy().await?;
+    drop(operator);
 
     let section = format!(
         "## Creating a CephOSD of {total} OSDs ({hosts} hosts × {per_host}) on the local control plane\n\n\
@@ -132,13 +201,18 @@ async fn main() -> anyhow::Result<()> {
          | baseline: a bare client POSTing the same {total} pods, 16 in flight | {:.1} s | 1.00 |\n\
          | the operator: CephOSD applied → every pod created | {:.1} s | {:.2} |\n\
          | every pod Ready (scheduled and started by kube-scheduler and KWOK; Ready 1 s after start) | {:.1} s | |\n\
-         | the operator: status Ready | {:.1} s ({:.1} s after the last pod was seen Ready, polling every 0.2 s) | |\n",
+         | the operator: status Ready | {:.1} s ({:.1} s after the last pod was seen Ready, polling every 0.2 s) | |\n\
+         \n| the settled operator (resync every 2 s) | measured |\n|---|---|\n\
+         | resident memory watching {total} pods | {rss:.1} MiB |\n\
+         | CPU per no-op reconcile ({no_ops} in 20 s; API calls: none, it reads the watch cache) | {:.2} ms |\n\
+         {rollout}",
         baseline.as_secs_f64(),
         created.as_secs_f64(),
         created.as_secs_f64() / baseline.as_secs_f64(),
         pods_ready.as_secs_f64(),
         ready.as_secs_f64(),
         ready.checked_sub(pods_ready).unwrap().as_secs_f64(),
+        cpu_per_no_op.as_secs_f64() * 1000.0,
     );
     print!("{section}");
     let path = molecule_like_tests::scenario::workspace_root().join("BENCHMARKS.md");
@@ -149,4 +223,73 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_default();
     std::fs::write(&path, format!("{}\n\n{section}", kept.trim_end()))?;
     Ok(())
+}
+
+/// Replaces every pod of the settled CephOSD `CR` by a template edit, one host at a time, and
+/// returns the table: the latency from a host's last replacement turning Ready to the next
+/// host's first deletion, and the whole rollout against the pods' own time.
+async fn rollout_by_host(
+    s: &mut Scenario,
+    host_names: &[String],
+    want: &BTreeSet<ceph_osd_operator::OsdKey>,
+    pid: u32,
+) -> anyhow::Result<String> {
+    s.start_recorder().await?;
+    let started = Instant::now();
+    let (_, hash) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+        .await?;
+    s.wait_converged(CR, want, &hash, Duration::from_hours(1))
+        .await?;
+    let total = started.elapsed();
+    let rss = rss_mib(pid)?;
+    let mut ready_at: BTreeMap<String, BTreeMap<String, Duration>> = BTreeMap::new();
+    let mut first_deletion: BTreeMap<String, Duration> = BTreeMap::new();
+    for event in s.recorder()?.events() {
+        let Some(key) = pod_key(&event.pod) else {
+            continue;
+        };
+        let new = annotation(&event.pod, labels::TEMPLATE_HASH) == Some(hash.as_str());
+        if new && is_ready(&event.pod) {
+            ready_at
+                .entry(key.host.clone())
+                .or_default()
+                .entry(event.pod.name_any())
+                .or_insert(event.at);
+        }
+        if !new && event.pod.metadata.deletion_timestamp.is_some() {
+            first_deletion.entry(key.host).or_insert(event.at);
+        }
+    }
+    // Hosts in rollout order (their names sort that way): host i done → host i+1 started.
+    let mut latencies = Vec::new();
+    for pair in host_names.windows(2) {
+        let done = ready_at
+            .get(&pair[0])
+            .and_then(|pods| pods.values().max())
+            .context("a host without Ready replacements")?;
+        let next = first_deletion
+            .get(&pair[1])
+            .context("a host never deleted")?;
+        latencies.push(next.saturating_sub(*done));
+    }
+    // What the pods themselves take per host step: grace period 1 s, Ready 1 s after start.
+    let steps = host_names.len();
+    let ideal = Duration::from_secs(2) * u32::try_from(steps)?;
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    Ok(format!(
+        "\n| a rollout by host ({steps} host steps, every pod replaced) | time |\n|---|---|\n\
+         | a host's last replacement Ready → the next host's first deletion, p50 / p99 / max over {} steps | {:.0} / {:.0} / {:.0} ms |\n\
+         | whole rollout | {:.1} s |\n\
+         | the pods' own time: {steps} × (grace 1 s + Ready 1 s after start) | {:.1} s |\n\
+         | ratio (scheduling, KWOK's stage delays and the operator's reaction included) | {:.2} |\n\
+         | resident memory after the rollout | {rss:.1} MiB |\n",
+        latencies.len(),
+        ms(percentile(&latencies, 50)),
+        ms(percentile(&latencies, 99)),
+        ms(latencies.iter().max().copied().unwrap_or_default()),
+        total.as_secs_f64(),
+        ideal.as_secs_f64(),
+        total.as_secs_f64() / ideal.as_secs_f64(),
+    ))
 }
