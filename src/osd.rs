@@ -28,12 +28,9 @@ impl OsdKey {
         }
     }
 
-    /// `host:data`, byte by byte.
-    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
-        self.host
-            .bytes()
-            .chain(std::iter::once(b':'))
-            .chain(self.data.bytes())
+    /// `host:data` as three byte slices.
+    fn segments(&self) -> [&[u8]; 3] {
+        [self.host.as_bytes(), b":", self.data.as_bytes()]
     }
 
     /// `host:data`, character by character.
@@ -79,17 +76,45 @@ impl Ord for OsdKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         let ascii = |k: &Self| k.host.is_ascii() && k.data.is_ascii();
         if ascii(self) && ascii(other) {
-            // The common case, byte by byte (ASCII lower-casing is char lower-casing there).
-            return self
-                .bytes()
-                .map(|b| b.to_ascii_lowercase())
-                .cmp(other.bytes().map(|b| b.to_ascii_lowercase()))
-                .then_with(|| self.bytes().cmp(other.bytes()));
+            // The common case, on byte slices (ASCII lower-casing is char lower-casing there).
+            let (a, b) = (self.segments(), other.segments());
+            return cmp_concatenated(a, b, true).then_with(|| cmp_concatenated(a, b, false));
         }
         self.chars()
             .flat_map(char::to_lowercase)
             .cmp(other.chars().flat_map(char::to_lowercase))
             .then_with(|| self.chars().cmp(other.chars()))
+    }
+}
+
+/// Compares the concatenations of `left` and `right` (ASCII-case-folded when `fold`), slice
+/// by slice.
+fn cmp_concatenated(left: [&[u8]; 3], right: [&[u8]; 3], fold: bool) -> std::cmp::Ordering {
+    let mut lefts = left.into_iter().filter(|s| !s.is_empty());
+    let mut rights = right.into_iter().filter(|s| !s.is_empty());
+    let (mut left, mut right): (&[u8], &[u8]) = (&[], &[]);
+    loop {
+        if left.is_empty() {
+            left = lefts.next().unwrap_or_default();
+        }
+        if right.is_empty() {
+            right = rights.next().unwrap_or_default();
+        }
+        let common = left.len().min(right.len());
+        if common == 0 {
+            return left.len().cmp(&right.len());
+        }
+        let (head_left, head_right) = (&left[..common], &right[..common]);
+        let same = if fold {
+            head_left.eq_ignore_ascii_case(head_right)
+        } else {
+            head_left == head_right
+        };
+        if !same {
+            let byte = |c: &u8| if fold { c.to_ascii_lowercase() } else { *c };
+            return head_left.iter().map(byte).cmp(head_right.iter().map(byte));
+        }
+        (left, right) = (&left[common..], &right[common..]);
     }
 }
 

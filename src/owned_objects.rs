@@ -7,7 +7,7 @@ use crate::expectations::{Expectations, Expected, Readiness};
 use crate::labels;
 use crate::plan::Action;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ListParams};
 use kube::runtime::reflector::Store;
@@ -162,11 +162,16 @@ where
         .collect()
 }
 
-/// What the cache keeps of a pod: what the planner reads (metadata, status), without the
-/// managed fields and the spec.
+/// What the cache keeps of a pod: what the planner reads — its metadata without the managed
+/// fields, and of its status the phase and the conditions.
 pub(crate) fn strip_pod(pod: &mut Pod) {
     pod.metadata.managed_fields = None;
     pod.spec = None;
+    pod.status = pod.status.take().map(|status| PodStatus {
+        phase: status.phase,
+        conditions: status.conditions,
+        ..PodStatus::default()
+    });
 }
 
 /// What the cache keeps of a ReplicaSet: its metadata (the planner reads nothing else).
@@ -174,4 +179,44 @@ pub(crate) fn strip_replica_set(replica_set: &mut ReplicaSet) {
     replica_set.metadata.managed_fields = None;
     replica_set.spec = k8s_openapi::api::apps::v1::ReplicaSetSpec::default();
     replica_set.status = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::{ready_since, unschedulable};
+    use serde_json::json;
+
+    #[test]
+    fn a_stripped_pod_keeps_what_the_planner_reads_and_nothing_else() {
+        let mut pod: Pod = serde_json::from_value(json!({
+            "metadata": {
+                "name": "osd-h1-sdb-abcde",
+                "annotations": {"ceph.elemental.net/host": "h1"},
+                "managedFields": [{"manager": "kubelet", "operation": "Update"}],
+            },
+            "spec": {"containers": [{"name": "osd", "image": "ceph"}], "nodeName": "h1"},
+            "status": {
+                "phase": "Running",
+                "podIP": "10.0.0.7",
+                "conditions": [
+                    {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                    {"type": "PodScheduled", "status": "True"},
+                ],
+                "containerStatuses": [{"name": "osd", "image": "ceph", "imageID": "x",
+                                       "ready": true, "restartCount": 0}],
+            },
+        }))
+        .expect("pod");
+        let (ready, waiting) = (ready_since(&pod), unschedulable(&pod));
+        strip_pod(&mut pod);
+        assert_eq!((ready_since(&pod), unschedulable(&pod)), (ready, waiting));
+        assert!(ready.is_some());
+        let status = pod.status.as_ref().expect("status");
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert_eq!(status.conditions.as_ref().map(Vec::len), Some(2));
+        assert!(status.container_statuses.is_none() && status.pod_ip.is_none());
+        assert!(pod.spec.is_none() && pod.metadata.managed_fields.is_none());
+        assert_eq!(pod.metadata.annotations.as_ref().map(std::collections::BTreeMap::len), Some(1));
+    }
 }
