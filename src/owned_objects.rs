@@ -217,6 +217,12 @@ mod tests {
         assert_eq!(status.conditions.as_ref().map(Vec::len), Some(2));
         assert!(status.container_statuses.is_none() && status.pod_ip.is_none());
         assert!(pod.spec.is_none() && pod.metadata.managed_fields.is_none());
-        assert_eq!(pod.metadata.annotations.as_ref().map(std::collections::BTreeMap::len), Some(1));
+        assert_eq!(
+            pod.metadata
+                .annotations
+                .as_ref()
+                .map(std::collections::BTreeMap::len),
+            Some(1)
+        );
     }
 }
