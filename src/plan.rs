@@ -208,10 +208,12 @@ pub fn plan(
     } else {
         watch.requeue_after
     };
+    // Domains still down from the update under way, plus those this step starts.
+    let previous_update = seen.previous_update();
     let mut current_update: BTreeSet<String> = step
         .unavailable
         .iter()
-        .filter(|d| seen.previous_update().contains(d.as_str()))
+        .filter(|d| previous_update.contains(d.as_str()))
         .cloned()
         .collect();
     current_update.extend(replacing.iter().map(|k| seen.domain_of(k)));
