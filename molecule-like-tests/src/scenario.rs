@@ -585,6 +585,68 @@ impl PodRecorder {
         check_one_pod_per_key(&controlled).map_err(|e| anyhow!("{e}\n{}", render_events(&r.events)))
     }
 
+    /// Replays the events and returns, after each one from event `from` on, the update domains
+    /// (`OSD`: the key; `Host`: the host) with an OSD of `want` that has no live Ready pod.
+    pub fn unavailable_domains(
+        &self,
+        want: &BTreeSet<OsdKey>,
+        domain: UpdateDomain,
+        from: usize,
+    ) -> Vec<(usize, BTreeSet<String>)> {
+        let r = lock(&self.recording);
+        let mut pods: BTreeMap<String, &Pod> = BTreeMap::new();
+        let mut out = Vec::new();
+        for e in &r.events {
+            let name = e.pod.name_any();
+            if e.kind == EventKind::Deleted {
+                pods.remove(&name);
+            } else {
+                pods.insert(name, &e.pod);
+            }
+            if e.seq < from {
+                continue;
+            }
+            let available: BTreeSet<OsdKey> = pods
+                .values()
+                .filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p))
+                .filter_map(|p| pod_key(p))
+                .collect();
+            let down = want
+                .difference(&available)
+                .map(|k| match domain {
+                    UpdateDomain::Osd => k.to_string(),
+                    UpdateDomain::Host => k.host.clone(),
+                })
+                .collect();
+            out.push((e.seq, down));
+        }
+        out
+    }
+
+    /// The rollout invariant: from event `from` on, never more than `max` update domains with
+    /// an OSD of `want` lacking a live Ready pod.
+    pub fn assert_unavailable_domains_at_most(
+        &self,
+        want: &BTreeSet<OsdKey>,
+        domain: UpdateDomain,
+        max: usize,
+        from: usize,
+    ) -> anyhow::Result<()> {
+        if let Some((seq, down)) = self
+            .unavailable_domains(want, domain, from)
+            .into_iter()
+            .find(|(_, down)| down.len() > max)
+        {
+            bail!(
+                "{} update domains unavailable at once after event #{seq} (at most {max}): \
+                 {down:?}\n{}",
+                down.len(),
+                self.render()
+            );
+        }
+        Ok(())
+    }
+
     /// The recorded history as facts (created, Ready, deletion started, gone) per pod.
     pub fn timeline(&self) -> Timeline {
         Timeline::from_events(&lock(&self.recording).events)

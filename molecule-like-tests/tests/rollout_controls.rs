@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use ceph_osd_operator::crd::{CephOsd, CephOsdStatus, Phase};
+use ceph_osd_operator::crd::{CephOsd, CephOsdStatus, Phase, UpdateDomain};
 use ceph_osd_operator::labels;
 use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
@@ -618,29 +618,12 @@ async fn c4_max_unavailable_two_replaces_two_osds_at_a_time_never_three() -> any
     rec.catch_up(&s.pods).await?;
     rec.assert_one_pod_per_key()?;
 
-    // Replay: after each event, the keys without a live Ready pod.
-    let events = rec.events();
-    let mut pods: BTreeMap<String, Pod> = BTreeMap::new();
+    // Replay: after each event, the OSDs without a live Ready pod.
     let mut max = (0usize, 0usize, BTreeSet::new());
     let mut exactly_two = 0usize;
-    for e in &events {
-        let name = e.pod.name_any();
-        if e.kind == EventKind::Deleted {
-            pods.remove(&name);
-        } else {
-            pods.insert(name, e.pod.clone());
-        }
-        let available: BTreeSet<OsdKey> = pods
-            .values()
-            .filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p))
-            .filter_map(pod_key)
-            .collect();
-        let unavailable: BTreeSet<OsdKey> = want.difference(&available).cloned().collect();
-        if e.seq < mark {
-            continue;
-        }
+    for (seq, unavailable) in rec.unavailable_domains(&want, UpdateDomain::Osd, mark) {
         if unavailable.len() > max.0 {
-            max = (unavailable.len(), e.seq, unavailable.clone());
+            max = (unavailable.len(), seq, unavailable.clone());
         }
         if unavailable.len() == 2 {
             exactly_two += 1;

@@ -1,18 +1,22 @@
 //! Safety scenarios on the control plane: stray pods with our labels never cost a healthy OSD
-//! pod, and pods another controller controls are left alone while they hold their disk.
+//! pod (nor disturb the rollout that follows), and pods another controller controls are left
+//! alone while they hold their disk. Each replays its recorded pod watch against the
+//! invariants: the operator creates a pod only on a free disk, never two of its pods for one
+//! disk, never more update domains unavailable than `maxUnavailable` (1).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::scenario::{
     cephosd, fast_sample_template, hold, keys, pod_key, storage, Converged, EventKind, PodEvent,
-    Scenario, CONVERGE, CR,
+    Scenario, CONVERGE, CR, ROLLOUT,
 };
 use serde_json::json;
 
@@ -91,6 +95,9 @@ async fn stray_pods_are_removed_and_no_osd_pod_is_touched() -> anyhow::Result<()
         .values()
         .map(|p| (p.name_any(), p.uid().unwrap_or_default()))
         .collect();
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let settled = rec.len();
 
     // One stray per OSD: an invalid name, and two valid-looking names that sort first.
     let pod = |data: &str| &before[&OsdKey::new("node1", data)];
@@ -126,7 +133,6 @@ async fn stray_pods_are_removed_and_no_osd_pod_is_touched() -> anyhow::Result<()
     })
     .await?;
 
-    let rec = s.recorder()?;
     rec.catch_up(&s.pods).await?;
     let timeline = rec.timeline();
     for name in ours.keys() {
@@ -137,10 +143,24 @@ async fn stray_pods_are_removed_and_no_osd_pod_is_touched() -> anyhow::Result<()
             rec.render()
         );
     }
+    anyhow::ensure!(want.len() == ours.len());
+
+    // Then a rollout, unpaused: one OSD at a time in key order, as if no stray had been there.
+    s.patch_spec(CR, json!({"paused": false})).await?;
+    let (_, hash) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+        .await?;
+    s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
+    rec.catch_up(&s.pods).await?;
+    let old: BTreeMap<String, OsdKey> = before
+        .iter()
+        .map(|(k, p)| (p.name_any(), k.clone()))
+        .collect();
+    rec.timeline().check_rollout(&old, UpdateDomain::Osd)?;
     check_created_on_free_disks(&rec.events(), CR)
         .map_err(|e| anyhow::anyhow!("{e}\n{}", rec.render()))?;
     rec.assert_one_controlled_pod_per_key()?;
-    anyhow::ensure!(want.len() == ours.len());
+    rec.assert_unavailable_domains_at_most(&want, UpdateDomain::Osd, 1, settled)?;
     s.destroy().await
 }
 
@@ -182,6 +202,9 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
         })
         .await?;
     anyhow::ensure!(status.foreign_pods == ["osd-node1-sdb-other"], "{status:?}");
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let settled = rec.len();
     // From now on (the kubelet has made it Ready) nobody writes to it.
     let foreign_version = s.pods.get(&foreign.name_any()).await?.resource_version();
     // Over several reconciles: untouched, and no second pod for its disk.
@@ -217,12 +240,14 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
         .await?;
     let cr = s.crs.get(CR).await?;
     let hash = ceph_osd_operator::TemplateHash::of(&cr.spec.pod_template).to_string();
-    s.wait_converged(CR, &keys(&hosts, &data), &hash, CONVERGE)
-        .await?;
-    let rec = s.recorder()?;
+    let want = keys(&hosts, &data);
+    s.wait_converged(CR, &want, &hash, CONVERGE).await?;
     rec.catch_up(&s.pods).await?;
     check_created_on_free_disks(&rec.events(), CR)
         .map_err(|e| anyhow::anyhow!("{e}\n{}", rec.render()))?;
-    rec.assert_one_controlled_pod_per_key()?;
+    // Here every pod counts: the foreign pod held its disk until it was gone.
+    rec.assert_one_pod_per_key()?;
+    // Only the foreign pod's disk was ever down once both OSDs were served.
+    rec.assert_unavailable_domains_at_most(&want, UpdateDomain::Osd, 1, settled)?;
     s.destroy().await
 }
