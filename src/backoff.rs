@@ -2,6 +2,7 @@
 //! the first success; in memory only: after a restart a failing CR simply starts over), and
 //! for the watches that trigger reconciles.
 
+use crate::locked::locked;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -23,10 +24,7 @@ impl Backoff {
 
     /// Records a failure of `object` and returns how long to wait before the next attempt.
     pub(crate) fn failed(&self, object: &str) -> Duration {
-        let mut failures = self
-            .failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut failures = locked(&self.failures);
         let count = failures.entry(object.to_owned()).or_insert(0);
         let delay = self
             .base
@@ -38,10 +36,7 @@ impl Backoff {
 
     /// Forgets the failures of `object`.
     pub(crate) fn succeeded(&self, object: &str) {
-        self.failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(object);
+        locked(&self.failures).remove(object);
     }
 }
 

@@ -173,7 +173,7 @@ fn owner_of<K: ResourceExt>(object: K) -> Option<ObjectRef<CephOsd>> {
 
 async fn timed_reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = std::time::Instant::now();
-    let object = format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any());
+    let object = cr.object_key();
     let result = reconcile(cr, ctx.clone()).await;
     match &result {
         Ok(_) => ctx.backoff.succeeded(&object),
@@ -190,7 +190,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         return Ok(Action::await_change());
     }
     let namespace = cr.namespace().unwrap_or_default();
-    let cr_name = format!("{namespace}/{}", cr.name_any());
+    let cr_name = cr.object_key();
     let executor = Executor {
         pods: Api::namespaced(ctx.client.clone(), &namespace),
         replica_sets: Api::namespaced(ctx.client.clone(), &namespace),
@@ -261,7 +261,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
 
 #[allow(clippy::needless_pass_by_value)] // the signature `Controller::run` wants
 fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
-    let object = format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any());
+    let object = cr.object_key();
     let delay = ctx.backoff.failed(&object);
     warn!(cephosd = %object, category = %error.category(), retry_in = ?delay, %error, "reconcile failed");
     Action::requeue(delay)

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::SignedDuration;
-use kube::{CustomResource, CustomResourceExt};
+use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -239,6 +239,18 @@ pub enum Phase {
     Paused,
     Stalled,
     Error,
+}
+
+/// `namespace/name`: how logs, the retry backoff and the write expectations name a CephOSD.
+pub(crate) fn object_key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+impl CephOsd {
+    /// This CephOSD's [`object_key`].
+    pub(crate) fn object_key(&self) -> String {
+        object_key(&self.namespace().unwrap_or_default(), &self.name_any())
+    }
 }
 
 /// Why the CRD could not be produced from the types.

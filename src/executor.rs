@@ -125,6 +125,7 @@ impl ExecuteError {
 }
 
 /// What carrying out a plan did.
+#[derive(Default)]
 pub(crate) struct Outcome {
     /// The status written, if one was.
     pub(crate) status: Option<CephOsdStatus>,
@@ -203,7 +204,9 @@ impl Executor<'_> {
             self.publish(event).await;
         }
         let error = match applied {
-            Ok(()) if plan.status_changed => match self.write_status(&plan.status).await {
+            Err(error) => error,
+            Ok(()) if !plan.status_changed => return Outcome::default(),
+            Ok(()) => match self.write_status(&plan.status).await {
                 Ok(()) => {
                     return Outcome {
                         status: Some(plan.status.clone()),
@@ -212,14 +215,13 @@ impl Executor<'_> {
                 }
                 Err(error) => error,
             },
-            Ok(()) => {
-                return Outcome {
-                    status: None,
-                    failed: None,
-                }
-            }
-            Err(error) => error,
         };
+        self.report_failure(plan, now, error).await
+    }
+
+    /// Tells a failed write where users look: a Warning event, and the planned status with a
+    /// `ReconcileFailed` condition (unless the CephOSD already shows exactly that).
+    async fn report_failure(&self, plan: &Plan, now: Timestamp, error: ExecuteError) -> Outcome {
         let (failure, message) = (error.category(), error.summary());
         self.publish(&PlannedEvent {
             warning: true,
@@ -234,7 +236,7 @@ impl Executor<'_> {
             match self.write_status(&failed).await {
                 Ok(()) => status = Some(failed),
                 Err(status_error) => {
-                    warn!(cephosd = %self.cr.name_any(), error = %status_error, "could not report the failure in the status");
+                    warn!(cephosd = %self.cr.object_key(), error = %status_error, "could not report the failure in the status");
                 }
             }
         }

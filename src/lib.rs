@@ -18,6 +18,7 @@ mod expectations;
 mod failure;
 mod hash;
 mod lease;
+mod locked;
 mod manifest;
 mod metrics;
 mod operator;

@@ -2,9 +2,10 @@
 //! from the watch caches (no API call) once they have synced and show every write of ours for
 //! that CephOSD (see `expectations.rs`), else from a LIST when the caches lag too long.
 
-use crate::crd::CephOsd;
+use crate::crd::{object_key, CephOsd};
 use crate::expectations::{Expectations, Expected, Readiness};
 use crate::labels;
+use crate::locked::locked;
 use crate::plan::Action;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
@@ -74,14 +75,14 @@ impl OwnedObjects {
         let synced = tokio::time::timeout(SYNC_TIMEOUT, ready)
             .await
             .unwrap_or_else(|_| {
-                warn!(cephosd = %key_of(cr), "the watch caches have not synced within 10 s; planning from a LIST");
+                warn!(cephosd = %cr.object_key(), "the watch caches have not synced within 10 s; planning from a LIST");
                 false
             });
         let cached = Observation {
             pods: owned(&self.pods, cr),
             replica_sets: owned(&self.replica_sets, cr),
         };
-        let key = key_of(cr);
+        let key = cr.object_key();
         let readiness = if synced {
             self.with_expectations(&key, |e| {
                 e.check(&cached.pods, &cached.replica_sets, now, CACHE_TIMEOUT)
@@ -116,23 +117,17 @@ impl OwnedObjects {
     /// Records that `action` for `cr` reached the API (or may have), at `now`.
     pub(crate) fn written(&self, cr: &CephOsd, action: &Action, now: Timestamp) {
         if let Some(expected) = Expected::of(action) {
-            self.with_expectations(&key_of(cr), |e| e.expect(expected, now));
+            self.with_expectations(&cr.object_key(), |e| e.expect(expected, now));
         }
     }
 
     /// Forgets a deleted CephOSD.
     pub(crate) fn forget(&self, namespace: &str, name: &str) {
-        self.expectations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&format!("{namespace}/{name}"));
+        locked(&self.expectations).remove(&object_key(namespace, name));
     }
 
     fn with_expectations<T>(&self, key: &str, f: impl FnOnce(&mut Expectations) -> T) -> T {
-        let mut all = self
-            .expectations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all = locked(&self.expectations);
         let expectations = all.entry(key.to_owned()).or_default();
         let out = f(expectations);
         if expectations.is_empty() {
@@ -140,10 +135,6 @@ impl OwnedObjects {
         }
         out
     }
-}
-
-fn key_of(cr: &CephOsd) -> String {
-    format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any())
 }
 
 /// The cached objects of `cr`'s namespace that carry its owner label.

@@ -5,6 +5,7 @@
 //! resourceVersion it was planned from, and used while the cache still shows that version.
 
 use crate::crd::{CephOsd, CephOsdStatus};
+use crate::locked::locked;
 use kube::ResourceExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,10 +23,7 @@ impl WrittenStatuses {
         let (Some(uid), Some(version)) = (cr.uid(), cr.resource_version()) else {
             return cr;
         };
-        let mut by_uid = self
-            .by_uid
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut by_uid = locked(&self.by_uid);
         match by_uid.get(&uid) {
             Some((planned_from, status)) if *planned_from == version => {
                 let mut newer = (*cr).clone();
@@ -44,10 +42,7 @@ impl WrittenStatuses {
     /// Records that `status` was written over `cr` (as planned from).
     pub(crate) fn remember(&self, cr: &CephOsd, status: &CephOsdStatus) {
         if let (Some(uid), Some(version)) = (cr.uid(), cr.resource_version()) {
-            let mut by_uid = self
-                .by_uid
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut by_uid = locked(&self.by_uid);
             by_uid.insert(uid, (version, status.clone()));
         }
     }
