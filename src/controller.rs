@@ -10,7 +10,7 @@ use crate::failure::Failure;
 use crate::labels;
 use crate::metrics::Metrics;
 use crate::osd::RandomSuffix;
-use crate::owned_objects::{strip_pod, strip_replica_set, OwnedObjects};
+use crate::owned_objects::{strip_pod, strip_replica_set, OwnedObjects, Snapshot};
 use crate::plan::{plan, Observed};
 use crate::written_status::WrittenStatuses;
 use futures::{Stream, StreamExt};
@@ -200,7 +200,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     };
     // The API keeps whole seconds; so do we, so an unchanged status compares equal.
     let now = Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH);
-    let observation = ctx
+    let snapshot = ctx
         .owned
         .observe(&cr, &executor.pods, &executor.replica_sets, now)
         .await
@@ -208,10 +208,17 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             cr: cr_name.clone(),
             source,
         })?;
-    let Some(observation) = observation else {
+    let observation = match snapshot {
+        Snapshot::Plan(observation) => observation,
+        Snapshot::Unchanged => {
+            // Inputs exactly those of a plan with nothing to do: no planning, no API call.
+            debug!(cephosd = %cr_name, unchanged = true, "reconciled");
+            ctx.metrics.unchanged(started.elapsed());
+            return Ok(Action::requeue(ctx.settings.resync));
+        }
         // Our last writes are not in the caches yet: their watch events bring the next
         // reconcile (the requeue only covers a write that is never seen).
-        return Ok(Action::requeue(Duration::from_secs(1)));
+        Snapshot::Lagging => return Ok(Action::requeue(Duration::from_secs(1))),
     };
     let observed = Observed {
         pods: &observation.pods,
@@ -245,6 +252,8 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     if let Some(status) = &outcome.status {
         ctx.written.remember(&cr, status);
     }
+    let quiet = !changes && plan.requeue_after.is_none() && outcome.failed.is_none();
+    ctx.owned.planned(&cr, &observation, quiet);
     if let Some(error) = outcome.failed {
         // The retry follows the error policy's backoff.
         return Err(error.into());

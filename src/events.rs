@@ -133,6 +133,43 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
     }
 }
 
+/// The most Events of one reason that the writes of one reconcile get one by one.
+pub(crate) const EVENTS_PER_REASON: usize = 16;
+
+/// The events of one reconcile's applied writes, where a reason with more than
+/// `EVENTS_PER_REASON` of them gets one Event that tells them all: creating a thousand OSDs
+/// posts a few Events, not a thousand next to the thousand pods.
+pub(crate) fn fold_mass_events(events: Vec<PlannedEvent>) -> Vec<PlannedEvent> {
+    let mut groups: Vec<Vec<PlannedEvent>> = Vec::new();
+    for event in events {
+        match groups
+            .iter_mut()
+            .find(|g| (g[0].reason, g[0].warning) == (event.reason, event.warning))
+        {
+            Some(group) => group.push(event),
+            None => groups.push(vec![event]),
+        }
+    }
+    groups
+        .into_iter()
+        .flat_map(|mut group| {
+            if group.len() <= EVENTS_PER_REASON {
+                return group;
+            }
+            let (count, last) = (group.len(), group.pop().map(|e| e.note).unwrap_or_default());
+            let first = group.swap_remove(0);
+            vec![PlannedEvent {
+                note: format!(
+                    "{count} alike in one reconcile, from the first: {}; to the last: {last}",
+                    first.note
+                ),
+                pod: None,
+                ..first
+            }]
+        })
+        .collect()
+}
+
 /// One Warning per OSD whose pod newly cannot be scheduled (the status lists those already
 /// told).
 pub(crate) fn unschedulable_events(
@@ -231,4 +268,52 @@ pub(crate) fn describe(reason: &DeleteReason) -> String {
 /// ` of OSD host:data`, or nothing for an object that names no OSD.
 fn of_osd(key: Option<&OsdKey>) -> String {
     key.map(|k| format!(" of OSD {k}")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(reason: EventReason, pod: usize) -> PlannedEvent {
+        PlannedEvent {
+            warning: false,
+            reason,
+            note: format!("pod {pod}"),
+            pod: Some(format!("pod-{pod}")),
+        }
+    }
+
+    #[test]
+    fn a_reason_beyond_the_limit_gets_one_event_that_tells_them_all() {
+        let mut events: Vec<PlannedEvent> =
+            (0..500).map(|i| event(EventReason::Created, i)).collect();
+        events.extend((0..EVENTS_PER_REASON).map(|i| event(EventReason::Replacing, i)));
+        events.push(event(EventReason::Created, 500));
+        let folded = fold_mass_events(events);
+        assert_eq!(folded.len(), 1 + EVENTS_PER_REASON);
+        assert_eq!(folded[0].reason, EventReason::Created);
+        assert_eq!(
+            folded[0].note,
+            "501 alike in one reconcile, from the first: pod 0; to the last: pod 500"
+        );
+        assert_eq!(folded[0].pod, None);
+        assert!(folded[1..]
+            .iter()
+            .all(|e| e.reason == EventReason::Replacing && e.pod.is_some()));
+    }
+
+    #[test]
+    fn warnings_are_not_folded_into_normal_events() {
+        let mut events: Vec<PlannedEvent> = (0..=EVENTS_PER_REASON)
+            .map(|i| event(EventReason::Deleted, i))
+            .collect();
+        events.push(PlannedEvent {
+            warning: true,
+            ..event(EventReason::Deleted, 99)
+        });
+        let folded = fold_mass_events(events);
+        assert_eq!(folded.len(), 2);
+        assert!(!folded[0].warning && folded[0].note.starts_with("17 alike"));
+        assert_eq!(folded[1].note, "pod 99");
+    }
 }

@@ -5,7 +5,7 @@
 
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::events::EventReason;
-use crate::events::{describe, event_for};
+use crate::events::{describe, event_for, fold_mass_events};
 use crate::failure::Failure;
 use crate::labels;
 use crate::plan::{Action, Plan, PlannedEvent};
@@ -146,7 +146,8 @@ pub(crate) struct Executor<'a> {
 pub(crate) const MAX_CONCURRENT_WRITES: usize = 64;
 
 impl Executor<'_> {
-    /// Applies `actions`, then publishes an Event for each applied one. Consecutive actions of
+    /// Applies `actions`, then publishes the Events of the applied ones (a mass of one reason
+    /// folded into one, see `fold_mass_events`). Consecutive actions of
     /// one kind go out concurrently in slow-start batches (1, 2, 4, … up to
     /// `MAX_CONCURRENT_WRITES`), kinds in plan order; the first failed batch stops the rest,
     /// so a failure that hits every write costs one request, not a thousand.
@@ -184,7 +185,7 @@ impl Executor<'_> {
         }
         // The events of the applied writes, once the writes are out: they never hold up the
         // next write.
-        stream::iter(&events)
+        stream::iter(&fold_mass_events(events))
             .for_each_concurrent(MAX_CONCURRENT_WRITES, |event| self.publish(event))
             .await;
         outcome

@@ -7,6 +7,7 @@
 pub mod crd;
 pub mod labels;
 
+mod api_requests;
 mod backoff;
 mod classify;
 mod conditions;
@@ -36,6 +37,7 @@ mod storage_rules;
 mod template_rules;
 mod written_status;
 
+pub use api_requests::counted_client;
 pub use controller::Settings;
 pub use hash::TemplateHash;
 pub use lease::LeaseSettings;

@@ -1,8 +1,8 @@
 //! The `ceph-osd-operator` command: argument parsing only; the work is in the library.
 
 use ceph_osd_operator::{
-    crd, parse_cephosd, preview_pods, read_manifest, serve, Health, LeaseSettings, Metrics,
-    RandomSuffix, Settings, SuffixSource,
+    counted_client, crd, parse_cephosd, preview_pods, read_manifest, serve, Health, LeaseSettings,
+    Metrics, RandomSuffix, Settings, SuffixSource,
 };
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -173,9 +173,9 @@ fn run(
                 .await
                 .map_err(|e| format!("no kubeconfig and not in a cluster: {e}"))?,
         };
-        let client =
-            kube::Client::try_from(config).map_err(|e| format!("cannot build client: {e}"))?;
         let metrics = Arc::new(Metrics::default());
+        let client = counted_client(config, metrics.clone())
+            .map_err(|e| format!("cannot build client: {e}"))?;
         let health = Arc::new(Health::default());
         if let Some(address) = http_address {
             let listener = tokio::net::TcpListener::bind(address)

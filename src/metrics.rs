@@ -34,6 +34,12 @@ struct StateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    verb: String,
+    resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     category: &'static str,
 }
@@ -42,25 +48,34 @@ struct ErrorLabels {
 pub struct Metrics {
     registry: Registry,
     reconciles: Counter,
+    unchanged: Counter,
     errors: Family<ErrorLabels, Counter>,
     duration: Histogram,
     pods: Family<StateLabels, Gauge>,
     desired: Family<CephOsdLabels, Gauge>,
     updated: Family<CephOsdLabels, Gauge>,
     leader: Gauge,
+    api_requests: Family<RequestLabels, Counter>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("ceph_osd_operator");
         let reconciles = Counter::default();
+        let unchanged = Counter::default();
         let errors = Family::<ErrorLabels, Counter>::default();
         let duration = Histogram::new(exponential_buckets(0.005, 2.0, 12));
         let pods = Family::<StateLabels, Gauge>::default();
         let desired = Family::<CephOsdLabels, Gauge>::default();
         let updated = Family::<CephOsdLabels, Gauge>::default();
         let leader = Gauge::default();
+        let api_requests = Family::<RequestLabels, Counter>::default();
         registry.register("reconciles", "Reconciles run", reconciles.clone());
+        registry.register(
+            "reconciles_unchanged",
+            "Reconciles skipped: their inputs were those of a plan with nothing to do",
+            unchanged.clone(),
+        );
         registry.register(
             "reconcile_errors",
             "Failed reconciles by category",
@@ -83,15 +98,22 @@ impl Default for Metrics {
             "1 while this process holds the leader lease",
             leader.clone(),
         );
+        registry.register(
+            "api_requests",
+            "Requests sent to the Kubernetes API by verb and resource",
+            api_requests.clone(),
+        );
         Self {
             registry,
             reconciles,
+            unchanged,
             errors,
             duration,
             pods,
             desired,
             updated,
             leader,
+            api_requests,
         }
     }
 }
@@ -128,6 +150,13 @@ impl Metrics {
             .set(gauge(summary.updated));
     }
 
+    /// A reconcile skipped because nothing changed since a plan with nothing to do.
+    pub fn unchanged(&self, took: Duration) {
+        self.reconciles.inc();
+        self.unchanged.inc();
+        self.duration.observe(took.as_secs_f64());
+    }
+
     /// Drops the series of a CephOSD that no longer exists.
     pub fn forget(&self, namespace: &str, cephosd: &str) {
         for state in STATES {
@@ -152,6 +181,12 @@ impl Metrics {
             .get_or_create(&ErrorLabels {
                 category: failure.as_str(),
             })
+            .inc();
+    }
+
+    pub fn api_request(&self, verb: String, resource: String) {
+        self.api_requests
+            .get_or_create(&RequestLabels { verb, resource })
             .inc();
     }
 

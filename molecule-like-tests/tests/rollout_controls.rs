@@ -930,6 +930,16 @@ async fn c7_steady_state_makes_zero_writes() -> anyhow::Result<()> {
         window_lines.iter().all(|l| l.contains("DEBUG")),
         "no-op reconciles logged above DEBUG: {window_lines:#?}"
     );
+    // Their inputs were those of the last plan, which had nothing to do: not planned again.
+    anyhow::ensure!(
+        window_lines
+            .iter()
+            .filter(|l| l.contains("unchanged=true"))
+            .count()
+            + 1
+            >= reconciles,
+        "resyncs of unchanged inputs were planned again: {window_lines:#?}"
+    );
     let describe =
         |kind: &str, list: Vec<(EventKind, String, Option<String>)>| format!("{kind}: {list:?}");
     let pod_writes: Vec<_> = pods
@@ -1013,6 +1023,15 @@ async fn c8_metrics_and_probes() -> anyhow::Result<()> {
         .and_then(|v| v.trim().parse().ok())
         .ok_or_else(|| anyhow::anyhow!("no reconciles_total in\n{text}"))?;
     anyhow::ensure!(reconciles > 0, "reconciles_total {reconciles}");
+    // Every request the operator sends is counted: at least the two pod creations.
+    let pods_created: u64 = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"ceph_osd_operator_api_requests_total{verb="post",resource="pods"} "#)
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no pod POSTs in api_requests_total in\n{text}"))?;
+    anyhow::ensure!(pods_created >= 2, "{pods_created} pod POSTs counted");
     anyhow::ensure!(
         text.lines()
             .any(|l| l.starts_with("ceph_osd_operator_reconcile_duration_seconds_count ")),
