@@ -97,7 +97,7 @@ fn main() {
     let mut table = String::from(
         "| OSDs (hosts × OSDs) | baseline: decode the pod LIST | plan, steady state | plan, rollout start (all out of date) | plan, first creation (renders up to 500 pods) | steady ÷ baseline |\n|---|---|---|---|---|---|\n",
     );
-    for (hosts, per_host) in [(10, 10), (50, 20), (200, 25)] {
+    for (hosts, per_host) in [(10, 10), (100, 10), (1000, 10)] {
         let cr = cephosd(hosts, per_host, "a");
         let pods = converged_pods(&cr);
         assert_eq!(pods.len(), hosts * per_host);

@@ -1,6 +1,6 @@
-//! The executor: applies a plan through the API — actions in plan order, concurrently in
-//! slow-start batches (stopping after the first failed batch), one Event per applied action,
-//! then the status if it changed. It decides nothing; the next reconcile re-plans from fresh
+//! The executor: applies a plan through the API — runs of one kind of action in plan order,
+//! each concurrently with a slow-start window (nothing more started after the first failure),
+//! the Events of the applied actions, then the status if it changed. It decides nothing; the next reconcile re-plans from fresh
 //! observations.
 
 use crate::crd::{CephOsd, CephOsdStatus};
@@ -10,7 +10,7 @@ use crate::failure::Failure;
 use crate::labels;
 use crate::plan::{Action, Plan, PlannedEvent};
 use crate::status::failed_status;
-use futures::future::join_all;
+use futures::stream::FuturesUnordered;
 use futures::{stream, StreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
@@ -147,11 +147,11 @@ pub(crate) const MAX_CONCURRENT_WRITES: usize = 64;
 
 impl Executor<'_> {
     /// Applies `actions`, then publishes the Events of the applied ones (a mass of one reason
-    /// folded into one, see `fold_mass_events`). Consecutive actions of
-    /// one kind go out concurrently in slow-start batches (1, 2, 4, … up to
-    /// `MAX_CONCURRENT_WRITES`), kinds in plan order; the first failed batch stops the rest,
-    /// so a failure that hits every write costs one request, not a thousand.
-    /// `written` is told of every action that reached the API or may have (see
+    /// folded into one, see `fold_mass_events`). Runs of one kind of action go in plan order,
+    /// each concurrently: at most one more in flight than have succeeded so far (slow start:
+    /// 1, 2, 4, … per round trip) and at most `MAX_CONCURRENT_WRITES`; after the first failure
+    /// nothing more is started, so a failure that hits every write costs one request, not a
+    /// thousand. `written` is told of every action that reached the API or may have (see
     /// [`ExecuteError::may_have_applied`]).
     pub(crate) async fn apply_actions(
         &self,
@@ -160,25 +160,8 @@ impl Executor<'_> {
     ) -> Result<(), ExecuteError> {
         let mut events = Vec::new();
         let mut outcome = Ok(());
-        for batch in batches(actions, MAX_CONCURRENT_WRITES) {
-            let results = join_all(actions[batch].iter().map(|action| async move {
-                let applied = apply(self, action).await;
-                if applied
-                    .as_ref()
-                    .map_or_else(ExecuteError::may_have_applied, |_| true)
-                {
-                    written(action);
-                }
-                applied.map(|applied| event_for(action).filter(|_| applied))
-            }))
-            .await;
-            for result in results {
-                match result {
-                    Ok(event) => events.extend(event),
-                    Err(error) if outcome.is_ok() => outcome = Err(error),
-                    Err(_) => {}
-                }
-            }
+        for run in runs(actions) {
+            outcome = self.apply_run(&actions[run], written, &mut events).await;
             if outcome.is_err() {
                 break;
             }
@@ -189,6 +172,45 @@ impl Executor<'_> {
             .for_each_concurrent(MAX_CONCURRENT_WRITES, |event| self.publish(event))
             .await;
         outcome
+    }
+
+    /// Applies `run` (actions of one kind) in a slow-start window; see `apply_actions`.
+    async fn apply_run(
+        &self,
+        run: &[Action],
+        written: &(dyn Fn(&Action) + Sync),
+        events: &mut Vec<PlannedEvent>,
+    ) -> Result<(), ExecuteError> {
+        let mut waiting = run.iter();
+        let mut in_flight = FuturesUnordered::new();
+        let (mut succeeded, mut outcome) = (0, Ok(()));
+        loop {
+            while outcome.is_ok() && in_flight.len() < (succeeded + 1).min(MAX_CONCURRENT_WRITES) {
+                let Some(action) = waiting.next() else { break };
+                in_flight.push(async move {
+                    let applied = apply(self, action).await;
+                    if applied
+                        .as_ref()
+                        .map_or_else(ExecuteError::may_have_applied, |_| true)
+                    {
+                        written(action);
+                    }
+                    applied.map(|applied| event_for(action).filter(|_| applied))
+                });
+            }
+            match in_flight.next().await {
+                None => return outcome,
+                Some(Ok(event)) => {
+                    succeeded += 1;
+                    events.extend(event);
+                }
+                Some(Err(error)) => {
+                    if outcome.is_ok() {
+                        outcome = Err(error);
+                    }
+                }
+            }
+        }
     }
 
     /// Carries out `plan`: its actions, its events, then its status. A failed write stops
@@ -294,24 +316,18 @@ impl Executor<'_> {
     }
 }
 
-/// The batches `actions` are applied in: runs of one kind of action, each cut in slow-start
-/// batches of 1, 2, 4, … at most `max` actions.
-fn batches(actions: &[Action], max: usize) -> Vec<std::ops::Range<usize>> {
+/// The runs of one kind of action in `actions`, in order.
+fn runs(actions: &[Action]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < actions.len() {
         let kind = std::mem::discriminant(&actions[start]);
-        let run_end = actions[start..]
+        let end = actions[start..]
             .iter()
             .position(|a| std::mem::discriminant(a) != kind)
             .map_or(actions.len(), |n| start + n);
-        let mut size = 1;
-        while start < run_end {
-            let end = (start + size).min(run_end);
-            out.push(start..end);
-            start = end;
-            size = (size * 2).min(max.max(1));
-        }
+        out.push(start..end);
+        start = end;
     }
     out
 }
@@ -440,16 +456,12 @@ mod tests {
     }
 
     #[test]
-    fn batches_start_slow_double_and_keep_kinds_in_order() {
+    fn runs_keep_kinds_in_order() {
         let mut actions: Vec<Action> = (0..3).map(|_| delete()).collect();
         actions.extend((0..20).map(|_| patch()));
         actions.push(delete());
-        let batches = batches(&actions, 8);
-        assert_eq!(
-            batches,
-            [0..1, 1..3, 3..4, 4..6, 6..10, 10..18, 18..23, 23..24]
-        );
-        assert!(super::batches(&[], 8).is_empty());
+        assert_eq!(runs(&actions), [0..3, 3..23, 23..24]);
+        assert!(runs(&[]).is_empty());
     }
 }
 

@@ -173,9 +173,7 @@ async fn apply_all(
 }
 
 #[tokio::test]
-async fn creations_stop_at_the_first_refused_batch_and_say_so() {
-    // The 1st creation is allowed; the 2nd is refused (a quota): the batch of 2nd and 3rd
-    // goes out together, and the 4th batch never does.
+async fn creations_stop_at_the_first_refusal_and_say_so() {
     let (api, client) = ScriptedApi::client(|method, path| match (method, path) {
         (&Method::POST, "/api/v1/namespaces/ceph/pods") => (StatusCode::CREATED, ""),
         _ => (StatusCode::OK, ""),
@@ -202,10 +200,64 @@ async fn creations_stop_at_the_first_refused_batch_and_say_so() {
         error.summary()
     );
     assert!(!error.may_have_applied());
-    // One request (the first batch is one creation), nothing told, no event.
+    // One request (the first creation goes alone), nothing told, no event.
     assert_eq!(api.writes().len(), 1, "{:?}", api.writes());
     assert!(told.is_empty());
     assert!(api.event_reasons().is_empty());
+}
+
+#[tokio::test]
+async fn writes_start_alone_and_widen_with_each_success_up_to_the_cap() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Each creation takes 2 ms; the API records how many were in flight when one arrived,
+    // and how many had succeeded by then.
+    let (in_flight, succeeded) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (counters, record) = ((in_flight.clone(), succeeded.clone()), seen.clone());
+    let service = tower::service_fn(move |request: Request<kube::client::Body>| {
+        let ((in_flight, succeeded), record) = (counters.clone(), record.clone());
+        async move {
+            let creation = request.uri().path() == "/api/v1/namespaces/ceph/pods";
+            let body = request
+                .into_body()
+                .collect()
+                .await
+                .map_err(tower::BoxError::from)?;
+            if creation {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                record
+                    .lock()
+                    .expect("lock")
+                    .push((now, succeeded.load(Ordering::SeqCst)));
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                succeeded.fetch_add(1, Ordering::SeqCst);
+            }
+            let mut response = Response::new(Full::new(body.to_bytes()));
+            *response.status_mut() = StatusCode::CREATED;
+            Ok::<_, tower::BoxError>(response)
+        }
+    });
+    let client = kube::Client::new(service, "ceph");
+    let actions: Vec<Action> = (0..300).map(|i| create(&format!("sd{i}"))).collect();
+    let (result, told) = apply_all(&client, &actions).await;
+    assert!(result.is_ok());
+    assert_eq!(told.len(), 300);
+    let seen = seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 300);
+    assert_eq!(seen[0], (1, 0), "the first creation goes alone");
+    for (in_flight, succeeded) in &seen {
+        assert!(
+            *in_flight <= succeeded + 1,
+            "{in_flight} in flight after {succeeded} successes"
+        );
+        assert!(*in_flight <= MAX_CONCURRENT_WRITES);
+    }
+    let widest = seen.iter().map(|(n, _)| *n).max().unwrap_or_default();
+    assert!(
+        widest > MAX_CONCURRENT_WRITES / 2,
+        "never wider than {widest}"
+    );
 }
 
 #[tokio::test]
