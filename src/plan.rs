@@ -163,7 +163,7 @@ enum Unbuildable {
 }
 
 /// At most this many pods are created by one plan (one reconcile).
-pub const MAX_CREATIONS_PER_PLAN: usize = 500;
+pub const MAX_CREATIONS_PER_PLAN: usize = 1000;
 
 /// Plans one reconcile of `cr` given what carries its owner label, at time `now`. Total: a
 /// spec nothing can be built from yields a plan without writes whose status says why.

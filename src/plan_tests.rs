@@ -345,7 +345,7 @@ pub(super) fn converged(cr: &CephOsd) -> Cluster {
 
 #[test]
 fn creations_come_in_bounded_batches_in_key_order() {
-    let hosts: Vec<String> = (0..120).map(|h| format!("h{h:03}")).collect();
+    let hosts: Vec<String> = (0..220).map(|h| format!("h{h:03}")).collect();
     let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
     let datas: Vec<String> = (0..10)
         .map(|d| format!("/dev/sd{}", char::from(b'b' + d)))
@@ -366,7 +366,7 @@ fn creations_come_in_bounded_batches_in_key_order() {
             sorted
         };
         assert_eq!(created, sorted, "in key order");
-        let more = cluster.pods.len() < 1200;
+        let more = cluster.pods.len() < 2200;
         assert_eq!(
             plan.requeue_after
                 .is_some_and(|r| r <= SignedDuration::from_secs(1)),
@@ -375,8 +375,8 @@ fn creations_come_in_bounded_batches_in_key_order() {
         );
         batches.push(created.len());
     }
-    assert_eq!(batches, [500, 500, 200]);
-    assert_eq!(cluster.pods.len(), 1200);
+    assert_eq!(batches, [1000, 1000, 200]);
+    assert_eq!(cluster.pods.len(), 2200);
 }
 
 #[test]
