@@ -47,7 +47,9 @@ with etcd, the scheduler, KWOK, the operator and the benchmark's own watch; the 
 fastest of its three runs, and moves from run to run by more than the operator's overhead. At 1,000 OSDs the \
 operator's fixed costs weigh most: it plans and renders up to 1,000 pods before the first write, each plan \
 reads the whole cache and waits until it shows the previous plan's writes, each write window starts at one \
-request, and it decodes every watch event of the pods it creates, which the bare client does not. Resident \
+request, and it decodes every watch event of the pods it creates, which the bare client does not. During a \
+large creation each plan also patches the `pod-state` of the pods that turned Ready meanwhile: writes the bare \
+client does not make. Resident \
 memory after a burst is what jemalloc keeps of the peak (the peak is shown); settled, it is mostly the cached \
 pods (metadata, phase, the Ready and unschedulable conditions). CPU per reconcile is the whole process's CPU \
 time over the window divided by the reconciles in it: timers, the allocator's background thread and the \
