@@ -3,83 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ceph_osd_operator::crd::{CephOsd, CephOsdSpec, OsdDevices, StorageEntry, UpdateDomain};
+mod fixture;
+
 use ceph_osd_operator::CountingSuffix;
-use ceph_osd_operator::{plan, Action, Observed, MAX_CREATIONS_PER_PLAN};
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use ceph_osd_operator::{plan, Observed, MAX_CREATIONS_PER_PLAN};
+use fixture::{cephosd, converged_pods};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
-use serde_json::json;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
-
-fn cephosd(hosts: usize, osds_per_host: usize, marker: &str) -> CephOsd {
-    let template = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"role": "osd"}},
-        "spec": {"containers": [{"name": "osd", "image": "ceph/daemon", "env": [{"name": "M", "value": marker}],
-            "resources": {"requests": {"cpu": "1", "memory": "4Gi"}}}],
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]}});
-    let mut cr = CephOsd::new(
-        "ceph-osds",
-        CephOsdSpec::new(
-            vec![StorageEntry {
-                hosts: (0..hosts)
-                    .map(|h| format!("storage-{h:04}.dc1.example.org"))
-                    .collect(),
-                osds: (0..osds_per_host)
-                    .map(|d| OsdDevices {
-                        data: format!("/dev/disk/by-path/pci-0000:5c:00.0-sas-phy{d}-lun-0"),
-                        db: Some(format!("/dev/nvme0n1p{d}")),
-                        wal: None,
-                    })
-                    .collect(),
-            }],
-            UpdateDomain::Host,
-            template,
-        ),
-    );
-    cr.metadata.namespace = Some("ceph".into());
-    cr.metadata.uid = Some("uid".into());
-    cr.metadata.generation = Some(1);
-    cr
-}
-
-/// The pods a converged cluster holds for `cr`: created by the planner (a batch a plan), all
-/// Ready.
-fn converged_pods(cr: &CephOsd) -> Vec<Pod> {
-    let mut pods: Vec<Pod> = Vec::new();
-    let mut suffixes = CountingSuffix::default();
-    loop {
-        let plan = plan(
-            cr,
-            &Observed::pods(&pods),
-            &mut suffixes,
-            Timestamp::UNIX_EPOCH,
-        );
-        let before = pods.len();
-        pods.extend(plan.actions.into_iter().filter_map(|a| match a {
-            Action::Create { pod, .. } => Some(ready(*pod)),
-            _ => None,
-        }));
-        if pods.len() == before {
-            return pods;
-        }
-    }
-}
-
-fn ready(mut pod: Pod) -> Pod {
-    if let Some(a) = pod.metadata.annotations.as_mut() {
-        a.insert("ceph.elemental.net/pod-state".into(), "up-to-date".into());
-    }
-    pod.status = Some(PodStatus {
-        phase: Some("Running".into()),
-        conditions: Some(vec![PodCondition {
-            type_: "Ready".into(),
-            status: "True".into(),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    });
-    pod
-}
 
 fn median_time(mut run: impl FnMut()) -> Duration {
     let mut samples: Vec<Duration> = (0..15)
@@ -157,7 +89,9 @@ fn main() {
         "Planner time per reconcile (median of 15 runs, release build), measured by \
          `cargo bench --bench planner`, which rewrites this file. Reconciles read pods from \
          the watch cache; the baseline, measured in the same run, is what decoding one LIST \
-         of the same pods costs the client (what every reconcile paid before the cache).\n\n\
+         of the same pods costs the client (what every reconcile paid before the cache). \
+         `cargo bench --bench planner_criterion` measures the same plans under criterion \
+         (confidence intervals, comparison with its last run).\n\n\
          Target: the steady-state plan well under that baseline (ratio < 1), so planning \
          never dominates a reconcile; the goal of well under a millisecond at 1,000 OSDs is not \
          met. What it costs (perf): classifying each pod (its annotations, its OSD key, the \

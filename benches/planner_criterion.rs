@@ -1,0 +1,50 @@
+//! The planner alone under criterion (confidence intervals, outliers, comparison with the last
+//! run): one plan in steady state and at the start of a rollout, at 1,000 and 10,000 OSDs.
+//! `cargo bench --bench planner_criterion`; the table in BENCHMARKS.md comes from
+//! `cargo bench --bench planner`, which plans from the same fixtures.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod fixture;
+
+use ceph_osd_operator::{plan, CountingSuffix, Observed};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use fixture::{cephosd, converged_pods};
+use k8s_openapi::jiff::Timestamp;
+
+fn planner(c: &mut Criterion) {
+    let mut group = c.benchmark_group("plan");
+    group.sample_size(10);
+    for (hosts, per_host) in [(100, 10), (1000, 10)] {
+        let osds = hosts * per_host;
+        let cr = cephosd(hosts, per_host, "a");
+        let changed = cephosd(hosts, per_host, "b");
+        let pods = converged_pods(&cr);
+        group.bench_function(BenchmarkId::new("steady state", osds), |b| {
+            b.iter(|| {
+                let p = plan(
+                    &cr,
+                    &Observed::pods(&pods),
+                    &mut CountingSuffix::default(),
+                    Timestamp::UNIX_EPOCH,
+                );
+                assert!(p.actions.is_empty());
+            });
+        });
+        group.bench_function(BenchmarkId::new("rollout start", osds), |b| {
+            b.iter(|| {
+                let p = plan(
+                    &changed,
+                    &Observed::pods(&pods),
+                    &mut CountingSuffix::default(),
+                    Timestamp::UNIX_EPOCH,
+                );
+                assert_eq!(p.replacing.len(), per_host);
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, planner);
+criterion_main!(benches);
