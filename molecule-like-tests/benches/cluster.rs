@@ -215,10 +215,10 @@ async fn bare_client(
     );
     // Scheduled and started like the operator's, and only then deleted: pods deleted sooner
     // would still be in the scheduler's queue when the operator's pods come.
-    wait_for(
+    bare.wait_until(
         "the bare client's pods Ready",
         Duration::from_hours(1),
-        || progress.lock().unwrap().all_ready,
+        || async { Ok(progress.lock().unwrap().all_ready) },
     )
     .await?;
     watch.abort();
@@ -263,21 +263,6 @@ fn follow_pods(api: Api<Pod>, total: usize) -> (Arc<Mutex<Progress>>, tokio::tas
         }
     });
     (progress, task)
-}
-
-async fn wait_for(
-    what: &str,
-    timeout: Duration,
-    mut done: impl FnMut() -> Option<Instant>,
-) -> anyhow::Result<Instant> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(at) = done() {
-            return Ok(at);
-        }
-        anyhow::ensure!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// The sum of the operator's `/metrics` series starting with `prefix` (all label sets).
@@ -343,14 +328,17 @@ async fn converge(
     cr.metadata.namespace = Some(s.namespace.clone());
     let started = Instant::now();
     s.crs.create(&PostParams::default(), &cr).await?;
-    let created = wait_for("every pod created", Duration::from_mins(30), || {
-        progress.lock().unwrap().created
-    })
-    .await?;
-    let pods_ready = wait_for("every pod Ready", Duration::from_hours(1), || {
-        progress.lock().unwrap().all_ready
-    })
-    .await?;
+    // The watch notes the times; polling only finds them.
+    let created = s
+        .wait_until("every pod created", Duration::from_mins(30), || async {
+            Ok(progress.lock().unwrap().created)
+        })
+        .await?;
+    let pods_ready = s
+        .wait_until("every pod Ready", Duration::from_hours(1), || async {
+            Ok(progress.lock().unwrap().all_ready)
+        })
+        .await?;
     let status_ready = s
         .wait_until("status Ready", Duration::from_mins(10), || async {
             let status = s.cr_status(CR).await?.unwrap_or_default();
