@@ -10,12 +10,12 @@ use crate::failure::Failure;
 use crate::labels;
 use crate::metrics::Metrics;
 use crate::osd::RandomSuffix;
-use crate::owned_objects::{strip_pod, strip_replica_set, OwnedObjects, Snapshot};
+use crate::owned_objects::{strip_replica_set, OwnedObjects, Snapshot};
 use crate::plan::{plan, Observed};
+use crate::watched_pod::{self, WatchedPod};
 use crate::written_status::WrittenStatuses;
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
@@ -71,7 +71,7 @@ impl ReconcileError {
 
 /// Runs the controller until SIGTERM / Ctrl-C.
 pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
-    let (crs, pods, replica_sets): (Api<CephOsd>, Api<Pod>, Api<ReplicaSet>) =
+    let (crs, pods, replica_sets): (Api<CephOsd>, Api<WatchedPod>, Api<ReplicaSet>) =
         match &settings.namespace {
             Some(ns) => (
                 Api::namespaced(client.clone(), ns),
@@ -101,7 +101,7 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
     let (pod_store, pod_writer) = reflector::store();
     let pod_events = watcher(pods, watcher::Config::default().labels(labels::OWNER))
         .backoff(WatchRetry::default())
-        .modify(strip_pod)
+        .map_ok(watched_pod::into_pod_event)
         .reflect(pod_writer)
         .touched_objects();
     // The Ansible operator's ReplicaSets (migrated away from by the rollout).

@@ -35,6 +35,7 @@ mod schema_check;
 mod status;
 mod storage_rules;
 mod template_rules;
+mod watched_pod;
 mod written_status;
 
 pub use api_requests::counted_client;

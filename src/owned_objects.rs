@@ -11,7 +11,7 @@ use crate::labels;
 use crate::locked::locked;
 use crate::plan::Action;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ListParams};
@@ -223,33 +223,6 @@ fn fingerprint(cr: &CephOsd, pods: &[Arc<Pod>], replica_sets: &[Arc<ReplicaSet>]
     hasher.finish()
 }
 
-/// What the cache keeps of a pod: what the planner reads — its metadata without the managed
-/// fields, and of its status the phase, when it turned Ready, and why it cannot be scheduled.
-pub(crate) fn strip_pod(pod: &mut Pod) {
-    pod.metadata.managed_fields = None;
-    pod.spec = None;
-    pod.status = pod.status.take().map(|status| PodStatus {
-        phase: status.phase,
-        conditions: status.conditions.map(|conditions| {
-            conditions
-                .into_iter()
-                .filter(|c| {
-                    matches!(
-                        (c.type_.as_str(), c.status.as_str()),
-                        ("Ready", "True") | ("PodScheduled", "False")
-                    )
-                })
-                .map(|c| PodCondition {
-                    last_probe_time: None,
-                    observed_generation: None,
-                    ..c
-                })
-                .collect()
-        }),
-        ..PodStatus::default()
-    });
-}
-
 /// What the cache keeps of a ReplicaSet: its metadata (the planner reads nothing else).
 pub(crate) fn strip_replica_set(replica_set: &mut ReplicaSet) {
     replica_set.metadata.managed_fields = None;
@@ -260,7 +233,6 @@ pub(crate) fn strip_replica_set(replica_set: &mut ReplicaSet) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classify::{ready_since, unschedulable};
     use serde_json::json;
 
     fn object(uid: &str, version: &str) -> Arc<Pod> {
@@ -306,62 +278,5 @@ mod tests {
         for (i, fp) in changed.iter().enumerate() {
             assert_ne!(*fp, base, "change {i}");
         }
-    }
-
-    #[test]
-    fn a_stripped_pending_pod_keeps_why_it_cannot_be_scheduled() {
-        let mut pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": "osd-h1-sdb-abcde"},
-            "status": {"phase": "Pending", "conditions": [{
-                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                "message": "0/3 nodes are available: node(s) didn't match node affinity",
-                "lastProbeTime": null,
-            }]},
-        }))
-        .expect("pod");
-        let waiting = unschedulable(&pod);
-        strip_pod(&mut pod);
-        assert!(waiting.is_some());
-        assert_eq!(unschedulable(&pod), waiting);
-    }
-
-    #[test]
-    fn a_stripped_pod_keeps_what_the_planner_reads_and_nothing_else() {
-        let mut pod: Pod = serde_json::from_value(json!({
-            "metadata": {
-                "name": "osd-h1-sdb-abcde",
-                "annotations": {"ceph.elemental.net/host": "h1"},
-                "managedFields": [{"manager": "kubelet", "operation": "Update"}],
-            },
-            "spec": {"containers": [{"name": "osd", "image": "ceph"}], "nodeName": "h1"},
-            "status": {
-                "phase": "Running",
-                "podIP": "10.0.0.7",
-                "conditions": [
-                    {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
-                    {"type": "PodScheduled", "status": "True"},
-                ],
-                "containerStatuses": [{"name": "osd", "image": "ceph", "imageID": "x",
-                                       "ready": true, "restartCount": 0}],
-            },
-        }))
-        .expect("pod");
-        let (ready, waiting) = (ready_since(&pod), unschedulable(&pod));
-        strip_pod(&mut pod);
-        assert_eq!((ready_since(&pod), unschedulable(&pod)), (ready, waiting));
-        assert!(ready.is_some());
-        let status = pod.status.as_ref().expect("status");
-        assert_eq!(status.phase.as_deref(), Some("Running"));
-        // Of the conditions, the Ready one (PodScheduled only while False).
-        assert_eq!(status.conditions.as_ref().map(Vec::len), Some(1));
-        assert!(status.container_statuses.is_none() && status.pod_ip.is_none());
-        assert!(pod.spec.is_none() && pod.metadata.managed_fields.is_none());
-        assert_eq!(
-            pod.metadata
-                .annotations
-                .as_ref()
-                .map(std::collections::BTreeMap::len),
-            Some(1)
-        );
     }
 }
