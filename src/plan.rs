@@ -169,8 +169,8 @@ pub const MAX_CREATIONS_PER_PLAN: usize = 1000;
 /// spec nothing can be built from yields a plan without writes whose status says why.
 ///
 /// Steps, in the order their actions are applied: deletions of what must go, creations of
-/// missing OSDs' pods, `pod-state` patches, the rollout step; then the summary, status and
-/// events.
+/// missing OSDs' pods, `pod-state` patches (once no pod is being created), the rollout step;
+/// then the summary, status and events.
 pub fn plan(
     cr: &CephOsd,
     observed: &Observed<'_>,
@@ -181,8 +181,13 @@ pub fn plan(
     let current = seen.current();
     let mut actions = deletions(&seen);
     let created = creations(&seen, suffixes);
+    let creating = !created.actions.is_empty() || created.deferred;
     actions.extend(created.actions);
-    actions.extend(state_patches(&seen, &current));
+    // The `pod-state` marks wait while pods are being created: they decide nothing meanwhile
+    // (classes do), and at thousands of OSDs they would compete with the creations.
+    if !creating {
+        actions.extend(state_patches(&seen, &current));
+    }
     let step = rollout(&seen, &current, &created.missing);
     let mut replacing = step.replacing;
     actions.extend(step.actions);

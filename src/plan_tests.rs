@@ -439,6 +439,26 @@ fn ready_pods_become_up_to_date_and_steady_state_writes_nothing() {
 }
 
 #[test]
+fn pod_state_marks_wait_until_no_pod_is_being_created() {
+    let one = cr(UpdateDomain::Host, &["h1"], &["/dev/sdb"], "a");
+    let two = cr(UpdateDomain::Host, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = Cluster::default();
+    cluster.reconcile(&one);
+    cluster.make_all_ready();
+    // h1:/dev/sdb is Ready and still marked wait-for-ready while h1:/dev/sdc is created.
+    let plan = cluster.reconcile(&two);
+    assert_eq!(creates(&plan), ["h1:/dev/sdc"]);
+    assert!(patches(&plan).is_empty(), "{:?}", plan.actions);
+    assert_eq!(plan.summary.ready, 1, "Ready by class all the same");
+    let plan = cluster.reconcile(&two);
+    assert!(creates(&plan).is_empty());
+    assert_eq!(
+        patches(&plan),
+        [("h1:/dev/sdb".to_owned(), PodState::UpToDate)]
+    );
+}
+
+#[test]
 fn adopts_reference_pods_with_zero_writes() {
     // Pods exactly as the reference operator left them: ownerReference without controller,
     // pod-state up-to-date, matching hash, names with the reference's prefixes.
