@@ -2,7 +2,8 @@
 //! For each size (`BENCH_SIZES`, hosts×OSDs per host, default `100x10,1000x10`: 1,000 and
 //! 10,000 OSDs on 100 and 1,000 fake nodes):
 //! - creation from empty against a bare client POSTing the same pods, at the concurrency that
-//!   was fastest for it (searched at the first size), measured in the same run;
+//!   was fastest for it (searched at the first size among `BENCH_CONCURRENCIES`, default
+//!   `16,32,64`), measured in the same run;
 //! - the pods' readiness and the operator's status Ready;
 //! - the settled operator: API requests, CPU per reconcile and resident memory over 20 s of
 //!   2 s resyncs.
@@ -38,8 +39,9 @@ use molecule_like_tests::scenario::{
 };
 use serde_json::{json, Value};
 
-/// Concurrencies the bare client tries; the fastest is its figure.
-const CONCURRENCIES: [usize; 3] = [16, 32, 64];
+/// Concurrencies the bare client tries (`BENCH_CONCURRENCIES` to narrow the search); the
+/// fastest is its figure.
+const CONCURRENCIES: &str = "16,32,64";
 
 /// What limits the figures that miss the project's targets.
 const LIMITS: &str = "\nWhat limits these figures: creation is bounded by the API server, which shares 2 cores \
@@ -99,6 +101,14 @@ fn env_or(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// `BENCH_CONCURRENCIES`: the bare client's concurrencies to try, comma-separated.
+fn concurrencies() -> anyhow::Result<Vec<usize>> {
+    let text = std::env::var("BENCH_CONCURRENCIES").unwrap_or_else(|_| CONCURRENCIES.into());
+    text.split(',')
+        .map(|c| c.trim().parse().context("BENCH_CONCURRENCIES"))
+        .collect()
 }
 
 /// `BENCH_SIZES`: `hosts x OSDs per host`, comma-separated.
@@ -283,6 +293,9 @@ struct SizeFigures {
     concurrency: usize,
     baseline: Duration,
     created: Duration,
+    /// The operator's CPU time and API requests from the apply until every pod was created.
+    creation_cpu: Duration,
+    creation_requests: f64,
     pods_ready: Duration,
     status_ready: Duration,
     rss_idle: f64,
@@ -326,6 +339,8 @@ async fn converge(
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut cr: CephOsd = serde_json::from_value(manifest)?;
     cr.metadata.namespace = Some(s.namespace.clone());
+    let requests = || metric_sum(port, "ceph_osd_operator_api_requests_total");
+    let before_creation = (cpu_time(pid)?, requests().await?);
     let started = Instant::now();
     s.crs.create(&PostParams::default(), &cr).await?;
     // The watch notes the times; polling only finds them.
@@ -334,6 +349,8 @@ async fn converge(
             Ok(progress.lock().unwrap().created)
         })
         .await?;
+    let creation_cpu = cpu_time(pid)?.saturating_sub(before_creation.0);
+    let creation_requests = requests().await? - before_creation.1;
     let pods_ready = s
         .wait_until("every pod Ready", Duration::from_hours(1), || async {
             Ok(progress.lock().unwrap().all_ready)
@@ -349,7 +366,6 @@ async fn converge(
     watch.abort();
     // Settled: 20 s of resyncs.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let requests = || metric_sum(port, "ceph_osd_operator_api_requests_total");
     let reconciles = || metric_sum(port, "ceph_osd_operator_reconciles_total");
     let unchanged = || metric_sum(port, "ceph_osd_operator_reconciles_unchanged_total");
     let before = (
@@ -376,6 +392,8 @@ async fn converge(
             concurrency,
             baseline,
             created: created - started,
+            creation_cpu,
+            creation_requests,
             pods_ready: pods_ready - started,
             status_ready: status_ready - started,
             rss_idle,
@@ -409,7 +427,7 @@ async fn main() -> anyhow::Result<()> {
             )
         } else {
             let mut tried = Vec::new();
-            for concurrency in CONCURRENCIES {
+            for concurrency in concurrencies()? {
                 let took = bare_client(&layout, &manifest, concurrency).await?;
                 println!("bare client, {concurrency} in flight: {took:?}");
                 tried.push((took, concurrency));
@@ -453,14 +471,19 @@ async fn main() -> anyhow::Result<()> {
         drop(operator);
     }
 
-    let mut section = String::from(
+    let tried = concurrencies()?
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut section = format!(
         "## The operator on the local control plane\n\n\
          `cargo build --release -p ceph-osd-operator && cargo bench -p molecule-like-tests --bench cluster`\n\n\
          One CephOSD of hosts × OSDs per host, `updateDomain: Host`, fake nodes (KWOK) one per host; \
          pods Ready 1 s after start. The baseline is a bare client POSTing the same pods, at the \
-         concurrency of its fastest run (tried: 16, 32, 64 in flight), measured in the same run; its pods are deleted once Ready, so the scheduler is idle again when the operator's run starts.\n\n\
-         | OSDs (hosts × per host) | baseline: bare client | operator: applied → every pod created | ÷ baseline | every pod Ready (scheduler, KWOK) | status Ready after the last pod |\n\
-         |---|---|---|---|---|---|\n",
+         concurrency of its fastest run (tried: {tried} in flight), measured in the same run; its pods are deleted once Ready, so the scheduler is idle again when the operator's run starts.\n\n\
+         | OSDs (hosts × per host) | baseline: bare client | operator: applied → every pod created | ÷ baseline | operator while creating: CPU / API requests | every pod Ready (scheduler, KWOK) | status Ready after the last pod |\n\
+         |---|---|---|---|---|---|---|\n",
     );
     for f in &figures {
         section += &size_row(f);
@@ -496,7 +519,7 @@ async fn main() -> anyhow::Result<()> {
 
 fn size_row(f: &SizeFigures) -> String {
     format!(
-        "| {} ({} × {}) | {:.1} s ({} in flight) | {:.1} s | {:.2} | {:.1} s | {:.1} s |",
+        "| {} ({} × {}) | {:.1} s ({} in flight) | {:.1} s | {:.2} | {:.1} s / {:.0} | {:.1} s | {:.1} s |",
         f.hosts * f.per_host,
         f.hosts,
         f.per_host,
@@ -504,6 +527,8 @@ fn size_row(f: &SizeFigures) -> String {
         f.concurrency,
         f.created.as_secs_f64(),
         f.created.as_secs_f64() / f.baseline.as_secs_f64(),
+        f.creation_cpu.as_secs_f64(),
+        f.creation_requests,
         f.pods_ready.as_secs_f64(),
         f.status_ready.saturating_sub(f.pods_ready).as_secs_f64(),
     )
