@@ -199,26 +199,42 @@ pub(crate) fn classify(
         })
         .collect();
 
-    // Then one keeper per disk among the claimants.
-    let mut keepers: BTreeMap<DeviceId, usize> = BTreeMap::new();
+    // Then one keeper per disk among the claimants; the others are told which pod keeps it.
+    let mut keepers: BTreeMap<&DeviceId, usize> = BTreeMap::new();
     for (index, (pod, class)) in observed.iter().enumerate() {
-        let Some(device) = pod.device().filter(|_| class.is_none()).cloned() else {
+        let Some(device) = pod.device().filter(|_| class.is_none()) else {
             continue;
         };
         let keeper = keepers.entry(device).or_insert(index);
-        if keeps_over(pod, &observed[*keeper].0) {
+        if *keeper != index && keeps_over(pod, &observed[*keeper].0) {
             *keeper = index;
         }
     }
-    let kept: BTreeMap<usize, &DeviceId> = keepers.iter().map(|(d, i)| (*i, d)).collect();
-    let keeper_names: BTreeMap<&DeviceId, String> = keepers
+    let mut kept = vec![false; observed.len()];
+    for index in keepers.values() {
+        kept[*index] = true;
+    }
+    let displaced: Vec<(usize, String)> = observed
         .iter()
-        .map(|(device, index)| (device, observed[*index].0.name.clone()))
+        .enumerate()
+        .filter(|(index, (_, class))| class.is_none() && !kept[*index])
+        .map(|(index, (pod, _))| {
+            let keeper = pod
+                .device()
+                .and_then(|d| keepers.get(d))
+                .map(|k| observed[*k].0.name.as_str())
+                .unwrap_or_default();
+            (
+                index,
+                format!("pod {keeper} already runs the OSD on this disk"),
+            )
+        })
         .collect();
+    let mut displaced = displaced.into_iter().peekable();
     for (index, (pod, class)) in observed.iter_mut().enumerate() {
         pod.class = match class.take() {
             Some(decided) => decided,
-            None if kept.contains_key(&index) => {
+            None if kept[index] => {
                 let source = &pods[index];
                 let class = on_its_disk(source, pod.key.as_ref(), template_hash, desired, timing);
                 if class == PodClass::Unready {
@@ -227,13 +243,12 @@ pub(crate) fn classify(
                 }
                 class
             }
-            None => {
-                let keeper = pod
-                    .device()
-                    .and_then(|d| keeper_names.get(&d).cloned())
-                    .unwrap_or_default();
-                PodClass::Invalid(format!("pod {keeper} already runs the OSD on this disk"))
-            }
+            None => PodClass::Invalid(
+                displaced
+                    .next_if(|(i, _)| *i == index)
+                    .map(|(_, why)| why)
+                    .unwrap_or_default(),
+            ),
         };
     }
     observed.into_iter().map(|(pod, _)| pod).collect()
@@ -261,10 +276,10 @@ fn on_its_own(
             "it lacks the host, data or pod-template-hash annotation".into(),
         ));
     };
-    let prefix = key.name_prefix();
-    if !name.starts_with(&prefix) {
+    if !key.prefixes(name) {
         return Some(PodClass::Invalid(format!(
-            "its name does not start with {prefix}"
+            "its name does not start with {}",
+            key.name_prefix()
         )));
     }
     pod.status
@@ -277,15 +292,15 @@ fn on_its_own(
 /// Whether `candidate` is a better keeper of a disk than `current`: controlled by this
 /// CephOSD, then Ready, then older, then the smaller name.
 fn keeps_over(candidate: &ObservedPod, current: &ObservedPod) -> bool {
-    let rank = |p: &ObservedPod| {
+    fn rank(p: &ObservedPod) -> (bool, bool, bool, Option<Timestamp>, &str) {
         (
             !p.controlled,
             !p.ready,
             p.created.is_none(),
             p.created,
-            p.name.clone(),
+            p.name.as_str(),
         )
-    };
+    }
     rank(candidate) < rank(current)
 }
 

@@ -65,13 +65,14 @@ pub(crate) fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
         }
         for host in &entry.hosts {
             for devices in &entry.osds {
+                let key = OsdKey::new(host.clone(), devices.data.clone());
                 let osd = DesiredOsd {
-                    key: OsdKey::new(host.clone(), devices.data.clone()),
+                    key: key.clone(),
                     db: devices.db.clone().filter(|s| !s.is_empty()),
                     wal: devices.wal.clone().filter(|s| !s.is_empty()),
                 };
-                if let Some(previous) = osds.insert(osd.key.clone(), osd.clone()) {
-                    if previous != osd {
+                if let Some(previous) = osds.insert(key, osd) {
+                    if let Some(osd) = osds.get(&previous.key).filter(|osd| **osd != previous) {
                         problems.push(StorageProblem {
                             message: format!(
                                 "OSD {} is listed more than once with different db/wal devices \
@@ -101,12 +102,9 @@ pub(crate) fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
 
 /// Keys that are different spellings of one disk.
 fn aliases(osds: &BTreeMap<OsdKey, DesiredOsd>) -> Vec<StorageProblem> {
-    let mut by_device: BTreeMap<DeviceId, Vec<OsdKey>> = BTreeMap::new();
+    let mut by_device: BTreeMap<DeviceId, Vec<&OsdKey>> = BTreeMap::new();
     for key in osds.keys() {
-        by_device
-            .entry(key.device_id())
-            .or_default()
-            .push(key.clone());
+        by_device.entry(key.device_id()).or_default().push(key);
     }
     by_device
         .into_iter()
@@ -120,7 +118,7 @@ fn aliases(osds: &BTreeMap<OsdKey, DesiredOsd>) -> Vec<StorageProblem> {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            blocks: keys,
+            blocks: keys.into_iter().cloned().collect(),
         })
         .collect()
 }

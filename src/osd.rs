@@ -58,7 +58,29 @@ impl OsdKey {
 
     /// The prefix every pod of this OSD carries: ours (always a valid name part).
     pub fn name_prefix(&self) -> String {
-        sanitise(&reference_name_prefix(&self.host, &self.data))
+        self.name_prefix_chars().collect()
+    }
+
+    /// Whether `name` starts with [`Self::name_prefix`] (without building it).
+    pub(crate) fn prefixes(&self, name: &str) -> bool {
+        let mut name = name.chars();
+        self.name_prefix_chars().all(|c| name.next() == Some(c))
+    }
+
+    /// The reference operator's prefix, sanitised character by character.
+    fn name_prefix_chars(&self) -> impl Iterator<Item = char> + '_ {
+        let base =
+            device_base(&self.data)
+                .chars()
+                .map(|c| if is_python_word_char(c) { c } else { '-' });
+        "osd-"
+            .chars()
+            .chain(short_host(&self.host).chars())
+            .chain(std::iter::once('-'))
+            .chain(base)
+            .chain(std::iter::once('-'))
+            .take(PREFIX_LEN)
+            .map(sanitised)
     }
 
     /// The disk this key names, whatever its spelling: two keys with one device id are one
@@ -186,15 +208,12 @@ fn is_python_word_char(c: char) -> bool {
 }
 
 /// ASCII letters lowercased, every character other than `[a-z0-9-]` replaced by `-`.
-fn sanitise(prefix: &str) -> String {
-    prefix
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | '0'..='9' | '-' => c,
-            'A'..='Z' => c.to_ascii_lowercase(),
-            _ => '-',
-        })
-        .collect()
+fn sanitised(c: char) -> char {
+    match c {
+        'a'..='z' | '0'..='9' | '-' => c,
+        'A'..='Z' => c.to_ascii_lowercase(),
+        _ => '-',
+    }
 }
 
 /// Where pod-name suffixes come from: random in production, scripted in tests.
@@ -322,6 +341,28 @@ mod tests {
             let folded = |k: &OsdKey| -> String { k.to_string().chars().flat_map(char::to_lowercase).collect() };
             let expected = folded(&a).cmp(&folded(&b)).then_with(|| a.to_string().cmp(&b.to_string()));
             prop_assert_eq!(a.cmp(&b), expected);
+        }
+
+        #[test]
+        fn the_prefix_is_the_reference_prefix_sanitised(host in any::<String>(), data in any::<String>()) {
+            let expected: String = reference_name_prefix(&host, &data).chars().map(sanitised).collect();
+            prop_assert_eq!(OsdKey::new(host, data).name_prefix(), expected);
+        }
+
+        #[test]
+        fn prefixes_is_starts_with_the_prefix(
+            host in "[a-zA-Z0-9._-]{0,8}",
+            data in "[/a-zA-Z0-9_ä-]{0,8}",
+            name in "[a-z0-9-]{0,12}",
+            cut in 0usize..70,
+        ) {
+            let key = OsdKey::new(host, data);
+            let prefix = key.name_prefix();
+            let own = prefix.clone() + &name;
+            let short: String = prefix.chars().take(cut).collect();
+            for candidate in [own.as_str(), name.as_str(), short.as_str(), ""] {
+                prop_assert_eq!(key.prefixes(candidate), candidate.starts_with(&prefix), "{:?}", candidate);
+            }
         }
 
         #[test]

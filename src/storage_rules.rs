@@ -60,17 +60,21 @@ pub(crate) fn device_path_problem(path: &str) -> Option<&'static str> {
 /// lexically, no trailing `/`. Paths that normalise alike name the same disk (a symlinked
 /// `..` may be a different one; treating it as the same is the safe side).
 pub(crate) fn normalise_device_path(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
+    let mut out = String::with_capacity(path.len() + 1);
     for component in path.split('/') {
         match component {
             "" | "." => {}
-            ".." => {
-                parts.pop();
+            ".." => out.truncate(out.rfind('/').unwrap_or(0)),
+            other => {
+                out.push('/');
+                out.push_str(other);
             }
-            other => parts.push(other),
         }
     }
-    format!("/{}", parts.join("/"))
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
 }
 
 /// The one spelling of a host: node names are matched case-insensitively here, as DNS is.
@@ -164,6 +168,22 @@ mod tests {
                 host_problem(&host).is_none(),
                 "{:?}", host
             );
+        }
+
+        /// The components but empty ones and `.`, each `..` dropping the one before.
+        #[test]
+        fn normalising_follows_the_definition(path in "[/a.é]{0,14}") {
+            let mut parts: Vec<&str> = Vec::new();
+            for component in path.split('/') {
+                match component {
+                    "" | "." => {}
+                    ".." => {
+                        parts.pop();
+                    }
+                    other => parts.push(other),
+                }
+            }
+            prop_assert_eq!(normalise_device_path(&path), format!("/{}", parts.join("/")));
         }
 
         /// A normalised path is valid and normalises to itself.
