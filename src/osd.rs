@@ -174,6 +174,7 @@ impl fmt::Display for OsdKey {
 
 /// The reference operator's prefix, which may be an invalid name part (kept to document and
 /// test compatibility: ours equals it whenever it is only `[a-z0-9-]`).
+#[cfg(test)]
 pub(crate) fn reference_name_prefix(host: &str, data: &str) -> String {
     let base: String = device_base(data)
         .chars()
