@@ -70,6 +70,8 @@ pub struct ObservedPod {
     pub key: Option<OsdKey>,
     /// The disk that key names (computed once: every map of the planner looks it up).
     pub device: Option<DeviceId>,
+    /// Whether that key is one of the CR's OSDs (looked up once).
+    pub wanted: bool,
     pub class: PodClass,
     pub ready: bool,
     pub state: Option<String>,
@@ -169,6 +171,7 @@ pub(crate) fn classify(
     timing: &Timing,
 ) -> Vec<ObservedPod> {
     // First what each pod is on its own; `None` marks a pod that claims its disk.
+    let mut wanted: Vec<Option<&DesiredOsd>> = Vec::with_capacity(pods.len());
     let mut observed: Vec<(ObservedPod, Option<PodClass>)> = pods
         .iter()
         .map(|pod| {
@@ -177,6 +180,7 @@ pub(crate) fn classify(
                 (Some(host), Some(data)) => Some(OsdKey::new(host, data)),
                 _ => None,
             };
+            wanted.push(key.as_ref().and_then(|k| desired.get(k)));
             let controller = controlled_by(pod.metadata.owner_references.as_ref(), owner);
             let name = pod.name_any();
             let class = on_its_own(pod, &name, key.as_ref(), &controller);
@@ -184,6 +188,7 @@ pub(crate) fn classify(
                 uid: pod.metadata.uid.clone(),
                 name,
                 device: key.as_ref().map(OsdKey::device_id),
+                wanted: wanted.last().copied().flatten().is_some(),
                 key,
                 class: PodClass::Terminating,
                 ready: ready_since(pod).is_some(),
@@ -236,7 +241,7 @@ pub(crate) fn classify(
             Some(decided) => decided,
             None if kept[index] => {
                 let source = &pods[index];
-                let class = on_its_disk(source, pod.key.as_ref(), template_hash, desired, timing);
+                let class = on_its_disk(source, wanted[index], template_hash, timing);
                 if class == PodClass::Unready {
                     // A Ready replacement still soaking for minReadySeconds.
                     pod.soaking_since = ready_since(source);
@@ -307,9 +312,8 @@ fn keeps_over(candidate: &ObservedPod, current: &ObservedPod) -> bool {
 /// The class of the pod kept for its disk.
 fn on_its_disk(
     pod: &Pod,
-    key: Option<&OsdKey>,
+    osd: Option<&DesiredOsd>,
     template_hash: &TemplateHash,
-    desired: &BTreeMap<OsdKey, DesiredOsd>,
     timing: &Timing,
 ) -> PodClass {
     let annotation = |k: &str| {
@@ -318,7 +322,7 @@ fn on_its_disk(
             .map(String::as_str)
             .filter(|v| !v.is_empty())
     };
-    let devices_changed = key.and_then(|k| desired.get(k)).is_some_and(|osd| {
+    let devices_changed = osd.is_some_and(|osd| {
         osd.db.as_deref() != annotation(labels::DB) || osd.wal.as_deref() != annotation(labels::WAL)
     });
     if annotation(labels::TEMPLATE_HASH) != Some(template_hash.as_str()) || devices_changed {

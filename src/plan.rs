@@ -26,7 +26,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// Why a pod is deleted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -319,7 +319,7 @@ impl<'a> Seen<'a> {
                     .as_ref()
                     .is_some_and(|k| desired.osds.contains_key(k))
             })
-            .map(ObservedReplicaSet::as_workload)
+            .map(|rs| rs.as_workload(true))
             .collect();
         Self {
             cr,
@@ -348,7 +348,7 @@ impl<'a> Seen<'a> {
     fn current(&self) -> Vec<&ObservedPod> {
         self.pods
             .iter()
-            .filter(|p| p.is_live() && self.is_desired(p.key.as_ref()))
+            .filter(|p| p.is_live() && p.wanted)
             .chain(&self.era)
             .collect()
     }
@@ -414,7 +414,7 @@ fn deletions(seen: &Seen<'_>) -> Vec<Action> {
         let reason = match &pod.class {
             PodClass::Invalid(why) => DeleteReason::Invalid(why.clone()),
             PodClass::Ended(phase) => DeleteReason::Ended(phase.clone()),
-            _ if pod.is_live() && !seen.is_desired(pod.key.as_ref()) => DeleteReason::Superfluous,
+            _ if pod.is_live() && !pod.wanted => DeleteReason::Superfluous,
             _ => return None,
         };
         Some(delete(pod, reason))
@@ -450,17 +450,18 @@ struct Creations {
 /// device), never while the spec is ambiguous about them, at most
 /// `MAX_CREATIONS_PER_PLAN` at once.
 fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
-    let occupied: BTreeSet<DeviceId> = seen
+    let replica_set_devices: Vec<DeviceId> = seen
+        .replica_sets
+        .iter()
+        .filter_map(ObservedReplicaSet::device)
+        .collect();
+    let occupied: HashSet<&DeviceId> = seen
         .pods
         .iter()
-        .filter_map(|p| p.device().cloned())
-        .chain(
-            seen.replica_sets
-                .iter()
-                .filter_map(ObservedReplicaSet::device),
-        )
+        .filter_map(ObservedPod::device)
+        .chain(&replica_set_devices)
         .collect();
-    let live: BTreeSet<&OsdKey> = seen
+    let live: HashSet<&OsdKey> = seen
         .pods
         .iter()
         .chain(&seen.era)
@@ -477,7 +478,7 @@ fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
         .filter(|rs| rs.class != ReplicaSetClass::Terminating)
         .map(|rs| rs.name.as_str())
         .collect();
-    let served_by_foreign: BTreeSet<DeviceId> = seen
+    let served_by_foreign: HashSet<&DeviceId> = seen
         .pods
         .iter()
         .filter(|p| match &p.class {
@@ -486,7 +487,7 @@ fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
             }
             _ => false,
         })
-        .filter_map(|p| p.device().cloned())
+        .filter_map(ObservedPod::device)
         .collect();
     let previous_update = seen.previous_update();
     let same_generation = seen.previous.observed_generation.is_some()
@@ -504,10 +505,11 @@ fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
         .values()
         .filter(|o| !live.contains(&o.key))
     {
-        if !served_by_foreign.contains(&osd.key.device_id()) {
+        let device = osd.key.device_id();
+        if !served_by_foreign.contains(&device) {
             out.missing.push(osd.key.clone());
         }
-        if occupied.contains(&osd.key.device_id()) || seen.desired.blocked.contains(&osd.key) {
+        if occupied.contains(&device) || seen.desired.blocked.contains(&osd.key) {
             continue;
         }
         // A bounded batch: the next reconcile, moments later, creates the rest, and sees a
@@ -656,10 +658,11 @@ fn pod_events(seen: &Seen<'_>, current: &[&ObservedPod]) -> Vec<PlannedEvent> {
     let previous_update = seen.previous_update();
     let mut events = Vec::new();
     for pod in current {
-        let in_update = pod
-            .key
-            .as_ref()
-            .is_some_and(|k| previous_update.contains(seen.domain_of(k).as_str()));
+        let in_update = !previous_update.is_empty()
+            && pod
+                .key
+                .as_ref()
+                .is_some_and(|k| previous_update.contains(seen.domain_of(k).as_str()));
         if pod.class == PodClass::UpToDate && !pod.ready && in_update {
             events.push(PlannedEvent {
                 warning: false,

@@ -50,12 +50,14 @@ impl ObservedReplicaSet {
         self.key.as_ref().map(OsdKey::device_id)
     }
 
-    /// The OSD it stands for, as the rollout sees it: a live, out-of-date workload.
-    pub(crate) fn as_workload(&self) -> ObservedPod {
+    /// The OSD it stands for, as the rollout sees it: a live, out-of-date workload;
+    /// `wanted` when that OSD is in the CR.
+    pub(crate) fn as_workload(&self, wanted: bool) -> ObservedPod {
         ObservedPod {
             name: self.name.clone(),
             uid: self.uid.clone(),
             device: self.device(),
+            wanted,
             key: self.key.clone(),
             class: PodClass::OutOfDate,
             ready: self.ready,

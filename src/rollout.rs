@@ -199,6 +199,7 @@ mod tests {
             name: format!("{}x", key.name_prefix()),
             uid: None,
             device: Some(key.device_id()),
+            wanted: true,
             key: Some(key),
             ready: matches!(
                 class,
