@@ -1,5 +1,7 @@
 //! The planner alone under criterion (confidence intervals, outliers, comparison with the last
-//! run): one plan in steady state and at the start of a rollout, at 1,000 and 10,000 OSDs.
+//! run): one plan in steady state (with the spec expanded anew, and already expanded as the
+//! operator keeps it per CephOSD version) and at the start of a rollout, at 1,000 and 10,000
+//! OSDs.
 //! `cargo bench --bench planner_criterion`; the table in BENCHMARKS.md comes from
 //! `cargo bench --bench planner`, which plans from the same fixtures.
 
@@ -7,7 +9,7 @@
 
 mod fixture;
 
-use ceph_osd_operator::{plan, CountingSuffix, Observed};
+use ceph_osd_operator::{plan, plan_expanded, CountingSuffix, ExpandedSpec, Observed};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use fixture::{cephosd, converged_pods};
 use k8s_openapi::jiff::Timestamp;
@@ -24,6 +26,19 @@ fn planner(c: &mut Criterion) {
             b.iter(|| {
                 let p = plan(
                     &cr,
+                    &Observed::pods(&pods),
+                    &mut CountingSuffix::default(),
+                    Timestamp::UNIX_EPOCH,
+                );
+                assert!(p.actions.is_empty());
+            });
+        });
+        let expanded = ExpandedSpec::of(&cr.spec);
+        group.bench_function(BenchmarkId::new("steady state, spec expanded", osds), |b| {
+            b.iter(|| {
+                let p = plan_expanded(
+                    &cr,
+                    &expanded,
                     &Observed::pods(&pods),
                     &mut CountingSuffix::default(),
                     Timestamp::UNIX_EPOCH,

@@ -6,12 +6,13 @@
 use crate::backoff::{Backoff, WatchRetry};
 use crate::crd::CephOsd;
 use crate::executor::{ExecuteError, Executor};
+use crate::expanded_spec::ExpandedSpecs;
 use crate::failure::Failure;
 use crate::labels;
 use crate::metrics::Metrics;
 use crate::osd::RandomSuffix;
 use crate::owned_objects::{strip_replica_set, OwnedObjects, Snapshot};
-use crate::plan::{plan, Observed};
+use crate::plan::{plan_expanded, Observed};
 use crate::watched_pod::{self, WatchedPod};
 use crate::written_status::WrittenStatuses;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -46,6 +47,7 @@ struct Context {
     metrics: Arc<Metrics>,
     written: WrittenStatuses,
     owned: OwnedObjects,
+    expanded: ExpandedSpecs,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +124,7 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
         metrics: metrics.clone(),
         written: WrittenStatuses::default(),
         owned: OwnedObjects::new(pod_store, replica_set_store),
+        expanded: ExpandedSpecs::default(),
     });
     Controller::for_stream(logging_errors(cr_events, "CephOSD"), store)
         .watches_stream(logging_errors(pod_events, "Pod"), owner_of)
@@ -139,6 +142,7 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
                         let namespace = object.namespace.as_deref().unwrap_or_default();
                         context.metrics.forget(namespace, &object.name);
                         context.owned.forget(namespace, &object.name);
+                        context.expanded.forget(namespace, &object.name);
                     }
                     Err(error) => warn!(%error, "controller error"),
                     Ok(_) => {}
@@ -224,7 +228,8 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         pods: &observation.pods,
         replica_sets: &observation.replica_sets,
     };
-    let plan = plan(&cr, &observed, &mut RandomSuffix, now);
+    let expanded = ctx.expanded.of(&cr);
+    let plan = plan_expanded(&cr, &expanded, &observed, &mut RandomSuffix, now);
     let s = &plan.summary;
     macro_rules! reconciled {
         ($level:ident) => {

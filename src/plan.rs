@@ -12,8 +12,9 @@ use crate::classify::{classify, Owner, Timing};
 pub(crate) use crate::classify::{ObservedPod, PodClass, Workload};
 use crate::conditions::ConditionReason;
 use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
-use crate::desired::{desired_osds, DesiredOsd, DesiredOsds};
+use crate::desired::{DesiredOsd, DesiredOsds};
 use crate::events::{foreign_pod_events, transition_events, unschedulable_events, EventReason};
+use crate::expanded_spec::ExpandedSpec;
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
 use crate::osd::{DeviceId, OsdKey, SuffixSource};
@@ -21,7 +22,6 @@ use crate::osd_pod::{render_pod, PodIdentity, RenderError};
 use crate::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
 use crate::rollout::{deadlines, domain_id, rollout_step};
 use crate::status::{compute_status, SpecProblem, StatusInput};
-use crate::template_rules::template_problems;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -177,7 +177,18 @@ pub fn plan(
     suffixes: &mut dyn SuffixSource,
     now: Timestamp,
 ) -> Plan {
-    let seen = Seen::new(cr, observed, now);
+    plan_expanded(cr, &ExpandedSpec::of(&cr.spec), observed, suffixes, now)
+}
+
+/// [`plan`] with `cr`'s spec already expanded (`expanded` must be `ExpandedSpec::of(&cr.spec)`).
+pub fn plan_expanded(
+    cr: &CephOsd,
+    expanded: &ExpandedSpec,
+    observed: &Observed<'_>,
+    suffixes: &mut dyn SuffixSource,
+    now: Timestamp,
+) -> Plan {
+    let seen = Seen::new(cr, expanded, observed, now);
     let current = seen.current();
     let mut actions = deletions(&seen);
     let created = creations(&seen, suffixes);
@@ -226,7 +237,7 @@ pub fn plan(
     let foreign_pods = seen.foreign_pods();
     let unschedulable_pods = unschedulable_pods(&current);
     let summary = summarize(&seen, &current, foreign_pods.len());
-    let mut spec_problems = spec_problems(&seen.desired, &seen.spec.pod_template);
+    let mut spec_problems = expanded.problems.clone();
     if let Some(error) = &unbuildable {
         spec_problems.insert(
             0,
@@ -240,7 +251,7 @@ pub fn plan(
         previous: &seen.previous,
         generation: cr.metadata.generation,
         now,
-        template_hash: &seen.template_hash,
+        template_hash: seen.template_hash,
         summary: &summary,
         paused: seen.spec.is_paused(),
         halted: step.halted.as_deref(),
@@ -278,8 +289,8 @@ struct Seen<'a> {
     cr: &'a CephOsd,
     spec: &'a CephOsdSpec,
     cr_name: String,
-    template_hash: TemplateHash,
-    desired: DesiredOsds,
+    template_hash: &'a TemplateHash,
+    desired: &'a DesiredOsds,
     previous: CephOsdStatus,
     pods: Vec<ObservedPod>,
     replica_sets: Vec<ObservedReplicaSet>,
@@ -289,10 +300,14 @@ struct Seen<'a> {
 }
 
 impl<'a> Seen<'a> {
-    fn new(cr: &'a CephOsd, observed: &Observed<'_>, now: Timestamp) -> Self {
+    fn new(
+        cr: &'a CephOsd,
+        expanded: &'a ExpandedSpec,
+        observed: &Observed<'_>,
+        now: Timestamp,
+    ) -> Self {
         let spec = &cr.spec;
-        let template_hash = TemplateHash::of(&spec.pod_template);
-        let desired = desired_osds(spec);
+        let (template_hash, desired) = (&expanded.template_hash, &expanded.desired);
         let timing = Timing {
             now,
             min_ready: spec.min_ready(),
@@ -303,13 +318,7 @@ impl<'a> Seen<'a> {
             name: &cr_name,
             uid: owner_uid.as_deref(),
         };
-        let pods = classify(
-            observed.pods,
-            &owner,
-            &template_hash,
-            &desired.osds,
-            &timing,
-        );
+        let pods = classify(observed.pods, &owner, template_hash, &desired.osds, &timing);
         let replica_sets = classify_replica_sets(observed.replica_sets, &pods, &owner);
         let era = replica_sets
             .iter()
@@ -376,7 +385,7 @@ impl<'a> Seen<'a> {
             namespace: &namespace,
             owner_uid: owner_uid.as_deref(),
             name,
-            template_hash: &self.template_hash,
+            template_hash: self.template_hash,
             pod_state: PodState::WaitForReady,
         };
         render_pod(&self.spec.pod_template, osd, &identity).map_err(|source| Unbuildable::Render {
@@ -687,28 +696,6 @@ fn pod_events(seen: &Seen<'_>, current: &[&ObservedPod]) -> Vec<PlannedEvent> {
         }
     }
     events
-}
-
-/// Everything wrong with the spec: storage problems first, then forbidden template fields.
-fn spec_problems(desired: &DesiredOsds, template: &serde_json::Value) -> Vec<SpecProblem> {
-    let storage = desired.problems.iter().map(|p| SpecProblem {
-        reason: if p.blocks.is_empty() {
-            ConditionReason::InvalidStorage
-        } else {
-            ConditionReason::ConflictingDevices
-        },
-        message: p.message.clone(),
-    });
-    let template = template_problems(template)
-        .into_iter()
-        .map(|p| SpecProblem {
-            reason: ConditionReason::ForbiddenTemplateField,
-            message: format!("{p} (left out of every pod)"),
-        });
-    let mut problems: Vec<SpecProblem> = storage.chain(template).collect();
-    // The most severe reason first: it names the condition.
-    problems.sort_by_key(|p| p.reason != ConditionReason::ConflictingDevices);
-    problems
 }
 
 fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {

@@ -6,6 +6,7 @@ use super::*;
 use crate::classify::{classify, Owner, Timing};
 use crate::crd::UpdateDomain;
 use crate::crd::{CephOsdSpec, OsdDevices, StorageEntry};
+use crate::desired::desired_osds;
 use crate::labels;
 use crate::osd::CountingSuffix;
 use k8s_openapi::api::apps::v1::ReplicaSet;
