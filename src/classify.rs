@@ -5,11 +5,12 @@
 //! (an ownerReference with `controller: true` that is not this CephOSD) is never ours to
 //! delete, patch or count; a pod without the host, data and pod-template-hash annotations, or
 //! whose name does not start with its OSD's prefix, is invalid and claims nothing; a pod that
-//! ended is deleted and recreated. Of the remaining pods that claim one disk, exactly one is
-//! kept: the one this CephOSD controls, else a Ready one, else the oldest (then by name). Only
-//! the others are deleted, so a stray pod can never take a healthy OSD pod down.
+//! ended is deleted and recreated. Of the remaining pods that claim one disk (whatever its
+//! spelling), exactly one is kept: the one this CephOSD controls, else one whose OSD the CR
+//! lists, else a Ready one, else the oldest (then by name). Only the others are deleted, so a
+//! stray pod can never take a healthy OSD pod down.
 
-use crate::desired::DesiredOsd;
+use crate::desired::{DesiredOsd, DesiredOsds};
 use crate::hash::TemplateHash;
 use crate::labels::{self, PodState};
 use crate::osd::{DeviceId, OsdKey};
@@ -70,8 +71,8 @@ pub struct ObservedPod {
     pub key: Option<OsdKey>,
     /// The disk that key names (computed once: every map of the planner looks it up).
     pub device: Option<DeviceId>,
-    /// Whether that key is one of the CR's OSDs (looked up once).
-    pub wanted: bool,
+    /// Its OSD's place among the CR's OSDs ([`DesiredOsd::index`]), when it is one of them.
+    pub osd: Option<usize>,
     pub class: PodClass,
     pub ready: bool,
     pub state: Option<String>,
@@ -167,7 +168,7 @@ pub(crate) fn classify(
     pods: &[Pod],
     owner: &Owner<'_>,
     template_hash: &TemplateHash,
-    desired: &BTreeMap<OsdKey, DesiredOsd>,
+    desired: &DesiredOsds,
     timing: &Timing,
 ) -> Vec<ObservedPod> {
     // First what each pod is on its own; `None` marks a pod that claims its disk.
@@ -180,15 +181,19 @@ pub(crate) fn classify(
                 (Some(host), Some(data)) => Some(OsdKey::new(host, data)),
                 _ => None,
             };
-            wanted.push(key.as_ref().and_then(|k| desired.get(k)));
+            let osd = key.as_ref().and_then(|k| desired.osds.get(k));
+            wanted.push(osd);
             let controller = controlled_by(pod.metadata.owner_references.as_ref(), owner);
             let name = pod.name_any();
             let class = on_its_own(pod, &name, key.as_ref(), &controller);
             let pod = ObservedPod {
                 uid: pod.metadata.uid.clone(),
                 name,
-                device: key.as_ref().map(OsdKey::device_id),
-                wanted: wanted.last().copied().flatten().is_some(),
+                device: match osd {
+                    Some(osd) => Some(osd.device.clone()),
+                    None => key.as_ref().map(OsdKey::device_id),
+                },
+                osd: osd.map(|o| o.index),
                 key,
                 class: PodClass::Terminating,
                 ready: ready_since(pod).is_some(),
@@ -205,29 +210,42 @@ pub(crate) fn classify(
         .collect();
 
     // Then one keeper per disk among the claimants; the others are told which pod keeps it.
-    let mut keepers: BTreeMap<&DeviceId, usize> = BTreeMap::new();
-    for (index, (pod, class)) in observed.iter().enumerate() {
-        let Some(device) = pod.device().filter(|_| class.is_none()) else {
+    // Disks by number: the CR's own, then the others these pods name.
+    let mut other_disks: BTreeMap<&DeviceId, usize> = BTreeMap::new();
+    let disks: Vec<Option<usize>> = observed
+        .iter()
+        .zip(&wanted)
+        .map(|((pod, class), osd)| {
+            let device = pod.device().filter(|_| class.is_none())?;
+            let disk = osd
+                .map(|o| o.disk)
+                .or_else(|| desired.disks.get(device).copied())
+                .unwrap_or_else(|| {
+                    let next = desired.disks.len() + other_disks.len();
+                    *other_disks.entry(device).or_insert(next)
+                });
+            Some(disk)
+        })
+        .collect();
+    let mut keepers: Vec<Option<usize>> = vec![None; desired.disks.len() + other_disks.len()];
+    for (index, disk) in disks.iter().enumerate() {
+        let Some(keeper) = disk.and_then(|d| keepers.get_mut(d)) else {
             continue;
         };
-        let keeper = keepers.entry(device).or_insert(index);
-        if *keeper != index && keeps_over(pod, &observed[*keeper].0) {
-            *keeper = index;
+        match keeper {
+            Some(current) if !keeps_over(&observed[index].0, &observed[*current].0) => {}
+            _ => *keeper = Some(index),
         }
     }
-    let mut kept = vec![false; observed.len()];
-    for index in keepers.values() {
-        kept[*index] = true;
-    }
-    let displaced: Vec<(usize, String)> = observed
-        .iter()
-        .enumerate()
-        .filter(|(index, (_, class))| class.is_none() && !kept[*index])
-        .map(|(index, (pod, _))| {
-            let keeper = pod
-                .device()
-                .and_then(|d| keepers.get(d))
-                .map(|k| observed[*k].0.name.as_str())
+    let keeper_of = |index: usize| disks[index].and_then(|d| keepers.get(d).copied().flatten());
+    let kept: Vec<bool> = (0..observed.len())
+        .map(|index| keeper_of(index) == Some(index))
+        .collect();
+    let displaced: Vec<(usize, String)> = (0..observed.len())
+        .filter(|index| disks[*index].is_some() && !kept[*index])
+        .map(|index| {
+            let keeper = keeper_of(index)
+                .map(|k| observed[k].0.name.as_str())
                 .unwrap_or_default();
             (
                 index,
@@ -295,11 +313,13 @@ fn on_its_own(
 }
 
 /// Whether `candidate` is a better keeper of a disk than `current`: controlled by this
-/// CephOSD, then Ready, then older, then the smaller name.
+/// CephOSD, then of an OSD the CR lists (not another spelling of its disk), then Ready, then
+/// older, then the smaller name.
 fn keeps_over(candidate: &ObservedPod, current: &ObservedPod) -> bool {
-    fn rank(p: &ObservedPod) -> (bool, bool, bool, Option<Timestamp>, &str) {
+    fn rank(p: &ObservedPod) -> (bool, bool, bool, bool, Option<Timestamp>, &str) {
         (
             !p.controlled,
+            p.osd.is_none(),
             !p.ready,
             p.created.is_none(),
             p.created,
@@ -378,6 +398,8 @@ pub(crate) fn ready_since(pod: &Pod) -> Option<Timestamp> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crd::{CephOsdSpec, OsdDevices, StorageEntry, UpdateDomain};
+    use crate::desired::desired_osds;
     use serde_json::json;
 
     /// Stands for the current template's hash in `pod()`.
@@ -435,19 +457,18 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn classes(pods: &[Pod], min_ready: i64, now: i64) -> Vec<(String, PodClass)> {
-        let desired: BTreeMap<OsdKey, DesiredOsd> = ["h1", "h2"]
-            .map(|h| {
-                let key = OsdKey::new(h, "/dev/sdb");
-                (
-                    key.clone(),
-                    DesiredOsd {
-                        key,
-                        db: None,
-                        wal: None,
-                    },
-                )
-            })
-            .into();
+        let desired = desired_osds(&CephOsdSpec::new(
+            vec![StorageEntry {
+                hosts: vec!["h1".into(), "h2".into()],
+                osds: vec![OsdDevices {
+                    data: "/dev/sdb".into(),
+                    db: None,
+                    wal: None,
+                }],
+            }],
+            UpdateDomain::Osd,
+            json!({}),
+        ));
         let owner = Owner {
             name: "ceph-osds",
             uid: Some("cr-uid"),
@@ -599,5 +620,25 @@ mod tests {
         );
         assert!(matches!(got[0].1, PodClass::Invalid(_)));
         assert_eq!(got[1].1, PodClass::UpToDate);
+    }
+
+    #[test]
+    fn another_spelling_of_a_listed_disk_claims_that_disk_and_the_listed_one_is_kept() {
+        // A Ready copy naming the disk `/dev//sdb` (not in the CR) and the adopted, unready
+        // pod of `h1:/dev/sdb`: one disk, and the pod of the listed OSD keeps it.
+        let mut respelled = pod("osd-h1-sdb-aaaaa", "h1", HASH, "up-to-date", None, Some(5));
+        respelled
+            .annotations_mut()
+            .insert(labels::DATA.into(), "/dev//sdb".into());
+        let listed = pod("osd-h1-sdb-bbbbb", "h1", HASH, "up-to-date", None, None);
+        for pods in [[respelled.clone(), listed.clone()], [listed, respelled]] {
+            let got = classes(&pods, 0, 100);
+            let class = |name: &str| got.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone());
+            assert_eq!(class("osd-h1-sdb-bbbbb"), Some(PodClass::UpToDate));
+            assert!(
+                matches!(class("osd-h1-sdb-aaaaa"), Some(PodClass::Invalid(why)) if why.contains("osd-h1-sdb-bbbbb")),
+                "{got:?}"
+            );
+        }
     }
 }

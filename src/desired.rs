@@ -16,6 +16,12 @@ pub(crate) struct DesiredOsd {
     pub key: OsdKey,
     pub db: Option<String>,
     pub wal: Option<String>,
+    /// The disk its key names, whatever the spelling.
+    pub device: DeviceId,
+    /// Its place in rollout order (0, 1, ...): the planner's tables per OSD use it.
+    pub index: usize,
+    /// Its disk's number: one per device id, shared by keys that spell one disk differently.
+    pub disk: usize,
 }
 
 /// Something wrong in `spec.storage`, and the OSDs it blocks (none: reported only).
@@ -32,6 +38,8 @@ pub(crate) struct DesiredOsds {
     pub problems: Vec<StorageProblem>,
     /// Keys the planner must neither create nor replace a pod for.
     pub blocked: BTreeSet<OsdKey>,
+    /// The disks of these OSDs, numbered (see [`DesiredOsd::disk`]).
+    pub disks: BTreeMap<DeviceId, usize>,
 }
 
 /// Expands `spec.storage` (see the module docs).
@@ -67,12 +75,19 @@ pub(crate) fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
             for devices in &entry.osds {
                 let key = OsdKey::new(host.clone(), devices.data.clone());
                 let osd = DesiredOsd {
+                    device: key.device_id(),
                     key: key.clone(),
                     db: devices.db.clone().filter(|s| !s.is_empty()),
                     wal: devices.wal.clone().filter(|s| !s.is_empty()),
+                    // Numbered once all are known.
+                    index: 0,
+                    disk: 0,
                 };
                 if let Some(previous) = osds.insert(key, osd) {
-                    if let Some(osd) = osds.get(&previous.key).filter(|osd| **osd != previous) {
+                    if let Some(osd) = osds
+                        .get(&previous.key)
+                        .filter(|osd| (&osd.db, &osd.wal) != (&previous.db, &previous.wal))
+                    {
                         problems.push(StorageProblem {
                             message: format!(
                                 "OSD {} is listed more than once with different db/wal devices \
@@ -93,18 +108,32 @@ pub(crate) fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
         .iter()
         .flat_map(|p| p.blocks.iter().cloned())
         .collect();
+    let disks = number(&mut osds);
     DesiredOsds {
         osds,
         problems,
         blocked,
+        disks,
     }
+}
+
+/// Numbers `osds` in rollout order and their disks in order of first appearance; returns the
+/// disks' numbers.
+fn number(osds: &mut BTreeMap<OsdKey, DesiredOsd>) -> BTreeMap<DeviceId, usize> {
+    let mut disks = BTreeMap::new();
+    for (index, osd) in osds.values_mut().enumerate() {
+        let next = disks.len();
+        osd.index = index;
+        osd.disk = *disks.entry(osd.device.clone()).or_insert(next);
+    }
+    disks
 }
 
 /// Keys that are different spellings of one disk.
 fn aliases(osds: &BTreeMap<OsdKey, DesiredOsd>) -> Vec<StorageProblem> {
-    let mut by_device: BTreeMap<DeviceId, Vec<&OsdKey>> = BTreeMap::new();
-    for key in osds.keys() {
-        by_device.entry(key.device_id()).or_default().push(key);
+    let mut by_device: BTreeMap<&DeviceId, Vec<&OsdKey>> = BTreeMap::new();
+    for osd in osds.values() {
+        by_device.entry(&osd.device).or_default().push(&osd.key);
     }
     by_device
         .into_iter()
@@ -168,6 +197,7 @@ mod tests {
             osds,
             problems,
             blocked,
+            ..
         } = desired_osds(&spec(vec![
             StorageEntry {
                 hosts: vec!["h".into()],

@@ -166,10 +166,14 @@ mod tests {
     use serde_json::json;
 
     fn osd(host: &str, data: &str, db: Option<&str>) -> DesiredOsd {
+        let key = OsdKey::new(host, data);
         DesiredOsd {
-            key: OsdKey::new(host, data),
+            device: key.device_id(),
+            key,
             db: db.map(Into::into),
             wal: None,
+            index: 0,
+            disk: 0,
         }
     }
 

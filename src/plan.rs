@@ -318,17 +318,15 @@ impl<'a> Seen<'a> {
             name: &cr_name,
             uid: owner_uid.as_deref(),
         };
-        let pods = classify(observed.pods, &owner, template_hash, &desired.osds, &timing);
+        let pods = classify(observed.pods, &owner, template_hash, desired, &timing);
         let replica_sets = classify_replica_sets(observed.replica_sets, &pods, &owner);
         let era = replica_sets
             .iter()
             .filter(|rs| rs.class == ReplicaSetClass::Era)
-            .filter(|rs| {
-                rs.key
-                    .as_ref()
-                    .is_some_and(|k| desired.osds.contains_key(k))
+            .filter_map(|rs| {
+                let osd = desired.osds.get(rs.key.as_ref()?)?;
+                Some(rs.as_workload(Some(osd.index)))
             })
-            .map(|rs| rs.as_workload(true))
             .collect();
         Self {
             cr,
@@ -357,7 +355,7 @@ impl<'a> Seen<'a> {
     fn current(&self) -> Vec<&ObservedPod> {
         self.pods
             .iter()
-            .filter(|p| p.is_live() && p.wanted)
+            .filter(|p| p.is_live() && p.osd.is_some())
             .chain(&self.era)
             .collect()
     }
@@ -423,7 +421,7 @@ fn deletions(seen: &Seen<'_>) -> Vec<Action> {
         let reason = match &pod.class {
             PodClass::Invalid(why) => DeleteReason::Invalid(why.clone()),
             PodClass::Ended(phase) => DeleteReason::Ended(phase.clone()),
-            _ if pod.is_live() && !pod.wanted => DeleteReason::Superfluous,
+            _ if pod.is_live() && pod.osd.is_none() => DeleteReason::Superfluous,
             _ => return None,
         };
         Some(delete(pod, reason))
@@ -459,6 +457,27 @@ struct Creations {
 /// device), never while the spec is ambiguous about them, at most
 /// `MAX_CREATIONS_PER_PLAN` at once.
 fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
+    let mut out = Creations {
+        actions: Vec::new(),
+        missing: Vec::new(),
+        unbuildable: None,
+        deferred: false,
+    };
+    let mut live = vec![false; seen.desired.osds.len()];
+    for pod in seen.pods.iter().chain(&seen.era).filter(|p| p.is_live()) {
+        if let Some(flag) = pod.osd.and_then(|i| live.get_mut(i)) {
+            *flag = true;
+        }
+    }
+    let lacking: Vec<&DesiredOsd> = seen
+        .desired
+        .osds
+        .values()
+        .filter(|o| live.get(o.index) == Some(&false))
+        .collect();
+    if lacking.is_empty() {
+        return out;
+    }
     let replica_set_devices: Vec<DeviceId> = seen
         .replica_sets
         .iter()
@@ -469,13 +488,6 @@ fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
         .iter()
         .filter_map(ObservedPod::device)
         .chain(&replica_set_devices)
-        .collect();
-    let live: HashSet<&OsdKey> = seen
-        .pods
-        .iter()
-        .chain(&seen.era)
-        .filter(|p| p.is_live())
-        .filter_map(|p| p.key.as_ref())
         .collect();
     // A Ready pod of another controller keeps its OSD available (though not ours); a
     // ReplicaSet's pod only while that ReplicaSet is there and not being deleted: otherwise
@@ -501,24 +513,12 @@ fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
     let previous_update = seen.previous_update();
     let same_generation = seen.previous.observed_generation.is_some()
         && seen.previous.observed_generation == seen.cr.metadata.generation;
-    let mut out = Creations {
-        actions: Vec::new(),
-        missing: Vec::new(),
-        unbuildable: None,
-        deferred: false,
-    };
     let mut wanted = 0;
-    for osd in seen
-        .desired
-        .osds
-        .values()
-        .filter(|o| !live.contains(&o.key))
-    {
-        let device = osd.key.device_id();
-        if !served_by_foreign.contains(&device) {
+    for osd in lacking {
+        if !served_by_foreign.contains(&osd.device) {
             out.missing.push(osd.key.clone());
         }
-        if occupied.contains(&device) || seen.desired.blocked.contains(&osd.key) {
+        if occupied.contains(&osd.device) || seen.desired.blocked.contains(&osd.key) {
             continue;
         }
         // A bounded batch: the next reconcile, moments later, creates the rest, and sees a

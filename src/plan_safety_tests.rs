@@ -412,7 +412,7 @@ fn event() -> impl Strategy<Value = Event> {
         4 => Just(Event::Reconcile),
         2 => Just(Event::FinishTerminations),
         3 => (0usize..10).prop_map(Event::Ready),
-        2 => (0usize..10, 0u8..3).prop_map(|(i, k)| Event::Stray(i, k)),
+        2 => (0usize..10, 0u8..4).prop_map(|(i, k)| Event::Stray(i, k)),
         1 => (0u8..3).prop_map(Event::EditTemplate),
         1 => (0usize..10).prop_map(Event::DeleteByHand),
     ]
@@ -481,6 +481,12 @@ proptest! {
                     let mut pod = stray(&source, &name, cluster.clock);
                     if kind == 2 {
                         controlled_by(&mut pod, "ReplicaSet", "rs", "rs-uid");
+                    }
+                    if kind == 3 {
+                        // Another spelling of the same disk: a key the CR does not list.
+                        if let Some(data) = pod.annotations_mut().get_mut(labels::DATA) {
+                            *data = data.replacen('/', "//", 1);
+                        }
                     }
                     cluster.pods.push(pod);
                 },

@@ -994,7 +994,7 @@ fn check_replacement_step(
         })
         .collect();
     prop_assert_eq!(domains.len(), 1);
-    let desired = desired_osds(&cr.spec).osds;
+    let desired = desired_osds(&cr.spec);
     let hash = TemplateHash::of(&cr.spec.pod_template);
     let timing = Timing {
         now: at(0),
@@ -1005,7 +1005,7 @@ fn check_replacement_step(
         uid: Some("cr-uid"),
     };
     let observed = classify(before, &owner, &hash, &desired, &timing);
-    for key in desired.keys() {
+    for key in desired.osds.keys() {
         let pod = observed
             .iter()
             .find(|p| p.is_live() && p.key.as_ref() == Some(key));

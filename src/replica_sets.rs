@@ -51,13 +51,13 @@ impl ObservedReplicaSet {
     }
 
     /// The OSD it stands for, as the rollout sees it: a live, out-of-date workload;
-    /// `wanted` when that OSD is in the CR.
-    pub(crate) fn as_workload(&self, wanted: bool) -> ObservedPod {
+    /// `osd` its OSD's place among the CR's, when it is one of them.
+    pub(crate) fn as_workload(&self, osd: Option<usize>) -> ObservedPod {
         ObservedPod {
             name: self.name.clone(),
             uid: self.uid.clone(),
             device: self.device(),
-            wanted,
+            osd,
             key: self.key.clone(),
             class: PodClass::OutOfDate,
             ready: self.ready,

@@ -199,7 +199,7 @@ mod tests {
             name: format!("{}x", key.name_prefix()),
             uid: None,
             device: Some(key.device_id()),
-            wanted: true,
+            osd: Some(0),
             key: Some(key),
             ready: matches!(
                 class,
