@@ -1,7 +1,7 @@
 //! The planner alone under criterion (confidence intervals, outliers, comparison with the last
 //! run): one plan in steady state (with the spec expanded anew, and already expanded as the
-//! operator keeps it per CephOSD version) and at the start of a rollout, at 1,000 and 10,000
-//! OSDs.
+//! operator keeps it per CephOSD version), at the start of a rollout, and creating the first
+//! 1,000 pods, at 1,000 and 10,000 OSDs.
 //! `cargo bench --bench planner_criterion`; the table in BENCHMARKS.md comes from
 //! `cargo bench --bench planner`, which plans from the same fixtures.
 
@@ -9,7 +9,9 @@
 
 mod fixture;
 
-use ceph_osd_operator::{plan, plan_expanded, CountingSuffix, ExpandedSpec, Observed};
+use ceph_osd_operator::{
+    plan, plan_expanded, CountingSuffix, ExpandedSpec, Observed, MAX_CREATIONS_PER_PLAN,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use fixture::{cephosd, converged_pods};
 use k8s_openapi::jiff::Timestamp;
@@ -44,6 +46,18 @@ fn planner(c: &mut Criterion) {
                     Timestamp::UNIX_EPOCH,
                 );
                 assert!(p.actions.is_empty());
+            });
+        });
+        group.bench_function(BenchmarkId::new("first creation", osds), |b| {
+            b.iter(|| {
+                let p = plan_expanded(
+                    &cr,
+                    &expanded,
+                    &Observed::pods(&[]),
+                    &mut CountingSuffix::default(),
+                    Timestamp::UNIX_EPOCH,
+                );
+                assert_eq!(p.actions.len(), osds.min(MAX_CREATIONS_PER_PLAN));
             });
         });
         group.bench_function(BenchmarkId::new("rollout start", osds), |b| {

@@ -28,6 +28,7 @@ mod osd;
 mod osd_pod;
 mod owned_objects;
 mod plan;
+mod pod_additions;
 mod preview;
 mod probes;
 mod replica_sets;

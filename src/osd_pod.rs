@@ -6,14 +6,10 @@
 use crate::desired::DesiredOsd;
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
+use crate::pod_additions::pod_additions;
 use crate::template_rules::remove_forbidden_fields;
 use k8s_openapi::api::core::v1::Pod;
-use minijinja::{context, AutoEscape, Environment, UndefinedBehavior};
-use serde_json::{Map, Value};
-use std::sync::LazyLock;
-
-const TEMPLATE_NAME: &str = "pod.yaml.j2";
-const TEMPLATE_SOURCE: &str = include_str!("../templates/pod.yaml.j2");
+use serde_json::Value;
 
 /// Everything about one pod that does not come from the template.
 #[derive(Clone, Copy, Debug)]
@@ -43,16 +39,6 @@ pub enum RenderError {
     InvalidPod { path: String, message: String },
 }
 
-static ENVIRONMENT: LazyLock<Result<Environment<'static>, minijinja::Error>> =
-    LazyLock::new(|| {
-        let mut env = Environment::new();
-        env.set_undefined_behavior(UndefinedBehavior::Strict);
-        // Every `{{ value }}` is emitted as a JSON literal, which is also valid YAML.
-        env.set_auto_escape_callback(|_| AutoEscape::Json);
-        env.add_template(TEMPLATE_NAME, TEMPLATE_SOURCE)?;
-        Ok(env)
-    });
-
 /// Renders the pod for one OSD.
 pub(crate) fn render_pod(
     pod_template: &Value,
@@ -62,7 +48,7 @@ pub(crate) fn render_pod(
     let Value::Object(template) = pod_template else {
         return Err(RenderError::TemplateNotAMapping(json_type(pod_template)));
     };
-    let additions = render_additions(osd, identity)?;
+    let additions = pod_additions(osd, identity)?;
     let mut pod = Value::Object(template.clone());
     // What the operator computes is never taken from the template (db/wal of another OSD,
     // a pod-state that skips the readiness gate, a node that is not the OSD's host).
@@ -80,29 +66,6 @@ pub(crate) fn render_pod(
         path: e.path().to_string(),
         message: e.inner().to_string(),
     })
-}
-
-fn render_additions(
-    osd: &DesiredOsd,
-    identity: &PodIdentity<'_>,
-) -> Result<Map<String, Value>, RenderError> {
-    let env = ENVIRONMENT
-        .as_ref()
-        .map_err(|e| RenderError::Setup(e.to_string()))?;
-    let text = env.get_template(TEMPLATE_NAME)?.render(context! {
-        name => identity.name,
-        namespace => identity.namespace,
-        cr_name => identity.cr_name,
-        owner_uid => identity.owner_uid,
-        owner_label => crate::labels::owner_label_value(identity.cr_name),
-        template_hash => identity.template_hash.as_str(),
-        pod_state => identity.pod_state.as_str(),
-        host => &osd.key.host,
-        data => &osd.key.data,
-        db => &osd.db,
-        wal => &osd.wal,
-    })?;
-    serde_saphyr::from_str(&text).map_err(|e| RenderError::Yaml(e.to_string()))
 }
 
 /// Merges `overlay` into `base`: mappings key by key (the overlay wins), anything else replaced.
