@@ -165,7 +165,7 @@ pub(crate) fn controlled_by(
 
 /// Classifies `pods` (see the module docs).
 pub(crate) fn classify(
-    pods: &[Pod],
+    pods: &[&Pod],
     owner: &Owner<'_>,
     template_hash: &TemplateHash,
     desired: &DesiredOsds,
@@ -477,10 +477,16 @@ mod tests {
             now: at(now),
             min_ready: SignedDuration::from_secs(min_ready),
         };
-        classify(pods, &owner, &current(), &desired, &timing)
-            .into_iter()
-            .map(|p| (p.name, p.class))
-            .collect()
+        classify(
+            &pods.iter().collect::<Vec<_>>(),
+            &owner,
+            &current(),
+            &desired,
+            &timing,
+        )
+        .into_iter()
+        .map(|p| (p.name, p.class))
+        .collect()
     }
 
     #[test]

@@ -224,10 +224,10 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         // reconcile (the requeue only covers a write that is never seen).
         Snapshot::Lagging => return Ok(Action::requeue(Duration::from_secs(1))),
     };
-    let observed = Observed {
-        pods: &observation.pods,
-        replica_sets: &observation.replica_sets,
-    };
+    let observed = Observed::new(
+        observation.pods.iter().map(|p| &**p),
+        observation.replica_sets.iter().map(|r| &**r),
+    );
     let expanded = ctx.expanded.of(&cr);
     let plan = plan_expanded(&cr, &expanded, &observed, &mut RandomSuffix, now);
     let s = &plan.summary;

@@ -13,8 +13,11 @@ use crate::labels;
 use crate::plan::Action;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
+use std::borrow::Borrow;
+use std::collections::HashMap;
 
 /// One write the cache has yet to show.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,28 +51,47 @@ impl Expected {
         }
     }
 
-    fn seen(&self, pods: &[Pod], replica_sets: &[ReplicaSet]) -> bool {
-        let terminating_or_gone =
-            |found: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>| {
-                found.is_none_or(|meta| meta.deletion_timestamp.is_some())
-            };
+    fn seen(&self, shown: &Shown<'_>) -> bool {
+        let terminating_or_gone = |found: Option<&&ObjectMeta>| {
+            found.is_none_or(|meta| meta.deletion_timestamp.is_some())
+        };
         match self {
-            Self::Created { name } => pods.iter().any(|p| p.metadata.name.as_ref() == Some(name)),
-            Self::Deleted { uid } => terminating_or_gone(
-                pods.iter()
-                    .map(|p| &p.metadata)
-                    .find(|m| m.uid.as_ref() == Some(uid)),
-            ),
-            Self::ReplicaSetDeleted { uid } => terminating_or_gone(
-                replica_sets
-                    .iter()
-                    .map(|r| &r.metadata)
-                    .find(|m| m.uid.as_ref() == Some(uid)),
-            ),
-            Self::State { name, state } => pods
-                .iter()
-                .find(|p| p.metadata.name.as_ref() == Some(name))
+            Self::Created { name } => shown.pods_by_name.contains_key(name.as_str()),
+            Self::Deleted { uid } => terminating_or_gone(shown.pods_by_uid.get(uid.as_str())),
+            Self::ReplicaSetDeleted { uid } => {
+                terminating_or_gone(shown.replica_sets_by_uid.get(uid.as_str()))
+            }
+            Self::State { name, state } => shown
+                .pods_by_name
+                .get(name.as_str())
                 .is_none_or(|p| p.annotations().get(labels::POD_STATE) == Some(state)),
+        }
+    }
+}
+
+/// The objects a cache or a LIST shows, by what expectations look them up by.
+struct Shown<'a> {
+    pods_by_name: HashMap<&'a str, &'a Pod>,
+    pods_by_uid: HashMap<&'a str, &'a ObjectMeta>,
+    replica_sets_by_uid: HashMap<&'a str, &'a ObjectMeta>,
+}
+
+impl<'a> Shown<'a> {
+    fn new(pods: &'a [impl Borrow<Pod>], replica_sets: &'a [impl Borrow<ReplicaSet>]) -> Self {
+        let pods = pods.iter().map(Borrow::borrow);
+        Self {
+            pods_by_name: pods
+                .clone()
+                .filter_map(|p: &Pod| Some((p.metadata.name.as_deref()?, p)))
+                .collect(),
+            pods_by_uid: pods
+                .filter_map(|p| Some((p.metadata.uid.as_deref()?, &p.metadata)))
+                .collect(),
+            replica_sets_by_uid: replica_sets
+                .iter()
+                .map(Borrow::borrow)
+                .filter_map(|r: &ReplicaSet| Some((r.metadata.uid.as_deref()?, &r.metadata)))
+                .collect(),
         }
     }
 }
@@ -104,12 +126,15 @@ impl Expectations {
     /// from.
     pub(crate) fn check(
         &mut self,
-        pods: &[Pod],
-        replica_sets: &[ReplicaSet],
+        pods: &[impl Borrow<Pod>],
+        replica_sets: &[impl Borrow<ReplicaSet>],
         now: Timestamp,
         timeout: SignedDuration,
     ) -> Readiness {
-        self.pending.retain(|e| !e.seen(pods, replica_sets));
+        if !self.pending.is_empty() {
+            let shown = Shown::new(pods, replica_sets);
+            self.pending.retain(|e| !e.seen(&shown));
+        }
         match self.since {
             _ if self.pending.is_empty() => {
                 self.since = None;
@@ -124,8 +149,14 @@ impl Expectations {
     /// shows stay expected (the cache must catch up with them before it is trusted again),
     /// those it contradicts are dropped (a created pod already gone may never be seen), and the
     /// timeout starts anew.
-    pub(crate) fn listed(&mut self, pods: &[Pod], replica_sets: &[ReplicaSet], now: Timestamp) {
-        self.pending.retain(|e| e.seen(pods, replica_sets));
+    pub(crate) fn listed(
+        &mut self,
+        pods: &[impl Borrow<Pod>],
+        replica_sets: &[impl Borrow<ReplicaSet>],
+        now: Timestamp,
+    ) {
+        let shown = Shown::new(pods, replica_sets);
+        self.pending.retain(|e| e.seen(&shown));
         self.since = (!self.pending.is_empty()).then_some(now);
     }
 
@@ -137,6 +168,9 @@ impl Expectations {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const NO_PODS: &[Pod] = &[];
+    const NO_SETS: &[ReplicaSet] = &[];
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use serde_json::json;
 
@@ -183,12 +217,12 @@ mod tests {
             let mut expectations = Expectations::default();
             expectations.expect(expected.clone(), at(0));
             assert_eq!(
-                expectations.check(&before, &[], at(1), timeout),
+                expectations.check(&before, NO_SETS, at(1), timeout),
                 Readiness::Wait,
                 "{expected:?}"
             );
             assert_eq!(
-                expectations.check(&after, &[], at(2), timeout),
+                expectations.check(&after, NO_SETS, at(2), timeout),
                 Readiness::Cache,
                 "{expected:?}"
             );
@@ -205,7 +239,7 @@ mod tests {
             at(0),
         );
         assert_eq!(
-            expectations.check(&[], &[], at(1), timeout),
+            expectations.check(NO_PODS, NO_SETS, at(1), timeout),
             Readiness::Cache
         );
     }
@@ -218,28 +252,28 @@ mod tests {
         expectations.expect(Expected::Created { name: "b".into() }, at(105));
         let a = [pod("a", "u1", "wait-for-ready", false)];
         assert_eq!(
-            expectations.check(&a, &[], at(109), timeout),
+            expectations.check(&a, NO_SETS, at(109), timeout),
             Readiness::Wait
         );
         assert_eq!(
-            expectations.check(&a, &[], at(110), timeout),
+            expectations.check(&a, NO_SETS, at(110), timeout),
             Readiness::List
         );
         // The LIST shows b: the cache must show it too before it is trusted again.
         let listed = [a[0].clone(), pod("b", "u2", "wait-for-ready", false)];
-        expectations.listed(&listed, &[], at(110));
+        expectations.listed(&listed, NO_SETS, at(110));
         assert_eq!(
-            expectations.check(&a, &[], at(115), timeout),
+            expectations.check(&a, NO_SETS, at(115), timeout),
             Readiness::Wait
         );
         assert_eq!(
-            expectations.check(&a, &[], at(120), timeout),
+            expectations.check(&a, NO_SETS, at(120), timeout),
             Readiness::List
         );
         // This LIST no longer shows b (deleted meanwhile): nothing left to wait for.
-        expectations.listed(&a, &[], at(120));
+        expectations.listed(&a, NO_SETS, at(120));
         assert_eq!(
-            expectations.check(&a, &[], at(121), timeout),
+            expectations.check(&a, NO_SETS, at(121), timeout),
             Readiness::Cache
         );
     }

@@ -32,8 +32,8 @@ const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The objects one reconcile plans from.
 pub(crate) struct Observation {
-    pub pods: Vec<Pod>,
-    pub replica_sets: Vec<ReplicaSet>,
+    pub pods: Vec<Arc<Pod>>,
+    pub replica_sets: Vec<Arc<ReplicaSet>>,
     /// Identifies the CephOSD and these objects (as cached: none after a LIST).
     pub fingerprint: Option<u64>,
 }
@@ -107,11 +107,8 @@ impl OwnedObjects {
             return Ok(Snapshot::Unchanged);
         }
         let cached = Observation {
-            pods: pods_cached.iter().map(|p| Pod::clone(p)).collect(),
-            replica_sets: replica_sets_cached
-                .iter()
-                .map(|r| ReplicaSet::clone(r))
-                .collect(),
+            pods: pods_cached,
+            replica_sets: replica_sets_cached,
             fingerprint: Some(fingerprint),
         };
         let readiness = if synced {
@@ -134,8 +131,18 @@ impl OwnedObjects {
                     labels::owner_label_value(&cr.name_any())
                 ));
                 let listed = Observation {
-                    pods: pods.list(&params).await?.items,
-                    replica_sets: replica_sets.list(&params).await?.items,
+                    pods: pods
+                        .list(&params)
+                        .await?
+                        .into_iter()
+                        .map(Arc::new)
+                        .collect(),
+                    replica_sets: replica_sets
+                        .list(&params)
+                        .await?
+                        .into_iter()
+                        .map(Arc::new)
+                        .collect(),
                     fingerprint: None,
                 };
                 self.with_expectations(&key, |e| {

@@ -61,20 +61,27 @@ pub struct PlannedEvent {
 }
 
 /// What the planner observed of one CephOSD: every pod and every ReplicaSet carrying its
-/// owner label.
-#[derive(Clone, Copy, Debug)]
+/// owner label (borrowed: the watch caches' objects are not copied).
+#[derive(Clone, Debug)]
 pub struct Observed<'a> {
-    pub pods: &'a [Pod],
-    pub replica_sets: &'a [ReplicaSet],
+    pub pods: Vec<&'a Pod>,
+    pub replica_sets: Vec<&'a ReplicaSet>,
 }
 
 impl<'a> Observed<'a> {
+    pub fn new(
+        pods: impl IntoIterator<Item = &'a Pod>,
+        replica_sets: impl IntoIterator<Item = &'a ReplicaSet>,
+    ) -> Self {
+        Self {
+            pods: pods.into_iter().collect(),
+            replica_sets: replica_sets.into_iter().collect(),
+        }
+    }
+
     /// Pods only (a cluster without ReplicaSets of the Ansible operator).
     pub fn pods(pods: &'a [Pod]) -> Self {
-        Self {
-            pods,
-            replica_sets: &[],
-        }
+        Self::new(pods, [])
     }
 }
 
@@ -318,8 +325,8 @@ impl<'a> Seen<'a> {
             name: &cr_name,
             uid: owner_uid.as_deref(),
         };
-        let pods = classify(observed.pods, &owner, template_hash, desired, &timing);
-        let replica_sets = classify_replica_sets(observed.replica_sets, &pods, &owner);
+        let pods = classify(&observed.pods, &owner, template_hash, desired, &timing);
+        let replica_sets = classify_replica_sets(&observed.replica_sets, &pods, &owner);
         let era = replica_sets
             .iter()
             .filter(|rs| rs.class == ReplicaSetClass::Era)

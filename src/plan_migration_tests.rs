@@ -349,10 +349,8 @@ impl Cluster {
     /// status it would have written (the plan's status is only written after every action).
     fn reconcile_killed_after(&mut self, cr: &CephOsd, applied: usize) {
         let status = self.status.clone();
-        let observed = Observed {
-            pods: &self.pods.clone(),
-            replica_sets: &self.replica_sets.clone(),
-        };
+        let (pods, replica_sets) = (self.pods.clone(), self.replica_sets.clone());
+        let observed = Observed::new(&pods, &replica_sets);
         let mut cr = cr.clone();
         cr.status = status.clone();
         let plan = plan(

@@ -67,10 +67,7 @@ impl Cluster {
     pub(super) fn reconcile(&mut self, cr: &CephOsd) -> Plan {
         let mut cr = cr.clone();
         cr.status = self.status.clone();
-        let observed = Observed {
-            pods: &self.pods,
-            replica_sets: &self.replica_sets,
-        };
+        let observed = Observed::new(&self.pods, &self.replica_sets);
         let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock));
         self.apply(&plan);
         plan
@@ -86,7 +83,7 @@ impl Cluster {
     ) -> Plan {
         let mut cr = cr.clone();
         cr.status = self.status.clone();
-        let observed = Observed { pods, replica_sets };
+        let observed = Observed::new(pods, replica_sets);
         let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock));
         self.apply(&plan);
         plan
@@ -1004,7 +1001,13 @@ fn check_replacement_step(
         name: "ceph-osds",
         uid: Some("cr-uid"),
     };
-    let observed = classify(before, &owner, &hash, &desired, &timing);
+    let observed = classify(
+        &before.iter().collect::<Vec<_>>(),
+        &owner,
+        &hash,
+        &desired,
+        &timing,
+    );
     for key in desired.osds.keys() {
         let pod = observed
             .iter()

@@ -75,7 +75,7 @@ impl ObservedReplicaSet {
 /// Classifies the ReplicaSets carrying the owner label; `pods` are the classified pods (for
 /// readiness, and the disks our own live pods already run).
 pub(crate) fn classify_replica_sets(
-    replica_sets: &[ReplicaSet],
+    replica_sets: &[&ReplicaSet],
     pods: &[ObservedPod],
     owner: &Owner<'_>,
 ) -> Vec<ObservedReplicaSet> {
