@@ -48,19 +48,13 @@ pub(crate) fn render_pod(
     let Value::Object(template) = pod_template else {
         return Err(RenderError::TemplateNotAMapping(json_type(pod_template)));
     };
-    let additions = pod_additions(osd, identity)?;
+    let mut additions = pod_additions(osd, identity)?;
     let mut pod = Value::Object(template.clone());
     // What the operator computes is never taken from the template (db/wal of another OSD,
     // a pod-state that skips the readiness gate, a node that is not the OSD's host).
     remove_forbidden_fields(&mut pod);
-    deep_merge(
-        &mut pod,
-        additions.get("pod").cloned().unwrap_or(Value::Null),
-    );
-    let env = additions
-        .get("containerEnv")
-        .cloned()
-        .unwrap_or(Value::Null);
+    deep_merge(&mut pod, additions.remove("pod").unwrap_or(Value::Null));
+    let env = additions.remove("containerEnv").unwrap_or(Value::Null);
     append_container_env(&mut pod, &env);
     serde_path_to_error::deserialize(pod).map_err(|e| RenderError::InvalidPod {
         path: e.path().to_string(),
