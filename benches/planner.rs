@@ -105,12 +105,15 @@ fn main() {
          `cargo bench --bench planner_criterion` measures the same plans under criterion \
          (confidence intervals, comparison with its last run).\n\n\
          Target: the steady-state plan well under that baseline (ratio < 1), so planning \
-         never dominates a reconcile; the goal of well under a millisecond at 1,000 OSDs is not \
-         met. What it costs (perf): classifying each pod (its annotations, its OSD key, the \
-         normalised device id, allocated anew each plan), expanding the CephOSD into its OSDs \
-         again each plan, and ordered-map lookups on long `host:data` keys; past 1,000 OSDs the \
-         maps outgrow the caches. A resync of a settled CephOSD does not plan at all (its \
-         inputs are those of the last plan, which had nothing to do).\n\nMeasured on: {} cores, {}.\n",
+         never dominates a reconcile, and under a millisecond at 1,000 OSDs. The operator \
+         expands a CephOSD's spec (its OSDs, disks, template hash and problems) once per \
+         version of the CephOSD, so its steady-state plans cost the \"spec already expanded\" \
+         column; the first plan of a new version (a rollout's start, for one) pays the expansion \
+         too. Pod additions come from the built-in template rendered once per shape and filled \
+         per pod. What remains (perf): classifying each pod (its annotations, its OSD key, \
+         allocated anew each plan) and the status; past 1,000 OSDs the maps outgrow the CPU \
+         caches. A resync of a settled CephOSD does not plan at all (its inputs are those of \
+         the last plan, which had nothing to do).\n\nMeasured on: {} cores, {}.\n",
         std::thread::available_parallelism().map_or(1, usize::from),
         std::env::consts::ARCH
     );

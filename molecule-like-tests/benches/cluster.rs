@@ -46,12 +46,11 @@ const CONCURRENCIES: &str = "16,32,64";
 /// What limits the figures that miss the project's targets.
 const LIMITS: &str = "\nWhat limits these figures: creation is bounded by the API server, which shares 2 cores \
 with etcd, the scheduler, KWOK, the operator and the benchmark's own watch; the bare client's figure is the \
-fastest of its three runs, and moves from run to run by more than the operator's overhead. At 1,000 OSDs the \
-operator's fixed costs weigh most: it plans and renders up to 1,000 pods before the first write, each plan \
-reads the whole cache and waits until it shows the previous plan's writes, each write window starts at one \
-request, and it decodes every watch event of the pods it creates, which the bare client does not. During a \
-large creation each plan also patches the `pod-state` of the pods that turned Ready meanwhile: writes the bare \
-client does not make. Resident \
+fastest of its runs, and moves from run to run by more than the operator's overhead. The operator's own costs \
+while creating: it builds up to 1,000 pods before a plan's first write (about 17 ms for 1,000), each plan \
+waits until the cache shows the previous plan's writes, each write window starts at one request, and it \
+decodes the watch events of the pods it creates (metadata, phase and conditions only), which the bare client \
+does not; the `pod-state` marks of pods that turned Ready wait until no pod is being created. Resident \
 memory after a burst is what jemalloc keeps of the peak (the peak is shown); settled, it is mostly the cached \
 pods (metadata, phase, the Ready and unschedulable conditions). CPU per reconcile is the whole process's CPU \
 time over the window divided by the reconciles in it: timers, the allocator's background thread and the \
