@@ -131,18 +131,8 @@ impl OwnedObjects {
                     labels::owner_label_value(&cr.name_any())
                 ));
                 let listed = Observation {
-                    pods: pods
-                        .list(&params)
-                        .await?
-                        .into_iter()
-                        .map(Arc::new)
-                        .collect(),
-                    replica_sets: replica_sets
-                        .list(&params)
-                        .await?
-                        .into_iter()
-                        .map(Arc::new)
-                        .collect(),
+                    pods: listed(pods, &params).await?,
+                    replica_sets: listed(replica_sets, &params).await?,
                     fingerprint: None,
                 };
                 self.with_expectations(&key, |e| {
@@ -185,6 +175,14 @@ impl OwnedObjects {
         }
         out
     }
+}
+
+/// The objects a LIST with `params` returns, shared like the caches' objects.
+async fn listed<K>(api: &Api<K>, params: &ListParams) -> Result<Vec<Arc<K>>, kube::Error>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Ok(api.list(params).await?.into_iter().map(Arc::new).collect())
 }
 
 /// The cached objects of `cr`'s namespace that carry its owner label.

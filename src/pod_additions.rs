@@ -40,7 +40,23 @@ struct Values<'a> {
     wal: Option<&'a str>,
 }
 
-impl Values<'_> {
+impl<'a> Values<'a> {
+    fn of(osd: &'a DesiredOsd, identity: &PodIdentity<'a>, owner_label: &'a str) -> Self {
+        Self {
+            name: identity.name,
+            namespace: identity.namespace,
+            cr_name: identity.cr_name,
+            owner_uid: identity.owner_uid,
+            owner_label,
+            template_hash: identity.template_hash.as_str(),
+            pod_state: identity.pod_state.as_str(),
+            host: &osd.key.host,
+            data: &osd.key.data,
+            db: osd.db.as_deref(),
+            wal: osd.wal.as_deref(),
+        }
+    }
+
     /// Which optional values the template's conditions see (Jinja: an empty string is false).
     fn shape(&self) -> usize {
         let present = |v: Option<&str>| usize::from(v.is_some_and(|v| !v.is_empty()));
@@ -72,19 +88,7 @@ pub(crate) fn pod_additions(
     identity: &PodIdentity<'_>,
 ) -> Result<Map<String, Value>, RenderError> {
     let owner_label = crate::labels::owner_label_value(identity.cr_name);
-    let values = Values {
-        name: identity.name,
-        namespace: identity.namespace,
-        cr_name: identity.cr_name,
-        owner_uid: identity.owner_uid,
-        owner_label: &owner_label,
-        template_hash: identity.template_hash.as_str(),
-        pod_state: identity.pod_state.as_str(),
-        host: &osd.key.host,
-        data: &osd.key.data,
-        db: osd.db.as_deref(),
-        wal: osd.wal.as_deref(),
-    };
+    let values = Values::of(osd, identity, &owner_label);
     let mut additions = with_placeholders(values.shape())?.clone();
     let by_placeholder = values.by_placeholder();
     for value in additions.values_mut() {
@@ -182,19 +186,7 @@ mod tests {
         identity: &PodIdentity<'_>,
     ) -> Result<Map<String, Value>, RenderError> {
         let owner_label = crate::labels::owner_label_value(identity.cr_name);
-        render(&Values {
-            name: identity.name,
-            namespace: identity.namespace,
-            cr_name: identity.cr_name,
-            owner_uid: identity.owner_uid,
-            owner_label: &owner_label,
-            template_hash: identity.template_hash.as_str(),
-            pod_state: identity.pod_state.as_str(),
-            host: &osd.key.host,
-            data: &osd.key.data,
-            db: osd.db.as_deref(),
-            wal: osd.wal.as_deref(),
-        })
+        render(&Values::of(osd, identity, &owner_label))
     }
 
     proptest! {
