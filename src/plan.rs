@@ -176,7 +176,7 @@ pub const MAX_CREATIONS_PER_PLAN: usize = 1000;
 /// spec nothing can be built from yields a plan without writes whose status says why.
 ///
 /// Steps, in the order their actions are applied: deletions of what must go, creations of
-/// missing OSDs' pods, `pod-state` patches (once no pod is being created), the rollout step;
+/// missing OSDs' pods, the rollout step, `pod-state` patches (once no pod is being created);
 /// then the summary, status and events.
 pub fn plan(
     cr: &CephOsd,
@@ -201,14 +201,14 @@ pub fn plan_expanded(
     let created = creations(&seen, suffixes);
     let creating = !created.actions.is_empty() || created.deferred;
     actions.extend(created.actions);
-    // The `pod-state` marks wait while pods are being created: they decide nothing meanwhile
-    // (classes do), and at thousands of OSDs they would compete with the creations.
-    if !creating {
-        actions.extend(state_patches(&seen, &current));
-    }
     let step = rollout(&seen, &current, &created.missing);
     let mut replacing = step.replacing;
     actions.extend(step.actions);
+    // The `pod-state` marks come last and wait while pods are being created: they decide
+    // nothing (classes do), and would hold up the next rollout step or compete with creations.
+    if !creating {
+        actions.extend(state_patches(&seen, &current));
+    }
     // A pod is replaced only once its successor can be built.
     let unbuildable = created
         .unbuildable

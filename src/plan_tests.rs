@@ -682,6 +682,47 @@ fn host_domain_replaces_all_osds_of_one_host_at_a_time() {
 }
 
 #[test]
+fn the_next_step_is_not_held_up_by_pod_state_marks() {
+    let old = cr(
+        UpdateDomain::Host,
+        &["h1", "h2"],
+        &["/dev/sdb", "/dev/sdc"],
+        "a",
+    );
+    let mut cluster = converged(&old);
+    let new = cr(
+        UpdateDomain::Host,
+        &["h1", "h2"],
+        &["/dev/sdb", "/dev/sdc"],
+        "b",
+    );
+    let plans = cluster.settle(&new);
+    let is_replace = |a: &Action| {
+        matches!(
+            a,
+            Action::Delete {
+                reason: DeleteReason::Replace,
+                ..
+            }
+        )
+    };
+    let is_patch = |a: &Action| matches!(a, Action::PatchState { .. });
+    let both: Vec<&Plan> = plans
+        .iter()
+        .filter(|p| p.actions.iter().any(is_replace) && p.actions.iter().any(is_patch))
+        .collect();
+    assert!(
+        !both.is_empty(),
+        "a plan marks h1's replacements and starts h2"
+    );
+    for plan in both {
+        let last_replace = plan.actions.iter().rposition(is_replace);
+        let first_patch = plan.actions.iter().position(is_patch);
+        assert!(last_replace < first_patch, "{:?}", plan.actions);
+    }
+}
+
+#[test]
 fn out_of_date_pods_are_marked_and_an_unready_replacement_halts_the_rollout() {
     let old = cr(UpdateDomain::Osd, &["h1"], &["/dev/sdb", "/dev/sdc"], "a");
     let mut cluster = converged(&old);
