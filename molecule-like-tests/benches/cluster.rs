@@ -51,7 +51,7 @@ with etcd, the scheduler, KWOK, the operator and the benchmark's own watch; the 
 fastest of its runs, and moves from run to run by more than the operator's overhead. The operator's own costs \
 while creating: it builds up to 1,000 pods before a plan's first write (about 17 ms for 1,000), each plan \
 waits until the cache shows the previous plan's writes, each write window starts at one request and widens \
-by one per success (so a systematic failure costs one request: at 1,000 OSDs the 64th pod is created about \
+by one per success (so a systematic failure costs one request: at 1,000 OSDs the 64th pod is created 0.3 to \
 0.5 s after the first, where the bare client starts at full concurrency; this is most of the gap there), and it \
 decodes the watch events of the pods it creates (metadata, phase and conditions only), which the bare client \
 does not; the `pod-state` marks of pods that turned Ready wait until no pod is being created. Resident \
