@@ -9,12 +9,9 @@
 
 mod fixture;
 
-use ceph_osd_operator::{
-    plan, plan_expanded, CountingSuffix, ExpandedSpec, Observed, MAX_CREATIONS_PER_PLAN,
-};
+use ceph_osd_operator::{ExpandedSpec, MAX_CREATIONS_PER_PLAN};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use fixture::{cephosd, converged_pods};
-use k8s_openapi::jiff::Timestamp;
+use fixture::{cephosd, converged_pods, plan_from};
 
 fn planner(c: &mut Criterion) {
     let mut group = c.benchmark_group("plan");
@@ -24,50 +21,28 @@ fn planner(c: &mut Criterion) {
         let cr = cephosd(hosts, per_host, "a");
         let changed = cephosd(hosts, per_host, "b");
         let pods = converged_pods(&cr);
+        let expanded = ExpandedSpec::of(&cr.spec);
         group.bench_function(BenchmarkId::new("steady state", osds), |b| {
             b.iter(|| {
-                let p = plan(
-                    &cr,
-                    &Observed::pods(&pods),
-                    &mut CountingSuffix::default(),
-                    Timestamp::UNIX_EPOCH,
-                );
-                assert!(p.actions.is_empty());
+                assert!(plan_from(&cr, &ExpandedSpec::of(&cr.spec), &pods)
+                    .actions
+                    .is_empty());
             });
         });
-        let expanded = ExpandedSpec::of(&cr.spec);
         group.bench_function(BenchmarkId::new("steady state, spec expanded", osds), |b| {
             b.iter(|| {
-                let p = plan_expanded(
-                    &cr,
-                    &expanded,
-                    &Observed::pods(&pods),
-                    &mut CountingSuffix::default(),
-                    Timestamp::UNIX_EPOCH,
-                );
-                assert!(p.actions.is_empty());
+                assert!(plan_from(&cr, &expanded, &pods).actions.is_empty());
             });
         });
         group.bench_function(BenchmarkId::new("first creation", osds), |b| {
             b.iter(|| {
-                let p = plan_expanded(
-                    &cr,
-                    &expanded,
-                    &Observed::pods(&[]),
-                    &mut CountingSuffix::default(),
-                    Timestamp::UNIX_EPOCH,
-                );
+                let p = plan_from(&cr, &expanded, &[]);
                 assert_eq!(p.actions.len(), osds.min(MAX_CREATIONS_PER_PLAN));
             });
         });
         group.bench_function(BenchmarkId::new("rollout start", osds), |b| {
             b.iter(|| {
-                let p = plan(
-                    &changed,
-                    &Observed::pods(&pods),
-                    &mut CountingSuffix::default(),
-                    Timestamp::UNIX_EPOCH,
-                );
+                let p = plan_from(&changed, &ExpandedSpec::of(&changed.spec), &pods);
                 assert_eq!(p.replacing.len(), per_host);
             });
         });

@@ -50,5 +50,5 @@ pub use metrics::Metrics;
 pub use operator::run;
 pub use osd::{CountingSuffix, OsdKey, RandomSuffix, SuffixSource};
 pub use plan::{plan, plan_expanded, Action, Observed, Plan, MAX_CREATIONS_PER_PLAN};
-pub use preview::preview_pods;
+pub use preview::{created_pods, preview_pods};
 pub use probes::{serve, Health};

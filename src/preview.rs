@@ -5,8 +5,11 @@ use crate::crd::{apply_server_defaults, CephOsd};
 use crate::desired::desired_osds;
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
-use crate::osd::SuffixSource;
+use crate::osd::{CountingSuffix, SuffixSource};
 use crate::osd_pod::{render_pod, PodIdentity, RenderError};
+use crate::plan::{plan, Action, Observed};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 /// Renders every desired pod of `cr` (state `up-to-date`, as after a completed rollout).
@@ -39,4 +42,59 @@ pub fn preview_pods(
         out.push_str(&serde_saphyr::to_string(&pod).map_err(|e| RenderError::Yaml(e.to_string()))?);
     }
     Ok(out)
+}
+
+/// The pods the planner creates for `cr` from none, batch after batch, as it would post them
+/// (suffixes counted from 1; a spec nothing can be built from yields none).
+pub fn created_pods(cr: &CephOsd) -> Vec<Pod> {
+    let mut pods: Vec<Pod> = Vec::new();
+    let mut suffixes = CountingSuffix::default();
+    loop {
+        let planned = plan(
+            cr,
+            &Observed::pods(&pods),
+            &mut suffixes,
+            Timestamp::UNIX_EPOCH,
+        );
+        let before = pods.len();
+        pods.extend(planned.actions.into_iter().filter_map(|a| match a {
+            Action::Create { pod, .. } => Some(*pod),
+            _ => None,
+        }));
+        if pods.len() == before {
+            return pods;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::{CephOsdSpec, OsdDevices, StorageEntry, UpdateDomain};
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn created_pods_are_every_batch_one_pod_per_osd() {
+        let hosts: Vec<String> = (0..120).map(|h| format!("h{h:03}")).collect();
+        let osds = (0..10)
+            .map(|d| OsdDevices {
+                data: format!("/dev/sd{}", char::from(b'b' + d)),
+                db: None,
+                wal: None,
+            })
+            .collect();
+        let mut cr = CephOsd::new(
+            "osds",
+            CephOsdSpec::new(
+                vec![StorageEntry { hosts, osds }],
+                UpdateDomain::Host,
+                serde_json::json!({"spec": {"containers": [{"name": "osd", "image": "ceph"}]}}),
+            ),
+        );
+        cr.metadata.namespace = Some("ceph".into());
+        let pods = created_pods(&cr);
+        assert_eq!(pods.len(), 1200, "more than one plan's batch");
+        let names: BTreeSet<String> = pods.iter().map(ResourceExt::name_any).collect();
+        assert_eq!(names.len(), 1200);
+    }
 }

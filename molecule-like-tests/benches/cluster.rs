@@ -25,11 +25,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use ceph_osd_operator::crd::{CephOsd, Phase};
+use ceph_osd_operator::created_pods;
 use ceph_osd_operator::{labels, OsdKey};
-use ceph_osd_operator::{plan, Action, CountingSuffix, Observed};
 use futures::{stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 use kube::ResourceExt;
@@ -125,28 +124,6 @@ fn sizes() -> anyhow::Result<Vec<(usize, usize)>> {
         .collect()
 }
 
-/// The pods the operator would create for `cr` (all batches).
-fn rendered_pods(cr: &CephOsd) -> Vec<Pod> {
-    let mut pods: Vec<Pod> = Vec::new();
-    let mut suffixes = CountingSuffix::default();
-    loop {
-        let planned = plan(
-            cr,
-            &Observed::pods(&pods),
-            &mut suffixes,
-            Timestamp::UNIX_EPOCH,
-        );
-        let before = pods.len();
-        pods.extend(planned.actions.into_iter().filter_map(|a| match a {
-            Action::Create { pod, .. } => Some(*pod),
-            _ => None,
-        }));
-        if pods.len() == before {
-            return pods;
-        }
-    }
-}
-
 /// One CephOSD of `hosts` × `per_host` OSDs.
 struct Layout {
     host_names: Vec<String>,
@@ -208,7 +185,7 @@ async fn bare_client(
     let mut cr: CephOsd = serde_json::from_value(manifest.clone())?;
     cr.metadata.namespace = Some(bare.namespace.clone());
     let cr = bare.crs.create(&PostParams::default(), &cr).await?;
-    let pods = rendered_pods(&cr);
+    let pods = created_pods(&cr);
     anyhow::ensure!(pods.len() == layout.total(), "rendered {} pods", pods.len());
     let kubeconfig = kube::config::Kubeconfig::read_from(operator_kubeconfig_path())?;
     let options = kube::config::KubeConfigOptions::default();
