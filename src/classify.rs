@@ -1,19 +1,29 @@
 //! Classification: what each observed pod is to the planner. Pure; time comes in as an
 //! argument.
 //!
+//! Which OSD a pod runs comes first from what no edit can change (`pod_record`): the host its
+//! spec binds it to and the data device the operator recorded in its env. A pod made before
+//! that record existed is believed by its annotations only while they agree with its host and
+//! its name; otherwise its name and host tell which OSD it runs, if exactly one. A pod whose
+//! annotations disagree with what it runs is out of date: replaced in its turn (never at once,
+//! never while paused), and until it is gone it holds both its disk and the one its
+//! annotations name.
+//!
 //! Rules, in order: a terminating pod is only waited for; a pod controlled by another object
 //! (an ownerReference with `controller: true` that is not this CephOSD) is never ours to
-//! delete, patch or count; a pod without the host, data and pod-template-hash annotations, or
-//! whose name does not start with its OSD's prefix, is invalid and claims nothing; a pod that
-//! ended is deleted and recreated. Of the remaining pods that claim one disk (whatever its
-//! spelling), exactly one is kept: the one this CephOSD controls, else one whose OSD the CR
-//! lists, else a Ready one, else the oldest (then by name). Only the others are deleted, so a
-//! stray pod can never take a healthy OSD pod down.
+//! delete, patch or count; a pod that runs no OSD we can tell is invalid and claims nothing
+//! (but holds every disk it may run on); a pod that ended is deleted and recreated. Of the
+//! remaining pods that claim one disk (whatever its spelling), exactly one is kept: the one
+//! this CephOSD controls, else one whose OSD the CR lists, else a Ready one, else the oldest
+//! (then by name). Only the others are deleted, so a stray pod can never take a healthy OSD
+//! pod down.
 
-use crate::desired::{DesiredOsd, DesiredOsds};
+use crate::desired::DesiredOsds;
 use crate::hash::TemplateHash;
 use crate::labels::{self, PodState};
-use crate::osd::{DeviceId, OsdKey};
+use crate::osd::{DeviceId, OsdKey, SUFFIX_LEN};
+use crate::pod_record::{bound_host, recorded_data};
+use crate::storage_rules::normalise_host;
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -33,7 +43,8 @@ pub enum PodClass {
     Ended(String),
     /// Current template and devices.
     UpToDate,
-    /// Older template or changed db/wal devices: replaced in its turn.
+    /// Older template, changed db/wal devices or annotations that disagree with what it runs:
+    /// replaced in its turn.
     OutOfDate,
     /// Created by us and now Ready: becomes up-to-date.
     Ready,
@@ -67,10 +78,14 @@ pub enum Workload {
 pub struct ObservedPod {
     pub name: String,
     pub uid: Option<String>,
-    /// The OSD it belongs to, when its annotations say so.
+    /// The OSD it runs, when that can be told (see the module docs).
     pub key: Option<OsdKey>,
-    /// The disk that key names (computed once: every map of the planner looks it up).
+    /// The disk it holds: its OSD's, else the one its annotations name (computed once: every
+    /// map of the planner looks it up).
     pub device: Option<DeviceId>,
+    /// Other disks it may run a daemon on until it is gone: the one its annotations name when
+    /// that is not its OSD's, every disk its name and host fit when its OSD cannot be told.
+    pub also_holds: Vec<DeviceId>,
     /// Its OSD's place among the CR's OSDs ([`DesiredOsd::index`]), when it is one of them.
     pub osd: Option<usize>,
     pub class: PodClass,
@@ -88,6 +103,10 @@ pub struct ObservedPod {
     pub workload: Workload,
     /// Why the scheduler cannot place it (its `PodScheduled` condition is False).
     pub unschedulable: Option<String>,
+    /// Why its annotations are not believed, when they disagree with what it runs.
+    pub tampered: Option<String>,
+    /// A second pod for a disk another pod keeps (deleted at once).
+    pub duplicate: bool,
 }
 
 impl ObservedPod {
@@ -107,9 +126,14 @@ impl ObservedPod {
         )
     }
 
-    /// The disk it holds, when its annotations name one.
+    /// The disk it holds, when one can be told.
     pub fn device(&self) -> Option<&DeviceId> {
         self.device.as_ref()
+    }
+
+    /// Every disk it may run a daemon on.
+    pub fn holds(&self) -> impl Iterator<Item = &DeviceId> {
+        self.device.iter().chain(&self.also_holds)
     }
 }
 
@@ -147,8 +171,7 @@ pub(crate) fn controlled_by(
     else {
         return ControlledBy::Nobody;
     };
-    let same_cr = reference.kind == "CephOSD"
-        && reference.api_version.split('/').next() == Some(crate::crd::GROUP)
+    let same_cr = is_cephosd(reference)
         && match owner.uid {
             Some(uid) => reference.uid == uid,
             None => reference.name == owner.name,
@@ -163,6 +186,153 @@ pub(crate) fn controlled_by(
     }
 }
 
+/// Whether an ownerReference names a CephOSD.
+pub(crate) fn is_cephosd(reference: &OwnerReference) -> bool {
+    reference.kind == "CephOSD"
+        && reference.api_version.split('/').next() == Some(crate::crd::GROUP)
+}
+
+/// The CephOSD a pod belongs to (by name): its controller, else its owner label.
+pub(crate) fn owning_cephosd(pod: &Pod) -> Option<&str> {
+    let controller = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true) && is_cephosd(o));
+    match controller {
+        Some(reference) => Some(reference.name.as_str()),
+        None => labels::owner_named_by(pod.labels().get(labels::OWNER)?),
+    }
+}
+
+/// Every disk `pod` may run a daemon on, as the CR whose OSDs are `desired` sees it: its
+/// OSD's, the one its annotations name, and those its name and host fit when its OSD cannot
+/// be told.
+pub(crate) fn held_disks(pod: &Pod, desired: &DesiredOsds) -> Vec<DeviceId> {
+    let identity = identify(pod, &pod.name_any(), desired);
+    let mut disks: Vec<DeviceId> = identity
+        .key
+        .as_ref()
+        .map(OsdKey::device_id)
+        .into_iter()
+        .chain(identity.annotated)
+        .chain(identity.fitting)
+        .collect();
+    disks.sort();
+    disks.dedup();
+    disks
+}
+
+/// Which OSD a pod runs, and what its annotations are worth (see the module docs).
+struct Identity {
+    key: Option<OsdKey>,
+    /// The disk its annotations name.
+    annotated: Option<DeviceId>,
+    tampered: Option<String>,
+    /// Why it runs no OSD that can be told.
+    unknown: Option<String>,
+    /// Disks its name and host fit, when its OSD cannot be told.
+    fitting: Vec<DeviceId>,
+}
+
+/// Tells which OSD `pod` (named `name`) runs.
+fn identify(pod: &Pod, name: &str, desired: &DesiredOsds) -> Identity {
+    let annotation = |k: &str| pod.annotations().get(k).map(String::as_str);
+    let annotated = match (annotation(labels::HOST), annotation(labels::DATA)) {
+        (Some(host), Some(data)) => Some(OsdKey::new(host, data)),
+        _ => None,
+    };
+    let annotated_disk = annotated.as_ref().map(OsdKey::device_id);
+    let host = bound_host(pod);
+    let mut identity = Identity {
+        key: None,
+        annotated: annotated_disk.clone(),
+        tampered: None,
+        unknown: None,
+        fitting: Vec::new(),
+    };
+    if let (Some(host), Some(data)) = (host, recorded_data(pod)) {
+        // Made by this operator with its record: that is what it runs, whatever it says.
+        let recorded = OsdKey::new(host, data);
+        if recorded.prefixes(name) {
+            if annotated_disk.as_ref() != Some(&recorded.device_id()) {
+                identity.tampered = Some(disagreement(annotated.as_ref(), &recorded));
+            }
+            identity.key = Some(recorded);
+        } else {
+            identity.unknown = Some(format!(
+                "its name does not start with {}",
+                recorded.name_prefix()
+            ));
+            identity.fitting.push(recorded.device_id());
+        }
+        return identity;
+    }
+    let has_hash = annotation(labels::TEMPLATE_HASH).is_some_and(|h| !h.is_empty());
+    let believed = match &annotated {
+        None => Err("it lacks the host or data annotation".to_owned()),
+        Some(_) if !has_hash => Err("it lacks the pod-template-hash annotation".to_owned()),
+        Some(key) if !key.prefixes(name) => Err(format!(
+            "its name does not start with {}",
+            key.name_prefix()
+        )),
+        Some(key) if !host_agrees(host, &key.host) => Err(format!(
+            "its host annotation says {} but it is bound to {}",
+            key.host,
+            host.unwrap_or_default()
+        )),
+        Some(key) => Ok(key.clone()),
+    };
+    match believed {
+        Ok(key) if desired.osds.contains_key(&key) => identity.key = Some(key),
+        Ok(key) => {
+            // An OSD the CR does not list, named like one it lists: the annotations may have
+            // been edited (the daemon started on what they said then), or the spec moved the
+            // OSD to another spelling. It holds the disks its name fits too, until it is gone.
+            let mut fitting = desired.named_like(name, SUFFIX_LEN);
+            fitting.retain(|osd| host_agrees(host, &osd.key.host));
+            identity.fitting = fitting.iter().map(|o| o.device.clone()).collect();
+            identity.key = Some(key);
+        }
+        Err(why) => {
+            // Its name and host may still tell: the OSDs of the CR they fit.
+            let mut fitting = desired.named_like(name, SUFFIX_LEN);
+            fitting.retain(|osd| host_agrees(host, &osd.key.host));
+            if let [osd] = fitting.as_slice() {
+                identity.tampered = Some(format!(
+                    "{why}; its name and host say it runs OSD {}",
+                    osd.key
+                ));
+                identity.key = Some(osd.key.clone());
+            } else {
+                identity.unknown = Some(why);
+                identity.fitting = fitting.iter().map(|o| o.device.clone()).collect();
+            }
+        }
+    }
+    identity
+}
+
+/// `its annotations name h:/dev/x but it runs h:/dev/y`.
+fn disagreement(annotated: Option<&OsdKey>, runs: &OsdKey) -> String {
+    match annotated {
+        Some(key) => format!("its annotations name {key} but it runs {runs}"),
+        None => format!("it lacks the host or data annotation but runs {runs}"),
+    }
+}
+
+/// Whether a pod bound to `bound` (unknown: `None`) may run on `host`.
+fn host_agrees(bound: Option<&str>, host: &str) -> bool {
+    bound.is_none_or(|b| normalise_host(b) == normalise_host(host))
+}
+
+/// One pod that claims a disk (by number: the CR's disks first, then others).
+struct Claim {
+    pod: usize,
+    disk: usize,
+}
+
 /// Classifies `pods` (see the module docs).
 pub(crate) fn classify(
     pods: &[&Pod],
@@ -172,144 +342,137 @@ pub(crate) fn classify(
     timing: &Timing,
 ) -> Vec<ObservedPod> {
     // First what each pod is on its own; `None` marks a pod that claims its disk.
-    let mut wanted: Vec<Option<&DesiredOsd>> = Vec::with_capacity(pods.len());
     let mut observed: Vec<(ObservedPod, Option<PodClass>)> = pods
         .iter()
-        .map(|pod| {
-            let annotation = |k: &str| pod.annotations().get(k).map(String::as_str);
-            let key = match (annotation(labels::HOST), annotation(labels::DATA)) {
-                (Some(host), Some(data)) => Some(OsdKey::new(host, data)),
-                _ => None,
-            };
-            let osd = key.as_ref().and_then(|k| desired.osds.get(k));
-            wanted.push(osd);
-            let controller = controlled_by(pod.metadata.owner_references.as_ref(), owner);
-            let name = pod.name_any();
-            let class = on_its_own(pod, &name, key.as_ref(), &controller);
-            let pod = ObservedPod {
-                uid: pod.metadata.uid.clone(),
-                name,
-                device: match osd {
-                    Some(osd) => Some(osd.device.clone()),
-                    None => key.as_ref().map(OsdKey::device_id),
-                },
-                osd: osd.map(|o| o.index),
-                key,
-                class: PodClass::Terminating,
-                ready: ready_since(pod).is_some(),
-                state: annotation(labels::POD_STATE).map(str::to_owned),
-                created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
-                deleted: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
-                soaking_since: None,
-                controlled: matches!(controller, ControlledBy::ThisCephOsd),
-                workload: Workload::Pod,
-                unschedulable: unschedulable(pod),
-            };
-            (pod, class)
-        })
+        .map(|pod| observe(pod, owner, desired))
         .collect();
+    let claims = claims(&observed, desired);
+    let keepers = keeper_per_disk(&claims, &observed);
+    for claim in &claims {
+        let keeper = keepers[claim.disk];
+        if keeper != claim.pod {
+            let why = format!(
+                "pod {} already runs the OSD on this disk",
+                observed[keeper].0.name
+            );
+            let (pod, class) = &mut observed[claim.pod];
+            pod.duplicate = true;
+            *class = Some(PodClass::Invalid(why));
+            continue;
+        }
+        let (pod, class) = &mut observed[claim.pod];
+        let source = pods[claim.pod];
+        let kept = on_its_disk(source, pod, desired, template_hash, timing);
+        if kept == PodClass::Unready {
+            // A Ready replacement still soaking for minReadySeconds.
+            pod.soaking_since = ready_since(source);
+        }
+        *class = Some(kept);
+    }
+    observed
+        .into_iter()
+        .map(|(mut pod, class)| {
+            if let Some(class) = class {
+                pod.class = class;
+            }
+            pod
+        })
+        .collect()
+}
 
-    // Then one keeper per disk among the claimants; the others are told which pod keeps it.
-    // Disks by number: the CR's own, then the others these pods name.
+/// The pod on its own, and its class unless it is a claimant of its disk (`None`).
+fn observe(pod: &Pod, owner: &Owner<'_>, desired: &DesiredOsds) -> (ObservedPod, Option<PodClass>) {
+    let name = pod.name_any();
+    let identity = identify(pod, &name, desired);
+    let osd = identity.key.as_ref().and_then(|k| desired.osds.get(k));
+    let controller = controlled_by(pod.metadata.owner_references.as_ref(), owner);
+    let device = match (osd, &identity.key) {
+        (Some(osd), _) => Some(osd.device.clone()),
+        (None, Some(key)) => Some(key.device_id()),
+        (None, None) => identity.annotated.clone(),
+    };
+    let mut also_holds = identity.fitting;
+    // A pod made before the record takes its data device from its annotation when it
+    // restarts: that path, on the node it is bound to (an edited host annotation moves
+    // nothing).
+    if identity.tampered.is_some() && recorded_data(pod).is_none() {
+        let data = pod.annotations().get(labels::DATA);
+        let host = bound_host(pod).or(identity.key.as_ref().map(|k| k.host.as_str()));
+        if let (Some(host), Some(data)) = (host, data) {
+            also_holds.push(OsdKey::new(host, data.as_str()).device_id());
+        }
+    }
+    also_holds.retain(|d| Some(d) != device.as_ref());
+    also_holds.dedup();
+    let class = if pod.metadata.deletion_timestamp.is_some() {
+        Some(PodClass::Terminating)
+    } else if let ControlledBy::Other(other) = &controller {
+        Some(PodClass::Foreign(other.clone()))
+    } else if let Some(why) = identity.unknown {
+        Some(PodClass::Invalid(why))
+    } else {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .filter(|p| matches!(*p, "Failed" | "Succeeded"))
+            .map(|phase| PodClass::Ended(phase.to_owned()))
+    };
+    let observed = ObservedPod {
+        uid: pod.metadata.uid.clone(),
+        name,
+        device,
+        also_holds,
+        osd: osd.map(|o| o.index),
+        key: identity.key,
+        class: PodClass::Terminating,
+        ready: ready_since(pod).is_some(),
+        state: pod.annotations().get(labels::POD_STATE).cloned(),
+        created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        deleted: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
+        soaking_since: None,
+        controlled: matches!(controller, ControlledBy::ThisCephOsd),
+        workload: Workload::Pod,
+        unschedulable: unschedulable(pod),
+        tampered: identity.tampered,
+        duplicate: false,
+    };
+    (observed, class)
+}
+
+/// The claimants among `observed` and their disks' numbers: the CR's own disk numbers, then
+/// one number per other disk these pods name.
+fn claims(observed: &[(ObservedPod, Option<PodClass>)], desired: &DesiredOsds) -> Vec<Claim> {
     let mut other_disks: BTreeMap<&DeviceId, usize> = BTreeMap::new();
-    let disks: Vec<Option<usize>> = observed
+    observed
         .iter()
-        .zip(&wanted)
-        .map(|((pod, class), osd)| {
-            let device = pod.device().filter(|_| class.is_none())?;
-            let disk = osd
+        .enumerate()
+        .filter(|(_, (pod, class))| class.is_none() && pod.key.is_some())
+        .filter_map(|(index, (pod, _))| {
+            let device = pod.device()?;
+            let disk = (pod.key.as_ref())
+                .and_then(|k| desired.osds.get(k))
                 .map(|o| o.disk)
                 .or_else(|| desired.disks.get(device).copied())
                 .unwrap_or_else(|| {
                     let next = desired.disks.len() + other_disks.len();
                     *other_disks.entry(device).or_insert(next)
                 });
-            Some(disk)
+            Some(Claim { pod: index, disk })
         })
-        .collect();
-    let mut keepers: Vec<Option<usize>> = vec![None; desired.disks.len() + other_disks.len()];
-    for (index, disk) in disks.iter().enumerate() {
-        let Some(keeper) = disk.and_then(|d| keepers.get_mut(d)) else {
-            continue;
-        };
-        match keeper {
-            Some(current) if !keeps_over(&observed[index].0, &observed[*current].0) => {}
-            _ => *keeper = Some(index),
-        }
-    }
-    let keeper_of = |index: usize| disks[index].and_then(|d| keepers.get(d).copied().flatten());
-    let kept: Vec<bool> = (0..observed.len())
-        .map(|index| keeper_of(index) == Some(index))
-        .collect();
-    let displaced: Vec<(usize, String)> = (0..observed.len())
-        .filter(|index| disks[*index].is_some() && !kept[*index])
-        .map(|index| {
-            let keeper = keeper_of(index)
-                .map(|k| observed[k].0.name.as_str())
-                .unwrap_or_default();
-            (
-                index,
-                format!("pod {keeper} already runs the OSD on this disk"),
-            )
-        })
-        .collect();
-    let mut displaced = displaced.into_iter().peekable();
-    for (index, (pod, class)) in observed.iter_mut().enumerate() {
-        pod.class = match class.take() {
-            Some(decided) => decided,
-            None if kept[index] => {
-                let source = &pods[index];
-                let class = on_its_disk(source, wanted[index], template_hash, timing);
-                if class == PodClass::Unready {
-                    // A Ready replacement still soaking for minReadySeconds.
-                    pod.soaking_since = ready_since(source);
-                }
-                class
-            }
-            None => PodClass::Invalid(
-                displaced
-                    .next_if(|(i, _)| *i == index)
-                    .map(|(_, why)| why)
-                    .unwrap_or_default(),
-            ),
-        };
-    }
-    observed.into_iter().map(|(pod, _)| pod).collect()
+        .collect()
 }
 
-/// What a pod is regardless of the others; `None` when it is a valid claimant of its disk.
-fn on_its_own(
-    pod: &Pod,
-    name: &str,
-    key: Option<&OsdKey>,
-    controller: &ControlledBy,
-) -> Option<PodClass> {
-    if pod.metadata.deletion_timestamp.is_some() {
-        return Some(PodClass::Terminating);
+/// The pod kept for each disk number (`usize::MAX` where none claims it).
+fn keeper_per_disk(claims: &[Claim], observed: &[(ObservedPod, Option<PodClass>)]) -> Vec<usize> {
+    let disks = claims.iter().map(|c| c.disk + 1).max().unwrap_or(0);
+    let mut keepers = vec![usize::MAX; disks];
+    for claim in claims {
+        let keeper = &mut keepers[claim.disk];
+        if *keeper == usize::MAX || keeps_over(&observed[claim.pod].0, &observed[*keeper].0) {
+            *keeper = claim.pod;
+        }
     }
-    if let ControlledBy::Other(other) = controller {
-        return Some(PodClass::Foreign(other.clone()));
-    }
-    let has_hash = pod
-        .annotations()
-        .get(labels::TEMPLATE_HASH)
-        .is_some_and(|h| !h.is_empty());
-    let Some(key) = key.filter(|_| has_hash) else {
-        return Some(PodClass::Invalid(
-            "it lacks the host, data or pod-template-hash annotation".into(),
-        ));
-    };
-    if !key.prefixes(name) {
-        return Some(PodClass::Invalid(format!(
-            "its name does not start with {}",
-            key.name_prefix()
-        )));
-    }
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .filter(|p| matches!(*p, "Failed" | "Succeeded"))
-        .map(|phase| PodClass::Ended(phase.to_owned()))
+    keepers
 }
 
 /// Whether `candidate` is a better keeper of a disk than `current`: controlled by this
@@ -332,7 +495,8 @@ fn keeps_over(candidate: &ObservedPod, current: &ObservedPod) -> bool {
 /// The class of the pod kept for its disk.
 fn on_its_disk(
     pod: &Pod,
-    osd: Option<&DesiredOsd>,
+    observed: &ObservedPod,
+    desired: &DesiredOsds,
     template_hash: &TemplateHash,
     timing: &Timing,
 ) -> PodClass {
@@ -342,12 +506,22 @@ fn on_its_disk(
             .map(String::as_str)
             .filter(|v| !v.is_empty())
     };
+    let osd = observed.key.as_ref().and_then(|k| desired.osds.get(k));
     let devices_changed = osd.is_some_and(|osd| {
         osd.db.as_deref() != annotation(labels::DB) || osd.wal.as_deref() != annotation(labels::WAL)
     });
-    if annotation(labels::TEMPLATE_HASH) != Some(template_hash.as_str()) || devices_changed {
+    if annotation(labels::TEMPLATE_HASH) != Some(template_hash.as_str())
+        || devices_changed
+        || observed.tampered.is_some()
+    {
         PodClass::OutOfDate
-    } else if annotation(labels::POD_STATE) == Some(PodState::WaitForReady.as_str()) {
+    } else if matches!(
+        annotation(labels::POD_STATE),
+        Some(state) if state == PodState::WaitForReady.as_str() || state == PodState::OutOfDate.as_str()
+    ) {
+        // Up to date only through Ready (or an admin's override): a pod waiting for Ready, or
+        // one marked out of date and current again (a template reverted, annotations
+        // restored), gates the rollout until it is Ready.
         let soaked = ready_since(pod).is_some_and(|since| {
             timing.min_ready.is_zero() || timing.now.duration_since(since) >= timing.min_ready
         });

@@ -54,6 +54,8 @@ pub enum ConditionReason {
     ConflictingDevices,
     ForbiddenTemplateField,
     InvalidPodTemplate,
+    /// An OSD's disk is listed by an older CephOSD.
+    DiskClaimed,
     // Migrating
     NoReplicaSets,
     ReplicaSetEra,
@@ -79,6 +81,7 @@ impl ConditionReason {
             Self::ConflictingDevices => "ConflictingDevices",
             Self::ForbiddenTemplateField => "ForbiddenTemplateField",
             Self::InvalidPodTemplate => "InvalidPodTemplate",
+            Self::DiskClaimed => "DiskClaimed",
             Self::NoReplicaSets => "NoReplicaSets",
             Self::ReplicaSetEra => "ReplicaSetEra",
             Self::Failed(failure) => failure.as_str(),

@@ -211,6 +211,10 @@ pub struct CephOsdStatus {
     /// OSDs still run by a ReplicaSet of the Ansible operator (replaced by the rollout).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub migrating: i64,
+    /// Pods of OSDs no longer in the spec: removed one update domain at a time, like a
+    /// rollout (never while paused).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub superfluous: i64,
     /// Ready | Progressing | Paused | Stalled | Error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,

@@ -8,7 +8,8 @@
 use crate::crd::CephOsdSpec;
 use crate::osd::{DeviceId, OsdKey};
 use crate::storage_rules::{device_path_problem, host_problem};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::OnceLock;
 
 /// One OSD the CR asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +41,31 @@ pub(crate) struct DesiredOsds {
     pub blocked: BTreeSet<OsdKey>,
     /// The disks of these OSDs, numbered (see [`DesiredOsd::disk`]).
     pub disks: BTreeMap<DeviceId, usize>,
+    /// The keys by pod-name prefix, built when first asked (see [`DesiredOsds::named_like`]).
+    by_prefix: OnceLock<HashMap<String, Vec<OsdKey>>>,
+}
+
+impl DesiredOsds {
+    /// The OSDs whose pods are named like `name`: their name prefix followed by
+    /// `suffix_len` characters. Asked only of pods whose annotations cannot be believed.
+    pub(crate) fn named_like(&self, name: &str, suffix_len: usize) -> Vec<&DesiredOsd> {
+        let Some(prefix) = (name.len().checked_sub(suffix_len)).and_then(|n| name.get(..n)) else {
+            return Vec::new();
+        };
+        let by_prefix = self.by_prefix.get_or_init(|| {
+            let mut by_prefix: HashMap<String, Vec<OsdKey>> = HashMap::new();
+            for key in self.osds.keys() {
+                by_prefix
+                    .entry(key.name_prefix())
+                    .or_default()
+                    .push(key.clone());
+            }
+            by_prefix
+        });
+        (by_prefix.get(prefix).into_iter().flatten())
+            .filter_map(|key| self.osds.get(key))
+            .collect()
+    }
 }
 
 /// Expands `spec.storage` (see the module docs).
@@ -91,10 +117,11 @@ pub(crate) fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
                         problems.push(StorageProblem {
                             message: format!(
                                 "OSD {} is listed more than once with different db/wal devices \
-                                 (storage[{index}] says db {:?}, wal {:?}; an earlier entry says \
-                                 db {:?}, wal {:?}): it is neither created nor replaced until \
-                                 the spec agrees",
-                                osd.key, osd.db, osd.wal, previous.db, previous.wal
+                                 (storage[{index}] says {}; an earlier entry says {}): it is \
+                                 neither created nor replaced until the spec agrees",
+                                osd.key,
+                                devices_text(osd),
+                                devices_text(&previous)
                             ),
                             blocks: vec![osd.key.clone()],
                         });
@@ -114,7 +141,21 @@ pub(crate) fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
         problems,
         blocked,
         disks,
+        by_prefix: OnceLock::new(),
     }
+}
+
+/// `db /dev/x, no wal`: an OSD's optional devices, for messages.
+fn devices_text(osd: &DesiredOsd) -> String {
+    let device = |name: &str, path: Option<&String>| match path {
+        Some(path) => format!("{name} {path}"),
+        None => format!("no {name}"),
+    };
+    format!(
+        "{}, {}",
+        device("db", osd.db.as_ref()),
+        device("wal", osd.wal.as_ref())
+    )
 }
 
 /// Numbers `osds` in rollout order and their disks in order of first appearance; returns the
@@ -219,6 +260,14 @@ mod tests {
         );
         assert_eq!(problems.len(), 1);
         assert!(problems[0].message.contains("h:/dev/sdb"));
+        // Plain words, no Rust debug text.
+        assert!(
+            problems[0]
+                .message
+                .contains("says db /dev/b, no wal; an earlier entry says db /dev/a, no wal"),
+            "{}",
+            problems[0].message
+        );
         assert_eq!(
             blocked.into_iter().collect::<Vec<_>>(),
             [key("h", "/dev/sdb")]

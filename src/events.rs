@@ -33,6 +33,8 @@ pub enum EventReason {
     /// A pod with the owner label that another controller controls.
     ForeignPod,
     Unschedulable,
+    /// A pod's annotations disagree with the OSD it runs: marked out of date.
+    Tampered,
     /// An API call failed.
     Failed(Failure),
 }
@@ -52,6 +54,7 @@ impl EventReason {
             Self::Adopted => "Adopted",
             Self::ForeignPod => "ForeignPod",
             Self::Unschedulable => "Unschedulable",
+            Self::Tampered => "Tampered",
             Self::Failed(failure) => failure.as_str(),
         }
     }
@@ -216,18 +219,6 @@ pub(crate) fn transition_events(
     previous: &CephOsdStatus,
     status: &CephOsdStatus,
 ) -> Vec<PlannedEvent> {
-    fn condition(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
-        status.conditions.iter().find(|c| c.type_ == type_.as_str())
-    }
-    fn true_in(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
-        condition(status, type_).filter(|c| c.status == "True")
-    }
-    let event = |warning, reason, note: &str| PlannedEvent {
-        warning,
-        reason,
-        note: note.to_owned(),
-        pod: None,
-    };
     let mut events = Vec::new();
     // InvalidSpec: when it turns True, or says something new while True.
     if let Some(now) = true_in(status, ConditionType::InvalidSpec) {
@@ -253,6 +244,36 @@ pub(crate) fn transition_events(
         }
     }
     events
+}
+
+fn condition(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_.as_str())
+}
+
+fn true_in(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
+    condition(status, type_).filter(|c| c.status == "True")
+}
+
+/// An event about the CephOSD as a whole.
+fn event(warning: bool, reason: EventReason, note: &str) -> PlannedEvent {
+    PlannedEvent {
+        warning,
+        reason,
+        note: note.to_owned(),
+        pod: None,
+    }
+}
+
+/// The `Stalled` event when `failed` (a status with a failed write) is stalled and `planned`
+/// (the status the planner computed, whose events are published already) is not.
+pub(crate) fn newly_stalled(
+    planned: &CephOsdStatus,
+    failed: &CephOsdStatus,
+) -> Option<PlannedEvent> {
+    let now = true_in(failed, ConditionType::Stalled)?;
+    true_in(planned, ConditionType::Stalled)
+        .is_none()
+        .then(|| event(true, EventReason::Stalled, &now.message))
 }
 
 /// Human wording of a delete reason (logs and events).

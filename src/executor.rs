@@ -5,7 +5,7 @@
 
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::events::EventReason;
-use crate::events::{describe, event_for, fold_mass_events};
+use crate::events::{describe, event_for, fold_mass_events, newly_stalled};
 use crate::failure::Failure;
 use crate::labels;
 use crate::plan::{Action, Plan, PlannedEvent};
@@ -255,7 +255,13 @@ impl Executor<'_> {
         .await;
         let previous = self.cr.status.clone().unwrap_or_default();
         let mut status = None;
-        if let Some(failed) = failed_status(&plan.status, &previous, now, failure, &message) {
+        let deadline = self.cr.spec.progress_deadline();
+        if let Some(failed) =
+            failed_status(&plan.status, &previous, now, failure, &message, deadline)
+        {
+            if let Some(event) = newly_stalled(&plan.status, &failed) {
+                self.publish(&event).await;
+            }
             match self.write_status(&failed).await {
                 Ok(()) => status = Some(failed),
                 Err(status_error) => {

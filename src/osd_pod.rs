@@ -262,9 +262,19 @@ mod tests {
             ["OSD_DEVICE", "OSD_DB_DEVICE", "OSD_WAL_DEVICE"]
         );
         assert!(pod["spec"]["ephemeralContainers"][0].get("env").is_none());
+        // Plain values (the operator's record of the devices), not the downward API: an
+        // annotation edit must not move the daemon at its next start.
+        let env = &pod["spec"]["containers"][0]["env"];
+        assert_eq!(env[1], json!({"name": "OSD_DEVICE", "value": "/dev/sdb"}));
+        assert_eq!(env[2], json!({"name": "OSD_DB_DEVICE", "value": ""}));
+        assert_eq!(env[3], json!({"name": "OSD_WAL_DEVICE", "value": ""}));
+        let with_db = render(
+            &sample_template(),
+            &osd("n", "/dev/sdb", Some("/dev/nvme0n1p1")),
+        );
         assert_eq!(
-            pod["spec"]["containers"][0]["env"][1]["valueFrom"]["fieldRef"]["fieldPath"],
-            "metadata.annotations['ceph.elemental.net/data']"
+            with_db["spec"]["containers"][0]["env"][2],
+            json!({"name": "OSD_DB_DEVICE", "value": "/dev/nvme0n1p1"})
         );
     }
 

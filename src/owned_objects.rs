@@ -1,15 +1,24 @@
-//! What a reconcile plans from: the pods and ReplicaSets carrying a CephOSD's owner label, read
-//! from the watch caches (no API call) once they have synced and show every write of ours for
-//! that CephOSD (see `expectations.rs`), else from a LIST when the caches lag too long.
+//! What a reconcile plans from: the pods a CephOSD owns (by its owner label or its controller
+//! reference: a pod this CephOSD controls is its pod whatever its labels), the ReplicaSets
+//! carrying its owner label, and the pods of other CephOSDs that hold its disks; read from the
+//! watch caches (no API call) once they have synced and show every write of ours for that
+//! CephOSD (see `expectations.rs`), else from a LIST when the caches lag too long. A plan
+//! that takes pods down is made again from a fresh LIST first (`fresh`): a cache may be
+//! behind by seconds (a process frozen and thawed), and a domain it still shows available
+//! may be down.
 //!
 //! A reconcile whose inputs are exactly those of the last plan that had nothing to do is
 //! skipped: the planner is a function of them (and of time only through `requeue_after`).
 
+use crate::classify::{held_disks, is_cephosd};
 use crate::crd::{object_key, CephOsd};
+use crate::expanded_spec::ExpandedSpec;
 use crate::expectations::{Expectations, Expected, Readiness};
 use crate::labels;
 use crate::locked::locked;
+use crate::osd::OsdKey;
 use crate::plan::Action;
+use crate::watched_pod::WatchedPod;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -18,7 +27,7 @@ use kube::api::{Api, ListParams};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -34,8 +43,18 @@ const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 pub(crate) struct Observation {
     pub pods: Vec<Arc<Pod>>,
     pub replica_sets: Vec<Arc<ReplicaSet>>,
+    /// Pods of other CephOSDs that hold disks this one lists.
+    pub others: Vec<Arc<Pod>>,
     /// Identifies the CephOSD and these objects (as cached: none after a LIST).
     pub fingerprint: Option<u64>,
+}
+
+/// What a reconcile of one CephOSD knows before it looks at pods.
+pub(crate) struct Subject<'a> {
+    pub cr: &'a CephOsd,
+    pub expanded: &'a ExpandedSpec,
+    /// Its OSDs whose disk an older CephOSD holds.
+    pub claimed: Option<&'a BTreeMap<OsdKey, String>>,
 }
 
 /// What a reconcile finds.
@@ -80,14 +99,15 @@ impl OwnedObjects {
         }
     }
 
-    /// What to plan `cr` from at `now`.
+    /// What to plan `subject` from at `now`.
     pub(crate) async fn observe(
         &self,
-        cr: &CephOsd,
-        pods: &Api<Pod>,
+        subject: &Subject<'_>,
+        pods: &Api<WatchedPod>,
         replica_sets: &Api<ReplicaSet>,
         now: Timestamp,
     ) -> Result<Snapshot, kube::Error> {
+        let cr = subject.cr;
         // A cache that has not synced is never taken for "no pods"; one that takes long to
         // sync is bypassed by a LIST.
         let mut synced = self.synced.clone();
@@ -99,9 +119,9 @@ impl OwnedObjects {
                 false
             });
         let key = cr.object_key();
-        let (pods_cached, replica_sets_cached) =
-            (owned(&self.pods, cr), owned(&self.replica_sets, cr));
-        let fingerprint = fingerprint(cr, &pods_cached, &replica_sets_cached);
+        let (pods_cached, others) = self.cached_pods(subject);
+        let replica_sets_cached = labelled(&self.replica_sets, cr);
+        let fingerprint = fingerprint(subject, &pods_cached, &replica_sets_cached, &others);
         let expecting = locked(&self.expectations).contains_key(&key);
         if synced && !expecting && locked(&self.quiet).get(&key) == Some(&fingerprint) {
             return Ok(Snapshot::Unchanged);
@@ -109,6 +129,7 @@ impl OwnedObjects {
         let cached = Observation {
             pods: pods_cached,
             replica_sets: replica_sets_cached,
+            others,
             fingerprint: Some(fingerprint),
         };
         let readiness = if synced {
@@ -125,22 +146,80 @@ impl OwnedObjects {
                 if synced {
                     warn!(cephosd = %key, "the watch cache did not show our writes within 10 s; planning from a LIST");
                 }
-                let params = ListParams::default().labels(&format!(
-                    "{}={}",
-                    labels::OWNER,
-                    labels::owner_label_value(&cr.name_any())
-                ));
-                let listed = Observation {
-                    pods: listed(pods, &params).await?,
-                    replica_sets: listed(replica_sets, &params).await?,
-                    fingerprint: None,
-                };
-                self.with_expectations(&key, |e| {
-                    e.listed(&listed.pods, &listed.replica_sets, now);
-                });
+                let mut listed = self.list(cr, pods, replica_sets, now).await?;
+                listed.others = cached.others;
                 Ok(Snapshot::Plan(listed))
             }
         }
+    }
+
+    /// `subject`'s objects read from the API now (its pods and ReplicaSets; the other
+    /// CephOSDs' pods from the cache), for a plan that takes pods down.
+    pub(crate) async fn fresh(
+        &self,
+        subject: &Subject<'_>,
+        pods: &Api<WatchedPod>,
+        replica_sets: &Api<ReplicaSet>,
+        now: Timestamp,
+    ) -> Result<Observation, kube::Error> {
+        let mut listed = self.list(subject.cr, pods, replica_sets, now).await?;
+        listed.others = self.cached_pods(subject).1;
+        Ok(listed)
+    }
+
+    /// `cr`'s pods and ReplicaSets from a LIST made at `now`; the expectations then wait for
+    /// the caches to catch up with what it shows.
+    async fn list(
+        &self,
+        cr: &CephOsd,
+        pods: &Api<WatchedPod>,
+        replica_sets: &Api<ReplicaSet>,
+        now: Timestamp,
+    ) -> Result<Observation, kube::Error> {
+        let labelled = ListParams::default().labels(&format!(
+            "{}={}",
+            labels::OWNER,
+            labels::owner_label_value(&cr.name_any())
+        ));
+        // Every pod of the namespace: one this CephOSD controls is its pod whatever its labels.
+        let every = ListParams::default();
+        let (pods, replica_sets) =
+            futures::try_join!(pods.list(&every), replica_sets.list(&labelled))?;
+        let of_cr = PodsOf::new(cr);
+        let listed = Observation {
+            pods: (pods.into_iter())
+                .map(WatchedPod::into_pod)
+                .filter(|p| of_cr.contains(p))
+                .map(Arc::new)
+                .collect(),
+            replica_sets: replica_sets.into_iter().map(Arc::new).collect(),
+            others: Vec::new(),
+            fingerprint: None,
+        };
+        self.with_expectations(&cr.object_key(), |e| {
+            e.listed(&listed.pods, &listed.replica_sets, now);
+        });
+        Ok(listed)
+    }
+
+    /// From the cache: the pods `subject` owns, and the pods of other CephOSDs that may run a
+    /// daemon on a disk it lists.
+    fn cached_pods(&self, subject: &Subject<'_>) -> (Vec<Arc<Pod>>, Vec<Arc<Pod>>) {
+        let desired = &subject.expanded.desired;
+        let of_cr = PodsOf::new(subject.cr);
+        let (mut own, mut others) = (Vec::new(), Vec::new());
+        for pod in self.pods.state() {
+            if of_cr.contains(&pod) {
+                own.push(pod);
+            } else if !desired.disks.is_empty()
+                && held_disks(&pod, desired)
+                    .iter()
+                    .any(|d| desired.disks.contains_key(d))
+            {
+                others.push(pod);
+            }
+        }
+        (own, others)
     }
 
     /// Records whether the plan from `observation` had nothing to do: if so, a reconcile
@@ -177,16 +256,47 @@ impl OwnedObjects {
     }
 }
 
-/// The objects a LIST with `params` returns, shared like the caches' objects.
-async fn listed<K>(api: &Api<K>, params: &ListParams) -> Result<Vec<Arc<K>>, kube::Error>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    Ok(api.list(params).await?.into_iter().map(Arc::new).collect())
+/// Tells a CephOSD's pods: in its namespace with its owner label, or controlled by it
+/// (whatever their labels).
+pub(crate) struct PodsOf<'a> {
+    namespace: Option<&'a str>,
+    uid: Option<&'a str>,
+    label: String,
+}
+
+impl<'a> PodsOf<'a> {
+    pub(crate) fn new(cr: &'a CephOsd) -> Self {
+        Self {
+            namespace: cr.metadata.namespace.as_deref(),
+            uid: cr.metadata.uid.as_deref(),
+            label: labels::owner_label_value(&cr.name_any()),
+        }
+    }
+
+    pub(crate) fn contains(&self, pod: &Pod) -> bool {
+        if pod.metadata.namespace.as_deref() != self.namespace {
+            return false;
+        }
+        let controlled = self.uid.is_some_and(|uid| {
+            pod.owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && is_cephosd(o) && o.uid == uid)
+        });
+        controlled || pod.labels().get(labels::OWNER) == Some(&self.label)
+    }
+}
+
+/// Whether the pod watch keeps `pod`: it carries an owner label, or a CephOSD controls it.
+pub(crate) fn is_osd_pod(pod: &Pod) -> bool {
+    pod.labels().contains_key(labels::OWNER)
+        || pod
+            .owner_references()
+            .iter()
+            .any(|o| o.controller == Some(true) && is_cephosd(o))
 }
 
 /// The cached objects of `cr`'s namespace that carry its owner label.
-fn owned<K>(store: &Store<K>, cr: &CephOsd) -> Vec<Arc<K>>
+fn labelled<K>(store: &Store<K>, cr: &CephOsd) -> Vec<Arc<K>>
 where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
@@ -200,24 +310,33 @@ where
     objects
 }
 
-/// Identifies `cr` (its version and the status it is planned with) and `pods` and
-/// `replica_sets` (uids and versions, in any order).
-fn fingerprint(cr: &CephOsd, pods: &[Arc<Pod>], replica_sets: &[Arc<ReplicaSet>]) -> u64 {
+/// Identifies the subject (its CephOSD's version, the status it is planned with, the disks
+/// older CephOSDs claim of it) and the objects it is planned from (uids and versions, in any
+/// order).
+fn fingerprint(
+    subject: &Subject<'_>,
+    pods: &[Arc<Pod>],
+    replica_sets: &[Arc<ReplicaSet>],
+    others: &[Arc<Pod>],
+) -> u64 {
     fn identity(meta: &ObjectMeta) -> u64 {
         let mut hasher = DefaultHasher::new();
         (&meta.uid, &meta.resource_version).hash(&mut hasher);
         hasher.finish()
     }
+    let cr = subject.cr;
     let mut hasher = DefaultHasher::new();
     (&cr.metadata.uid, &cr.metadata.resource_version).hash(&mut hasher);
     serde_json::to_vec(&cr.status)
         .unwrap_or_default()
         .hash(&mut hasher);
+    subject.claimed.hash(&mut hasher);
     for objects in [
         pods.iter()
             .map(|p| identity(&p.metadata))
             .collect::<Vec<_>>(),
         replica_sets.iter().map(|r| identity(&r.metadata)).collect(),
+        others.iter().map(|p| identity(&p.metadata)).collect(),
     ] {
         (
             objects.len(),
@@ -255,9 +374,18 @@ mod tests {
             "spec": {"storage": [], "updateDomain": "OSD", "podTemplate": {}},
         }))
         .expect("cr");
+        let expanded = ExpandedSpec::of(&cr.spec);
+        let subject = |cr| Subject {
+            cr,
+            expanded: &expanded,
+            claimed: None,
+        };
+        let fp = |cr, pods: &[Arc<Pod>], sets: &[Arc<ReplicaSet>], others: &[Arc<Pod>]| {
+            fingerprint(&subject(cr), pods, sets, others)
+        };
         let (a, b) = (object("a", "1"), object("b", "1"));
-        let base = fingerprint(&cr, &[a.clone(), b.clone()], &[]);
-        assert_eq!(fingerprint(&cr, &[b.clone(), a.clone()], &[]), base);
+        let base = fp(&cr, &[a.clone(), b.clone()], &[], &[]);
+        assert_eq!(fp(&cr, &[b.clone(), a.clone()], &[], &[]), base);
         let mut newer_cr = cr.clone();
         newer_cr.metadata.resource_version = Some("8".into());
         let mut other_status = cr.clone();
@@ -265,23 +393,78 @@ mod tests {
             observed_generation: Some(3),
             ..Default::default()
         });
+        let claimed = BTreeMap::from([(OsdKey::new("n1", "/dev/sdb"), "ceph/older".to_owned())]);
         let changed = [
-            fingerprint(&cr, &[a.clone(), object("b", "2")], &[]),
-            fingerprint(&cr, std::slice::from_ref(&a), &[]),
-            fingerprint(&cr, &[a.clone(), b.clone(), object("c", "1")], &[]),
-            fingerprint(&newer_cr, &[a.clone(), b.clone()], &[]),
-            fingerprint(&other_status, &[a.clone(), b.clone()], &[]),
-            fingerprint(
+            fp(&cr, &[a.clone(), object("b", "2")], &[], &[]),
+            fp(&cr, std::slice::from_ref(&a), &[], &[]),
+            fp(&cr, &[a.clone(), b.clone(), object("c", "1")], &[], &[]),
+            fp(&newer_cr, &[a.clone(), b.clone()], &[], &[]),
+            fp(&other_status, &[a.clone(), b.clone()], &[], &[]),
+            fp(
                 &cr,
                 std::slice::from_ref(&a),
                 &[Arc::new(ReplicaSet {
                     metadata: b.metadata.clone(),
                     ..ReplicaSet::default()
                 })],
+                &[],
+            ),
+            fp(&cr, &[a.clone(), b.clone()], &[], &[object("o", "1")]),
+            fingerprint(
+                &Subject {
+                    cr: &cr,
+                    expanded: &expanded,
+                    claimed: Some(&claimed),
+                },
+                &[a.clone(), b.clone()],
+                &[],
+                &[],
             ),
         ];
         for (i, fp) in changed.iter().enumerate() {
             assert_ne!(*fp, base, "change {i}");
         }
+    }
+
+    #[test]
+    fn a_cephosds_pods_are_those_it_labels_or_controls() {
+        let cr: CephOsd = serde_json::from_value(json!({
+            "apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD",
+            "metadata": {"name": "osds", "namespace": "ceph", "uid": "c"},
+            "spec": {"storage": [], "updateDomain": "OSD", "podTemplate": {}},
+        }))
+        .expect("cr");
+        let pod = |namespace: &str, label: Option<&str>, controller_uid: Option<&str>| -> Pod {
+            let mut pod: Pod = serde_json::from_value(json!({"metadata": {
+                "name": "p", "namespace": namespace}}))
+            .expect("pod");
+            if let Some(label) = label {
+                pod.metadata.labels = Some([(labels::OWNER.to_owned(), label.to_owned())].into());
+            }
+            if let Some(uid) = controller_uid {
+                pod.metadata.owner_references = Some(vec![
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                        api_version: "ceph.elemental.net/v1alpha1".into(),
+                        kind: "CephOSD".into(),
+                        name: "whatever".into(),
+                        uid: uid.into(),
+                        controller: Some(true),
+                        block_owner_deletion: None,
+                    },
+                ]);
+            }
+            pod
+        };
+        let of_cr = PodsOf::new(&cr);
+        assert!(of_cr.contains(&pod("ceph", Some("CephOSD-osds"), None)));
+        // The owner label removed: still its pod through the controller reference.
+        assert!(of_cr.contains(&pod("ceph", None, Some("c"))));
+        assert!(of_cr.contains(&pod("ceph", Some("CephOSD-other"), Some("c"))));
+        assert!(!of_cr.contains(&pod("ceph", Some("CephOSD-other"), Some("d"))));
+        assert!(!of_cr.contains(&pod("other", Some("CephOSD-osds"), Some("c"))));
+        assert!(!of_cr.contains(&pod("ceph", None, None)));
+        assert!(is_osd_pod(&pod("x", None, Some("d"))));
+        assert!(is_osd_pod(&pod("x", Some("CephOSD-y"), None)));
+        assert!(!is_osd_pod(&pod("x", None, None)));
     }
 }

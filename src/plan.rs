@@ -2,13 +2,17 @@
 //! cluster one safe step towards the CR. No I/O happens here; every rule is unit-testable.
 //!
 //! Safety rules beyond the reference operator: a pod for an OSD is created only when no pod
-//! holds its disk any more (terminating, foreign and invalid ones included, whatever the
-//! spelling of the disk), so two pods never share a device; a rollout step starts only when
-//! every desired OSD has a live pod and none is waiting for Ready; an OSD the spec is
-//! ambiguous about is neither created nor replaced; pods another controller controls are
-//! never touched.
+//! holds its disk any more (terminating, foreign and invalid ones, and pods of other
+//! CephOSDs included, whatever the spelling of the disk and whatever its annotations say), so
+//! two pods never share a device; a disk two CephOSDs list belongs to the older one; every pod
+//! that may run an OSD daemon is taken down only in its update domain's turn (out of date,
+//! its OSD gone from the spec, or a pod whose OSD cannot be told), honouring `paused` and
+//! `maxUnavailable`, and a rollout step starts only when every desired OSD has a live pod and
+//! none is waiting for Ready; an OSD the spec is ambiguous about is neither created nor
+//! replaced; pods another controller controls are never touched. Only duplicates on a disk
+//! (a second pod where another is kept) and ended pods are deleted at once.
 
-use crate::classify::{classify, Owner, Timing};
+use crate::classify::{classify, held_disks, Owner, Timing};
 pub(crate) use crate::classify::{ObservedPod, PodClass, Workload};
 use crate::conditions::ConditionReason;
 use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
@@ -20,13 +24,13 @@ use crate::labels::PodState;
 use crate::osd::{DeviceId, OsdKey, SuffixSource};
 use crate::osd_pod::{render_pod, PodIdentity, RenderError};
 use crate::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
-use crate::rollout::{deadlines, domain_id, rollout_step};
+use crate::rollout::{deadlines, domain_id, rollout_step, Candidate, Missing};
 use crate::status::{compute_status, SpecProblem, StatusInput};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Why a pod is deleted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,12 +64,17 @@ pub struct PlannedEvent {
     pub pod: Option<String>,
 }
 
-/// What the planner observed of one CephOSD: every pod and every ReplicaSet carrying its
-/// owner label (borrowed: the watch caches' objects are not copied).
-#[derive(Clone, Debug)]
+/// What the planner observed of one CephOSD: every pod it owns (by owner label or controller
+/// reference) and every ReplicaSet carrying its owner label (borrowed: the watch caches'
+/// objects are not copied), the pods of other CephOSDs, and the disks older CephOSDs claim.
+#[derive(Clone, Debug, Default)]
 pub struct Observed<'a> {
     pub pods: Vec<&'a Pod>,
     pub replica_sets: Vec<&'a ReplicaSet>,
+    /// Pods of other CephOSDs: each holds the disks it may run a daemon on.
+    pub others: Vec<&'a Pod>,
+    /// The CR's OSDs whose disk an older CephOSD lists, with that CephOSD (`namespace/name`).
+    pub claimed: BTreeMap<OsdKey, String>,
 }
 
 impl<'a> Observed<'a> {
@@ -76,6 +85,7 @@ impl<'a> Observed<'a> {
         Self {
             pods: pods.into_iter().collect(),
             replica_sets: replica_sets.into_iter().collect(),
+            ..Self::default()
         }
     }
 
@@ -132,6 +142,8 @@ pub struct Summary {
     pub foreign: usize,
     /// Desired OSDs still run by a ReplicaSet of the Ansible operator.
     pub migrating: usize,
+    /// Pods (and era ReplicaSets) of OSDs no longer in the spec, waiting for their turn.
+    pub superfluous: usize,
 }
 
 /// The outcome of planning one reconcile.
@@ -141,9 +153,9 @@ pub struct Plan {
     pub pods: Vec<ObservedPod>,
     pub actions: Vec<Action>,
     pub summary: Summary,
-    /// The OSDs whose replacement started in this plan (rollout step), in order.
+    /// The OSDs whose pods the rollout step takes down in this plan, in order.
     pub replacing: Vec<OsdKey>,
-    /// Why no rollout step started although pods are out of date, if so.
+    /// Why no rollout step started although pods wait for one, if so.
     pub halted: Option<String>,
     /// What is wrong with the spec (the `InvalidSpec` condition).
     pub spec_problems: Vec<SpecProblem>,
@@ -157,6 +169,14 @@ pub struct Plan {
     pub status_changed: bool,
     /// When to look again at the latest (a soak or a deadline ends), if sooner than resync.
     pub requeue_after: Option<SignedDuration>,
+}
+
+impl Plan {
+    /// Whether the plan takes down a pod that may run an OSD daemon in its domain's turn:
+    /// such a plan must be decided on a view of the cluster no older than the decision.
+    pub fn disrupts(&self) -> bool {
+        !self.replacing.is_empty()
+    }
 }
 
 /// Why no pod can be built for this spec: the plan then makes no write at all (a replaced
@@ -175,9 +195,9 @@ pub const MAX_CREATIONS_PER_PLAN: usize = 1000;
 /// Plans one reconcile of `cr` given what carries its owner label, at time `now`. Total: a
 /// spec nothing can be built from yields a plan without writes whose status says why.
 ///
-/// Steps, in the order their actions are applied: deletions of what must go, creations of
-/// missing OSDs' pods, the rollout step, `pod-state` patches (once no pod is being created);
-/// then the summary, status and events.
+/// Steps, in the order their actions are applied: deletions of what must go at once,
+/// creations of missing OSDs' pods, the rollout step, `pod-state` patches (once no pod is
+/// being created); then the summary, status and events.
 pub fn plan(
     cr: &CephOsd,
     observed: &Observed<'_>,
@@ -197,17 +217,21 @@ pub fn plan_expanded(
 ) -> Plan {
     let seen = Seen::new(cr, expanded, observed, now);
     let current = seen.current();
-    let mut actions = deletions(&seen);
-    let created = creations(&seen, suffixes);
+    let removals = seen.removals();
+    let mut actions = deletions(&seen, &removals);
+    let created = creations(&seen, &removals, suffixes);
     let creating = !created.actions.is_empty() || created.deferred;
     actions.extend(created.actions);
-    let step = rollout(&seen, &current, &created.missing);
+    let step = rollout(&seen, &current, &removals, &created.missing);
     let mut replacing = step.replacing;
     actions.extend(step.actions);
     // The `pod-state` marks come last and wait while pods are being created: they decide
     // nothing (classes do), and would hold up the next rollout step or compete with creations.
+    let mut marked_tampered = Vec::new();
     if !creating {
-        actions.extend(state_patches(&seen, &current));
+        let patches = state_patches(&seen, &current);
+        marked_tampered = tampered_events(&seen, &patches);
+        actions.extend(patches);
     }
     // A pod is replaced only once its successor can be built.
     let unbuildable = created
@@ -216,10 +240,13 @@ pub fn plan_expanded(
     if unbuildable.is_some() {
         actions.clear();
         replacing.clear();
+        marked_tampered.clear();
     }
     let blocking_terminations = seen.pods.iter().filter(|p| {
         p.class == PodClass::Terminating
-            && p.key.as_ref().is_some_and(|k| created.missing.contains(k))
+            && p.key
+                .as_ref()
+                .is_some_and(|k| created.missing.iter().any(|m| m.key == *k))
     });
     let watch = deadlines(
         seen.spec,
@@ -239,12 +266,15 @@ pub fn plan_expanded(
         .filter(|d| previous_update.contains(d.as_str()))
         .cloned()
         .collect();
-    current_update.extend(replacing.iter().map(|k| seen.domain_of(k)));
+    if unbuildable.is_none() {
+        current_update.extend(step.domains);
+    }
 
     let foreign_pods = seen.foreign_pods();
     let unschedulable_pods = unschedulable_pods(&current);
     let summary = summarize(&seen, &current, foreign_pods.len());
     let mut spec_problems = expanded.problems.clone();
+    spec_problems.extend(seen.claimed_problems());
     if let Some(error) = &unbuildable {
         spec_problems.insert(
             0,
@@ -273,6 +303,7 @@ pub fn plan_expanded(
     events.extend(foreign_pod_events(&seen.previous, &foreign_pods));
     events.extend(unschedulable_events(&seen.previous, &unschedulable_pods));
     events.extend(pod_events(&seen, &current));
+    events.extend(marked_tampered);
     let status_changed = cr.status.as_ref() != Some(&status);
     Plan {
         template_hash: seen.template_hash.clone(),
@@ -290,8 +321,8 @@ pub fn plan_expanded(
     }
 }
 
-/// What one reconcile sees of a CephOSD: its spec expanded, and what each object carrying
-/// its owner label is.
+/// What one reconcile sees of a CephOSD: its spec expanded, what each object it owns is,
+/// and what other CephOSDs hold or claim of its disks.
 struct Seen<'a> {
     cr: &'a CephOsd,
     spec: &'a CephOsdSpec,
@@ -304,13 +335,19 @@ struct Seen<'a> {
     /// The Ansible operator's ReplicaSets of desired OSDs: each stands for its OSD's pod until
     /// replaced.
     era: Vec<ObservedPod>,
+    /// The Ansible operator's ReplicaSets of OSDs no longer in the spec, as workloads.
+    era_superfluous: Vec<ObservedPod>,
+    /// Disks the pods of other CephOSDs may run a daemon on, with one such pod (described).
+    held_elsewhere: HashMap<DeviceId, String>,
+    /// The CR's OSDs whose disk an older CephOSD claims.
+    claimed: &'a BTreeMap<OsdKey, String>,
 }
 
 impl<'a> Seen<'a> {
     fn new(
         cr: &'a CephOsd,
         expanded: &'a ExpandedSpec,
-        observed: &Observed<'_>,
+        observed: &'a Observed<'_>,
         now: Timestamp,
     ) -> Self {
         let spec = &cr.spec;
@@ -327,14 +364,22 @@ impl<'a> Seen<'a> {
         };
         let pods = classify(&observed.pods, &owner, template_hash, desired, &timing);
         let replica_sets = classify_replica_sets(&observed.replica_sets, &pods, &owner);
-        let era = replica_sets
+        let (era, era_superfluous) = replica_sets
             .iter()
             .filter(|rs| rs.class == ReplicaSetClass::Era)
-            .filter_map(|rs| {
-                let osd = desired.osds.get(rs.key.as_ref()?)?;
-                Some(rs.as_workload(Some(osd.index)))
+            .map(|rs| {
+                let osd = rs.key.as_ref().and_then(|k| desired.osds.get(k));
+                rs.as_workload(osd.map(|o| o.index))
             })
-            .collect();
+            .partition(|w| w.osd.is_some());
+        let mut held_elsewhere = HashMap::new();
+        for pod in &observed.others {
+            for disk in held_disks(pod, desired) {
+                held_elsewhere
+                    .entry(disk)
+                    .or_insert_with(|| describe_other(pod));
+            }
+        }
         Self {
             cr,
             spec,
@@ -344,18 +389,17 @@ impl<'a> Seen<'a> {
             pods,
             replica_sets,
             era,
+            era_superfluous,
+            held_elsewhere,
+            claimed: &observed.claimed,
             cr_name,
         }
     }
 
-    fn is_desired(&self, key: Option<&OsdKey>) -> bool {
-        key.is_some_and(|k| self.desired.osds.contains_key(k))
-    }
-
-    fn is_blocked(&self, pod: &ObservedPod) -> bool {
-        pod.key
-            .as_ref()
-            .is_some_and(|k| self.desired.blocked.contains(k))
+    /// Whether the planner may neither create nor replace the pod of `key`: the spec is
+    /// ambiguous about it, or an older CephOSD claims its disk.
+    fn is_blocked(&self, key: Option<&OsdKey>) -> bool {
+        key.is_some_and(|k| self.desired.blocked.contains(k) || self.claimed.contains_key(k))
     }
 
     /// The live pods of desired OSDs, then the era ReplicaSets standing for theirs.
@@ -420,30 +464,108 @@ impl<'a> Seen<'a> {
             })
             .collect()
     }
+
+    /// The disks our live pods and era ReplicaSets keep (one pod each).
+    fn kept_disks(&self) -> HashSet<&DeviceId> {
+        self.pods
+            .iter()
+            .filter(|p| p.is_live())
+            .chain(&self.era)
+            .chain(&self.era_superfluous)
+            .filter_map(ObservedPod::device)
+            .collect()
+    }
+
+    /// The desired OSD on `disk`, if the CR lists one.
+    fn osd_on(&self, disk: &DeviceId) -> Option<&DesiredOsd> {
+        let number = *self.desired.disks.get(disk)?;
+        self.desired.osds.values().find(|o| o.disk == number)
+    }
+
+    /// What goes in its domain's turn without a successor of its own, each with the disk of a
+    /// desired OSD it holds if one (that OSD is served until it goes): pods and era
+    /// ReplicaSets of OSDs no longer in the spec, and pods that may run a daemon on a desired
+    /// disk no other pod keeps although their OSD cannot be told.
+    fn removals(&self) -> Vec<Removal<'_>> {
+        let superfluous = self
+            .pods
+            .iter()
+            .filter(|p| p.is_live() && p.osd.is_none())
+            .chain(&self.era_superfluous)
+            .map(|p| {
+                let served = p.holds().find_map(|d| self.osd_on(d));
+                (p, DeleteReason::Superfluous, served)
+            });
+        let unplaced: Vec<&ObservedPod> = self
+            .pods
+            .iter()
+            .filter(|p| matches!(p.class, PodClass::Invalid(_)) && !p.duplicate)
+            .collect();
+        let kept = if unplaced.is_empty() {
+            HashSet::new()
+        } else {
+            self.kept_disks()
+        };
+        let unplaced = unplaced.into_iter().filter_map(|p| {
+            let PodClass::Invalid(why) = &p.class else {
+                return None;
+            };
+            let served = p
+                .holds()
+                .filter(|d| !kept.contains(d))
+                .find_map(|d| self.osd_on(d))?;
+            Some((p, DeleteReason::Invalid(why.clone()), Some(served)))
+        });
+        superfluous.chain(unplaced).collect()
+    }
+
+    /// One `SpecProblem` per OSD whose disk an older CephOSD claims.
+    fn claimed_problems(&self) -> impl Iterator<Item = SpecProblem> + '_ {
+        self.claimed.iter().map(|(key, holder)| SpecProblem {
+            reason: ConditionReason::DiskClaimed,
+            message: format!(
+                "OSD {key}: CephOSD {holder}, which is older, lists the same disk; no pod is \
+                 created or replaced for it here"
+            ),
+        })
+    }
 }
 
-/// Invalid and ended pods, then pods and era ReplicaSets of OSDs no longer in the CR.
-fn deletions(seen: &Seen<'_>) -> Vec<Action> {
+/// A pod (or era ReplicaSet) that goes in its domain's turn without a successor of its own,
+/// why, and the desired OSD it serves until then (the one on its disk), if any.
+type Removal<'a> = (&'a ObservedPod, DeleteReason, Option<&'a DesiredOsd>);
+
+/// `pod ns/name of CephOSD ns/cr`, for messages about pods of other CephOSDs.
+fn describe_other(pod: &Pod) -> String {
+    let namespace = pod.namespace().unwrap_or_default();
+    let owner = crate::classify::owning_cephosd(pod)
+        .map(|cr| format!(" of CephOSD {namespace}/{cr}"))
+        .unwrap_or_default();
+    format!("pod {namespace}/{}{owner}", pod.name_any())
+}
+
+/// What must go at once: duplicates on a disk another pod keeps, pods that ended, invalid
+/// pods that hold no desired disk left unkept; and invalid ReplicaSets.
+fn deletions(seen: &Seen<'_>, removals: &[Removal<'_>]) -> Vec<Action> {
+    let in_turn: HashSet<&str> = removals.iter().map(|(p, _, _)| p.name.as_str()).collect();
     let pods = seen.pods.iter().filter_map(|pod| {
         let reason = match &pod.class {
+            PodClass::Invalid(_) if in_turn.contains(pod.name.as_str()) => return None,
             PodClass::Invalid(why) => DeleteReason::Invalid(why.clone()),
             PodClass::Ended(phase) => DeleteReason::Ended(phase.clone()),
-            _ if pod.is_live() && pod.osd.is_none() => DeleteReason::Superfluous,
             _ => return None,
         };
         Some(delete(pod, reason))
     });
     let replica_sets = seen.replica_sets.iter().filter_map(|rs| {
-        let reason = match &rs.class {
-            ReplicaSetClass::Invalid(why) => DeleteReason::Invalid(why.clone()),
-            ReplicaSetClass::Era if !seen.is_desired(rs.key.as_ref()) => DeleteReason::Superfluous,
-            _ => return None,
+        let ReplicaSetClass::Invalid(why) = &rs.class else {
+            return None;
         };
         Some(Action::DeleteReplicaSet {
             name: rs.name.clone(),
             uid: rs.uid.clone(),
             key: rs.key.clone(),
-            reason,
+            reason: DeleteReason::Invalid(why.clone()),
         })
     });
     pods.chain(replica_sets).collect()
@@ -452,8 +574,9 @@ fn deletions(seen: &Seen<'_>) -> Vec<Action> {
 /// The creation step's outcome.
 struct Creations {
     actions: Vec<Action>,
-    /// Desired OSDs without a live pod (nor a Ready pod of another controller serving them).
-    missing: Vec<OsdKey>,
+    /// Desired OSDs without a live pod (nor a Ready pod of another controller, nor a pod
+    /// waiting for its turn to go, serving them).
+    missing: Vec<Missing>,
     /// Why a pod could not be built, if one could not.
     unbuildable: Option<Unbuildable>,
     /// More OSDs lack a pod than one plan creates: the next reconcile follows at once.
@@ -461,9 +584,13 @@ struct Creations {
 }
 
 /// Pods for missing OSDs, created only once no pod holds their disk at all (never two per
-/// device), never while the spec is ambiguous about them, at most
-/// `MAX_CREATIONS_PER_PLAN` at once.
-fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
+/// device), never while the spec is ambiguous about them or an older CephOSD claims their
+/// disk, at most `MAX_CREATIONS_PER_PLAN` at once.
+fn creations(
+    seen: &Seen<'_>,
+    removals: &[Removal<'_>],
+    suffixes: &mut dyn SuffixSource,
+) -> Creations {
     let mut out = Creations {
         actions: Vec::new(),
         missing: Vec::new(),
@@ -493,20 +620,21 @@ fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
     let occupied: HashSet<&DeviceId> = seen
         .pods
         .iter()
-        .filter_map(ObservedPod::device)
+        .flat_map(ObservedPod::holds)
         .chain(&replica_set_devices)
+        .chain(seen.held_elsewhere.keys())
         .collect();
     // A Ready pod of another controller keeps its OSD available (though not ours); a
     // ReplicaSet's pod only while that ReplicaSet is there and not being deleted: otherwise
     // the garbage collector is about to take the pod down (it may even remove a ReplicaSet
-    // before its pods).
+    // before its pods). A pod waiting for its turn to go serves the OSD on its disk too.
     let standing: BTreeSet<&str> = seen
         .replica_sets
         .iter()
         .filter(|rs| rs.class != ReplicaSetClass::Terminating)
         .map(|rs| rs.name.as_str())
         .collect();
-    let served_by_foreign: HashSet<&DeviceId> = seen
+    let mut served: HashSet<&DeviceId> = seen
         .pods
         .iter()
         .filter(|p| match &p.class {
@@ -517,15 +645,42 @@ fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
         })
         .filter_map(ObservedPod::device)
         .collect();
+    served.extend(
+        removals
+            .iter()
+            .filter_map(|(_, _, osd)| osd.map(|o| &o.device)),
+    );
     let previous_update = seen.previous_update();
     let same_generation = seen.previous.observed_generation.is_some()
         && seen.previous.observed_generation == seen.cr.metadata.generation;
     let mut wanted = 0;
     for osd in lacking {
-        if !served_by_foreign.contains(&osd.device) {
-            out.missing.push(osd.key.clone());
+        let blocked = seen.is_blocked(Some(&osd.key));
+        if !served.contains(&osd.device) {
+            let why = if let Some(holder) = seen.claimed.get(&osd.key) {
+                Some(format!("CephOSD {holder}, which is older, lists its disk"))
+            } else if blocked {
+                Some("the spec is ambiguous about it (see the InvalidSpec condition)".to_owned())
+            } else if let Some(by) = seen.held_elsewhere.get(&osd.device) {
+                Some(format!("its disk is held by {by}"))
+            } else if occupied.contains(&osd.device) {
+                // One of ours that is not this OSD's live pod (a terminating predecessor, or a
+                // ReplicaSet's pod the garbage collector has yet to reach, is the normal pace
+                // of a replacement and needs no words).
+                (seen.pods.iter())
+                    .filter(|p| !matches!(p.class, PodClass::Terminating | PodClass::Foreign(_)))
+                    .filter(|p| p.osd != Some(osd.index))
+                    .find(|p| p.holds().any(|d| *d == osd.device))
+                    .map(|p| format!("pod {} still holds its disk", p.describe()))
+            } else {
+                None
+            };
+            out.missing.push(Missing {
+                key: osd.key.clone(),
+                why,
+            });
         }
-        if occupied.contains(&osd.device) || seen.desired.blocked.contains(&osd.key) {
+        if occupied.contains(&osd.device) || blocked {
             continue;
         }
         // A bounded batch: the next reconcile, moments later, creates the rest, and sees a
@@ -567,7 +722,7 @@ fn creations(seen: &Seen<'_>, suffixes: &mut dyn SuffixSource) -> Creations {
 fn state_patches(seen: &Seen<'_>, current: &[&ObservedPod]) -> Vec<Action> {
     current
         .iter()
-        .filter(|p| p.workload == Workload::Pod && !seen.is_blocked(p))
+        .filter(|p| p.workload == Workload::Pod && !seen.is_blocked(p.key.as_ref()))
         .filter_map(|pod| {
             let state = match pod.class {
                 PodClass::OutOfDate => PodState::OutOfDate,
@@ -584,32 +739,97 @@ fn state_patches(seen: &Seen<'_>, current: &[&ObservedPod]) -> Vec<Action> {
         .collect()
 }
 
+/// A Warning for each pod marked out of date because its annotations disagree with what it
+/// runs (once: when the mark is written).
+fn tampered_events(seen: &Seen<'_>, patches: &[Action]) -> Vec<PlannedEvent> {
+    let marked: HashSet<&str> = patches
+        .iter()
+        .filter_map(|a| match a {
+            Action::PatchState { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    seen.pods
+        .iter()
+        .filter(|p| marked.contains(p.name.as_str()))
+        .filter_map(|p| {
+            let why = p.tampered.as_ref()?;
+            Some(PlannedEvent {
+                warning: true,
+                reason: EventReason::Tampered,
+                note: format!(
+                    "pod {}: {why}; it is replaced in its update domain's turn",
+                    p.name
+                ),
+                pod: Some(p.name.clone()),
+            })
+        })
+        .collect()
+}
+
 /// The rollout step's outcome.
 struct Rollout {
     actions: Vec<Action>,
-    /// The OSDs whose replacement starts now, in order.
+    /// The OSDs whose pods go now, in order.
     replacing: Vec<OsdKey>,
+    /// The update domains started now.
+    domains: Vec<String>,
     halted: Option<String>,
-    /// Update domains with a missing or not-yet-Ready OSD pod.
+    /// Update domains with a missing, not-yet-Ready or still-terminating OSD pod.
     unavailable: BTreeSet<String>,
 }
 
-/// At most `maxUnavailable` update domains unavailable at once; a blocked OSD's pod is not
+/// At most `maxUnavailable` update domains unavailable at once: out-of-date pods (their
+/// successors follow) and the removals, by update domain; a blocked OSD's pod is not
 /// replaced.
-fn rollout(seen: &Seen<'_>, current: &[&ObservedPod], missing: &[OsdKey]) -> Rollout {
-    let candidates: Vec<&ObservedPod> = current
+fn rollout(
+    seen: &Seen<'_>,
+    current: &[&ObservedPod],
+    removals: &[Removal<'_>],
+    missing: &[Missing],
+) -> Rollout {
+    let out_of_date = current
         .iter()
         .copied()
-        .filter(|p| !(p.class == PodClass::OutOfDate && seen.is_blocked(p)))
+        .filter(|p| p.class == PodClass::OutOfDate && !seen.is_blocked(p.key.as_ref()))
+        .filter_map(|pod| {
+            let domain = seen.domain_of(pod.key.as_ref()?);
+            Some((Candidate { pod, domain }, DeleteReason::Replace))
+        });
+    let removals = removals.iter().filter_map(|(pod, reason, served)| {
+        let key = served.map(|o| &o.key).or(pod.key.as_ref())?;
+        let domain = seen.domain_of(key);
+        Some((Candidate { pod, domain }, reason.clone()))
+    });
+    let (candidates, reasons): (Vec<Candidate<'_>>, Vec<DeleteReason>) =
+        out_of_date.chain(removals).unzip();
+    let unready: Vec<&ObservedPod> = current
+        .iter()
+        .copied()
+        .filter(|p| p.class == PodClass::Unready)
         .collect();
-    let step = rollout_step(seen.spec, &candidates, missing, &seen.desired.blocked);
-    Rollout {
-        actions: step
-            .replace
+    // A removed OSD's pod still terminating keeps its domain down until it is gone.
+    let removing = seen
+        .pods
+        .iter()
+        .filter(|p| p.class == PodClass::Terminating)
+        .filter(|p| {
+            p.device()
+                .is_some_and(|d| !seen.desired.disks.contains_key(d))
+        })
+        .filter_map(|p| Some(seen.domain_of(p.key.as_ref()?)));
+    let step = rollout_step(seen.spec, &candidates, &unready, missing, removing);
+    let chosen = || {
+        step.chosen
             .iter()
-            .map(|pod| delete(pod, DeleteReason::Replace))
+            .map(|&i| (candidates[i].pod, &reasons[i]))
+    };
+    Rollout {
+        actions: chosen()
+            .map(|(pod, reason)| delete(pod, reason.clone()))
             .collect(),
-        replacing: step.replace.iter().filter_map(|p| p.key.clone()).collect(),
+        replacing: chosen().filter_map(|(pod, _)| pod.key.clone()).collect(),
+        domains: step.domains,
         halted: step.halted,
         unavailable: step.unavailable,
     }
@@ -638,6 +858,12 @@ fn unschedulable_pods<'p>(current: &[&'p ObservedPod]) -> Vec<(&'p ObservedPod, 
 
 fn summarize(seen: &Seen<'_>, current: &[&ObservedPod], foreign: usize) -> Summary {
     let count = |class: PodClass| current.iter().filter(|p| p.class == class).count();
+    let superfluous = seen
+        .pods
+        .iter()
+        .filter(|p| p.is_live() && p.osd.is_none())
+        .count()
+        + seen.era_superfluous.len();
     Summary {
         desired: seen.desired.osds.len(),
         current: current.len(),
@@ -665,6 +891,7 @@ fn summarize(seen: &Seen<'_>, current: &[&ObservedPod], foreign: usize) -> Summa
             .count(),
         foreign,
         migrating: seen.era.len(),
+        superfluous,
     }
 }
 

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use proptest::prelude::*;
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 
 pub(super) fn template(marker: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"role": "osd"}},
@@ -592,16 +593,66 @@ fn ended_pods_are_deleted_then_recreated() {
 }
 
 #[test]
-fn superfluous_pods_are_deleted_and_new_osds_created() {
+fn new_osds_are_created_at_once_and_removed_ones_go_in_their_turn() {
     let old = cr(UpdateDomain::Osd, &["h1", "h2"], &["/dev/sdb"], "a");
     let mut cluster = converged(&old);
     let new = cr(UpdateDomain::Osd, &["h2", "h3"], &["/dev/sdb"], "a");
+    let plan = cluster.reconcile(&new);
+    // The new OSD's domain is down until its pod is Ready: the removal waits for it.
+    assert_eq!(creates(&plan), ["h3:/dev/sdb"]);
+    assert!(deletes(&plan).is_empty());
+    assert_eq!(plan.summary.superfluous, 1);
+    assert_eq!(plan.status.superfluous, 1);
+    cluster.make_all_ready();
     let plan = cluster.reconcile(&new);
     assert_eq!(
         deletes(&plan),
         [("h1:/dev/sdb".to_owned(), DeleteReason::Superfluous)]
     );
-    assert_eq!(creates(&plan), ["h3:/dev/sdb"]);
+    assert_eq!(plan.status.current_update, ["h1:/dev/sdb"]);
+    // While it terminates its domain stays down; then the CephOSD is Ready.
+    assert!(cluster.reconcile(&new).actions.is_empty());
+    cluster.finish_terminations();
+    let plan = cluster.reconcile(&new);
+    assert_eq!(plan.status.phase, Some(crate::crd::Phase::Ready));
+    assert_eq!(plan.status.superfluous, 0);
+}
+
+#[test]
+fn removed_osds_wait_while_paused_and_go_one_domain_at_a_time() {
+    // Emptying the storage of a paused CephOSD deletes nothing.
+    let old = cr(
+        UpdateDomain::Host,
+        &["h1", "h2", "h3"],
+        &["/dev/sdb", "/dev/sdc"],
+        "a",
+    );
+    let mut cluster = converged(&old);
+    let mut empty = cr(UpdateDomain::Host, &[], &[], "a");
+    empty.spec.storage.clear();
+    empty.spec.paused = Some(true);
+    for _ in 0..3 {
+        let plan = cluster.reconcile(&empty);
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+        assert_eq!(plan.status.superfluous, 6);
+        assert_eq!(plan.status.phase, Some(crate::crd::Phase::Paused));
+    }
+    // Unpaused: one host at a time, each once the previous host's pods are gone.
+    empty.spec.paused = None;
+    let mut order = Vec::new();
+    for plan in cluster.settle(&empty) {
+        let hosts: BTreeSet<String> = deletes(&plan)
+            .iter()
+            .map(|(key, reason)| {
+                assert_eq!(*reason, DeleteReason::Superfluous);
+                key.split(':').next().unwrap_or_default().to_owned()
+            })
+            .collect();
+        assert!(hosts.len() <= 1, "{hosts:?}");
+        order.extend(hosts);
+    }
+    assert_eq!(order, ["h1", "h2", "h3"]);
+    assert!(cluster.pods.is_empty());
 }
 
 #[test]
@@ -1012,26 +1063,16 @@ proptest! {
     }
 }
 
-/// A rollout step deletes the out-of-date pods of exactly one domain, and only while every
-/// other desired OSD has a live pod that is not waiting for Ready.
+/// A rollout step takes down, besides pods that are down already or in a domain that is down
+/// already (which costs nothing), the out-of-date pods of at most one domain, and that only
+/// while no domain is down: every desired OSD has a live pod, not waiting for Ready, and
+/// Ready unless an admin declared it up to date.
 fn check_replacement_step(
     plan: &Plan,
     before: &[Pod],
     domain: UpdateDomain,
     cr: &CephOsd,
 ) -> Result<(), TestCaseError> {
-    if plan.replacing.is_empty() {
-        return Ok(());
-    }
-    let domains: BTreeSet<String> = plan
-        .replacing
-        .iter()
-        .map(|k| match domain {
-            UpdateDomain::Osd => k.to_string(),
-            UpdateDomain::Host => k.host.clone(),
-        })
-        .collect();
-    prop_assert_eq!(domains.len(), 1);
     let desired = desired_osds(&cr.spec);
     let hash = TemplateHash::of(&cr.spec.pod_template);
     let timing = Timing {
@@ -1049,21 +1090,39 @@ fn check_replacement_step(
         &desired,
         &timing,
     );
-    for key in desired.osds.keys() {
-        let pod = observed
-            .iter()
-            .find(|p| p.is_live() && p.key.as_ref() == Some(key));
-        prop_assert!(
-            pod.is_some(),
-            "OSD {} had no live pod when a replacement started",
-            key
-        );
-        prop_assert!(
-            pod.is_some_and(|p| p.class != PodClass::Unready),
-            "OSD {} was unready",
-            key
-        );
-    }
+    let domain_of = |k: &OsdKey| match domain {
+        UpdateDomain::Osd => k.to_string(),
+        UpdateDomain::Host => k.host.clone(),
+    };
+    // Up: a live pod neither waiting for Ready nor out of date and not Ready (an admin's
+    // `up-to-date` override counts as up: the rollout continues past it).
+    let up = |key: &OsdKey| {
+        observed.iter().any(|p| {
+            p.is_live()
+                && p.key.as_ref() == Some(key)
+                && p.class != PodClass::Unready
+                && (p.ready || p.class != PodClass::OutOfDate)
+        })
+    };
+    let down: BTreeSet<String> = desired
+        .osds
+        .keys()
+        .filter(|k| !up(k))
+        .map(domain_of)
+        .collect();
+    let costly: BTreeSet<String> = plan
+        .replacing
+        .iter()
+        .map(domain_of)
+        .filter(|d| !down.contains(d))
+        .collect();
+    prop_assert!(costly.len() <= 1, "several domains started: {:?}", costly);
+    prop_assert!(
+        costly.is_empty() || down.is_empty(),
+        "{:?} started while {:?} was down",
+        costly,
+        down
+    );
     Ok(())
 }
 

@@ -68,6 +68,9 @@ impl ObservedReplicaSet {
             controlled: false,
             workload: Workload::ReplicaSet,
             unschedulable: None,
+            also_holds: Vec::new(),
+            tampered: None,
+            duplicate: false,
         }
     }
 }

@@ -7,56 +7,86 @@ use crate::osd::OsdKey;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The outcome of step 5 for one reconcile.
-pub(crate) struct RolloutStep<'a> {
-    /// The out-of-date pods to delete now (the successors follow once they are gone).
-    pub replace: Vec<&'a ObservedPod>,
-    /// Why no step starts although pods are out of date.
+/// A pod (or era ReplicaSet) the rollout takes down in its update domain's turn: an
+/// out-of-date one (its successor follows once it is gone), or one that goes without one
+/// (its OSD left the spec, or it may run a daemon the planner cannot place).
+pub(crate) struct Candidate<'a> {
+    pub pod: &'a ObservedPod,
+    pub domain: String,
+}
+
+/// A desired OSD without a live pod, and why none is made when the planner knows.
+pub(crate) struct Missing {
+    pub key: OsdKey,
+    pub why: Option<String>,
+}
+
+/// The outcome of the rollout step for one reconcile.
+pub(crate) struct RolloutStep {
+    /// The candidates to take down now (indices, in rollout order).
+    pub chosen: Vec<usize>,
+    /// The update domains they belong to, in order.
+    pub domains: Vec<String>,
+    /// Why no step starts although candidates wait.
     pub halted: Option<String>,
-    /// Update domains with a missing or not-yet-Ready OSD pod.
+    /// Update domains with a missing, not-yet-Ready or still-terminating OSD pod.
     pub unavailable: BTreeSet<String>,
 }
 
 /// At most `maxUnavailable` update domains unavailable at once; nothing starts while paused.
-/// `current` are the live pods of desired OSDs; `missing` the desired OSDs without one;
-/// `blocked` the OSDs a spec problem keeps from being created or replaced.
-pub(crate) fn rollout_step<'a>(
+/// `unready` are the live pods waiting for Ready; `missing` the desired OSDs without a live
+/// pod; `also_unavailable` domains down for other reasons (a removed OSD's pod terminating).
+/// A candidate that is not Ready is down already: its domain counts as unavailable. Taking
+/// down a pod that is down already, or one in a domain that is down already, costs nothing
+/// (no more domains are down after it), so such candidates go at once: a stuck replacement of
+/// an older template is replaced by the fixed one first, and the rest of a host goes with the
+/// host.
+pub(crate) fn rollout_step(
     spec: &CephOsdSpec,
-    current: &[&'a ObservedPod],
-    missing: &[OsdKey],
-    blocked: &BTreeSet<OsdKey>,
-) -> RolloutStep<'a> {
-    let of_class = |class: PodClass| -> Vec<&'a ObservedPod> {
-        current
-            .iter()
-            .copied()
-            .filter(|p| p.class == class)
-            .collect()
-    };
-    let (out_of_date, unready) = (of_class(PodClass::OutOfDate), of_class(PodClass::Unready));
+    candidates: &[Candidate<'_>],
+    unready: &[&ObservedPod],
+    missing: &[Missing],
+    also_unavailable: impl IntoIterator<Item = String>,
+) -> RolloutStep {
+    let down = candidates
+        .iter()
+        .filter(|c| !c.pod.ready)
+        .map(|c| c.domain.clone());
     let unavailable: BTreeSet<String> = missing
         .iter()
+        .map(|m| &m.key)
         .chain(unready.iter().filter_map(|p| p.key.as_ref()))
         .map(|k| domain_id(k, spec.update_domain))
+        .chain(also_unavailable)
+        .chain(down)
         .collect();
     let mut step = RolloutStep {
-        replace: Vec::new(),
+        chosen: Vec::new(),
+        domains: Vec::new(),
         halted: None,
         unavailable,
     };
-    if out_of_date.is_empty() {
+    if candidates.is_empty() {
         return step;
     }
+    if spec.is_paused() {
+        step.halted = Some("the rollout is paused (spec.paused)".to_owned());
+        return step;
+    }
+    let costless = (0..candidates.len())
+        .filter(|&i| !candidates[i].pod.ready || step.unavailable.contains(&candidates[i].domain));
+    (step.chosen, step.domains) = in_rollout_order(candidates, costless, usize::MAX);
     let free = spec
         .max_unavailable()
         .saturating_sub(step.unavailable.len());
-    if spec.is_paused() {
-        step.halted = Some("the rollout is paused (spec.paused)".to_owned());
-    } else if free == 0 {
-        step.halted = Some(halt_reason(&unready, missing, blocked));
+    if free == 0 {
+        step.halted = Some(halt_reason(unready, missing));
     } else {
-        step.replace =
-            next_update_domains(&out_of_date, spec.update_domain, &step.unavailable, free);
+        let available =
+            (0..candidates.len()).filter(|&i| !step.unavailable.contains(&candidates[i].domain));
+        let (chosen, domains) = in_rollout_order(candidates, available, free);
+        step.chosen.extend(chosen);
+        step.domains.extend(domains);
     }
     step
 }
@@ -127,7 +157,7 @@ pub(crate) fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
 }
 
 /// Why the rollout waits: the first unready pod, else the first missing OSD.
-fn halt_reason(unready: &[&ObservedPod], missing: &[OsdKey], blocked: &BTreeSet<OsdKey>) -> String {
+fn halt_reason(unready: &[&ObservedPod], missing: &[Missing]) -> String {
     if let Some(pod) = unready.first() {
         match &pod.unschedulable {
             Some(why) => format!(
@@ -136,47 +166,41 @@ fn halt_reason(unready: &[&ObservedPod], missing: &[OsdKey], blocked: &BTreeSet<
             ),
             None => format!("waiting for pod {} to become Ready", pod.describe()),
         }
-    } else if let Some(key) = missing.first() {
-        if blocked.contains(key) {
-            format!(
-                "OSD {key} has no running pod and the spec is ambiguous about it \
-                 (see the InvalidSpec condition)"
-            )
-        } else {
-            format!("waiting for OSD {key} to have a running pod")
+    } else if let Some(Missing { key, why }) = missing.first() {
+        match why {
+            Some(why) => format!("OSD {key} has no running pod: {why}"),
+            None => format!("waiting for OSD {key} to have a running pod"),
         }
     } else {
         "waiting for unavailable OSDs".to_owned()
     }
 }
 
-/// The out-of-date pods of the first `count` update domains (in case-insensitive key order)
-/// that are not unavailable already.
-fn next_update_domains<'a>(
-    out_of_date: &[&'a ObservedPod],
-    domain: UpdateDomain,
-    unavailable: &BTreeSet<String>,
+/// Of the candidates `among`, those of the first `count` update domains (in case-insensitive
+/// order of their ids, then by key), and those domains.
+fn in_rollout_order(
+    candidates: &[Candidate<'_>],
+    among: impl Iterator<Item = usize>,
     count: usize,
-) -> Vec<&'a ObservedPod> {
-    let mut by_key: BTreeMap<&OsdKey, &ObservedPod> = BTreeMap::new();
-    for pod in out_of_date {
-        if let Some(key) = &pod.key {
-            by_key.insert(key, pod);
-        }
-    }
-    // Hosts sort the same case-insensitive way keys do.
-    let mut domains: BTreeMap<(String, String), Vec<&ObservedPod>> = BTreeMap::new();
-    for (key, pod) in by_key {
-        let id = domain_id(key, domain);
-        if unavailable.contains(&id) {
-            continue;
-        }
+) -> (Vec<usize>, Vec<String>) {
+    // By (case-folded id, id): the members' keys and indices.
+    type Members<'k> = Vec<(Option<&'k OsdKey>, usize)>;
+    let mut domains: BTreeMap<(String, &str), Members<'_>> = BTreeMap::new();
+    for index in among {
+        let candidate = &candidates[index];
         domains
-            .entry((id.to_lowercase(), id))
+            .entry((candidate.domain.to_lowercase(), candidate.domain.as_str()))
             .or_default()
-            .push(pod);
+            .push((candidate.pod.key.as_ref(), index));
     }
-    domains.into_values().take(count).flatten().collect()
+    let mut chosen = Vec::new();
+    let mut started = Vec::new();
+    for ((_, domain), mut members) in domains.into_iter().take(count) {
+        members.sort();
+        chosen.extend(members.into_iter().map(|(_, index)| index));
+        started.push(domain.to_owned());
+    }
+    (chosen, started)
 }
 
 #[cfg(test)]
@@ -213,14 +237,44 @@ mod tests {
             controlled: true,
             workload: Workload::Pod,
             unschedulable: None,
+            also_holds: Vec::new(),
+            tampered: None,
+            duplicate: false,
         }
     }
 
-    fn replaced(step: &RolloutStep<'_>) -> Vec<String> {
-        step.replace
+    /// The keys `step` takes down.
+    fn replaced(step: &RolloutStep, candidates: &[Candidate<'_>]) -> Vec<String> {
+        step.chosen
             .iter()
-            .filter_map(|p| p.key.as_ref().map(ToString::to_string))
+            .filter_map(|i| candidates[*i].pod.key.as_ref().map(ToString::to_string))
             .collect()
+    }
+
+    /// The out-of-date pods among `pods`, as candidates of `spec`'s domains.
+    fn candidates<'a>(spec: &CephOsdSpec, pods: &'a [ObservedPod]) -> Vec<Candidate<'a>> {
+        pods.iter()
+            .filter(|p| p.class == PodClass::OutOfDate)
+            .filter_map(|pod| {
+                Some(Candidate {
+                    domain: domain_id(pod.key.as_ref()?, spec.update_domain),
+                    pod,
+                })
+            })
+            .collect()
+    }
+
+    fn unready(pods: &[ObservedPod]) -> Vec<&ObservedPod> {
+        pods.iter()
+            .filter(|p| p.class == PodClass::Unready)
+            .collect()
+    }
+
+    /// The step for `pods` with nothing missing.
+    fn step(spec: &CephOsdSpec, pods: &[ObservedPod]) -> Vec<String> {
+        let candidates = candidates(spec, pods);
+        let step = rollout_step(spec, &candidates, &unready(pods), &[], []);
+        replaced(&step, &candidates)
     }
 
     #[test]
@@ -231,17 +285,19 @@ mod tests {
             pod("A", "/dev/sdb", PodClass::OutOfDate),
             pod("c", "/dev/sdb", PodClass::UpToDate),
         ];
-        let current: Vec<&ObservedPod> = pods.iter().collect();
-        let none = BTreeSet::new();
-        let by_osd = rollout_step(&spec(UpdateDomain::Osd), &current, &[], &none);
-        assert_eq!(replaced(&by_osd), ["A:/dev/sdb"]);
-        let by_host = rollout_step(&spec(UpdateDomain::Host), &current, &[], &none);
-        assert_eq!(replaced(&by_host), ["A:/dev/sdb", "A:/dev/sdc"]);
+        assert_eq!(step(&spec(UpdateDomain::Osd), &pods), ["A:/dev/sdb"]);
+        let by_host = spec(UpdateDomain::Host);
+        assert_eq!(step(&by_host, &pods), ["A:/dev/sdb", "A:/dev/sdc"]);
+        let all = candidates(&by_host, &pods);
+        let started = rollout_step(&by_host, &all, &[], &[], []);
+        assert_eq!(started.domains, ["A"]);
+        assert!(started.halted.is_none() && started.unavailable.is_empty());
         let mut two = spec(UpdateDomain::Host);
         two.max_unavailable = Some(2);
-        let two = rollout_step(&two, &current, &[], &none);
-        assert_eq!(replaced(&two), ["A:/dev/sdb", "A:/dev/sdc", "b:/dev/sdb"]);
-        assert!(by_host.halted.is_none() && by_host.unavailable.is_empty());
+        assert_eq!(
+            step(&two, &pods),
+            ["A:/dev/sdb", "A:/dev/sdc", "b:/dev/sdb"]
+        );
     }
 
     #[test]
@@ -249,10 +305,10 @@ mod tests {
         let mut waiting = pod("a", "/dev/sdb", PodClass::Unready);
         waiting.unschedulable = Some("0/3 nodes are available".into());
         let pods = [waiting, pod("b", "/dev/sdb", PodClass::OutOfDate)];
-        let current: Vec<&ObservedPod> = pods.iter().collect();
-        let none = BTreeSet::new();
-        let step = rollout_step(&spec(UpdateDomain::Osd), &current, &[], &none);
-        assert!(step.replace.is_empty());
+        let one = spec(UpdateDomain::Osd);
+        let candidates = candidates(&one, &pods);
+        let step = rollout_step(&one, &candidates, &unready(&pods), &[], []);
+        assert!(step.chosen.is_empty());
         assert_eq!(step.unavailable, BTreeSet::from(["a:/dev/sdb".to_owned()]));
         let halted = step.halted.expect("halted");
         assert!(
@@ -262,49 +318,109 @@ mod tests {
         // With room for two domains, the other one goes.
         let mut two = spec(UpdateDomain::Osd);
         two.max_unavailable = Some(2);
-        assert_eq!(
-            replaced(&rollout_step(&two, &current, &[], &none)),
-            ["b:/dev/sdb"]
+        assert_eq!(self::step(&two, &pods), ["b:/dev/sdb"]);
+        // A domain down for another reason counts the same.
+        let step = rollout_step(&two, &candidates, &[], &[], ["z:/dev/sdq".to_owned()]);
+        assert_eq!(replaced(&step, &candidates), ["b:/dev/sdb"]);
+        let step = rollout_step(
+            &two,
+            &candidates,
+            &unready(&pods),
+            &[],
+            ["z:/dev/sdq".to_owned()],
         );
+        assert!(step.chosen.is_empty() && step.halted.is_some());
     }
 
     #[test]
-    fn a_missing_osd_halts_and_a_blocked_one_points_at_the_spec() {
+    fn a_missing_osd_halts_and_says_why_when_that_is_known() {
         let pods = [pod("b", "/dev/sdb", PodClass::OutOfDate)];
-        let current: Vec<&ObservedPod> = pods.iter().collect();
-        let missing = [OsdKey::new("a", "/dev/sdb")];
-        let step = rollout_step(
-            &spec(UpdateDomain::Osd),
-            &current,
-            &missing,
-            &BTreeSet::new(),
-        );
-        assert!(step.replace.is_empty());
+        let one = spec(UpdateDomain::Osd);
+        let candidates = candidates(&one, &pods);
+        let missing = [Missing {
+            key: OsdKey::new("a", "/dev/sdb"),
+            why: None,
+        }];
+        let step = rollout_step(&one, &candidates, &[], &missing, []);
+        assert!(step.chosen.is_empty());
         assert_eq!(
             step.halted.as_deref(),
             Some("waiting for OSD a:/dev/sdb to have a running pod")
         );
-        let blocked = BTreeSet::from([missing[0].clone()]);
-        let step = rollout_step(&spec(UpdateDomain::Osd), &current, &missing, &blocked);
-        assert!(step.halted.is_some_and(|h| h.contains("InvalidSpec")));
+        let missing = [Missing {
+            key: OsdKey::new("a", "/dev/sdb"),
+            why: Some("the spec is ambiguous about it".into()),
+        }];
+        let step = rollout_step(&one, &candidates, &[], &missing, []);
+        assert_eq!(
+            step.halted.as_deref(),
+            Some("OSD a:/dev/sdb has no running pod: the spec is ambiguous about it")
+        );
     }
 
     #[test]
-    fn paused_replaces_nothing_and_nothing_out_of_date_is_no_halt() {
-        let pods = [pod("a", "/dev/sdb", PodClass::OutOfDate)];
-        let current: Vec<&ObservedPod> = pods.iter().collect();
+    fn a_candidate_that_is_down_already_goes_at_once_and_holds_its_domain() {
+        // a's out-of-date pod is not Ready (a stuck replacement of an older template): it is
+        // replaced whatever the budget, and b waits, its domain counting a's.
+        let mut stuck = pod("a", "/dev/sdb", PodClass::OutOfDate);
+        stuck.ready = false;
+        let pods = [stuck, pod("b", "/dev/sdb", PodClass::OutOfDate)];
+        let one = spec(UpdateDomain::Osd);
+        assert_eq!(step(&one, &pods), ["a:/dev/sdb"]);
+        let candidates = candidates(&one, &pods);
+        let started = rollout_step(&one, &candidates, &[], &[], []);
+        assert_eq!(started.domains, ["a:/dev/sdb"]);
+        assert!(started.unavailable.contains("a:/dev/sdb"));
+        // Even with another domain down: it costs nothing.
+        let missing = [Missing {
+            key: OsdKey::new("c", "/dev/sdb"),
+            why: None,
+        }];
+        let step = rollout_step(&one, &candidates, &[], &missing, []);
+        assert_eq!(replaced(&step, &candidates), ["a:/dev/sdb"]);
+        assert!(step.halted.is_some());
+        let mut two = spec(UpdateDomain::Osd);
+        two.max_unavailable = Some(2);
+        assert_eq!(self::step(&two, &pods), ["a:/dev/sdb", "b:/dev/sdb"]);
+        // Never while paused.
         let mut paused = spec(UpdateDomain::Osd);
         paused.paused = Some(true);
-        let step = rollout_step(&paused, &current, &[], &BTreeSet::new());
-        assert!(step.replace.is_empty());
+        assert!(self::step(&paused, &pods).is_empty());
+    }
+
+    #[test]
+    fn the_rest_of_a_domain_that_is_down_goes_with_it() {
+        // Host a: one OSD missing, one out of date and Ready. Host b: out of date.
+        let pods = [
+            pod("a", "/dev/sdc", PodClass::OutOfDate),
+            pod("b", "/dev/sdb", PodClass::OutOfDate),
+        ];
+        let by_host = spec(UpdateDomain::Host);
+        let candidates = candidates(&by_host, &pods);
+        let missing = [Missing {
+            key: OsdKey::new("a", "/dev/sdb"),
+            why: None,
+        }];
+        let step = rollout_step(&by_host, &candidates, &[], &missing, []);
+        assert_eq!(replaced(&step, &candidates), ["a:/dev/sdc"]);
+        assert_eq!(step.domains, ["a"]);
+        assert!(step.halted.is_some(), "b waits");
+    }
+
+    #[test]
+    fn paused_replaces_nothing_and_nothing_to_take_down_is_no_halt() {
+        let pods = [pod("a", "/dev/sdb", PodClass::OutOfDate)];
+        let mut paused = spec(UpdateDomain::Osd);
+        paused.paused = Some(true);
+        let candidates = candidates(&paused, &pods);
+        let step = rollout_step(&paused, &candidates, &[], &[], []);
+        assert!(step.chosen.is_empty());
         assert_eq!(
             step.halted.as_deref(),
             Some("the rollout is paused (spec.paused)")
         );
-        let settled = [pod("a", "/dev/sdb", PodClass::UpToDate)];
-        let current: Vec<&ObservedPod> = settled.iter().collect();
-        let step = rollout_step(&paused, &current, &[], &BTreeSet::new());
-        assert!(step.replace.is_empty() && step.halted.is_none());
+        let step = rollout_step(&paused, &[], &[], &[], []);
+        assert!(step.chosen.is_empty() && step.halted.is_none());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::failure::Failure;
 use crate::hash::TemplateHash;
 use crate::plan::Summary;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// One thing wrong with the spec, for the `InvalidSpec` condition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +45,12 @@ pub(crate) struct StatusInput<'a> {
 pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
     let s = input.summary;
     let all_ready = s.ready == s.desired && s.updated == s.desired && s.current == s.desired;
-    let converged = all_ready && s.out_of_date == 0 && s.invalid == 0 && !input.pending_actions;
+    let converged = all_ready
+        && s.out_of_date == 0
+        && s.superfluous == 0
+        && s.invalid == 0
+        && !input.pending_actions;
+    let waiting = s.out_of_date + s.superfluous;
     let ready = if all_ready {
         (
             "True",
@@ -68,7 +73,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
             Reason::ProgressDeadlineExceeded,
             stalled.to_owned(),
         )
-    } else if input.paused && s.out_of_date > 0 {
+    } else if input.paused && waiting > 0 {
         (
             "False",
             Reason::Paused,
@@ -80,7 +85,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
             Reason::Complete,
             "every OSD runs the current template and is Ready".to_owned(),
         )
-    } else if s.out_of_date > 0 || !input.current_update.is_empty() {
+    } else if waiting > 0 || !input.current_update.is_empty() {
         match input.halted {
             // Waiting for our own replacement is the normal pace of a rollout.
             Some(why) if input.current_update.is_empty() => {
@@ -90,8 +95,8 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
                 "True",
                 Reason::RollingUpdate,
                 format!(
-                    "{} OSD pods out of date; replacing {}",
-                    s.out_of_date,
+                    "{}; replacing {}",
+                    waiting_text(s),
                     input.current_update.join(", ")
                 ),
             ),
@@ -180,6 +185,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         invalid: count(s.invalid),
         foreign: count(s.foreign),
         migrating: count(s.migrating),
+        superfluous: count(s.superfluous),
         foreign_pods: input.foreign_pods.clone(),
         unschedulable: input.unschedulable.clone(),
         phase: Some(phase),
@@ -188,18 +194,33 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
     }
 }
 
+/// `3 OSD pods out of date`, then `, 2 of OSDs no longer in the spec` when there are such.
+fn waiting_text(s: &Summary) -> String {
+    let mut text = format!("{} OSD pods out of date", s.out_of_date);
+    if s.superfluous > 0 {
+        text.push_str(&format!(
+            ", {} of OSDs no longer in the spec",
+            s.superfluous
+        ));
+    }
+    text
+}
+
 /// `planned` (what the reconcile computed) with a `ReconcileFailed` condition: an API call
 /// the reconcile needed failed. The next successful reconcile's status has no such condition.
-/// None when `previous` already says exactly that.
+/// Failing for longer than `deadline` (the progress deadline) also makes the CephOSD
+/// `Stalled`. None when `previous` already says exactly that.
 pub(crate) fn failed_status(
     planned: &CephOsdStatus,
     previous: &CephOsdStatus,
     now: Timestamp,
     failure: Failure,
     message: &str,
+    deadline: SignedDuration,
 ) -> Option<CephOsdStatus> {
     let mut status = planned.clone();
     let type_ = ConditionType::ReconcileFailed.as_str();
+    let since = transition_time(previous, type_, "True", now);
     status.conditions.retain(|c| c.type_ != type_);
     status.conditions.push(Condition {
         type_: type_.to_owned(),
@@ -207,8 +228,29 @@ pub(crate) fn failed_status(
         reason: Reason::Failed(failure).as_str().to_owned(),
         message: message.to_owned(),
         observed_generation: planned.observed_generation,
-        last_transition_time: transition_time(previous, type_, "True", now),
+        last_transition_time: since.clone(),
     });
+    if now.duration_since(since.0) >= deadline {
+        let stalled = ConditionType::Stalled.as_str();
+        status.conditions.retain(|c| c.type_ != stalled);
+        status.conditions.push(Condition {
+            type_: stalled.to_owned(),
+            status: "True".to_owned(),
+            reason: Reason::ProgressDeadlineExceeded.as_str().to_owned(),
+            // A fixed start, not a growing count: the message stays true without a write.
+            message: format!(
+                "the writes this CephOSD needs have failed since {} (progress deadline {}s): \
+                 {message}",
+                since.0,
+                deadline.as_secs()
+            ),
+            observed_generation: planned.observed_generation,
+            last_transition_time: transition_time(previous, stalled, "True", now),
+        });
+        if status.phase != Some(Phase::Error) {
+            status.phase = Some(Phase::Stalled);
+        }
+    }
     (&status != previous).then_some(status)
 }
 
@@ -255,12 +297,14 @@ mod tests {
             observed_generation: Some(3),
             ..CephOsdStatus::default()
         };
+        let deadline = SignedDuration::from_secs(600);
         let first = failed_status(
             &planned,
             &CephOsdStatus::default(),
             at(10),
             Failure::Create,
             "quota",
+            deadline,
         )
         .expect("a new condition");
         let failed = first
@@ -279,12 +323,19 @@ mod tests {
         assert_eq!(failed.observed_generation, Some(3));
         // Failing again later: the same status, so nothing is written.
         assert_eq!(
-            failed_status(&planned, &first, at(20), Failure::Create, "quota"),
+            failed_status(&planned, &first, at(20), Failure::Create, "quota", deadline),
             None
         );
         // Another failure is.
-        let other = failed_status(&planned, &first, at(30), Failure::Delete, "webhook")
-            .expect("a changed condition");
+        let other = failed_status(
+            &planned,
+            &first,
+            at(30),
+            Failure::Delete,
+            "webhook",
+            deadline,
+        )
+        .expect("a changed condition");
         let failed = other
             .conditions
             .iter()
@@ -293,6 +344,86 @@ mod tests {
         assert_eq!(failed.reason, "DeleteFailed");
         // Still True since 10: the transition time stays.
         assert_eq!(failed.last_transition_time, Time(at(10)));
+        assert_ne!(other.phase, Some(Phase::Stalled));
+    }
+
+    #[test]
+    fn failing_past_the_progress_deadline_is_stalled() {
+        let planned = CephOsdStatus {
+            phase: Some(Phase::Progressing),
+            ..CephOsdStatus::default()
+        };
+        let deadline = SignedDuration::from_secs(600);
+        let first = failed_status(
+            &planned,
+            &CephOsdStatus::default(),
+            at(10),
+            Failure::Create,
+            "too long",
+            deadline,
+        )
+        .expect("failed");
+        assert_eq!(first.phase, Some(Phase::Progressing));
+        let early = failed_status(
+            &planned,
+            &first,
+            at(609),
+            Failure::Create,
+            "too long",
+            deadline,
+        );
+        assert_eq!(early, None, "nothing new before the deadline");
+        let late = failed_status(
+            &planned,
+            &first,
+            at(610),
+            Failure::Create,
+            "too long",
+            deadline,
+        )
+        .expect("stalled");
+        assert_eq!(late.phase, Some(Phase::Stalled));
+        assert_eq!(
+            of(&late, "Stalled"),
+            pair("True", "ProgressDeadlineExceeded")
+        );
+        let message = &late
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Stalled")
+            .expect("stalled")
+            .message;
+        assert!(
+            message.contains("too long") && message.contains("1970-01-01T00:00:10Z"),
+            "{message}"
+        );
+        // Still failing later: the same status, no write.
+        assert_eq!(
+            failed_status(
+                &planned,
+                &late,
+                at(900),
+                Failure::Create,
+                "too long",
+                deadline
+            ),
+            None
+        );
+        // An invalid spec stays the phase that says so.
+        let error = CephOsdStatus {
+            phase: Some(Phase::Error),
+            ..planned
+        };
+        let late = failed_status(
+            &error,
+            &first,
+            at(610),
+            Failure::Create,
+            "too long",
+            deadline,
+        )
+        .expect("stalled");
+        assert_eq!(late.phase, Some(Phase::Error));
     }
 
     fn input<'a>(

@@ -1,9 +1,14 @@
-//! What the pod watch decodes of a pod: its metadata without the managed fields, and of its
-//! status the phase and conditions. The spec, the managed fields and the rest of the status
-//! are skipped while decoding, never allocated: at 10,000 OSDs the watch decodes every write
-//! the scheduler and the kubelets make to every pod.
+//! What the pod watch decodes of a pod: its metadata without the managed fields; of its spec
+//! what binds it to its disk (`pod_record`: the node, the hostname node affinity, the data
+//! device recorded in the first container's env); of its status the phase and conditions.
+//! The rest of the spec, the managed fields and the rest of the status are skipped while
+//! decoding, never allocated: at 10,000 OSDs the watch decodes every write the scheduler and
+//! the kubelets make to every pod.
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use crate::pod_record::DATA_ENV;
+use k8s_openapi::api::core::v1::{
+    Affinity, Container, EnvVar, Pod, PodCondition, PodSpec, PodStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::runtime::watcher;
 use kube::Resource;
@@ -17,7 +22,69 @@ pub(crate) struct WatchedPod {
     #[serde(deserialize_with = "metadata_without_managed_fields")]
     metadata: ObjectMeta,
     #[serde(default)]
+    spec: Option<WatchedSpec>,
+    #[serde(default)]
     status: Option<WatchedStatus>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WatchedSpec {
+    #[serde(default)]
+    node_name: Option<String>,
+    #[serde(default)]
+    affinity: Option<Affinity>,
+    /// The data device the first container's env records, if it is a plain value.
+    #[serde(default, rename = "containers", deserialize_with = "recorded_data")]
+    data: Option<String>,
+}
+
+/// The first container's env, as far as `recorded_data` reads it.
+#[derive(Deserialize)]
+struct ContainerEnv {
+    #[serde(default)]
+    env: Vec<EnvEntry>,
+}
+
+#[derive(Deserialize)]
+struct EnvEntry {
+    name: String,
+    #[serde(default)]
+    value: Option<String>,
+}
+
+/// The plain value of `OSD_DEVICE` in the first container; the other containers are skipped.
+fn recorded_data<'de, D>(deserializer: D) -> Result<Option<String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct FirstContainer;
+    impl<'de> serde::de::Visitor<'de> for FirstContainer {
+        type Value = Option<String>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of containers")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let first: Option<ContainerEnv> = seq.next_element()?;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(first.and_then(|c| {
+                c.env
+                    .into_iter()
+                    .find(|e| e.name == DATA_ENV)
+                    .and_then(|e| e.value)
+            }))
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+    }
+    deserializer.deserialize_any(FirstContainer)
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -110,9 +177,26 @@ impl WatchedPod {
             }),
             ..PodStatus::default()
         });
+        let spec = self.spec.map(|spec| PodSpec {
+            node_name: spec.node_name,
+            affinity: spec.affinity,
+            containers: spec
+                .data
+                .map(|data| Container {
+                    env: Some(vec![EnvVar {
+                        name: DATA_ENV.to_owned(),
+                        value: Some(data),
+                        value_from: None,
+                    }]),
+                    ..Container::default()
+                })
+                .into_iter()
+                .collect(),
+            ..PodSpec::default()
+        });
         Pod {
             metadata: self.metadata,
-            spec: None,
+            spec,
             status,
         }
     }
@@ -222,7 +306,48 @@ mod tests {
         assert_eq!(conditions.len(), 1);
         assert!(conditions[0].last_probe_time.is_none());
         assert!(status.container_statuses.is_none() && status.pod_ip.is_none());
-        assert!(pod.spec.is_none());
+        // Of the spec, only what binds the pod to its disk.
+        let spec = pod.spec.as_ref().expect("spec");
+        assert_eq!(spec.node_name.as_deref(), Some("h1"));
+        assert!(spec.containers.is_empty() && spec.affinity.is_none());
+        assert_eq!(
+            crate::pod_record::bound_host(&pod),
+            crate::pod_record::bound_host(&full)
+        );
+    }
+
+    #[test]
+    fn a_watched_pod_keeps_its_record_of_host_and_data() {
+        let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["h1"]}]}]}}});
+        let (full, pod) = decoded(&json!({
+            "metadata": {"name": "osd-h1-sdb-abcde"},
+            "spec": {
+                "affinity": affinity,
+                "containers": [
+                    {"name": "osd", "image": "ceph", "env": [
+                        {"name": "TEST", "value": "x"},
+                        {"name": "OSD_DEVICE", "value": "/dev/sdb"},
+                        {"name": "OSD_DB_DEVICE", "value": ""},
+                    ]},
+                    {"name": "sidecar", "env": [{"name": "OSD_DEVICE", "value": "/dev/other"}]},
+                ],
+            },
+        }));
+        assert_eq!(crate::pod_record::bound_host(&pod), Some("h1"));
+        assert_eq!(crate::pod_record::recorded_data(&pod), Some("/dev/sdb"));
+        assert_eq!(
+            crate::pod_record::recorded_data(&pod),
+            crate::pod_record::recorded_data(&full)
+        );
+        // The reference operator's downward-API env records nothing.
+        let (_, legacy) = decoded(&json!({
+            "metadata": {"name": "osd-h1-sdb-abcde"},
+            "spec": {"containers": [{"name": "osd", "env": [{"name": "OSD_DEVICE",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['ceph.elemental.net/data']"}}}]}]},
+        }));
+        assert_eq!(crate::pod_record::recorded_data(&legacy), None);
     }
 
     #[test]
