@@ -215,16 +215,28 @@ pub const ROLLOUT: Duration = Duration::from_mins(2);
 pub const CR: &str = "ceph-osds";
 
 /// Every OSD key of `devices` on each of `hosts`.
-pub fn keys(hosts: &[&str], devices: &[&str]) -> BTreeSet<OsdKey> {
+pub fn keys(hosts: &[impl AsRef<str>], devices: &[&str]) -> BTreeSet<OsdKey> {
     hosts
         .iter()
-        .flat_map(|h| devices.iter().map(move |d| OsdKey::new(*h, *d)))
+        .flat_map(|h| devices.iter().map(move |d| OsdKey::new(h.as_ref(), *d)))
         .collect()
 }
 
 /// A `spec.storage` of one entry: `devices` (as `data`) on each of `hosts`.
-pub fn storage(hosts: &[&str], devices: &[&str]) -> Value {
+pub fn storage(hosts: &[impl AsRef<str>], devices: &[&str]) -> Value {
+    let hosts: Vec<&str> = hosts.iter().map(AsRef::as_ref).collect();
     json!([{"hosts": hosts, "osds": devices.iter().map(|d| json!({"data": d})).collect::<Vec<_>>()}])
+}
+
+/// `base` made unique to the run tagged `tag`: the tag joins its first DNS label
+/// (`worker1` → `worker1-3f9c2a`, `w1.example.com` → `w1-3f9c2a.example.com`). A disk belongs
+/// to one CephOSD cluster-wide, so scenarios running side by side must not name the same
+/// host:data.
+pub fn tagged_host(base: &str, tag: &str) -> String {
+    match base.split_once('.') {
+        Some((first, rest)) => format!("{first}-{tag}.{rest}"),
+        None => format!("{base}-{tag}"),
+    }
 }
 
 /// The template hash of a CR's pod template (what its up-to-date pods carry).
@@ -553,7 +565,7 @@ impl PodRecorder {
     }
 
     /// Replays the events and checks that at no moment two pods (terminating ones included)
-    /// existed for one `host:data` key.
+    /// existed for one disk (each pod keyed by the disk it held when first seen).
     pub fn assert_one_pod_per_key(&self) -> anyhow::Result<()> {
         let r = lock(&self.recording);
         if let Some(gap) = &r.gap {
@@ -586,7 +598,8 @@ impl PodRecorder {
     }
 
     /// Replays the events and returns, after each one from event `from` on, the update domains
-    /// (`OSD`: the key; `Host`: the host) with an OSD of `want` that has no live Ready pod.
+    /// (`OSD`: the key; `Host`: the host) with an OSD of `want` that has no live Ready pod
+    /// (each pod counted for the OSD it was first seen with).
     pub fn unavailable_domains(
         &self,
         want: &BTreeSet<OsdKey>,
@@ -594,22 +607,24 @@ impl PodRecorder {
         from: usize,
     ) -> Vec<(usize, BTreeSet<String>)> {
         let r = lock(&self.recording);
-        let mut pods: BTreeMap<String, &Pod> = BTreeMap::new();
+        let mut first_seen = FirstSeen::default();
+        let mut pods: BTreeMap<String, (&Pod, Option<OsdKey>)> = BTreeMap::new();
         let mut out = Vec::new();
         for e in &r.events {
             let name = e.pod.name_any();
+            let key = first_seen.key(&e.pod);
             if e.kind == EventKind::Deleted {
                 pods.remove(&name);
             } else {
-                pods.insert(name, &e.pod);
+                pods.insert(name, (&e.pod, key));
             }
             if e.seq < from {
                 continue;
             }
             let available: BTreeSet<OsdKey> = pods
                 .values()
-                .filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p))
-                .filter_map(|p| pod_key(p))
+                .filter(|(p, _)| p.metadata.deletion_timestamp.is_none() && is_ready(p))
+                .filter_map(|(_, key)| key.clone())
                 .collect();
             let down = want
                 .difference(&available)
@@ -658,25 +673,47 @@ impl PodRecorder {
     }
 }
 
-/// The invariant: replaying `events`, never two existing pods with one key.
+/// The disk each pod held when it was first seen (its annotations then, as the operator
+/// wrote them): an annotation edited later does not move a running daemon.
+#[derive(Default)]
+struct FirstSeen(BTreeMap<String, Option<OsdKey>>);
+
+impl FirstSeen {
+    /// The key `pod` was first seen with (learning it now if this is its first event).
+    fn key(&mut self, pod: &Pod) -> Option<OsdKey> {
+        let first = self.0.entry(pod.name_any()).or_insert_with(|| pod_key(pod));
+        if first.is_none() {
+            *first = pod_key(pod);
+        }
+        first.clone()
+    }
+}
+
+/// The invariant: replaying `events`, never two existing pods (terminating ones included) on
+/// one disk, each pod keyed by the disk it held when first seen.
 pub fn check_one_pod_per_key(events: &[PodEvent]) -> Result<(), String> {
+    let mut first_seen = FirstSeen::default();
     let mut alive: BTreeMap<String, Option<OsdKey>> = BTreeMap::new();
     for e in events {
         let name = e.pod.name_any();
+        let key = first_seen.key(&e.pod);
         if e.kind == EventKind::Deleted {
             alive.remove(&name);
             continue;
         }
-        alive.insert(name, pod_key(&e.pod));
-        let mut by_key: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        alive.insert(name, key);
+        let mut by_disk: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for (name, key) in &alive {
             if let Some(key) = key {
-                by_key.entry(key.to_string()).or_default().push(name);
+                by_disk
+                    .entry(key.device_id().to_string())
+                    .or_default()
+                    .push(name);
             }
         }
-        if let Some((key, names)) = by_key.iter().find(|(_, names)| names.len() > 1) {
+        if let Some((disk, names)) = by_disk.iter().find(|(_, names)| names.len() > 1) {
             return Err(format!(
-                "after event #{} ({:?} {}) OSD {key} had {} pods at once: {names:?}",
+                "after event #{} ({:?} {}) disk {disk} had {} pods at once: {names:?}",
                 e.seq,
                 e.kind,
                 e.pod.name_any(),
@@ -1351,6 +1388,8 @@ pub struct Converged {
 pub struct Scenario {
     pub name: String,
     pub namespace: String,
+    /// The random part of the namespace, also in this scenario's host names.
+    pub tag: String,
     pub client: Client,
     pub pods: Api<Pod>,
     pub crs: Api<CephOsd>,
@@ -1366,6 +1405,16 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// A host name of this scenario's own (see [`tagged_host`]).
+    pub fn host(&self, base: &str) -> String {
+        tagged_host(base, &self.tag)
+    }
+
+    /// [`Self::host`] of each of `bases`.
+    pub fn hosts<const N: usize>(&self, bases: [&str; N]) -> [String; N] {
+        bases.map(|b| self.host(b))
+    }
+
     /// Stage **create**: the control plane must answer; the CRD is applied (once) and
     /// Established; a fresh namespace is chosen. No recorder, no operator yet.
     pub async fn create(name: &str) -> anyhow::Result<Self> {
@@ -1379,7 +1428,8 @@ impl Scenario {
         }
         let client = crate::test_client().await?;
         ensure_crd(&client).await?;
-        let namespace = format!("mlt-{name}-{}", random_suffix());
+        let tag = random_suffix();
+        let namespace = format!("mlt-{name}-{tag}");
         create_namespace(&client, &namespace).await?;
         let log_dir = target_dir().join("molecule-like-tests").join(&namespace);
         std::fs::create_dir_all(&log_dir)
@@ -1393,6 +1443,7 @@ impl Scenario {
             recorder: None,
             log_path: log_dir.join("operator.log"),
             namespace,
+            tag,
             operator: Mutex::new(None),
             operator_started: None,
             extra_logs: Mutex::new(Vec::new()),
@@ -1700,6 +1751,24 @@ impl Scenario {
         }
     }
 
+    /// Sends `signal` (e.g. `STOP`, `CONT`) to the operator process.
+    pub fn signal_operator(&self, signal: &str) -> anyhow::Result<()> {
+        let pid = self
+            .operator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map(Child::id)
+            .ok_or_else(|| anyhow!("the operator is not running"))?;
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .context("running kill")?;
+        anyhow::ensure!(status.success(), "kill -{signal} {pid} failed");
+        Ok(())
+    }
+
     /// When the operator was started.
     pub fn operator_started(&self) -> Option<Instant> {
         self.operator_started
@@ -1853,6 +1922,34 @@ impl Drop for Scenario {
 mod tests {
     //! The replay checks must be able to fail: synthetic recordings, no control plane.
     use super::*;
+
+    #[test]
+    fn a_pod_is_keyed_by_the_disk_it_held_when_first_seen() {
+        use EventKind::{Added, Modified};
+        // p1's host annotation is edited to h5; p2 then appears on p1's disk: two pods.
+        let edited = events(&[
+            (Added, "p1", "h1", "/dev/sdb", true, false),
+            (Modified, "p1", "h5", "/dev/sdb", true, false),
+            (Added, "p2", "h1", "/dev/sdb", false, false),
+        ]);
+        let error = check_one_pod_per_key(&edited).expect_err("two pods on h1:/dev/sdb");
+        assert!(error.contains("h1:/dev/sdb"), "{error}");
+        // And another spelling of one disk is that disk.
+        let respelled = events(&[
+            (Added, "p1", "h1", "/dev/sdb", true, false),
+            (Added, "p2", "h1", "/dev//sdb", false, false),
+        ]);
+        assert!(check_one_pod_per_key(&respelled).is_err());
+    }
+
+    #[test]
+    fn tagged_hosts_stay_dns_names() {
+        assert_eq!(tagged_host("worker1", "3f9c2a"), "worker1-3f9c2a");
+        assert_eq!(
+            tagged_host("worker041.example.com", "3f9c2a"),
+            "worker041-3f9c2a.example.com"
+        );
+    }
 
     fn pod(name: &str, host: &str, data: &str, ready: bool, deleting: bool) -> Pod {
         let mut v = json!({
