@@ -1128,3 +1128,59 @@ async fn c9_refused_creation_is_reported_and_cleared_after_the_cause_goes() -> a
     s.assert_one_pod_per_key().await?;
     s.destroy().await
 }
+
+#[tokio::test]
+async fn c10_creations_refused_past_the_progress_deadline_are_stalled() -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+    let s = Scenario::converge("refused").await?;
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.client.clone(), &s.namespace);
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "no-pods"},
+        "spec": {"hard": {"pods": "0"}},
+    }))?;
+    quotas.create(&PostParams::default(), &quota).await?;
+    // Until the quota controller has counted, admission refuses with another message.
+    s.wait_until("the quota controller counts pods", CONVERGE, || async {
+        let quota = quotas.get("no-pods").await?;
+        let used = quota.status.and_then(|st| st.used).unwrap_or_default();
+        Ok(used.contains_key("pods").then_some(()))
+    })
+    .await?;
+    let host = s.host("refused");
+    let mut manifest = cephosd(CR, storage(&[&host], &["/dev/sdb"]), "OSD", fast_sample_template()?);
+    manifest["spec"]["progressDeadlineSeconds"] = json!(5);
+    s.create_cr(&manifest).await?;
+    let created = Instant::now();
+    let status = s
+        .wait_until("Stalled after the progress deadline", ROLLOUT, || async {
+            let status = s.cr_status(CR).await?.unwrap_or_default();
+            Ok((status.phase == Some(Phase::Stalled)).then_some(status))
+        })
+        .await?;
+    let stalled = condition(&status, "Stalled").expect("Stalled condition");
+    anyhow::ensure!(
+        stalled.status == "True"
+            && stalled.reason == "ProgressDeadlineExceeded"
+            && stalled.message.contains("exceeded quota"),
+        "Stalled {stalled:?}"
+    );
+    let events = s.cr_events(CR).await?;
+    anyhow::ensure!(
+        events.iter().any(|e| e.type_.as_deref() == Some("Warning")
+            && e.reason.as_deref() == Some("Stalled")),
+        "no Stalled Warning event: {}",
+        describe_events(&events)
+    );
+    eprintln!(
+        "c10: Stalled {:?} after the CephOSD was created (deadline 5 s)",
+        created.elapsed()
+    );
+    // The cause goes: the CephOSD becomes Ready and says so.
+    quotas.delete("no-pods", &DeleteParams::default()).await?;
+    let status = wait_status(&s, "Ready again", ROLLOUT, |st| st.phase == Some(Phase::Ready)).await?;
+    anyhow::ensure!(
+        condition(&status, "Stalled").is_some_and(|c| c.status == "False"),
+        "{status:?}"
+    );
+    s.destroy().await
+}
