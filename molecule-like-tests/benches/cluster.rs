@@ -36,7 +36,7 @@ use molecule_like_tests::nodes::ensure_nodes;
 use molecule_like_tests::operator_kubeconfig_path;
 use molecule_like_tests::scenario::{
     annotation, cephosd, fast_sample_template, free_port, http_get, is_ready, keys, pod_key,
-    storage, OperatorOptions, OperatorProcess, Scenario, CR,
+    random_suffix, storage, tagged_host, OperatorOptions, OperatorProcess, Scenario, CR,
 };
 use serde_json::{json, Value};
 
@@ -131,9 +131,14 @@ struct Layout {
 }
 
 impl Layout {
-    fn new(hosts: usize, per_host: usize, prefix: &str) -> Self {
+    /// Hosts `<prefix>-<nnnn>` tagged `run` ([`tagged_host`]: a disk belongs to one CephOSD in
+    /// the whole cluster, and scenarios may run beside the benchmark). One tag for all hosts:
+    /// their names still sort in host order.
+    fn new(hosts: usize, per_host: usize, prefix: &str, run: &str) -> Self {
         Self {
-            host_names: (0..hosts).map(|h| format!("{prefix}-{h:04}")).collect(),
+            host_names: (0..hosts)
+                .map(|h| tagged_host(&format!("{prefix}-{h:04}"), run))
+                .collect(),
             devices: (0..per_host)
                 .map(|d| format!("/dev/disk/by-id/osd-{d:02}"))
                 .collect(),
@@ -401,8 +406,10 @@ async fn main() -> anyhow::Result<()> {
     let mut figures = Vec::new();
     let mut rollout_tables = String::new();
     let mut best = None;
+    // Host names of this run's own.
+    let run = random_suffix();
     for (i, &(hosts, per_host)) in sizes.iter().enumerate() {
-        let layout = Layout::new(hosts, per_host, "bench");
+        let layout = Layout::new(hosts, per_host, "bench", &run);
         let manifest = layout.manifest("Host")?;
         // The bare client's best concurrency, searched at the first size.
         let (concurrency, baseline) = if let Some(concurrency) = best {
@@ -442,7 +449,7 @@ async fn main() -> anyhow::Result<()> {
         drop(operator);
     }
     if rollouts {
-        let layout = Layout::new(10, 10, "bench-osd");
+        let layout = Layout::new(10, 10, "bench-osd", &run);
         let mut s = Scenario::create("bench-by-osd").await?;
         let operator = s.spawn_operator("by-osd", &OperatorOptions::default(), &[], &[])?;
         let pid = operator.pid().context("operator pid")?;

@@ -17,6 +17,13 @@
 //! [`CR`], manifest helpers ([`keys`], [`storage`], [`hash_of`], [`never_ready_revision`]),
 //! [`hold`], [`kubectl`], and the steps [`Scenario::create_converged`],
 //! [`Scenario::patch_template_metadata`] and [`Scenario::assert_one_pod_per_key`].
+//!
+//! Host names: a disk (`host:data`) belongs to one CephOSD in the whole cluster, and the
+//! scenarios share one control plane (side by side, and with what earlier runs left behind).
+//! So every scenario names hosts of its own: [`Scenario::host`] / [`Scenario::hosts`] (the
+//! scenario's tag joined to the first DNS label), [`Scenario::own_sample`] for the reference
+//! sample, and [`tagged_host`] / [`with_tagged_hosts`] with a [`random_suffix`] for code
+//! without a scenario.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -237,6 +244,36 @@ pub fn tagged_host(base: &str, tag: &str) -> String {
         Some((first, rest)) => format!("{first}-{tag}.{rest}"),
         None => format!("{base}-{tag}"),
     }
+}
+
+/// `manifest` (a CephOSD, or its spec) with every host of `spec.storage[].hosts[]` made unique
+/// to the run tagged `tag` ([`tagged_host`]); everything else as it was. For manifests written
+/// with fixed hosts (the reference sample): scenarios running side by side must not claim each
+/// other's disks.
+pub fn with_tagged_hosts(mut manifest: Value, tag: &str) -> Value {
+    let spec = if manifest.get("spec").is_some() {
+        &mut manifest["spec"]
+    } else {
+        &mut manifest
+    };
+    for entry in spec
+        .get_mut("storage")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        for host in entry
+            .get_mut("hosts")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(base) = host.as_str() {
+                *host = json!(tagged_host(base, tag));
+            }
+        }
+    }
+    manifest
 }
 
 /// The template hash of a CR's pod template (what its up-to-date pods carry).
@@ -1415,6 +1452,18 @@ impl Scenario {
         bases.map(|b| self.host(b))
     }
 
+    /// `manifest` with every host of its `spec.storage` made this scenario's own
+    /// ([`with_tagged_hosts`] with this scenario's tag).
+    pub fn with_own_hosts(&self, manifest: Value) -> Value {
+        with_tagged_hosts(manifest, &self.tag)
+    }
+
+    /// The reference sample CR ([`sample`]) on this scenario's own hosts: each of the sample's
+    /// hosts `h` becomes [`Self::host`]`(h)`.
+    pub fn own_sample(&self) -> anyhow::Result<Value> {
+        Ok(self.with_own_hosts(sample()?))
+    }
+
     /// Stage **create**: the control plane must answer; the CRD is applied (once) and
     /// Established; a fresh namespace is chosen. No recorder, no operator yet.
     pub async fn create(name: &str) -> anyhow::Result<Self> {
@@ -1949,6 +1998,33 @@ mod tests {
             tagged_host("worker041.example.com", "3f9c2a"),
             "worker041-3f9c2a.example.com"
         );
+    }
+
+    #[test]
+    fn tagged_hosts_rewrite_every_storage_entry_and_nothing_else() {
+        let cr = json!({"metadata": {"name": "worker1"}, "spec": {"storage": [
+            {"hosts": ["worker041.example.com", "w1"], "osds": [{"data": "/dev/w1"}]},
+            {"hosts": ["w2"], "osds": []},
+            {"osds": []},
+        ], "podTemplate": {"spec": {"nodeName": "w1"}}}});
+        let tagged = with_tagged_hosts(cr.clone(), "3f9c2a");
+        let mut expected = cr;
+        expected["spec"]["storage"][0]["hosts"] =
+            json!(["worker041-3f9c2a.example.com", "w1-3f9c2a"]);
+        expected["spec"]["storage"][1]["hosts"] = json!(["w2-3f9c2a"]);
+        assert_eq!(tagged, expected);
+        // A spec alone (a spec patch) too.
+        let spec = with_tagged_hosts(json!({"storage": [{"hosts": ["w1"]}]}), "ab");
+        assert_eq!(spec, json!({"storage": [{"hosts": ["w1-ab"]}]}));
+        // The reference sample: its hosts only.
+        let sample = sample().expect("the sample");
+        let hosts = crate::nodes::hosts_of(&with_tagged_hosts(sample.clone(), "ab"));
+        let want: BTreeSet<String> = crate::nodes::hosts_of(&sample)
+            .iter()
+            .map(|h| tagged_host(h, "ab"))
+            .collect();
+        assert_eq!(hosts, want);
+        assert!(!want.is_empty());
     }
 
     fn pod(name: &str, host: &str, data: &str, ready: bool, deleting: bool) -> Pod {

@@ -13,8 +13,8 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
 use molecule_like_tests::scenario::{
-    cephosd, fast_sample_template, is_ready, keys, kubectl, pod_key, random_suffix, storage,
-    Scenario, CONVERGE, CR,
+    cephosd, fast_sample_template, is_ready, keys, kubectl, pod_key, storage, Scenario, CONVERGE,
+    CR,
 };
 use serde_json::json;
 
@@ -42,15 +42,15 @@ fn node_name(pod: &Pod) -> Option<&str> {
     pod.spec.as_ref()?.node_name.as_deref()
 }
 
-/// Host names of this run (Nodes are cluster-wide and outlive a scenario).
-fn hosts(prefix: &str) -> [String; 2] {
-    let run = random_suffix();
-    [format!("{prefix}-a-{run}"), format!("{prefix}-b-{run}")]
+/// Two host names of the scenario's own (Nodes are cluster-wide and outlive a scenario, and a
+/// disk belongs to one CephOSD in the whole cluster).
+fn hosts(s: &Scenario, prefix: &str) -> [String; 2] {
+    [format!("{prefix}-a"), format!("{prefix}-b")].map(|h| s.host(&h))
 }
 
 /// The CephOSD `CR` with one OSD (`/dev/sdb`) on each of two fresh hosts, converged.
 async fn converged_one_osd_per_host(s: &Scenario, prefix: &str) -> anyhow::Result<()> {
-    let hosts = hosts(prefix);
+    let hosts = hosts(s, prefix);
     let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
     let data = ["/dev/sdb"];
     s.create_converged(
@@ -64,7 +64,7 @@ async fn converged_one_osd_per_host(s: &Scenario, prefix: &str) -> anyhow::Resul
 #[tokio::test]
 async fn k1_every_osd_pod_runs_on_the_node_its_host_names() -> anyhow::Result<()> {
     let s = Scenario::converge("schedule").await?;
-    let hosts = hosts("sched");
+    let hosts = hosts(&s, "sched");
     let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
     let data = ["/dev/sdb", "/dev/sdc"];
     let converged = s
@@ -85,7 +85,7 @@ async fn k1_every_osd_pod_runs_on_the_node_its_host_names() -> anyhow::Result<()
 
     // A host without a Node: its pod stays Pending, and status and events say which OSD
     // waits for which node. (Patched directly: `patch_spec` would create the Node.)
-    let nowhere = format!("nonode-{}", random_suffix());
+    let nowhere = s.host("nonode");
     let mut storage_spec = storage(&hosts, &data);
     storage_spec[0]["hosts"]
         .as_array_mut()
@@ -147,7 +147,7 @@ async fn k1_every_osd_pod_runs_on_the_node_its_host_names() -> anyhow::Result<()
 #[tokio::test]
 async fn k2_drain_evicts_the_nodes_osd_pods_which_return_after_uncordon() -> anyhow::Result<()> {
     let s = Scenario::converge("drain").await?;
-    let hosts = hosts("drain");
+    let hosts = hosts(&s, "drain");
     let (drained, other) = (hosts[0].as_str(), hosts[1].as_str());
     let data = ["/dev/sdb", "/dev/sdc"];
     // Without the sample's toleration of cordoned nodes, so the new pods wait.

@@ -41,7 +41,7 @@ async fn pod_template_is_defaulted_pruned_and_accepts_numbers() -> anyhow::Resul
     let template = tricky_template();
     let manifest = cephosd(
         "ceph-osds",
-        json!([{"hosts": ["node-a"], "osds": [{"data": "/dev/sdb"}]}]),
+        json!([{"hosts": [s.host("node-a")], "osds": [{"data": "/dev/sdb"}]}]),
         "OSD",
         template.clone(),
     );
@@ -137,7 +137,7 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
     let s = Scenario::converge("crdrules").await?;
     let base = cephosd(
         "rules",
-        json!([{"hosts": ["node-a"], "osds": [{"data": "/dev/sdb"}]}]),
+        json!([{"hosts": [s.host("node-a")], "osds": [{"data": "/dev/sdb"}]}]),
         "OSD",
         tricky_template(),
     );

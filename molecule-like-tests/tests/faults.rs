@@ -15,9 +15,8 @@ use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
 use molecule_like_tests::nodes::ensure_nodes;
 use molecule_like_tests::scenario::{
-    annotation, cephosd, fast_sample_template, is_ready, keys, lease_holder, pod_key,
-    random_suffix, storage, with_kubelet_knobs, workspace_root, Converged, OperatorOptions,
-    PodEvent, Scenario, CR,
+    annotation, cephosd, fast_sample_template, is_ready, keys, lease_holder, pod_key, storage,
+    with_kubelet_knobs, workspace_root, Converged, OperatorOptions, PodEvent, Scenario, CR,
 };
 use serde_json::json;
 use tokio::sync::Mutex;
@@ -54,7 +53,7 @@ struct Rollout {
 
 async fn start_rollout(
     s: &Scenario,
-    hosts: &[&str],
+    hosts: &[impl AsRef<str>],
     data: &[&str],
     ready_after: u32,
 ) -> anyhow::Result<Rollout> {
@@ -121,7 +120,7 @@ impl Rollout {
 /// With a resync of 10 minutes only the watches can move the rollout on: once the replacement
 /// is Ready (KWOK and the scheduler take their own time to reconnect), the next host's pod must
 /// go within seconds; never two pods on one disk, hosts in order, no OSD replaced twice.
-async fn rollout_survives_a_restart_of(component: &str, hosts: &[&str]) -> anyhow::Result<()> {
+async fn rollout_survives_a_restart_of(component: &str, hosts: [&str; 3]) -> anyhow::Result<()> {
     let s = Scenario::converge_with(
         component,
         &OperatorOptions {
@@ -129,7 +128,7 @@ async fn rollout_survives_a_restart_of(component: &str, hosts: &[&str]) -> anyho
         },
     )
     .await?;
-    let rollout = start_rollout(&s, hosts, &["/dev/sdb"], 2).await?;
+    let rollout = start_rollout(&s, &s.hosts(hosts), &["/dev/sdb"], 2).await?;
     restart(component, 10).await?;
     let back_at = s.recorder()?.elapsed();
     rollout
@@ -177,7 +176,7 @@ async fn rollout_survives_a_restart_of(component: &str, hosts: &[&str]) -> anyho
 #[tokio::test]
 async fn f1_apiserver_restart_mid_rollout_resumes_from_the_watches() -> anyhow::Result<()> {
     let _one = ONE_AT_A_TIME.lock().await;
-    rollout_survives_a_restart_of("apiserver", &["fault-a", "fault-b", "fault-c"]).await
+    rollout_survives_a_restart_of("apiserver", ["fault-a", "fault-b", "fault-c"]).await
 }
 
 /// etcd killed under a running kube-apiserver: requests fail and watches stall or end while
@@ -185,7 +184,7 @@ async fn f1_apiserver_restart_mid_rollout_resumes_from_the_watches() -> anyhow::
 #[tokio::test]
 async fn f5_etcd_restart_mid_rollout_resumes_from_the_watches() -> anyhow::Result<()> {
     let _one = ONE_AT_A_TIME.lock().await;
-    rollout_survives_a_restart_of("etcd", &["etcd-a", "etcd-b", "etcd-c"]).await
+    rollout_survives_a_restart_of("etcd", ["etcd-a", "etcd-b", "etcd-c"]).await
 }
 
 /// The operator killed (SIGKILL) again and again at random moments of one rollout and started
@@ -202,7 +201,7 @@ async fn f2_operator_killed_repeatedly_mid_rollout_finishes_it_once() -> anyhow:
     let mut s = Scenario::converge_with("kill-loop", &OperatorOptions::default()).await?;
     let rollout = start_rollout(
         &s,
-        &["kill-a", "kill-b", "kill-c"],
+        &s.hosts(["kill-a", "kill-b", "kill-c"]),
         &["/dev/sdb", "/dev/sdc"],
         1,
     )
@@ -248,7 +247,13 @@ async fn f3_leader_killed_mid_rollout_the_standby_finishes_it() -> anyhow::Resul
     .await?;
     let b = s.spawn_operator("b", &options, &args, &[("POD_NAME", &id_b)])?;
     // Replacements take 3 s to become Ready: the kill lands while one waits.
-    let rollout = start_rollout(&s, &["lead-a", "lead-b", "lead-c"], &["/dev/sdb"], 3).await?;
+    let rollout = start_rollout(
+        &s,
+        &s.hosts(["lead-a", "lead-b", "lead-c"]),
+        &["/dev/sdb"],
+        3,
+    )
+    .await?;
     a.kill();
     let killed = std::time::Instant::now();
     s.wait_until("replica b leads", Duration::from_secs(30), || async {
@@ -275,11 +280,9 @@ async fn f3_leader_killed_mid_rollout_the_standby_finishes_it() -> anyhow::Resul
 async fn f4_node_gone_mid_rollout_halts_it_until_the_node_returns() -> anyhow::Result<()> {
     let _one = ONE_AT_A_TIME.lock().await;
     let s = Scenario::converge_with("node-gone", &OperatorOptions::default()).await?;
-    let run = random_suffix();
-    let hosts = ["a", "b", "c"].map(|h| format!("gone-{h}-{run}"));
+    let hosts = s.hosts(["gone-a", "gone-b", "gone-c"]);
     let [_, gone, last] = &hosts;
-    let host_refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
-    let rollout = start_rollout(&s, &host_refs, &["/dev/sdb"], 2).await?;
+    let rollout = start_rollout(&s, &hosts, &["/dev/sdb"], 2).await?;
     let nodes: Api<Node> = Api::all(s.client.clone());
     nodes.delete(gone, &DeleteParams::default()).await?;
     let deleted = std::time::Instant::now();
@@ -355,7 +358,7 @@ async fn f6_admin_edits_racing_the_operator_lose_nothing() -> anyhow::Result<()>
     let s = Scenario::converge_with("admin-race", &OperatorOptions::default()).await?;
     let rollout = start_rollout(
         &s,
-        &["race-a", "race-b", "race-c"],
+        &s.hosts(["race-a", "race-b", "race-c"]),
         &["/dev/sdb", "/dev/sdc"],
         1,
     )

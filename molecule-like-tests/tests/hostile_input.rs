@@ -13,22 +13,23 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::scenario::{
-    annotation, cephosd, cephosd_resource, fast_sample_template, random_suffix, Scenario, CONVERGE,
+    annotation, cephosd, cephosd_resource, fast_sample_template, Scenario, CONVERGE,
 };
 use serde_json::{json, Value};
 
-fn base() -> anyhow::Result<Value> {
+/// A valid CephOSD of one OSD on `host`.
+fn base(host: &str) -> anyhow::Result<Value> {
     Ok(cephosd(
         "hostile",
-        json!([{"hosts": ["node-a"], "osds": [{"data": "/dev/sdb"}]}]),
+        json!([{"hosts": [host], "osds": [{"data": "/dev/sdb"}]}]),
         "OSD",
         fast_sample_template()?,
     ))
 }
 
-/// `base()` with the value at `pointer` replaced (or removed, for `Value::Null`).
-fn with(pointer: &str, value: Value) -> anyhow::Result<Value> {
-    let mut manifest = base()?;
+/// `base(host)` with the value at `pointer` replaced (or removed, for `Value::Null`).
+fn with_on(host: &str, pointer: &str, value: Value) -> anyhow::Result<Value> {
+    let mut manifest = base(host)?;
     let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
     let slot = manifest
         .pointer_mut(parent)
@@ -54,6 +55,9 @@ async fn the_api_server_rejects_malformed_cephosds_naming_the_field() -> anyhow:
     let s = Scenario::create("hostile-rejected").await?;
     let api: Api<DynamicObject> =
         Api::namespaced_with(s.client.clone(), &s.namespace, &cephosd_resource());
+    // Rejected manifests never exist; should one be accepted, it holds no other test's disk.
+    let node_a = s.host("node-a");
+    let with = |pointer: &str, value: Value| with_on(&node_a, pointer, value);
     let host = "/spec/storage/0/hosts/0";
     let data = "/spec/storage/0/osds/0/data";
     let long = "a".repeat(300);
@@ -274,7 +278,7 @@ async fn the_api_server_rejects_malformed_cephosds_naming_the_field() -> anyhow:
         ),
     ];
     let named_too_long = {
-        let mut manifest = base()?;
+        let mut manifest = base(&node_a)?;
         manifest["metadata"]["name"] = json!("n".repeat(56));
         manifest
     };
@@ -345,8 +349,7 @@ fn check_pods(cr: &str, pods: &[Pod], expected: &BTreeSet<(String, String)>) -> 
 #[tokio::test]
 async fn odd_but_accepted_cephosds_converge_or_are_reported() -> anyhow::Result<()> {
     let s = Scenario::converge("hostile-accepted").await?;
-    let run = random_suffix();
-    let host = |n: &str| format!("odd-{n}-{run}");
+    let host = |n: &str| s.host(&format!("odd-{n}"));
     let long_device = format!("/dev/disk/by-id/{}", "x".repeat(300));
     let odd_devices = [
         "/dev/disk/by-id/with space",

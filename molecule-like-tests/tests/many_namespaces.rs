@@ -13,7 +13,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::nodes::{ensure_nodes, hosts_of};
 use molecule_like_tests::scenario::{
-    cephosd, cleanup, create_namespace, fast_sample_template, random_suffix, storage,
+    cephosd, cleanup, create_namespace, fast_sample_template, random_suffix, storage, tagged_host,
     OperatorOptions, Scenario,
 };
 use serde_json::Value;
@@ -80,7 +80,7 @@ async fn fifty_cephosds_in_ten_namespaces_converge_independently() -> anyhow::Re
             crs.push((
                 namespace.clone(),
                 format!("osds-{c}"),
-                format!("many-{run}-{index}"),
+                tagged_host(&format!("many-{index}"), &run),
                 kind,
             ));
         }

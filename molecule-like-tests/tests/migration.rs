@@ -23,6 +23,7 @@ use molecule_like_tests::scenario::{
 };
 use serde_json::{json, Value};
 
+/// The hosts, each scenario's own ([`Scenario::hosts`]).
 const HOSTS: [&str; 2] = ["mig-a", "mig-b"];
 const DATA: [&str; 2] = ["/dev/sdb", "/dev/sdc"];
 /// The reference hashed a different structure: its hash never equals ours.
@@ -89,13 +90,14 @@ async fn era_cluster(
     spec_patch: Value,
 ) -> anyhow::Result<BTreeMap<String, OsdKey>> {
     s.start_recorder().await?;
-    let mut manifest = cephosd(CR, storage(&HOSTS, &DATA), domain, fast_sample_template()?);
+    let hosts = s.hosts(HOSTS);
+    let mut manifest = cephosd(CR, storage(&hosts, &DATA), domain, fast_sample_template()?);
     if let (Some(spec), Some(patch)) = (manifest["spec"].as_object_mut(), spec_patch.as_object()) {
         spec.extend(patch.clone());
     }
     let cr = s.create_cr(&manifest).await?;
     let sets: Api<ReplicaSet> = Api::namespaced(s.client.clone(), &s.namespace);
-    for host in HOSTS {
+    for host in &hosts {
         for data in DATA {
             let rs = era_replica_set(&cr, &cr_template(&cr)?, host, data);
             sets.create(&PostParams::default(), &rs)
@@ -103,7 +105,7 @@ async fn era_cluster(
                 .with_context(|| format!("creating ReplicaSet for {host}:{data}"))?;
         }
     }
-    let want = keys(&HOSTS, &DATA);
+    let want = keys(&hosts, &DATA);
     let era = s
         .wait_until("the ReplicaSets' pods Ready", CONVERGE, || async {
             let pods = s.owned_pods(CR).await?;
@@ -145,7 +147,7 @@ async fn check_migrated(
 ) -> anyhow::Result<()> {
     let cr = s.crs.get(CR).await?;
     let hash = hash_of(&cr);
-    let want = keys(&HOSTS, &DATA);
+    let want = keys(&s.hosts(HOSTS), &DATA);
     s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
     s.wait_until("no ReplicaSet left", CONVERGE, || async {
         Ok(replica_sets_left(s).await?.is_empty().then_some(()))

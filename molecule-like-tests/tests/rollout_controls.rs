@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 /// converge.
 async fn create_osds(
     s: &Scenario,
-    hosts: &[&str],
+    hosts: &[impl AsRef<str>],
     devices: &[&str],
     domain: &str,
     extra: Value,
@@ -194,10 +194,11 @@ async fn pod_on(s: &Scenario, key: &OsdKey, hash: &str) -> anyhow::Result<Option
 async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> anyhow::Result<()> {
     let s = Scenario::converge("status").await?;
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
-    let [k1, k2, k3] = data.map(|d| OsdKey::new("w1", d));
+    let w1 = s.host("w1");
+    let [k1, k2, k3] = data.map(|d| OsdKey::new(&w1, d));
     let Converged {
         want, cr, hash: h1, ..
-    } = create_osds(&s, &["w1"], &data, "OSD", json!({})).await?;
+    } = create_osds(&s, &[&w1], &data, "OSD", json!({})).await?;
     let st = wait_status(&s, "phase Ready", CONVERGE, |st| {
         st.phase == Some(Phase::Ready)
     })
@@ -392,9 +393,10 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
 async fn c2_progress_deadline_sets_stalled_and_the_fix_clears_it() -> anyhow::Result<()> {
     let s = Scenario::converge_with("stalled", &OperatorOptions { resync_seconds: 2 }).await?;
     let data = ["/dev/sdb", "/dev/sdc"];
-    let [k1, k2] = data.map(|d| OsdKey::new("w1", d));
+    let w1 = s.host("w1");
+    let [k1, k2] = data.map(|d| OsdKey::new(&w1, d));
     let deadline = json!({"progressDeadlineSeconds": 5});
-    let Converged { want, pods: v1, .. } = create_osds(&s, &["w1"], &data, "OSD", deadline).await?;
+    let Converged { want, pods: v1, .. } = create_osds(&s, &[&w1], &data, "OSD", deadline).await?;
 
     let (_, h2) = s
         .patch_template_metadata(CR, never_ready_revision("2"))
@@ -501,9 +503,9 @@ async fn c2_progress_deadline_sets_stalled_and_the_fix_clears_it() -> anyhow::Re
 async fn c3_paused_stops_a_rollout_self_healing_continues_resume_completes() -> anyhow::Result<()> {
     let s = Scenario::converge("paused").await?;
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
-    let [k1, k2, k3] = data.map(|d| OsdKey::new("w1", d));
-    let Converged { want, pods: v1, .. } =
-        create_osds(&s, &["w1"], &data, "OSD", json!({})).await?;
+    let w1 = s.host("w1");
+    let [k1, k2, k3] = data.map(|d| OsdKey::new(&w1, d));
+    let Converged { want, pods: v1, .. } = create_osds(&s, &[&w1], &data, "OSD", json!({})).await?;
 
     // New pods take 3 s to get Ready: room to pause while k1 is being replaced.
     let (_, h2) = s
@@ -602,7 +604,8 @@ async fn c4_max_unavailable_two_replaces_two_osds_at_a_time_never_three() -> any
     let s = Scenario::converge("maxunavail").await?;
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde", "/dev/sdf"];
     let two = json!({"maxUnavailable": 2});
-    let Converged { want, pods: v1, .. } = create_osds(&s, &["w1"], &data, "OSD", two).await?;
+    let Converged { want, pods: v1, .. } =
+        create_osds(&s, &s.hosts(["w1"]), &data, "OSD", two).await?;
     let rec = s.recorder()?;
     rec.catch_up(&s.pods).await?;
     let mark = rec.len();
@@ -674,9 +677,9 @@ async fn c4_max_unavailable_two_replaces_two_osds_at_a_time_never_three() -> any
 #[tokio::test]
 async fn c5_events_tell_the_story_of_a_host_rollout() -> anyhow::Result<()> {
     let s = Scenario::converge("events").await?;
-    let hosts = ["w1", "w2"];
+    let hosts = s.hosts(["w1", "w2"]);
     let data = ["/dev/sdb"];
-    let [k1, k2] = hosts.map(|h| OsdKey::new(h, "/dev/sdb"));
+    let [k1, k2] = hosts.clone().map(|h| OsdKey::new(h, "/dev/sdb"));
     let Converged {
         want, cr, pods: v1, ..
     } = create_osds(&s, &hosts, &data, "Host", json!({})).await?;
@@ -797,7 +800,7 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
     .await?;
 
     let data = ["/dev/sdb", "/dev/sdc"];
-    let Converged { want, .. } = create_osds(&s, &["w1"], &data, "OSD", json!({})).await?;
+    let Converged { want, .. } = create_osds(&s, &s.hosts(["w1"]), &data, "OSD", json!({})).await?;
     wait_status(&s, "Ready", CONVERGE, |st| st.phase == Some(Phase::Ready)).await?;
     // A few resyncs: only a acts.
     hold(Duration::from_secs(4), || async {
@@ -885,7 +888,7 @@ async fn c7_steady_state_makes_zero_writes() -> anyhow::Result<()> {
     let s = Scenario::converge_with("zerowrites", &OperatorOptions { resync_seconds: 2 }).await?;
     let data = ["/dev/sdb", "/dev/sdc"];
     let Converged { cr, hash: h1, .. } =
-        create_osds(&s, &["w1", "w2"], &data, "Host", json!({})).await?;
+        create_osds(&s, &s.hosts(["w1", "w2"]), &data, "Host", json!({})).await?;
     let st = wait_status(&s, "Ready", CONVERGE, |st| st.phase == Some(Phase::Ready)).await?;
     check_converged_status(&st, 4, &h1, cr.metadata.generation)?;
     // Let the reconcile triggered by the last status write pass.
@@ -1000,7 +1003,7 @@ async fn c8_metrics_and_probes() -> anyhow::Result<()> {
         &["--http-address", &address],
     )?;
     let data = ["/dev/sdb", "/dev/sdc"];
-    create_osds(&s, &["w1"], &data, "OSD", json!({})).await?;
+    create_osds(&s, &s.hosts(["w1"]), &data, "OSD", json!({})).await?;
     let ns = s.namespace.clone();
     let updated = format!(
         r#"ceph_osd_operator_osd_pods{{namespace="{ns}",cephosd="{CR}",state="updated"}} 2"#
@@ -1070,7 +1073,7 @@ async fn c9_refused_creation_is_reported_and_cleared_after_the_cause_goes() -> a
     .await?;
 
     let counted = counting.elapsed();
-    let hosts = ["quota-a", "quota-b"];
+    let hosts = s.hosts(["quota-a", "quota-b"]);
     let data = ["/dev/sdb"];
     s.create_cr(&cephosd(
         CR,

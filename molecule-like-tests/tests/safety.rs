@@ -83,7 +83,7 @@ fn check_created_on_free_disks(events: &[PodEvent], operator_cr: &str) -> Result
 #[tokio::test]
 async fn stray_pods_are_removed_and_no_osd_pod_is_touched() -> anyhow::Result<()> {
     let s = Scenario::converge("stray").await?;
-    let hosts = ["node1"];
+    let hosts = s.hosts(["node1"]);
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
     // Paused: the operator must not need a rollout to be safe.
     let mut manifest = cephosd(CR, storage(&hosts, &data), "OSD", fast_sample_template()?);
@@ -100,11 +100,18 @@ async fn stray_pods_are_removed_and_no_osd_pod_is_touched() -> anyhow::Result<()
     let settled = rec.len();
 
     // One stray per OSD: an invalid name, and two valid-looking names that sort first.
-    let pod = |data: &str| &before[&OsdKey::new("node1", data)];
+    let key = |data: &str| OsdKey::new(&hosts[0], data);
+    let pod = |data: &str| &before[&key(data)];
     let strays = [
         copy_of(pod("/dev/sdb"), "debug-copy")?,
-        copy_of(pod("/dev/sdc"), "osd-node1-sdc-00000")?,
-        copy_of(pod("/dev/sdd"), "osd-node1-sdd-aaaaa")?,
+        copy_of(
+            pod("/dev/sdc"),
+            &format!("{}00000", key("/dev/sdc").name_prefix()),
+        )?,
+        copy_of(
+            pod("/dev/sdd"),
+            &format!("{}aaaaa", key("/dev/sdd").name_prefix()),
+        )?,
     ];
     for stray in &strays {
         s.pods.create(&PostParams::default(), stray).await?;
@@ -167,6 +174,10 @@ async fn stray_pods_are_removed_and_no_osd_pod_is_touched() -> anyhow::Result<()
 #[tokio::test]
 async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyhow::Result<()> {
     let s = Scenario::converge("foreign").await?;
+    let node1 = s.host("node1");
+    let sdb = OsdKey::new(&node1, "/dev/sdb");
+    // Named as one of our pods of node1:/dev/sdb would be.
+    let foreign_name = format!("{}other", sdb.name_prefix());
     let template = fast_sample_template()?;
     // The other controller: another CephOSD (it exists, so the garbage collector keeps its
     // pod); its pod carries our CR's owner label and the annotations of one of our OSDs.
@@ -177,10 +188,10 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": "osd-node1-sdb-other",
+            "name": foreign_name,
             "namespace": s.namespace,
             "labels": {"ceph.elemental.net/owner": format!("CephOSD-{CR}")},
-            "annotations": {"ceph.elemental.net/host": "node1", "ceph.elemental.net/data": "/dev/sdb",
+            "annotations": {"ceph.elemental.net/host": node1, "ceph.elemental.net/data": "/dev/sdb",
                             "ceph.elemental.net/pod-template-hash": "0000000000000000",
                             "ceph.elemental.net/pod-state": "up-to-date"},
             "ownerReferences": [{"apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD",
@@ -190,7 +201,7 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
     }))?;
     foreign = s.pods.create(&PostParams::default(), &foreign).await?;
 
-    let hosts = ["node1"];
+    let hosts = [&node1];
     let data = ["/dev/sdb", "/dev/sdc"];
     s.create_cr(&cephosd(CR, storage(&hosts, &data), "OSD", template))
         .await?;
@@ -201,7 +212,7 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
                 .filter(|st| st.foreign == 1 && st.ready == 1))
         })
         .await?;
-    anyhow::ensure!(status.foreign_pods == ["osd-node1-sdb-other"], "{status:?}");
+    anyhow::ensure!(status.foreign_pods == [foreign_name.clone()], "{status:?}");
     let rec = s.recorder()?;
     rec.catch_up(&s.pods).await?;
     let settled = rec.len();
@@ -210,16 +221,16 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
     // Over several reconciles: untouched, and no second pod for its disk.
     hold(Duration::from_secs(4), || async {
         let pods = s.owned_pods(CR).await?;
-        let sdb: Vec<String> = pods
+        let on_sdb: Vec<String> = pods
             .iter()
-            .filter(|p| pod_key(p) == Some(OsdKey::new("node1", "/dev/sdb")))
+            .filter(|p| pod_key(p).as_ref() == Some(&sdb))
             .map(ResourceExt::name_any)
             .collect();
         anyhow::ensure!(
-            sdb == ["osd-node1-sdb-other"],
-            "pods for node1:/dev/sdb: {sdb:?}"
+            on_sdb == [foreign_name.clone()],
+            "pods for {sdb}: {on_sdb:?}"
         );
-        let now = s.pods.get("osd-node1-sdb-other").await?;
+        let now = s.pods.get(&foreign_name).await?;
         anyhow::ensure!(
             now.resource_version() == foreign_version,
             "the foreign pod was written"
@@ -236,7 +247,7 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
 
     // Once the other controller's pod is gone, the OSD gets a pod of ours.
     s.pods
-        .delete("osd-node1-sdb-other", &DeleteParams::default())
+        .delete(&foreign_name, &DeleteParams::default())
         .await?;
     let cr = s.crs.get(CR).await?;
     let hash = ceph_osd_operator::TemplateHash::of(&cr.spec.pod_template).to_string();

@@ -19,7 +19,7 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::scenario::{
     annotation, cephosd, fast_sample_template, hash_of, hold, is_ready, keys, never_ready_revision,
-    pod_key, random_suffix, ready_again_revision, sample, storage, with_kubelet_knobs, Converged,
+    pod_key, random_suffix, ready_again_revision, storage, with_kubelet_knobs, Converged,
     OperatorOptions, Scenario, CONVERGE, CR, ROLLOUT,
 };
 use serde_json::{json, Value};
@@ -36,7 +36,8 @@ fn uids(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<OsdKey, String> {
         .collect()
 }
 
-/// Sample hosts and devices.
+/// Sample hosts (each scenario uses its own: `s.hosts(SAMPLE_HOSTS)`, as `s.own_sample()` does)
+/// and devices.
 const SAMPLE_HOSTS: [&str; 2] = ["worker041.example.com", "worker042.example.com"];
 const SAMPLE_DATA: [&str; 2] = [
     "/dev/disk/by-slot/pci-0000:5c:00.0-encl-0:7:0-slot-1",
@@ -51,9 +52,10 @@ fn sample_db(data: &str) -> &'static str {
     }
 }
 
-/// The sample CR with the kubelet knobs (ready after 1 s, grace 1 s).
-fn sample_cr(update_domain: &str) -> anyhow::Result<Value> {
-    let sample = sample()?;
+/// The sample CR on the scenario's own hosts, with the kubelet knobs (ready after 1 s, grace
+/// 1 s).
+fn sample_cr(s: &Scenario, update_domain: &str) -> anyhow::Result<Value> {
+    let sample = s.own_sample()?;
     Ok(cephosd(
         CR,
         sample["spec"]["storage"].clone(),
@@ -67,16 +69,20 @@ fn sample_cr(update_domain: &str) -> anyhow::Result<Value> {
 #[tokio::test]
 async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("sample").await?;
+    let hosts = s.hosts(SAMPLE_HOSTS);
     let Converged { cr, hash, pods, .. } = s
-        .create_converged(&sample_cr("Host")?, keys(&SAMPLE_HOSTS, &SAMPLE_DATA))
+        .create_converged(&sample_cr(&s, "Host")?, keys(&hosts, &SAMPLE_DATA))
         .await?;
 
-    let expected_prefixes: BTreeSet<&str> = [
-        "osd-worker041-pci-0000-5c-00-0-encl-0-7-0-slot-1-",
-        "osd-worker041-pci-0000-5c-00-0-encl-0-7-0-slot-2-",
-        "osd-worker042-pci-0000-5c-00-0-encl-0-7-0-slot-1-",
-        "osd-worker042-pci-0000-5c-00-0-encl-0-7-0-slot-2-",
+    // osd-<the host's first label>-<device basename, \W → ->-, at most 58 characters.
+    let [w41, w42] = ["worker041", "worker042"].map(|h| s.host(h));
+    let expected_prefixes: BTreeSet<String> = [
+        format!("osd-{w41}-pci-0000-5c-00-0-encl-0-7-0-slot-1-"),
+        format!("osd-{w41}-pci-0000-5c-00-0-encl-0-7-0-slot-2-"),
+        format!("osd-{w42}-pci-0000-5c-00-0-encl-0-7-0-slot-1-"),
+        format!("osd-{w42}-pci-0000-5c-00-0-encl-0-7-0-slot-2-"),
     ]
+    .map(|p| p.chars().take(58).collect())
     .into();
     let mut prefixes = BTreeSet::new();
     for (key, pod) in &pods {
@@ -184,7 +190,6 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
             "{name}: not Running and Ready"
         );
     }
-    let prefixes: BTreeSet<&str> = prefixes.iter().map(String::as_str).collect();
     anyhow::ensure!(
         prefixes == expected_prefixes,
         "prefixes {prefixes:?} != {expected_prefixes:?}"
@@ -200,7 +205,8 @@ async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyh
     let s = Scenario::converge("recreate").await?;
     // The old pod stays terminating for its 3 s grace period.
     let template = with_kubelet_knobs(fast_sample_template()?, 1, false, 3);
-    let hosts = ["worker1"];
+    let worker1 = s.host("worker1");
+    let hosts = [&worker1];
     let data = ["/dev/sdb", "/dev/sdc"];
     let Converged {
         want,
@@ -214,7 +220,7 @@ async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyh
         )
         .await?;
 
-    let victim_key = OsdKey::new("worker1", "/dev/sdb");
+    let victim_key = OsdKey::new(&worker1, "/dev/sdb");
     let victim = before[&victim_key].name_any();
     s.pods.delete(&victim, &DeleteParams::default()).await?;
     let after = s
@@ -223,7 +229,7 @@ async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyh
             Ok((pods[&victim_key].name_any() != victim).then_some(pods))
         })
         .await?;
-    let other = OsdKey::new("worker1", "/dev/sdc");
+    let other = OsdKey::new(&worker1, "/dev/sdc");
     anyhow::ensure!(
         after[&other].uid() == before[&other].uid(),
         "the other OSD's pod was touched"
@@ -252,7 +258,7 @@ async fn rollout(name: &str, domain: UpdateDomain) -> anyhow::Result<()> {
     let s = Scenario::converge(name).await?;
     // Case matters for the order: case-insensitively "ata-b" < "ATA-C" < "ata-d" (bytewise
     // "ATA-C" would come first). Hosts are lower-case node names; listed out of order.
-    let hosts = ["worker-b", "worker-a"];
+    let hosts = s.hosts(["worker-b", "worker-a"]);
     let data = [
         "/dev/disk/by-id/ata-b",
         "/dev/disk/by-id/ATA-C",
@@ -311,9 +317,9 @@ async fn s4_template_edit_rolls_one_host_at_a_time_in_host_order() -> anyhow::Re
 #[tokio::test]
 async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> anyhow::Result<()> {
     let s = Scenario::converge_with("halt", &OperatorOptions { resync_seconds: 2 }).await?;
-    let hosts = ["worker1"];
+    let hosts = s.hosts(["worker1"]);
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
-    let [k1, k2, k3] = data.map(|d| OsdKey::new("worker1", d));
+    let [k1, k2, k3] = data.map(|d| OsdKey::new(&hosts[0], d));
     let manifest = cephosd(CR, storage(&hosts, &data), "OSD", fast_sample_template()?);
     let Converged { want, pods: v1, .. } =
         s.create_converged(&manifest, keys(&hosts, &data)).await?;
@@ -432,32 +438,30 @@ async fn converged_alone(
 #[tokio::test]
 async fn s6_removed_hosts_and_devices_lose_their_pods_added_ones_get_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("membership").await?;
-    let (hosts, data) = (["w1", "w2"], ["/dev/sdb", "/dev/sdc"]);
+    let [w1, w2, w3] = s.hosts(["w1", "w2", "w3"]);
+    let (hosts, data) = ([&w1, &w2], ["/dev/sdb", "/dev/sdc"]);
     let manifest = cephosd(CR, storage(&hosts, &data), "OSD", fast_sample_template()?);
     let Converged { hash, pods: v1, .. } =
         s.create_converged(&manifest, keys(&hosts, &data)).await?;
 
     // Device sdc removed from every host.
-    s.patch_spec(
-        CR,
-        json!({"storage": storage(&["w1", "w2"], &["/dev/sdb"])}),
-    )
-    .await?;
-    let want = keys(&["w1", "w2"], &["/dev/sdb"]);
+    s.patch_spec(CR, json!({"storage": storage(&[&w1, &w2], &["/dev/sdb"])}))
+        .await?;
+    let want = keys(&[&w1, &w2], &["/dev/sdb"]);
     let v2 = converged_alone(&s, "the sdc pods are gone", &want, &hash).await?;
     // Host w2 removed, host w3 and device sdd added.
     s.patch_spec(
         CR,
-        json!({"storage": storage(&["w1", "w3"], &["/dev/sdb", "/dev/sdd"])}),
+        json!({"storage": storage(&[&w1, &w3], &["/dev/sdb", "/dev/sdd"])}),
     )
     .await?;
-    let want = keys(&["w1", "w3"], &["/dev/sdb", "/dev/sdd"]);
+    let want = keys(&[&w1, &w3], &["/dev/sdb", "/dev/sdd"]);
     let v3 = converged_alone(&s, "w2 gone, w3 and sdd added", &want, &hash).await?;
     // The pods of OSDs that stayed were never touched.
-    let w1sdb = OsdKey::new("w1", "/dev/sdb");
+    let w1sdb = OsdKey::new(&w1, "/dev/sdb");
     anyhow::ensure!(uids(&v1)[&w1sdb] == uids(&v2)[&w1sdb]);
     anyhow::ensure!(uids(&v2)[&w1sdb] == uids(&v3)[&w1sdb]);
-    let w2sdb = OsdKey::new("w2", "/dev/sdb");
+    let w2sdb = OsdKey::new(&w2, "/dev/sdb");
     anyhow::ensure!(uids(&v1)[&w2sdb] == uids(&v2)[&w2sdb]);
     s.assert_one_pod_per_key().await?;
     s.destroy().await
@@ -468,8 +472,11 @@ async fn s6_removed_hosts_and_devices_lose_their_pods_added_ones_get_pods() -> a
 #[tokio::test]
 async fn s7_deleting_the_cr_garbage_collects_its_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("gc").await?;
-    s.create_converged(&sample_cr("Host")?, keys(&SAMPLE_HOSTS, &SAMPLE_DATA))
-        .await?;
+    s.create_converged(
+        &sample_cr(&s, "Host")?,
+        keys(&s.hosts(SAMPLE_HOSTS), &SAMPLE_DATA),
+    )
+    .await?;
     s.crs.delete(CR, &DeleteParams::default()).await?;
     s.wait_until("the CR and all its pods are gone", CONVERGE, || async {
         let cr = s.crs.get_opt(CR).await?;
@@ -545,12 +552,13 @@ fn reference_pod(
 async fn s8_reference_pods_are_adopted_with_zero_writes() -> anyhow::Result<()> {
     let mut s = Scenario::create("adopt").await?;
     s.start_recorder().await?;
-    s.create_cr(&sample_cr("Host")?).await?;
+    s.create_cr(&sample_cr(&s, "Host")?).await?;
+    let hosts = s.hosts(SAMPLE_HOSTS);
     let cr = s.crs.get(CR).await?;
     let hash = hash_of(&cr);
     let cr_uid = cr.uid().unwrap_or_default();
     // Laid down as the reference operator would have, before our operator runs.
-    for host in SAMPLE_HOSTS {
+    for host in &hosts {
         for data in SAMPLE_DATA {
             // The reference's name: osd-<short host>-<device basename, \W → ->-<5 random>.
             let short = host.split('.').next().unwrap_or(host);
@@ -571,7 +579,7 @@ async fn s8_reference_pods_are_adopted_with_zero_writes() -> anyhow::Result<()> 
             s.pods.create(&PostParams::default(), &pod).await?;
         }
     }
-    let want = keys(&SAMPLE_HOSTS, &SAMPLE_DATA);
+    let want = keys(&hosts, &SAMPLE_DATA);
     let laid = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
     for (key, pod) in &laid {
         anyhow::ensure!(
@@ -646,7 +654,7 @@ async fn s8_reference_pods_are_adopted_with_zero_writes() -> anyhow::Result<()> 
 #[tokio::test]
 async fn s9_malformed_crs_are_rejected_naming_the_field() -> anyhow::Result<()> {
     let s = Scenario::create("badinput").await?;
-    let valid = sample_cr("Host")?;
+    let valid = sample_cr(&s, "Host")?;
     type Edit = fn(&mut Value);
     let cases: Vec<(&str, Edit, &[&str])> = vec![
         (
