@@ -3,6 +3,7 @@
 //! The CRD is derived from these types and then adjusted as data (CEL rule on the name,
 //! descriptions stripped inside the embedded Pod schema, `ports[].protocol` defaulted).
 
+use crate::server_numbers::normalise_numbers;
 use crate::storage_rules::{DEVICE_PATH_PATTERN, HOST_PATTERN};
 use crate::template_rules;
 use k8s_openapi::api::core::v1::Pod;
@@ -306,10 +307,12 @@ pub fn pod_schema() -> Result<Value, CrdError> {
 }
 
 /// Makes a pod template look as the API server will store it: fields unknown to the embedded
-/// Pod schema pruned, schema defaults (`ports[].protocol: TCP`) applied. An offline preview
-/// then hashes exactly what the running operator will hash.
+/// Pod schema pruned, schema defaults (`ports[].protocol: TCP`) applied, numbers written as
+/// the server writes them (`cpu: 1.0` stored as `cpu: 1`). An offline preview then hashes
+/// exactly what the running operator will hash.
 pub fn apply_server_defaults(pod_template: &mut Value) -> Result<(), CrdError> {
     conform_to_schema(pod_template, &pod_schema()?);
+    normalise_numbers(pod_template);
     Ok(())
 }
 
@@ -517,6 +520,29 @@ mod tests {
             template.pointer("/spec/initContainers/0/ports/0/protocol"),
             Some(&json!("TCP"))
         );
+    }
+
+    #[test]
+    fn server_defaults_write_numbers_as_the_server_stores_them() {
+        let mut template: Value = serde_json::from_str(
+            r#"{"spec": {"terminationGracePeriodSeconds": 1e1, "containers": [{"name": "a",
+                "ports": [{"containerPort": 6800.0}],
+                "resources": {"limits": {"cpu": 1.0, "memory": 1e3}, "requests": {"cpu": 0.5}}}]}}"#,
+        )
+        .expect("json");
+        apply_server_defaults(&mut template).expect("pod schema");
+        let container = &template["spec"]["containers"][0];
+        assert_eq!(
+            template["spec"]["terminationGracePeriodSeconds"].to_string(),
+            "10"
+        );
+        assert_eq!(container["ports"][0]["containerPort"].to_string(), "6800");
+        assert_eq!(
+            container["resources"]["limits"].to_string(),
+            r#"{"cpu":1,"memory":1000}"#
+        );
+        // Not an integer: kept as it is (the schema check rejects it first).
+        assert_eq!(container["resources"]["requests"]["cpu"].to_string(), "0.5");
     }
 
     #[test]

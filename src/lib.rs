@@ -37,6 +37,7 @@ mod probes;
 mod replica_sets;
 mod rollout;
 mod schema_check;
+mod server_numbers;
 mod status;
 mod storage_rules;
 mod template_rules;

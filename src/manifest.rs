@@ -5,6 +5,7 @@
 use crate::crd::{cephosd_schema, CephOsd, MAX_NAME_LEN};
 use crate::desired::desired_osds;
 use crate::schema_check::first_mismatch;
+use crate::server_numbers::normalise_numbers;
 use crate::storage_rules::{device_path_problem, host_problem};
 use crate::template_rules::template_problems;
 use serde_json::Value;
@@ -67,7 +68,8 @@ pub fn read_manifest(path: &Path) -> Result<String, ManifestError> {
     String::from_utf8(bytes).map_err(|_| ManifestError::NotText)
 }
 
-/// Parses one CephOSD from YAML (or JSON) and checks it like the API server would.
+/// Parses one CephOSD from YAML (or JSON) and checks it like the API server would; numbers
+/// come back as the server stores them (a whole `1.0` or `1e3` as an integer).
 pub fn parse_cephosd(text: &str) -> Result<CephOsd, ManifestError> {
     let documents: Vec<Value> =
         serde_saphyr::from_str_multiple(text).map_err(|e| ManifestError::Yaml(e.to_string()))?;
@@ -75,7 +77,7 @@ pub fn parse_cephosd(text: &str) -> Result<CephOsd, ManifestError> {
     if documents.len() > 1 {
         return Err(ManifestError::Documents(documents.len()));
     }
-    let value = documents.pop().ok_or(ManifestError::Empty)?;
+    let mut value = documents.pop().ok_or(ManifestError::Empty)?;
     let kind = value
         .get("kind")
         .and_then(Value::as_str)
@@ -95,6 +97,8 @@ pub fn parse_cephosd(text: &str) -> Result<CephOsd, ManifestError> {
     if let Some((path, message)) = first_mismatch(schema, &value) {
         return Err(field(path, message));
     }
+    // From here on, the CephOSD as the API server stores it: `cpu: 1.0` is `cpu: 1`.
+    normalise_numbers(&mut value);
     let cr: CephOsd = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         field(
@@ -319,6 +323,26 @@ spec:
                 GOOD.replace("  updateDomain: Host\n", "  updateDomain: Host\n  maxUnavailable: two\n"),
                 "spec.maxUnavailable: must be an integer",
             ),
+            (
+                GOOD.replace("containers: [{name: c}]", "containers: [{name: c, resources: {limits: {cpu: 1.5}}}]"),
+                "spec.podTemplate.spec.containers[0].resources.limits[cpu]: must be an integer or a string, found the number 1.5",
+            ),
+            (
+                GOOD.replace("{name: c}", "{name: c, ports: [{containerPort: 6800.5}]}"),
+                "spec.podTemplate.spec.containers[0].ports[0].containerPort: must be an integer, found the number 6800.5",
+            ),
+            (
+                GOOD.replace("spec: {containers", "spec: {terminationGracePeriodSeconds: 9007199254740994.0, containers"),
+                "spec.podTemplate.spec.terminationGracePeriodSeconds: must be an integer, found the number 9007199254740994.0",
+            ),
+            (
+                GOOD.replace("{name: c}", "{name: c, ports: [{containerPort: 2147483648}]}"),
+                "spec.podTemplate.spec.containers[0].ports[0].containerPort: must be an integer from -2147483648 to 2147483647 (int32)",
+            ),
+            (
+                GOOD.replace("  updateDomain: Host\n", "  updateDomain: Host\n  maxUnavailable: 0.0\n"),
+                "spec.maxUnavailable: must be at least 1, found the number 0.0",
+            ),
         ];
         for (text, expected) in cases {
             let message = error_of(&text);
@@ -327,6 +351,68 @@ spec:
                 "expected {expected:?} in {message:?}"
             );
         }
+    }
+
+    /// GOOD with a container carrying a port, a grace period and resources, spelled as given.
+    fn with_numbers(cpu: &str, port: &str, grace: &str, memory: &str) -> String {
+        GOOD.replace(
+            "spec: {containers: [{name: c}]}",
+            &format!(
+                "spec: {{terminationGracePeriodSeconds: {grace}, containers: [{{name: c, \
+                 ports: [{{containerPort: {port}}}], resources: {{limits: {{cpu: {cpu}, memory: {memory}}}}}}}]}}"
+            ),
+        )
+    }
+
+    fn preview(text: &str) -> String {
+        let cr = parse_cephosd(text).expect("accepted");
+        crate::preview::preview_pods(&cr, "ns", &mut crate::osd::CountingSuffix::default())
+            .expect("rendered")
+    }
+
+    #[test]
+    fn whole_numbers_written_as_floats_are_accepted_and_stored_as_integers() {
+        let floats = with_numbers("1.0", "6800.0", "1e1", "1e3");
+        let integers = with_numbers("1", "6800", "10", "1000");
+        let cr = parse_cephosd(&floats).expect("accepted");
+        let container = &cr.spec.pod_template["spec"]["containers"][0];
+        assert_eq!(container["resources"]["limits"]["cpu"].to_string(), "1");
+        assert_eq!(
+            container["resources"]["limits"]["memory"].to_string(),
+            "1000"
+        );
+        assert_eq!(container["ports"][0]["containerPort"].to_string(), "6800");
+        assert_eq!(
+            cr.spec.pod_template["spec"]["terminationGracePeriodSeconds"].to_string(),
+            "10"
+        );
+        assert_eq!(preview(&floats), preview(&integers), "same pods, same hash");
+        let negative_zero = with_numbers("-0.0", "-0.0", "-0.0", "-0.0");
+        let zero = with_numbers("0", "0", "0", "0");
+        assert_eq!(preview(&negative_zero), preview(&zero));
+        // Typed fields too: `maxUnavailable: 2.0` is 2.
+        let two = GOOD.replace(
+            "  updateDomain: Host\n",
+            "  updateDomain: Host\n  maxUnavailable: 2.0\n",
+        );
+        assert_eq!(
+            parse_cephosd(&two).expect("accepted").spec.max_unavailable,
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn a_quantity_within_the_servers_tolerance_is_kept_as_the_float_it_stores() {
+        let text = with_numbers("1.0000000001", "6800", "10", "1000");
+        let cr = parse_cephosd(&text).expect("accepted, as by the API server");
+        assert_eq!(
+            cr.spec.pod_template["spec"]["containers"][0]["resources"]["limits"]["cpu"].to_string(),
+            "1.0000000001"
+        );
+        assert_ne!(
+            preview(&text),
+            preview(&with_numbers("1", "6800", "10", "1000"))
+        );
     }
 
     /// A JSON value of any shape, a few levels deep.
@@ -375,6 +461,23 @@ spec:
         #![proptest_config(ProptestConfig::with_cases(
             std::env::var("FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(128)
         ))]
+
+        /// Any whole float64 within ±(2^53 − 1) is read as the integer written directly: same
+        /// template hash.
+        #[test]
+        fn a_whole_float_hashes_like_the_integer_written_directly(
+            i in -9_007_199_254_740_991_i64..=9_007_199_254_740_991,
+            exponent in any::<bool>(),
+        ) {
+            #[allow(clippy::cast_precision_loss)] // exact within ±(2^53 − 1)
+            let f = i as f64;
+            let spelled = if exponent { format!("{f:e}") } else { format!("{f:?}") };
+            let hash = |grace: &str| {
+                let cr = parse_cephosd(&with_numbers("1", "6800", grace, "1")).expect("accepted");
+                crate::hash::TemplateHash::of(&cr.spec.pod_template)
+            };
+            prop_assert_eq!(hash(&spelled), hash(&i.to_string()));
+        }
 
         /// Any text: an answer, never a panic.
         #[test]

@@ -13,8 +13,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 /// Renders every desired pod of `cr` (state `up-to-date`, as after a completed rollout).
-/// The template is first defaulted the way the API server defaults it, so the hash shown is
-/// the one the running operator will compute.
+/// The template is first defaulted the way the API server defaults it, and its numbers
+/// written as the server stores them (`1.0` as `1`), so the hash shown is the one the running
+/// operator will compute.
 pub fn preview_pods(
     cr: &CephOsd,
     namespace: &str,

@@ -163,6 +163,41 @@ fn render_refuses_hostile_files_with_exit_code_2_and_a_clear_reason() {
 }
 
 #[test]
+fn render_hashes_whole_numbers_written_as_floats_as_the_integers_the_api_server_stores() {
+    let sample = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/samples/ceph-osds.yaml"),
+    )
+    .expect("sample");
+    let floats = sample
+        .replace("initialDelaySeconds: 2\n", "initialDelaySeconds: 2.0\n")
+        .replace("periodSeconds: 5\n", "periodSeconds: 5e0\n");
+    assert_ne!(floats, sample);
+    let path =
+        std::env::temp_dir().join(format!("ceph-osd-cli-floats-{}.yaml", std::process::id()));
+    std::fs::write(&path, floats).expect("write");
+    let out = operator(&["render", "--file", path.to_str().expect("path")]);
+    std::fs::remove_file(&path).expect("cleanup");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pods: Vec<Value> =
+        serde_saphyr::from_multiple(&String::from_utf8(out.stdout).expect("utf8")).expect("yaml");
+    assert_eq!(pods.len(), 4);
+    for pod in &pods {
+        assert_eq!(
+            pod["metadata"]["annotations"]["ceph.elemental.net/pod-template-hash"],
+            vectors()["hash"][0]["pod_template_hash"],
+            "the reference hash of the sample, whose numbers are integers"
+        );
+        let probe = &pod["spec"]["containers"][0]["readinessProbe"];
+        assert!(probe["initialDelaySeconds"].is_u64(), "{probe}");
+        assert!(probe["periodSeconds"].is_u64(), "{probe}");
+    }
+}
+
+#[test]
 fn render_takes_json_too() {
     let sample = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/samples/ceph-osds.yaml"),

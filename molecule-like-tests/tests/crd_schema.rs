@@ -1,13 +1,20 @@
 //! The CRD on the real API server: defaulting, pruning and int-or-string inside
-//! `spec.podTemplate`, and that `ceph-osd-operator render` hashes what the operator hashes.
+//! `spec.podTemplate`, numbers spelled as floats, and that `ceph-osd-operator render` accepts
+//! what the server accepts and hashes what the operator hashes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::BTreeSet;
+use std::process::Command;
 use std::time::Duration;
 
 use ceph_osd_operator::crd::apply_server_defaults;
-use ceph_osd_operator::TemplateHash;
-use molecule_like_tests::scenario::{cephosd, with_kubelet_knobs, Scenario};
+use ceph_osd_operator::{labels, TemplateHash};
+use kube::api::PostParams;
+use molecule_like_tests::nodes::ensure_nodes;
+use molecule_like_tests::scenario::{
+    cephosd, operator_binary, target_dir, with_kubelet_knobs, Scenario,
+};
 use serde_json::{json, Value};
 
 fn tricky_template() -> Value {
@@ -224,5 +231,338 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
             {"weight": 1, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]}});
     });
     s.create_cr(&allowed).await?;
+    s.destroy().await
+}
+
+/// A number field of the test CephOSD: the JSON key, where the API server and `render` name
+/// it, and its placeholder in the manifest before it is spelled out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Field {
+    Cpu,
+    Port,
+    Grace,
+    Memory,
+    MaxUnavailable,
+}
+
+impl Field {
+    const ALL: [Field; 5] = [
+        Field::Cpu,
+        Field::Port,
+        Field::Grace,
+        Field::Memory,
+        Field::MaxUnavailable,
+    ];
+
+    fn key(self) -> &'static str {
+        match self {
+            Field::Cpu => "cpu",
+            Field::Port => "containerPort",
+            Field::Grace => "terminationGracePeriodSeconds",
+            Field::Memory => "memory",
+            Field::MaxUnavailable => "maxUnavailable",
+        }
+    }
+
+    /// The spelling when a case does not set it.
+    fn integer(self) -> &'static str {
+        match self {
+            Field::Cpu => "2",
+            Field::Port => "6800",
+            Field::Grace => "10",
+            Field::Memory => "1000",
+            Field::MaxUnavailable => "1",
+        }
+    }
+
+    fn placeholder(self) -> String {
+        format!("NUMBER_{}", self.key().to_uppercase())
+    }
+
+    fn pointer(self) -> &'static str {
+        match self {
+            Field::Cpu => "/spec/podTemplate/spec/containers/0/resources/limits/cpu",
+            Field::Port => "/spec/podTemplate/spec/containers/0/ports/0/containerPort",
+            Field::Grace => "/spec/podTemplate/spec/terminationGracePeriodSeconds",
+            Field::Memory => "/spec/podTemplate/spec/containers/0/resources/limits/memory",
+            Field::MaxUnavailable => "/spec/maxUnavailable",
+        }
+    }
+
+    /// How the API server names the field in a rejection.
+    fn server_path(self) -> &'static str {
+        match self {
+            Field::Cpu => "spec.podTemplate.spec.containers[0].resources.limits.cpu",
+            Field::Port => "spec.podTemplate.spec.containers[0].ports[0].containerPort",
+            Field::Grace => "spec.podTemplate.spec.terminationGracePeriodSeconds",
+            Field::Memory => "spec.podTemplate.spec.containers[0].resources.limits.memory",
+            Field::MaxUnavailable => "spec.maxUnavailable",
+        }
+    }
+
+    /// How `render` names the field in a rejection.
+    fn render_path(self) -> &'static str {
+        match self {
+            Field::Cpu => "spec.podTemplate.spec.containers[0].resources.limits[cpu]",
+            Field::Port => "spec.podTemplate.spec.containers[0].ports[0].containerPort",
+            Field::Grace => "spec.podTemplate.spec.terminationGracePeriodSeconds",
+            Field::Memory => "spec.podTemplate.spec.containers[0].resources.limits[memory]",
+            Field::MaxUnavailable => "spec.maxUnavailable",
+        }
+    }
+}
+
+/// A CephOSD with the given number spellings (the others integers), as the raw JSON body of
+/// a create request and as a YAML file: both carry each number exactly as spelled (`1.0`
+/// stays `1.0`: the body is text, never a serialised f64).
+fn numbers_manifest(name: &str, spellings: &[(Field, &str)]) -> anyhow::Result<(String, String)> {
+    let mut template = with_kubelet_knobs(
+        json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"labels": {"role": "osd"}},
+            "spec": {"containers": [{
+                "name": "osd",
+                "image": "ceph/daemon",
+                "ports": [{"containerPort": Field::Port.placeholder()}],
+                "resources": {"limits": {
+                    "cpu": Field::Cpu.placeholder(),
+                    "memory": Field::Memory.placeholder(),
+                }},
+            }]},
+        }),
+        1,
+        false,
+        0,
+    );
+    template["spec"]["terminationGracePeriodSeconds"] = json!(Field::Grace.placeholder());
+    let mut manifest = cephosd(
+        name,
+        json!([{"hosts": ["node-a"], "osds": [{"data": "/dev/sdb"}]}]),
+        "OSD",
+        template,
+    );
+    manifest["spec"]["maxUnavailable"] = json!(Field::MaxUnavailable.placeholder());
+    let mut body = serde_json::to_string(&manifest)?;
+    let mut yaml = serde_saphyr::to_string(&manifest)?;
+    for field in Field::ALL {
+        let spelled = spellings
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map_or(field.integer(), |(_, s)| *s);
+        let placeholder = field.placeholder();
+        body = body.replace(&format!("\"{placeholder}\""), spelled);
+        for quoted in [
+            format!("\"{placeholder}\""),
+            format!("'{placeholder}'"),
+            placeholder,
+        ] {
+            yaml = yaml.replace(&quoted, spelled);
+        }
+        let key = field.key();
+        anyhow::ensure!(body.contains(&format!("\"{key}\":{spelled}")), "{body}");
+        anyhow::ensure!(yaml.contains(&format!("{key}: {spelled}\n")), "{yaml}");
+    }
+    Ok((body, yaml))
+}
+
+/// What the API server answers to a create request with this raw JSON body: the stored
+/// CephOSD (as returned) or the rejection (422).
+async fn create_raw(s: &Scenario, body: String) -> anyhow::Result<Result<Value, String>> {
+    let url = format!(
+        "/apis/ceph.elemental.net/v1alpha1/namespaces/{}/cephosds",
+        s.namespace
+    );
+    let request =
+        kube::core::Request::new(url).create(&PostParams::default(), body.into_bytes())?;
+    match s.client.request_text(request).await {
+        Ok(text) => Ok(Ok(serde_json::from_str(&text)?)),
+        Err(kube::Error::Api(status)) if status.code == 422 => Ok(Err(status.message)),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// What `ceph-osd-operator render` says of this YAML: the template hash on its pods, or its
+/// error message (exit code 2).
+fn render(s: &Scenario, name: &str, yaml: &str) -> anyhow::Result<Result<String, String>> {
+    let path = target_dir()
+        .join("molecule-like-tests")
+        .join(&s.namespace)
+        .join(format!("{name}.yaml"));
+    std::fs::write(&path, yaml)?;
+    let out = Command::new(operator_binary()?)
+        .args(["render", "--file"])
+        .arg(&path)
+        .output()?;
+    if out.status.code() == Some(2) {
+        return Ok(Err(String::from_utf8_lossy(&out.stderr).into_owned()));
+    }
+    anyhow::ensure!(
+        out.status.success(),
+        "render failed oddly: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pods: Vec<Value> = serde_saphyr::from_multiple(&String::from_utf8(out.stdout)?)?;
+    let hashes: BTreeSet<&str> = pods
+        .iter()
+        .filter_map(|p| p["metadata"]["annotations"][labels::TEMPLATE_HASH].as_str())
+        .collect();
+    match (
+        pods.len(),
+        hashes.into_iter().collect::<Vec<_>>().as_slice(),
+    ) {
+        (1, [hash]) => Ok(Ok((*hash).to_owned())),
+        _ => anyhow::bail!("render printed {} pods: {pods:?}", pods.len()),
+    }
+}
+
+/// The four numbers of the probe, spelled as floats in one CephOSD: the API server accepts
+/// it and stores integers, the operator runs its pod, and `render` prints the hash of what is
+/// stored (which the operator reports). A fractional `cpu: 0.5` is rejected by both, naming
+/// the field.
+#[tokio::test]
+async fn render_hashes_whole_floats_as_the_api_server_stores_them() -> anyhow::Result<()> {
+    let s = Scenario::converge("numbers").await?;
+    ensure_nodes(&s.client, &["node-a".to_owned()].into()).await?;
+    let floats = [
+        (Field::Cpu, "1.0"),
+        (Field::Port, "6800.0"),
+        (Field::Grace, "1e1"),
+        (Field::Memory, "1e3"),
+    ];
+    let (body, yaml) = numbers_manifest("floats", &floats)?;
+    let created = create_raw(&s, body)
+        .await?
+        .map_err(|message| anyhow::anyhow!("rejected: {message}"))?;
+    let stored = s.crs.get("floats").await?;
+    let template = &stored.spec.pod_template;
+    for (field, integer) in [
+        (Field::Cpu, "1"),
+        (Field::Port, "6800"),
+        (Field::Grace, "10"),
+        (Field::Memory, "1000"),
+    ] {
+        let pointer = field.pointer().trim_start_matches("/spec/podTemplate");
+        let value = template.pointer(pointer);
+        anyhow::ensure!(
+            value.map(Value::to_string).as_deref() == Some(integer),
+            "{} stored as {value:?}, not {integer}",
+            field.key()
+        );
+        anyhow::ensure!(created.pointer(field.pointer()) == value, "create answer");
+    }
+    let expected = TemplateHash::of(template).to_string();
+    let rendered = render(&s, "floats", &yaml)?.map_err(|e| anyhow::anyhow!("render: {e}"))?;
+    anyhow::ensure!(
+        rendered == expected,
+        "render printed {rendered}, the stored template hashes to {expected}"
+    );
+    let reported = s
+        .wait_until(
+            "the operator runs a pod of the stored template",
+            Duration::from_mins(1),
+            || async {
+                let cr = s.crs.get("floats").await?;
+                let pods = s.list_pods().await?;
+                let running = pods.iter().any(|p| {
+                    p.metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(labels::TEMPLATE_HASH))
+                        == Some(&expected)
+                });
+                Ok(cr
+                    .status
+                    .and_then(|st| st.template_hash)
+                    .filter(|_| running))
+            },
+        )
+        .await?;
+    anyhow::ensure!(
+        reported == rendered,
+        "operator {reported} != render {rendered}"
+    );
+
+    let (body, yaml) = numbers_manifest("fractional", &[(Field::Cpu, "0.5")])?;
+    let Err(message) = create_raw(&s, body).await? else {
+        anyhow::bail!("the API server accepted cpu: 0.5");
+    };
+    anyhow::ensure!(message.contains(Field::Cpu.server_path()), "{message}");
+    let Err(message) = render(&s, "fractional", &yaml)? else {
+        anyhow::bail!("render accepted cpu: 0.5");
+    };
+    anyhow::ensure!(message.contains(Field::Cpu.render_path()), "{message}");
+    s.destroy().await
+}
+
+/// Number spellings at the edges of what the API server takes for an integer: `render`
+/// accepts exactly what the server accepts (the stored value is pinned as observed) and
+/// prints the hash of what the server stores; it rejects what the server rejects, naming the
+/// field.
+#[tokio::test]
+async fn render_and_the_api_server_agree_on_every_number_spelling() -> anyhow::Result<()> {
+    let s = Scenario::create("numberedges").await?;
+    // (field, spelling, what the server stores; None: rejected)
+    let cases: &[(Field, &str, Option<&str>)] = &[
+        (Field::Cpu, "1.0", Some("1")),
+        (Field::Cpu, "-0.0", Some("0")),
+        (Field::Cpu, "0.5", None),
+        (Field::Cpu, "1.5", None),
+        // The server's tolerance for an int-or-string just above a whole number.
+        (Field::Cpu, "1.0000000001", Some("1.0000000001")),
+        (Field::Cpu, "0.9999999999", None),
+        (Field::Cpu, "-1.0000000001", None),
+        (Field::Cpu, "9007199254740992.0", None),
+        (Field::Memory, "1e3", Some("1000")),
+        (Field::Port, "6800.0", Some("6800")),
+        (Field::Port, "-0.0", Some("0")),
+        (Field::Port, "2147483647.0", Some("2147483647")),
+        (Field::Port, "2147483648", None),
+        (Field::Port, "6800.000001", None),
+        (Field::Grace, "1e1", Some("10")),
+        (Field::Grace, "10.0", Some("10")),
+        (Field::Grace, "9007199254740991.0", Some("9007199254740991")),
+        (Field::Grace, "9007199254740992.0", None),
+        (Field::Grace, "9007199254740994.0", None),
+        (
+            Field::Grace,
+            "9223372036854775807",
+            Some("9223372036854775807"),
+        ),
+        (Field::Grace, "9223372036854775808", None),
+        (Field::Grace, "1e19", None),
+        (Field::MaxUnavailable, "2.0", Some("2")),
+        (Field::MaxUnavailable, "0.0", None),
+    ];
+    for (index, (field, spelled, expected)) in cases.iter().enumerate() {
+        let case = format!("{}: {spelled}", field.key());
+        let name = format!("case-{index}");
+        let (body, yaml) = numbers_manifest(&name, &[(*field, spelled)])?;
+        let server = create_raw(&s, body).await?;
+        let rendered = render(&s, &name, &yaml)?;
+        match (expected, server, rendered) {
+            (Some(stored), Ok(_), Ok(rendered)) => {
+                let cr = s.crs.get(&name).await?;
+                let raw = s.raw_crs.get(&name).await?;
+                let value = raw.data.pointer(field.pointer()).map(Value::to_string);
+                anyhow::ensure!(
+                    value.as_deref() == Some(*stored),
+                    "{case}: stored {value:?}"
+                );
+                let hash = TemplateHash::of(&cr.spec.pod_template).to_string();
+                anyhow::ensure!(
+                    rendered == hash,
+                    "{case}: render {rendered} != stored {hash}"
+                );
+            }
+            (None, Err(server), Err(rendered)) => {
+                anyhow::ensure!(server.contains(field.server_path()), "{case}: {server}");
+                anyhow::ensure!(rendered.contains(field.render_path()), "{case}: {rendered}");
+            }
+            (expected, server, rendered) => anyhow::bail!(
+                "{case}: expected {expected:?}; the API server: {server:?}; render: {rendered:?}"
+            ),
+        }
+    }
     s.destroy().await
 }
