@@ -36,6 +36,30 @@ pub enum LeaseError {
     },
 }
 
+/// No namespace for the Lease was given and none follows from the settings.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "leader election needs a namespace for its Lease and none was given: set --lease-namespace \
+     (or $POD_NAMESPACE, which deploy/ sets to the operator's namespace); a single process may \
+     run without a Lease: --leader-elect=false"
+)]
+pub struct NoLeaseNamespace;
+
+/// The Lease's namespace: the one given (`--lease-namespace` or `$POD_NAMESPACE`), else the
+/// watched one. Never a guess such as `default`: replicas that guessed apart would each hold
+/// a Lease of their own, and all act.
+pub fn lease_namespace(
+    given: Option<&str>,
+    watched: Option<&str>,
+) -> Result<String, NoLeaseNamespace> {
+    [given, watched]
+        .into_iter()
+        .flatten()
+        .find(|ns| !ns.is_empty())
+        .map(str::to_owned)
+        .ok_or(NoLeaseNamespace)
+}
+
 /// What to do with the Lease as observed.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Decision {
@@ -288,6 +312,25 @@ mod tests {
         assert!(matches!(error, LeaseError::RenewFailed { .. }), "{error}");
         let lost = renew_until_lost(&settings(), || async { Ok(false) }).await;
         assert!(matches!(lost, LeaseError::Lost(_)));
+    }
+
+    #[test]
+    fn the_lease_namespace_is_the_given_one_else_the_watched_one_never_a_guess() {
+        assert_eq!(
+            lease_namespace(Some("op"), Some("ceph")).ok(),
+            Some("op".into())
+        );
+        assert_eq!(
+            lease_namespace(None, Some("ceph")).ok(),
+            Some("ceph".into())
+        );
+        assert_eq!(
+            lease_namespace(Some(""), Some("ceph")).ok(),
+            Some("ceph".into())
+        );
+        let error = lease_namespace(None, None).expect_err("no namespace");
+        assert!(error.to_string().contains("--lease-namespace"), "{error}");
+        assert!(lease_namespace(Some(""), Some("")).is_err());
     }
 
     #[test]

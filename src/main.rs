@@ -1,10 +1,11 @@
 //! The `ceph-osd-operator` command: argument parsing only; the work is in the library.
 
 use ceph_osd_operator::{
-    counted_client, crd, parse_cephosd, preview_pods, read_manifest, serve, Health, LeaseSettings,
-    Metrics, RandomSuffix, Settings, SuffixSource,
+    counted_client, crd, lease_namespace, parse_cephosd, preview_pods, read_manifest,
+    report_missing_permissions, serve, Health, LeaseSettings, Metrics, MetricsAuth, RandomSuffix,
+    Settings, SuffixSource,
 };
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,16 +47,24 @@ enum Command {
         /// Serve /healthz, /readyz and /metrics on this address (e.g. 0.0.0.0:8080).
         #[arg(long)]
         http_address: Option<std::net::SocketAddr>,
-        /// Act only while holding a coordination.k8s.io Lease (for more than one replica).
-        #[arg(long)]
+        /// Act only while holding the leader Lease, so replicas never act at once (on by
+        /// default; `--leader-elect=false` for a single process, e.g. in tests).
+        #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+              default_value_t = true, default_missing_value = "true")]
         leader_elect: bool,
-        /// Namespace of the leader Lease (default: $POD_NAMESPACE, the watched namespace, or
-        /// "default").
+        /// Namespace of the leader Lease (default: $POD_NAMESPACE, else the watched namespace;
+        /// with neither, `run` refuses to start).
         #[arg(long, env = "POD_NAMESPACE")]
         lease_namespace: Option<String>,
         /// Name of the leader Lease.
         #[arg(long, default_value = "ceph-osd-operator")]
         lease_name: String,
+        /// Serve /metrics only to bearer tokens the API server authenticates (TokenReview) and
+        /// allows `get` on the URL /metrics (SubjectAccessReview); `--metrics-auth=false`
+        /// serves it to anyone who can connect (local use only).
+        #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+              default_value_t = true, default_missing_value = "true")]
+        metrics_auth: bool,
     },
     /// Print the CustomResourceDefinition YAML.
     Crd,
@@ -96,25 +105,38 @@ fn main() -> ExitCode {
             resync_seconds,
             http_address,
             leader_elect,
-            lease_namespace,
+            lease_namespace: lease_ns,
             lease_name,
+            metrics_auth,
         } => {
+            let lease = if leader_elect {
+                match lease_namespace(lease_ns.as_deref(), namespace.as_deref()) {
+                    Ok(lease_ns) => Some(LeaseSettings {
+                        namespace: lease_ns,
+                        name: lease_name,
+                        identity: identity(),
+                        duration: Duration::from_secs(15),
+                        retry: Duration::from_secs(3),
+                    }),
+                    Err(error) => {
+                        eprintln!("error: {error}");
+                        return ExitCode::from(2);
+                    }
+                }
+            } else {
+                None
+            };
             init_logging(log_format);
-            let lease = leader_elect.then(|| LeaseSettings {
-                namespace: lease_namespace
-                    .or_else(|| namespace.clone())
-                    .unwrap_or_else(|| "default".into()),
-                name: lease_name,
-                identity: identity(),
-                duration: Duration::from_secs(15),
-                retry: Duration::from_secs(3),
-            });
             let settings = Settings {
                 namespace,
                 resync: Duration::from_secs(resync_seconds),
                 retry: Duration::from_secs(5),
             };
-            match run(kubeconfig, settings, http_address, lease) {
+            let http = http_address.map(|address| Http {
+                address,
+                metrics_auth,
+            });
+            match run(kubeconfig, settings, http, lease) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {
                     eprintln!("error: {message}");
@@ -156,10 +178,17 @@ fn render(file: &Path, namespace: &str) -> ExitCode {
     }
 }
 
+/// Where to serve the probes and metrics, and whether /metrics asks for credentials.
+#[derive(Clone, Copy)]
+struct Http {
+    address: std::net::SocketAddr,
+    metrics_auth: bool,
+}
+
 fn run(
     kubeconfig: Option<PathBuf>,
     settings: Settings,
-    http_address: Option<std::net::SocketAddr>,
+    http: Option<Http>,
     lease: Option<LeaseSettings>,
 ) -> Result<(), String> {
     // kube's rustls needs a process-wide crypto provider.
@@ -182,12 +211,24 @@ fn run(
         let client = counted_client(config, metrics.clone())
             .map_err(|e| format!("cannot build client: {e}"))?;
         let health = Arc::new(Health::default());
-        if let Some(address) = http_address {
+        let metrics_auth = http.is_some_and(|h| h.metrics_auth);
+        if let Some(Http { address, .. }) = http {
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .map_err(|e| format!("cannot listen on {address}: {e}"))?;
-            tokio::spawn(serve(listener, health.clone(), metrics.clone()));
+            let auth = metrics_auth.then(|| Arc::new(MetricsAuth::new(client.clone())));
+            if auth.is_none() {
+                tracing::warn!(%address, "--metrics-auth=false: /metrics is served to anyone who connects");
+            }
+            tokio::spawn(serve(listener, health.clone(), metrics.clone(), auth));
         }
+        // Says at once, by name, which permission the RBAC lacks (the calls would fail later).
+        tokio::spawn(report_missing_permissions(
+            client.clone(),
+            settings.namespace.clone(),
+            lease.clone(),
+            metrics_auth,
+        ));
         health.ready.store(true, Ordering::Relaxed);
         ceph_osd_operator::run(client, settings, metrics, lease)
             .await

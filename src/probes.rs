@@ -1,10 +1,12 @@
 //! The probe and metrics endpoint: `/healthz`, `/readyz`, `/metrics` over HTTP/1.1 (hyper);
-//! any other path is a 404, any other method a 405.
+//! any other path is a 404, any other method a 405. The probes are open (the kubelet calls
+//! them without credentials); `/metrics`, given a [`MetricsAuth`], only to those it allows.
 
 use crate::metrics::Metrics;
+use crate::metrics_auth::{MetricsAuth, METRICS_PATH};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -21,8 +23,13 @@ pub struct Health {
     pub ready: AtomicBool,
 }
 
-/// Serves until the process ends.
-pub async fn serve(listener: TcpListener, health: Arc<Health>, metrics: Arc<Metrics>) {
+/// Serves until the process ends; `/metrics` checked by `auth` (None: served to anyone).
+pub async fn serve(
+    listener: TcpListener,
+    health: Arc<Health>,
+    metrics: Arc<Metrics>,
+    auth: Option<Arc<MetricsAuth>>,
+) {
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "serving /healthz /readyz /metrics");
     }
@@ -34,11 +41,16 @@ pub async fn serve(listener: TcpListener, health: Arc<Health>, metrics: Arc<Metr
                 continue;
             }
         };
-        let (health, metrics) = (health.clone(), metrics.clone());
+        let (health, metrics, auth) = (health.clone(), metrics.clone(), auth.clone());
         tokio::spawn(async move {
             let service = service_fn(move |request: Request<Incoming>| {
-                let response = respond(&request, &health, &metrics);
-                async move { Ok::<_, Infallible>(response) }
+                let (health, metrics, auth) = (health.clone(), metrics.clone(), auth.clone());
+                async move {
+                    if let Some(refused) = refused(&request, auth.as_deref()).await {
+                        return Ok::<_, Infallible>(refused);
+                    }
+                    Ok(respond(&request, &health, &metrics))
+                }
             });
             if let Err(error) = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -48,6 +60,29 @@ pub async fn serve(listener: TcpListener, health: Arc<Health>, metrics: Arc<Metr
             }
         });
     }
+}
+
+/// The refusal of a `/metrics` read that `auth` does not allow.
+async fn refused<B>(
+    request: &Request<B>,
+    auth: Option<&MetricsAuth>,
+) -> Option<Response<Full<Bytes>>> {
+    let auth = auth?;
+    if request.uri().path() != METRICS_PATH
+        || !matches!(*request.method(), Method::GET | Method::HEAD)
+    {
+        return None;
+    }
+    let verdict = auth.check(request.headers().get(AUTHORIZATION)).await;
+    let (status, text) = verdict.refusal()?;
+    let mut response = reply(status, "text/plain; charset=utf-8", text.into());
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"ceph-osd-operator\""),
+        );
+    }
+    Some(response)
 }
 
 fn respond<B>(request: &Request<B>, health: &Health, metrics: &Metrics) -> Response<Full<Bytes>> {
@@ -109,6 +144,7 @@ mod tests {
             listener,
             health.clone(),
             Arc::new(Metrics::default()),
+            None,
         ));
         assert!(send(addr, "GET", "/healthz")
             .await
@@ -142,6 +178,7 @@ mod tests {
             listener,
             Arc::new(Health::default()),
             Arc::new(Metrics::default()),
+            None,
         ));
         let mut stream = TcpStream::connect(addr).await.expect("connects");
         let padding = "x".repeat(8 * 1024);

@@ -228,3 +228,40 @@ fn crd_subcommand_prints_the_checked_in_crd() {
     let checked_in = include_str!("../crds/cephosds.ceph.elemental.net.yaml");
     assert_eq!(String::from_utf8(out.stdout).expect("utf8"), checked_in);
 }
+
+/// Leader election is on unless turned off, and its Lease is never put in a guessed
+/// namespace: with no --lease-namespace, $POD_NAMESPACE or watched namespace, `run` refuses
+/// to start (before connecting), naming the flag to set.
+#[test]
+fn run_without_a_lease_namespace_refuses_to_start_and_says_which_flag_to_set() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ceph-osd-operator"))
+        .args(["run", "--kubeconfig", "/nonexistent"])
+        .env_remove("POD_NAMESPACE")
+        .env_remove("WATCH_NAMESPACE")
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--lease-namespace") && stderr.contains("--leader-elect=false"),
+        "{stderr}"
+    );
+    // Turned off, it needs no Lease: it gets as far as reading the kubeconfig.
+    let out = Command::new(env!("CARGO_BIN_EXE_ceph-osd-operator"))
+        .args([
+            "run",
+            "--kubeconfig",
+            "/nonexistent",
+            "--leader-elect=false",
+        ])
+        .env_remove("POD_NAMESPACE")
+        .env_remove("WATCH_NAMESPACE")
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot read kubeconfig /nonexistent"),
+        "{stderr}"
+    );
+}

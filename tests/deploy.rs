@@ -1,9 +1,8 @@
 //! The deployment manifests in deploy/: plain (kustomize) and the Helm chart.
 //!
-//! Offline and without kubectl/helm: every YAML file is parsed, the RBAC is checked against the
-//! API calls the operator makes, the Deployment against the flags `ceph-osd-operator run`
-//! accepts and the port it serves probes on, and the Helm chart's CRD copy against the
-//! generated CRD.
+//! Offline and without kubectl/helm: every YAML file is parsed, the Deployment is checked
+//! against the flags `ceph-osd-operator run` accepts and the port it serves probes on, and the
+//! Helm chart's CRD copy against the generated CRD. The RBAC is checked in tests/rbac.rs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -15,43 +14,6 @@ use std::process::Command;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const CHART: &str = "deploy/helm/ceph-osd-operator";
 const CRD: &str = "crds/cephosds.ceph.elemental.net.yaml";
-
-/// (apiGroup, resource, verb) the operator needs. Keep deploy/clusterrole.yaml, the chart's
-/// templates/clusterrole.yaml and deploy/README.md in step with this list.
-const REQUIRED: &[(&str, &str, &[&str])] = &[
-    // Watched via the controller, listed per CephOSD, created, patched and deleted in rollouts.
-    (
-        "",
-        "pods",
-        &["create", "delete", "get", "list", "patch", "watch"],
-    ),
-    // The Ansible operator's ReplicaSets: watched, listed per CephOSD, deleted when migrated.
-    ("apps", "replicasets", &["delete", "get", "list", "watch"]),
-    ("ceph.elemental.net", "cephosds", &["get", "list", "watch"]),
-    (
-        "ceph.elemental.net",
-        "cephosds/status",
-        &["get", "patch", "update"],
-    ),
-    // kube-runtime's Recorder (events.k8s.io/v1) creates events and patches series; core v1
-    // for older clients.
-    ("events.k8s.io", "events", &["create", "patch"]),
-    ("", "events", &["create", "patch"]),
-    // Leader election: get_opt, create, replace.
-    (
-        "coordination.k8s.io",
-        "leases",
-        &["get", "create", "update"],
-    ),
-];
-
-/// Granted on top of REQUIRED, and why: pods carry `blockOwnerDeletion: true`, which the
-/// OwnerReferencesPermissionEnforcement admission plugin only allows to a creator that may
-/// update the owner's finalizers.
-const ALSO_ALLOWED: &[(&str, &str, &[&str])] =
-    &[("ceph.elemental.net", "cephosds/finalizers", &["update"])];
-
-type Grant = (String, String, String);
 
 fn path(relative: &str) -> PathBuf {
     Path::new(ROOT).join(relative)
@@ -114,75 +76,6 @@ fn yaml_files() -> Vec<String> {
     files
 }
 
-fn grants(role: &Value) -> BTreeSet<Grant> {
-    let mut out = BTreeSet::new();
-    let rules = role["rules"].as_array().expect("rules");
-    for rule in rules {
-        let list = |key: &str| -> Vec<String> {
-            rule[key]
-                .as_array()
-                .ok_or_else(|| format!("rule without {key}: {rule}"))
-                .expect("a list")
-                .iter()
-                .map(|v| v.as_str().expect("string").to_string())
-                .collect()
-        };
-        for group in list("apiGroups") {
-            for resource in list("resources") {
-                for verb in list("verbs") {
-                    out.insert((group.clone(), resource.clone(), verb));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn expand(table: &[(&str, &str, &[&str])]) -> BTreeSet<Grant> {
-    table
-        .iter()
-        .flat_map(|(g, r, verbs)| {
-            verbs
-                .iter()
-                .map(move |v| (g.to_string(), r.to_string(), v.to_string()))
-        })
-        .collect()
-}
-
-fn check_role(name: &str, role: &Value) {
-    assert_eq!(role["kind"], "ClusterRole", "{name}");
-    let granted = grants(role);
-    for grant in &granted {
-        assert!(
-            !grant.0.contains('*') && !grant.1.contains('*') && !grant.2.contains('*'),
-            "{name}: wildcard grant {grant:?}"
-        );
-    }
-    let required = expand(REQUIRED);
-    let missing: Vec<_> = required.difference(&granted).collect();
-    assert!(missing.is_empty(), "{name}: missing grants {missing:?}");
-    let allowed: BTreeSet<Grant> = required.union(&expand(ALSO_ALLOWED)).cloned().collect();
-    let extra: Vec<_> = granted.difference(&allowed).collect();
-    assert!(
-        extra.is_empty(),
-        "{name}: grants more than the operator needs: {extra:?}"
-    );
-}
-
-/// The chart's ClusterRole template with the template lines dropped: what remains is YAML.
-fn helm_role() -> Value {
-    let text = read(&format!("{CHART}/templates/clusterrole.yaml"));
-    let plain: String = text
-        .lines()
-        .filter(|l| !l.contains("{{"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    parse("templates/clusterrole.yaml", &plain)
-        .into_iter()
-        .find(|d| d["kind"] == "ClusterRole")
-        .expect("a ClusterRole in the chart")
-}
-
 fn deployment() -> Value {
     doc("deploy/deployment.yaml")
 }
@@ -227,6 +120,12 @@ fn every_yaml_file_in_deploy_parses() {
         "deploy/kustomization.yaml",
         "deploy/deployment.yaml",
         "deploy/clusterrole.yaml",
+        "deploy/lease-rbac.yaml",
+        "deploy/metrics-auth-rbac.yaml",
+        "deploy/metrics-reader-clusterrole.yaml",
+        "deploy/namespaced/kustomization.yaml",
+        "deploy/namespaced/watch-rbac.yaml",
+        "deploy/namespaced/cephosd-reader-rbac.yaml",
         "deploy/priorityclass.yaml",
         "deploy/helm/ceph-osd-operator/Chart.yaml",
         "deploy/helm/ceph-osd-operator/values.yaml",
@@ -277,6 +176,8 @@ fn kustomization_lists_the_manifests_inside_its_root() {
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
         "Deployment",
         "Service",
     ] {
@@ -308,116 +209,6 @@ fn namespaced_objects_are_in_the_operator_namespace() {
         "deploy/service.yaml",
     ] {
         assert_eq!(doc(file)["metadata"]["namespace"], name, "{file}");
-    }
-}
-
-#[test]
-fn cluster_role_grants_exactly_what_the_operator_uses() {
-    check_role("deploy/clusterrole.yaml", &doc("deploy/clusterrole.yaml"));
-    let role = helm_role();
-    check_role("helm templates/clusterrole.yaml", &role);
-    assert_eq!(grants(&role), grants(&doc("deploy/clusterrole.yaml")));
-}
-
-/// A coarse guard against the source moving ahead of the RBAC: API calls found in src/ must be
-/// granted.
-#[test]
-fn cluster_role_covers_the_api_calls_in_src() {
-    let granted = grants(&doc("deploy/clusterrole.yaml"));
-    let src = |file: &str| read(&format!("src/{file}"));
-    let executor = src("executor.rs");
-    let lease = src("lease.rs");
-    let mut needed: Vec<(&str, &str, &str, bool)> = vec![
-        ("", "pods", "create", executor.contains("pods.create(")),
-        ("", "pods", "delete", executor.contains("pods.delete(")),
-        ("", "pods", "patch", executor.contains("pods.patch(")),
-        ("", "pods", "update", executor.contains("pods.replace(")),
-        (
-            "coordination.k8s.io",
-            "leases",
-            "get",
-            lease.contains(".get"),
-        ),
-        (
-            "coordination.k8s.io",
-            "leases",
-            "create",
-            lease.contains(".create("),
-        ),
-        (
-            "coordination.k8s.io",
-            "leases",
-            "update",
-            lease.contains(".replace("),
-        ),
-        (
-            "coordination.k8s.io",
-            "leases",
-            "patch",
-            lease.contains(".patch("),
-        ),
-        (
-            "coordination.k8s.io",
-            "leases",
-            "delete",
-            lease.contains(".delete("),
-        ),
-    ];
-    let all: String = std::fs::read_dir(path("src"))
-        .expect("src")
-        .map(|e| std::fs::read_to_string(e.expect("entry").path()).unwrap_or_default())
-        .collect();
-    needed.extend([
-        (
-            "ceph.elemental.net",
-            "cephosds/status",
-            "patch",
-            all.contains("patch_status("),
-        ),
-        (
-            "ceph.elemental.net",
-            "cephosds/status",
-            "update",
-            all.contains("replace_status("),
-        ),
-        (
-            "ceph.elemental.net",
-            "cephosds",
-            "patch",
-            all.contains("crs.patch("),
-        ),
-        (
-            "events.k8s.io",
-            "events",
-            "create",
-            all.contains("Recorder"),
-        ),
-        (
-            "apps",
-            "replicasets",
-            "delete",
-            executor.contains("replica_sets.delete("),
-        ),
-        (
-            "apps",
-            "replicasets",
-            "list",
-            all.contains("Api<ReplicaSet>"),
-        ),
-        (
-            "apps",
-            "replicasets",
-            "watch",
-            all.contains("Api<ReplicaSet>"),
-        ),
-        ("", "pods", "watch", all.contains(".watches(")),
-        ("", "pods", "list", all.contains(".watches(")),
-    ]);
-    for (group, resource, verb, used) in needed {
-        if used {
-            let grant = (group.to_string(), resource.to_string(), verb.to_string());
-            assert!(granted.contains(&grant), "src uses {grant:?}; not granted");
-        }
     }
 }
 
@@ -519,6 +310,8 @@ fn deployment_args_are_accepted_by_the_binary() {
         "--http-address",
         "--log-format",
         "--lease-name",
+        "--lease-namespace",
+        "--metrics-auth",
     ] {
         assert!(help.contains(flag), "`run --help` has no {flag}");
     }
@@ -559,18 +352,24 @@ fn helm_chart_metadata_values_and_templates() {
         "/nodeSelector",
         "/tolerations",
         "/httpPort",
+        "/metricsAuth",
+        "/rbac/scope",
         "/priorityClass/value",
     ] {
         assert!(values.pointer(key).is_some(), "values.yaml has no {key}");
     }
     assert_eq!(values["replicas"], 2);
     assert_eq!(values["leaderElect"], true);
+    assert_eq!(values["metricsAuth"], true);
+    assert_eq!(values["rbac"]["scope"], "cluster");
     assert_eq!(values["logFormat"], "json");
     assert_eq!(values["priorityClass"]["value"], 1_000_000_000);
 
     let deployment = read(&format!("{CHART}/templates/deployment.yaml"));
     for needle in [
         "--leader-elect",
+        "--leader-elect=false",
+        "--metrics-auth=false",
         "--http-address=0.0.0.0:{{ .Values.httpPort }}",
         "--log-format={{ .Values.logFormat }}",
         "containerPort: {{ .Values.httpPort }}",
@@ -595,6 +394,10 @@ fn helm_chart_metadata_values_and_templates() {
     for template in [
         "serviceaccount.yaml",
         "clusterrole.yaml",
+        "namespaced-rbac.yaml",
+        "lease-rbac.yaml",
+        "metrics-auth-rbac.yaml",
+        "metrics-reader-clusterrole.yaml",
         "service.yaml",
         "priorityclass.yaml",
         "_helpers.tpl",

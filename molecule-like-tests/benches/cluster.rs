@@ -318,7 +318,7 @@ async fn converge(
     let operator = s.spawn_operator(
         "bench",
         &OperatorOptions { resync_seconds: 2 },
-        &["--http-address", &address],
+        &["--http-address", &address, "--metrics-auth=false"],
         &[],
     )?;
     let pid = operator.pid().context("operator pid")?;

@@ -3,7 +3,8 @@
 //! kube-controller-manager, kube-scheduler, KWOK; see `molecule-like-tests/README.md`).
 //!
 //! - [`scenario`]: a namespace, its nodes, the operator under test, recorders and checks;
-//! - [`nodes`]: the fake Nodes (managed by KWOK) that the CephOSDs' hosts name.
+//! - [`nodes`]: the fake Nodes (managed by KWOK) that the CephOSDs' hosts name;
+//! - [`rbac`]: deploy/'s RBAC objects, applied where a test needs them.
 
 #![allow(
     clippy::unwrap_used,
@@ -13,6 +14,7 @@
 )]
 
 pub mod nodes;
+pub mod rbac;
 pub mod scenario;
 
 use std::path::{Path, PathBuf};

@@ -990,6 +990,11 @@ fn spawn_operator_process(
         )
         .arg("--resync-seconds")
         .arg(options.resync_seconds.to_string())
+        // One process per test unless the test elects a leader itself.
+        .args(
+            (!extra_args.iter().any(|a| a.starts_with("--leader-elect")))
+                .then_some("--leader-elect=false"),
+        )
         .args(extra_args)
         .env("NO_COLOR", "1")
         .env_remove("POD_NAME")

@@ -236,6 +236,8 @@ async fn f3_leader_killed_mid_rollout_the_standby_finishes_it() -> anyhow::Resul
     let mut s = Scenario::create("leader-kill").await?;
     s.start_recorder().await?;
     let ns = s.namespace.clone();
+    // The Lease in the test's namespace: the operator's Lease Role there too.
+    molecule_like_tests::rbac::grant_lease_in(&s.client, &ns).await?;
     let args = ["--leader-elect", "--lease-namespace", ns.as_str()];
     let options = OperatorOptions::default();
     let (id_a, id_b) = (format!("{ns}-a"), format!("{ns}-b"));

@@ -775,6 +775,8 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
     let mut s = Scenario::create("leader").await?;
     s.start_recorder().await?;
     let ns = s.namespace.clone();
+    // The Lease in the test's namespace: the operator's Lease Role there too.
+    molecule_like_tests::rbac::grant_lease_in(&s.client, &ns).await?;
     let args = ["--leader-elect", "--lease-namespace", ns.as_str()];
     let options = OperatorOptions { resync_seconds: 2 };
     let id_a = format!("{ns}-a");
@@ -1000,7 +1002,8 @@ async fn c8_metrics_and_probes() -> anyhow::Result<()> {
     let address = format!("127.0.0.1:{port}");
     s.start_operator_with_args(
         &OperatorOptions { resync_seconds: 2 },
-        &["--http-address", &address],
+        // The scrape below sends no token (tests/hardening.rs checks the token check).
+        &["--http-address", &address, "--metrics-auth=false"],
     )?;
     let data = ["/dev/sdb", "/dev/sdc"];
     create_osds(&s, &s.hosts(["w1"]), &data, "OSD", json!({})).await?;

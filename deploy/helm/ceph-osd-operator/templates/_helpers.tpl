@@ -33,3 +33,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- .Values.serviceAccount.name | default "default" }}
 {{- end }}
 {{- end }}
+
+{{/* The leader Lease's name: leaseName, else the full name. */}}
+{{- define "ceph-osd-operator.leaseName" -}}
+{{- .Values.leaseName | default (include "ceph-osd-operator.fullname" .) }}
+{{- end }}
