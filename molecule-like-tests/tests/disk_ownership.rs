@@ -70,16 +70,23 @@ async fn d1_two_cephosds_in_one_namespace_never_share_a_disk() -> anyhow::Result
     let s = Scenario::converge("shared").await?;
     let [n1, n2, n5] = s.hosts(["n1", "n2", "n5"]);
     let data = ["/dev/sdb"];
-    let first = cephosd("c", storage(&[&n1, &n2], &data), "OSD", fast_sample_template()?);
-    let Converged { pods: held, .. } = s
-        .create_converged(&first, keys(&[&n1, &n2], &data))
-        .await?;
+    let first = cephosd(
+        "c",
+        storage(&[&n1, &n2], &data),
+        "OSD",
+        fast_sample_template()?,
+    );
+    let Converged { pods: held, .. } = s.create_converged(&first, keys(&[&n1, &n2], &data)).await?;
     // A second CephOSD listing n1's disk again (and one of its own).
-    let second = cephosd("c2", storage(&[&n1, &n5], &data), "OSD", fast_sample_template()?);
+    let second = cephosd(
+        "c2",
+        storage(&[&n1, &n5], &data),
+        "OSD",
+        fast_sample_template()?,
+    );
     s.create_cr(&second).await?;
     let status = wait_status(&s, "c2", "c2 reports the disk c holds", |st| {
-        condition(st, "InvalidSpec").is_some_and(|c| c.status == "True")
-            && st.ready == 1
+        condition(st, "InvalidSpec").is_some_and(|c| c.status == "True") && st.ready == 1
     })
     .await?;
     let invalid = condition(&status, "InvalidSpec").expect("condition");
@@ -137,14 +144,21 @@ async fn d2_two_cephosds_in_two_namespaces_never_share_a_disk() -> anyhow::Resul
     let data = ["/dev/sdb"];
     let first = cephosd(CR, storage(&[&n1], &data), "OSD", fast_sample_template()?);
     a.create_converged(&first, keys(&[&n1], &data)).await?;
-    let second = cephosd(CR, storage(&[&n1, &n5], &data), "OSD", fast_sample_template()?);
+    let second = cephosd(
+        CR,
+        storage(&[&n1, &n5], &data),
+        "OSD",
+        fast_sample_template()?,
+    );
     b.create_cr(&second).await?;
     let shared = OsdKey::new(&n1, "/dev/sdb");
     let status = wait_status(&b, CR, "b reports the disk a holds", |st| {
         condition(st, "InvalidSpec").is_some_and(|c| c.reason == "DiskClaimed") && st.ready == 1
     })
     .await?;
-    let message = &condition(&status, "InvalidSpec").expect("condition").message;
+    let message = &condition(&status, "InvalidSpec")
+        .expect("condition")
+        .message;
     anyhow::ensure!(
         message.contains(&format!("{}/{CR}", a.namespace)) && message.contains(&shared.to_string()),
         "b's InvalidSpec: {message}"
@@ -340,8 +354,8 @@ async fn d5_a_frozen_operator_never_acts_on_a_stale_view() -> anyhow::Result<()>
 }
 
 #[tokio::test]
-async fn d6_emptying_a_paused_cephosd_deletes_nothing_then_one_host_at_a_time(
-) -> anyhow::Result<()> {
+async fn d6_emptying_a_paused_cephosd_deletes_nothing_then_one_host_at_a_time() -> anyhow::Result<()>
+{
     let s = Scenario::converge("emptied").await?;
     let hosts = s.hosts(["a", "b"]);
     let data = ["/dev/sdb", "/dev/sdc"];
@@ -382,8 +396,15 @@ async fn d6_emptying_a_paused_cephosd_deletes_nothing_then_one_host_at_a_time(
             .collect()
     };
     let (first, second) = (by_host(&hosts[0]), by_host(&hosts[1]));
-    anyhow::ensure!(first.len() == 2 && second.len() == 2, "{first:?} {second:?}");
-    let first_gone = first.iter().map(|(_, gone)| *gone).max().unwrap_or_default();
+    anyhow::ensure!(
+        first.len() == 2 && second.len() == 2,
+        "{first:?} {second:?}"
+    );
+    let first_gone = first
+        .iter()
+        .map(|(_, gone)| *gone)
+        .max()
+        .unwrap_or_default();
     let second_started = second.iter().map(|(s, _)| *s).min().unwrap_or_default();
     anyhow::ensure!(
         first_gone < second_started,

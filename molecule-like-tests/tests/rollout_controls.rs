@@ -1153,7 +1153,12 @@ async fn c10_creations_refused_past_the_progress_deadline_are_stalled() -> anyho
     })
     .await?;
     let host = s.host("refused");
-    let mut manifest = cephosd(CR, storage(&[&host], &["/dev/sdb"]), "OSD", fast_sample_template()?);
+    let mut manifest = cephosd(
+        CR,
+        storage(&[&host], &["/dev/sdb"]),
+        "OSD",
+        fast_sample_template()?,
+    );
     manifest["spec"]["progressDeadlineSeconds"] = json!(5);
     s.create_cr(&manifest).await?;
     let created = Instant::now();
@@ -1172,8 +1177,9 @@ async fn c10_creations_refused_past_the_progress_deadline_are_stalled() -> anyho
     );
     let events = s.cr_events(CR).await?;
     anyhow::ensure!(
-        events.iter().any(|e| e.type_.as_deref() == Some("Warning")
-            && e.reason.as_deref() == Some("Stalled")),
+        events.iter().any(
+            |e| e.type_.as_deref() == Some("Warning") && e.reason.as_deref() == Some("Stalled")
+        ),
         "no Stalled Warning event: {}",
         describe_events(&events)
     );
@@ -1183,7 +1189,10 @@ async fn c10_creations_refused_past_the_progress_deadline_are_stalled() -> anyho
     );
     // The cause goes: the CephOSD becomes Ready and says so.
     quotas.delete("no-pods", &DeleteParams::default()).await?;
-    let status = wait_status(&s, "Ready again", ROLLOUT, |st| st.phase == Some(Phase::Ready)).await?;
+    let status = wait_status(&s, "Ready again", ROLLOUT, |st| {
+        st.phase == Some(Phase::Ready)
+    })
+    .await?;
     anyhow::ensure!(
         condition(&status, "Stalled").is_some_and(|c| c.status == "False"),
         "{status:?}"
