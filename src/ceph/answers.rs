@@ -29,6 +29,25 @@ fn parse<T: DeserializeOwned>(json: &[u8]) -> Result<T, ParseError> {
     Ok(value)
 }
 
+/// `items` by their OSD id; an id listed twice is an error at `path_of(its index)`.
+fn by_id<T>(
+    items: impl IntoIterator<Item = T>,
+    id_of: impl Fn(&T) -> OsdId,
+    path_of: impl Fn(usize) -> String,
+) -> Result<BTreeMap<OsdId, T>, ParseError> {
+    let mut out = BTreeMap::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let id = id_of(&item);
+        if out.insert(id, item).is_some() {
+            return Err(ParseError {
+                path: path_of(i),
+                message: format!("{id} is listed twice"),
+            });
+        }
+    }
+    Ok(out)
+}
+
 // ---------------------------------------------------------------------------------------------
 // ceph status
 
@@ -184,24 +203,18 @@ struct RawOsd {
 
 pub fn parse_osd_dump(json: &[u8]) -> Result<OsdDump, ParseError> {
     let raw: RawOsdDump = parse(json)?;
-    let mut osds = BTreeMap::new();
-    for (i, osd) in raw.osds.into_iter().enumerate() {
-        let id = OsdId(osd.osd);
-        let info = OsdInfo {
-            id,
+    let osds = by_id(
+        raw.osds.into_iter().map(|osd| OsdInfo {
+            id: OsdId(osd.osd),
             up: osd.up != 0,
             is_in: osd.is_in != 0,
             up_from: osd.up_from,
             noout: osd.state.iter().any(|s| s == "noout"),
             state: osd.state,
-        };
-        if osds.insert(id, info).is_some() {
-            return Err(ParseError {
-                path: format!("osds[{i}].osd"),
-                message: format!("{id} is listed twice"),
-            });
-        }
-    }
+        }),
+        |o| o.id,
+        |i| format!("osds[{i}].osd"),
+    )?;
     Ok(OsdDump {
         epoch: raw.epoch,
         osds,
@@ -246,17 +259,7 @@ pub struct OsdMetadata {
 /// Every OSD that exists; one that never booted has only its `id`.
 pub fn parse_osd_metadata(json: &[u8]) -> Result<BTreeMap<OsdId, OsdMetadata>, ParseError> {
     let raw: Vec<OsdMetadata> = parse(json)?;
-    let mut out = BTreeMap::new();
-    for (i, m) in raw.into_iter().enumerate() {
-        let id = m.id;
-        if out.insert(id, m).is_some() {
-            return Err(ParseError {
-                path: format!("[{i}].id"),
-                message: format!("{id} is listed twice"),
-            });
-        }
-    }
-    Ok(out)
+    by_id(raw, |m| m.id, |i| format!("[{i}].id"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -293,15 +296,7 @@ pub fn parse_ok_to_stop(json: &[u8]) -> Result<OkToStop, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/data/ceph/{name}.json", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
-
-    fn ids(ids: &[u32]) -> BTreeSet<OsdId> {
-        ids.iter().copied().map(OsdId).collect()
-    }
+    use crate::ceph::test_data::{fixture, ids};
 
     #[test]
     fn status_of_a_healthy_cluster() {

@@ -21,14 +21,6 @@ impl PgStates {
         self.by_state.iter().filter(|s| !is_clean_state(&s.state))
     }
 
-    /// PGs in clean states.
-    pub fn clean_count(&self) -> u64 {
-        self.by_state
-            .iter()
-            .filter(|s| is_clean_state(&s.state))
-            .fold(0, |sum, s| sum.saturating_add(s.count))
-    }
-
     /// PGs in states that are not clean.
     pub fn not_clean_count(&self) -> u64 {
         self.not_clean()
@@ -152,7 +144,7 @@ mod tests {
                 ("active+undersized+degraded", 28),
             ],
         );
-        assert_eq!(p.clean_count(), 0);
+        assert_eq!(p.not_clean_count(), 33);
         assert_eq!(
             p.describe_not_clean(),
             "5 active+undersized, 28 active+undersized+degraded"

@@ -81,10 +81,6 @@ impl CliClient {
         Self { settings }
     }
 
-    pub fn settings(&self) -> &CliSettings {
-        &self.settings
-    }
-
     /// The full argument list: connection flags, the command, `--format json`.
     fn arguments(&self, command: &[String]) -> Vec<OsString> {
         let s = &self.settings;
@@ -169,7 +165,7 @@ impl CliClient {
     }
 
     async fn ask_ok_to_stop(&self, ids: &[OsdId]) -> Result<OkToStop, CephError> {
-        let command = words(
+        let command = command(
             &["osd", "ok-to-stop"],
             ids.iter().map(|id| id.0.to_string()),
         );
@@ -195,7 +191,7 @@ impl CliClient {
     }
 
     async fn set_noout(&self, verb: &str, ids: &[OsdId]) -> Result<(), CephError> {
-        let command = words(&["osd", verb], ids.iter().map(ToString::to_string));
+        let command = command(&["osd", verb], ids.iter().map(ToString::to_string));
         let finished = self.run(&command).await?;
         if finished.exit_code == Some(0) {
             Ok(())
@@ -205,8 +201,9 @@ impl CliClient {
     }
 }
 
-fn words(fixed: &[&str], more: impl Iterator<Item = String>) -> Vec<String> {
-    fixed.iter().map(|w| (*w).to_owned()).chain(more).collect()
+/// `ceph`'s arguments: the command's words, then its own (ids).
+fn command(words: &[&str], args: impl IntoIterator<Item = String>) -> Vec<String> {
+    words.iter().map(|w| (*w).to_owned()).chain(args).collect()
 }
 
 async fn read_all(pipe: Option<impl AsyncRead + Unpin>) -> std::io::Result<Vec<u8>> {
@@ -244,26 +241,26 @@ pub(crate) fn quote_stderr(stderr: &[u8]) -> String {
     }
 }
 
-fn command(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| (*w).to_owned()).collect()
-}
-
 impl CephClient for CliClient {
     fn status(&self) -> BoxFuture<'_, Result<ClusterStatus, CephError>> {
-        async move { self.ask(&command(&["status"]), parse_status).await }.boxed()
+        async move { self.ask(&command(&["status"], []), parse_status).await }.boxed()
     }
 
     fn pg_states(&self) -> BoxFuture<'_, Result<PgStates, CephError>> {
-        async move { self.ask(&command(&["pg", "stat"]), parse_pg_stat).await }.boxed()
+        async move { self.ask(&command(&["pg", "stat"], []), parse_pg_stat).await }.boxed()
     }
 
     fn osd_dump(&self) -> BoxFuture<'_, Result<OsdDump, CephError>> {
-        async move { self.ask(&command(&["osd", "dump"]), parse_osd_dump).await }.boxed()
+        async move {
+            self.ask(&command(&["osd", "dump"], []), parse_osd_dump)
+                .await
+        }
+        .boxed()
     }
 
     fn osd_metadata(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdMetadata>, CephError>> {
         async move {
-            self.ask(&command(&["osd", "metadata"]), parse_osd_metadata)
+            self.ask(&command(&["osd", "metadata"], []), parse_osd_metadata)
                 .await
         }
         .boxed()
@@ -286,6 +283,7 @@ impl CephClient for CliClient {
 mod tests {
     //! The process handling, with shell scripts standing in for `ceph`.
     use super::*;
+    use crate::ceph::test_data::fixture_path as fixture;
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
 
@@ -325,10 +323,6 @@ mod tests {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
-    }
-
-    fn fixture(name: &str) -> String {
-        format!("{}/tests/data/ceph/{name}.json", env!("CARGO_MANIFEST_DIR"))
     }
 
     #[tokio::test]

@@ -42,7 +42,8 @@ pub async fn gather_facts(client: &dyn CephClient) -> Result<CephFacts, CephErro
 mod tests {
     use super::*;
     use crate::ceph::answers::PgStateCount;
-    use crate::ceph::fake::{healthy_status, ScriptedCeph};
+    use crate::ceph::fake::ScriptedCeph;
+    use crate::ceph::test_data::healthy_status;
     use std::time::Duration;
 
     fn clean() -> PgStates {

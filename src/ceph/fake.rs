@@ -116,17 +116,6 @@ impl ScriptedCeph {
     }
 }
 
-/// A status with quorum and a mgr.
-pub(crate) fn healthy_status() -> ClusterStatus {
-    ClusterStatus {
-        quorum: vec![0],
-        quorum_names: vec!["a".into()],
-        mgr_available: true,
-        health: "HEALTH_OK".into(),
-        health_checks: BTreeMap::new(),
-    }
-}
-
 impl CephClient for ScriptedCeph {
     fn status(&self) -> BoxFuture<'_, Result<ClusterStatus, CephError>> {
         self.answer(Call::Status, &self.status)

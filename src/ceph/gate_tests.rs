@@ -2,21 +2,9 @@ use super::*;
 use crate::ceph::answers::{
     parse_ok_to_stop, parse_osd_dump, parse_pg_stat, parse_status, OsdDump, OsdInfo, PgStateCount,
 };
-use crate::ceph::fake::healthy_status;
 use crate::ceph::pod_map::IdSource;
+use crate::ceph::test_data::{fixture, healthy_status, ids};
 use proptest::prelude::*;
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/tests/data/ceph/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
-
-fn ids(ids: &[u32]) -> BTreeSet<OsdId> {
-    ids.iter().copied().map(OsdId).collect()
-}
 
 fn known(key: &str, of: &[u32]) -> MappedKey {
     MappedKey {

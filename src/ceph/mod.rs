@@ -14,6 +14,8 @@ mod gate;
 mod osd_id;
 mod pod_map;
 mod step_done;
+#[cfg(test)]
+mod test_data;
 
 pub use answers::{
     parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_status,

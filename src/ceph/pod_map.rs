@@ -243,10 +243,7 @@ fn unmap_shared_ids(mapped: &mut [MappedKey]) {
 mod tests {
     use super::*;
     use crate::ceph::answers::{parse_osd_dump, parse_osd_metadata, OsdInfo};
-
-    fn ids(ids: &[u32]) -> BTreeSet<OsdId> {
-        ids.iter().copied().map(OsdId).collect()
-    }
+    use crate::ceph::test_data::{fixture, ids};
 
     fn pod(name: &str, node: &str) -> PodRef {
         PodRef {
@@ -310,13 +307,8 @@ mod tests {
 
     #[test]
     fn the_real_metadata_maps_the_pod_that_osd_1_runs_in() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/ceph/");
-        let metadata = parse_osd_metadata(
-            &std::fs::read(format!("{root}osd_metadata_with_pod.json")).unwrap(),
-        )
-        .unwrap();
-        let up = parse_osd_dump(&std::fs::read(format!("{root}osd_dump_1_up_again.json")).unwrap())
-            .unwrap();
+        let metadata = parse_osd_metadata(&fixture("osd_metadata_with_pod")).unwrap();
+        let up = parse_osd_dump(&fixture("osd_dump_1_up_again")).unwrap();
         let p = PodRef {
             namespace: "ceph-test".into(),
             name: "osd-host-1-data-x7k2q".into(),
@@ -330,8 +322,7 @@ mod tests {
             }
         );
         // The same report while osd.1 is down is not trusted.
-        let down =
-            parse_osd_dump(&std::fs::read(format!("{root}osd_dump_1_down.json")).unwrap()).unwrap();
+        let down = parse_osd_dump(&fixture("osd_dump_1_down")).unwrap();
         let got = one(key("node-1:/dev/sdb", Some(p)), &metadata, &down);
         assert_eq!(
             got,

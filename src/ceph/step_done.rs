@@ -99,15 +99,7 @@ impl StepWatch {
 mod tests {
     use super::*;
     use crate::ceph::answers::{parse_osd_dump, parse_pg_stat, OsdDump, PgStates};
-    use crate::ceph::fake::healthy_status;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        std::fs::read(format!(
-            "{}/tests/data/ceph/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap()
-    }
+    use crate::ceph::test_data::{fixture, healthy_status};
 
     fn dump(name: &str) -> OsdDump {
         parse_osd_dump(&fixture(name)).unwrap()
