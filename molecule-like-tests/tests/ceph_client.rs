@@ -58,7 +58,7 @@ struct CephCluster {
 }
 
 impl CephCluster {
-    /// `ceph up <osds>` in `<repo>/target/ceph-<name>-<pid>-<n>` on a free port; every PG is
+    /// `ceph up <osds>` in `<repo>/target/ceph-<name>-<tag>` on a free port; every PG is
     /// active+clean when it returns. The guard exists before `up`: a half-started cluster is
     /// brought down too.
     fn up(name: &str, osds: u32) -> Self {
@@ -67,14 +67,14 @@ impl CephCluster {
             "the ceph CLI is not installed; run molecule-like-tests/ceph install"
         );
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        // Short: admin sockets under it must fit a unix socket path (107 bytes).
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .subsec_nanos();
+        let tag = (std::process::id() ^ nanos) & 0xff_ffff;
         let cluster = Self {
-            state: repo
-                .join("target")
-                .join(format!("ceph-{name}-{}-{nanos}", std::process::id())),
+            state: repo.join("target").join(format!("ceph-{name}-{tag:06x}")),
             mon_port: std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
                 .unwrap()
