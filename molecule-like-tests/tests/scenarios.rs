@@ -146,39 +146,27 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
                 }]}]),
             "{name}: nodeSelectorTerms {terms}"
         );
-        // Env: the template's, then the three device variables from the annotations.
+        // Env: the template's, then the three device variables as plain values (the pod's
+        // record of its disk; no later annotation edit can change it), empty when unset.
         let env: Vec<(String, String)> = v["spec"]["containers"][0]["env"]
             .as_array()
             .cloned()
             .unwrap_or_default()
             .iter()
             .map(|e| {
-                let value = e["value"].as_str().map_or_else(
-                    || {
-                        e["valueFrom"]["fieldRef"]["fieldPath"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned()
-                    },
-                    str::to_owned,
-                );
+                let value = match (e["value"].as_str(), e.get("valueFrom")) {
+                    (_, Some(from)) => format!("not a plain value: {from}"),
+                    // The API server leaves out an empty value.
+                    (value, None) => value.unwrap_or_default().to_owned(),
+                };
                 (e["name"].as_str().unwrap_or_default().to_owned(), value)
             })
             .collect();
         let want_env: Vec<(String, String)> = [
             ("TEST", "test123"),
-            (
-                "OSD_DEVICE",
-                "metadata.annotations['ceph.elemental.net/data']",
-            ),
-            (
-                "OSD_DB_DEVICE",
-                "metadata.annotations['ceph.elemental.net/db']",
-            ),
-            (
-                "OSD_WAL_DEVICE",
-                "metadata.annotations['ceph.elemental.net/wal']",
-            ),
+            ("OSD_DEVICE", key.data.as_str()),
+            ("OSD_DB_DEVICE", sample_db(&key.data)),
+            ("OSD_WAL_DEVICE", ""),
         ]
         .iter()
         .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
@@ -391,9 +379,12 @@ async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> a
         .await?;
     hold(Duration::from_secs(4), || untouched(vec![k3.clone()], &v1)).await?;
 
-    // Fix the template: everything is out of date; the rollout restarts from the first key.
+    // Fix the template: everything is out of date. The two stuck replacements are down
+    // already: they are replaced at once, costing no budget; k3 goes only once both
+    // successors are Ready.
     let rec = s.recorder()?;
     rec.catch_up(&s.pods).await?;
+    let settled = rec.len();
     let before_fix: BTreeMap<String, OsdKey> = s
         .owned_pods(CR)
         .await?
@@ -411,9 +402,44 @@ async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> a
     s.wait_converged(CR, &want, &hash3, ROLLOUT).await?;
     rec.catch_up(&s.pods).await?;
     rec.assert_one_pod_per_key()?;
-    rec.timeline()
-        .check_rollout(&before_fix, UpdateDomain::Osd)
-        .map_err(|e| anyhow::anyhow!("after the fix: {e}\n{}", rec.render()))?;
+    rec.assert_unavailable_domains_at_most(&want, UpdateDomain::Osd, 2, settled)?;
+    let timeline = rec.timeline();
+    let fail = |e: anyhow::Error| anyhow::anyhow!("after the fix: {e}\n{}", rec.render());
+    let mut stuck_ready = 0;
+    for (stuck, key) in [(&stuck1, &k1), (&stuck2, &k2)] {
+        let old = timeline.get(&stuck.name_any()).map_err(fail)?;
+        let (Some(started), Some(gone)) = (old.deletion_started, old.gone) else {
+            return Err(fail(anyhow::anyhow!(
+                "{key}: stuck pod {} not deleted",
+                old.name
+            )));
+        };
+        let new = timeline.created_after(key, started);
+        let Some((created, ready)) = new.first().and_then(|h| Some((h.created?, h.ready?))) else {
+            return Err(fail(anyhow::anyhow!(
+                "{key}: no Ready successor after #{started}"
+            )));
+        };
+        anyhow::ensure!(created > gone, "{key}: successor created before #{gone}");
+        stuck_ready = stuck_ready.max(ready);
+    }
+    let ready_k3: BTreeMap<String, OsdKey> = before_fix
+        .into_iter()
+        .filter(|(_, key)| *key == k3)
+        .collect();
+    timeline
+        .check_rollout(&ready_k3, UpdateDomain::Osd)
+        .map_err(fail)?;
+    let k3_started = ready_k3
+        .keys()
+        .filter_map(|name| timeline.get(name).ok()?.deletion_started)
+        .min()
+        .unwrap_or(0);
+    anyhow::ensure!(
+        k3_started > stuck_ready,
+        "k3 went down at #{k3_started} before the stuck OSDs' successors were Ready (#{stuck_ready})\n{}",
+        rec.render()
+    );
     s.destroy().await
 }
 
