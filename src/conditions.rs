@@ -94,3 +94,11 @@ impl std::fmt::Display for ConditionReason {
         f.write_str(self.as_str())
     }
 }
+
+/// One thing wrong with the spec, for the `InvalidSpec` condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecProblem {
+    /// The condition's reason when this is the first problem.
+    pub reason: ConditionReason,
+    pub message: String,
+}

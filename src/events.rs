@@ -1,13 +1,23 @@
 //! The Kubernetes Events a CephOSD gets: their reasons, the Event of each applied action, and
 //! the Events of status transitions. Pure wording; the executor publishes them.
 
+use crate::actions::{Action, CreateReason, DeleteReason};
 use crate::classify::ObservedPod;
 use crate::conditions::{ConditionReason, ConditionType};
 use crate::crd::CephOsdStatus;
 use crate::failure::Failure;
 use crate::osd::OsdKey;
-use crate::plan::{Action, CreateReason, DeleteReason, PlannedEvent};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+/// An Event to publish on the CephOSD, computed as data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedEvent {
+    pub warning: bool,
+    pub reason: EventReason,
+    pub note: String,
+    /// The pod the event is about (its `related` object), if one.
+    pub pod: Option<String>,
+}
 
 /// The reason of an Event on a CephOSD.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -3,12 +3,14 @@
 //! the Events of the applied actions, then the status if it changed. It decides nothing; the next reconcile re-plans from fresh
 //! observations.
 
+use crate::actions::Action;
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::events::EventReason;
+use crate::events::PlannedEvent;
 use crate::events::{describe, event_for, fold_mass_events, newly_stalled};
 use crate::failure::Failure;
 use crate::labels;
-use crate::plan::{Action, Plan, PlannedEvent};
+use crate::plan::Plan;
 use crate::status::failed_status;
 use futures::stream::FuturesUnordered;
 use futures::{stream, StreamExt};
@@ -416,8 +418,8 @@ async fn apply(executor: &Executor<'_>, action: &Action) -> Result<bool, Execute
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::actions::DeleteReason;
     use crate::osd::OsdKey;
-    use crate::plan::DeleteReason;
 
     fn delete() -> Action {
         Action::Delete {

@@ -2,8 +2,8 @@
 //! sends, in which order, and what it makes of the answers.
 
 use super::*;
+use crate::actions::{CreateReason, DeleteReason};
 use crate::osd::OsdKey;
-use crate::plan::{CreateReason, DeleteReason};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::{Method, Request, Response, StatusCode};

@@ -2,12 +2,11 @@
 //! it asks for and what is wrong with it. A function of the spec alone, so the controller
 //! expands each version of a CephOSD (uid and resourceVersion) once, not on every reconcile.
 
-use crate::conditions::ConditionReason;
+use crate::conditions::{ConditionReason, SpecProblem};
 use crate::crd::{object_key, CephOsd, CephOsdSpec};
 use crate::desired::{desired_osds, DesiredOsds};
 use crate::hash::TemplateHash;
 use crate::locked::locked;
-use crate::status::SpecProblem;
 use crate::template_rules::template_problems;
 use kube::ResourceExt;
 use std::collections::HashMap;

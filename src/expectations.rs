@@ -9,8 +9,8 @@
 //! unknown (a timeout, a 5xx) is expected as if it succeeded. Pure; time comes in as an
 //! argument.
 
+use crate::actions::Action;
 use crate::labels;
-use crate::plan::Action;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

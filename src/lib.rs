@@ -7,6 +7,7 @@
 pub mod crd;
 pub mod labels;
 
+mod actions;
 mod api_requests;
 mod backoff;
 mod claims_registry;
@@ -47,6 +48,7 @@ mod template_rules;
 mod watched_pod;
 mod written_status;
 
+pub use actions::Action;
 pub use api_requests::counted_client;
 pub use controller::Settings;
 pub use expanded_spec::ExpandedSpec;
@@ -58,6 +60,6 @@ pub use metrics_auth::MetricsAuth;
 pub use operator::run;
 pub use osd::{CountingSuffix, OsdKey, RandomSuffix, SuffixSource};
 pub use permissions::report_missing_permissions;
-pub use plan::{plan, plan_expanded, Action, Observed, Plan, MAX_CREATIONS_PER_PLAN};
+pub use plan::{plan, plan_expanded, Observed, Plan, MAX_CREATIONS_PER_PLAN};
 pub use preview::{created_pods, preview_pods};
 pub use probes::{serve, Health};

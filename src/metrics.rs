@@ -1,7 +1,7 @@
 //! Prometheus metrics: reconciles, errors, durations, OSD pods by state, rollout progress.
 
 use crate::failure::Failure;
-use crate::plan::Summary;
+use crate::status::Summary;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -4,40 +4,10 @@
 //! CR values enter the template only as data; nothing from a CR is ever compiled.
 
 use crate::desired::DesiredOsd;
-use crate::hash::TemplateHash;
-use crate::labels::PodState;
-use crate::pod_additions::pod_additions;
+use crate::pod_additions::{pod_additions, PodIdentity, RenderError};
 use crate::template_rules::remove_forbidden_fields;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
-
-/// Everything about one pod that does not come from the template.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PodIdentity<'a> {
-    pub cr_name: &'a str,
-    pub namespace: &'a str,
-    /// The CR's uid; without it (offline rendering) no ownerReference is added.
-    pub owner_uid: Option<&'a str>,
-    pub name: &'a str,
-    pub template_hash: &'a TemplateHash,
-    pub pod_state: PodState,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RenderError {
-    #[error("failed to render the operator's pod additions: {0}")]
-    Template(#[from] minijinja::Error),
-    #[error("the built-in pod template does not compile: {0}")]
-    Setup(String),
-    #[error("cannot derive the embedded Pod schema: {0}")]
-    Schema(String),
-    #[error("the rendered pod additions are not valid YAML: {0}")]
-    Yaml(String),
-    #[error("spec.podTemplate must be a mapping (a complete Pod), found {0}")]
-    TemplateNotAMapping(&'static str),
-    #[error("spec.podTemplate.{path}: {message}")]
-    InvalidPod { path: String, message: String },
-}
 
 /// Renders the pod for one OSD.
 pub(crate) fn render_pod(
@@ -58,7 +28,7 @@ pub(crate) fn render_pod(
     append_container_env(&mut pod, &env);
     serde_path_to_error::deserialize(pod).map_err(|e| RenderError::InvalidPod {
         path: e.path().to_string(),
-        message: e.inner().to_string(),
+        source: e.into_inner(),
     })
 }
 
@@ -119,6 +89,8 @@ fn json_type(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::TemplateHash;
+    use crate::labels::PodState;
     use crate::osd::OsdKey;
     use serde_json::json;
 

@@ -10,6 +10,7 @@
 //! A reconcile whose inputs are exactly those of the last plan that had nothing to do is
 //! skipped: the planner is a function of them (and of time only through `requeue_after`).
 
+use crate::actions::Action;
 use crate::classify::{held_disks, is_cephosd};
 use crate::crd::{object_key, CephOsd};
 use crate::expanded_spec::ExpandedSpec;
@@ -17,7 +18,6 @@ use crate::expectations::{Expectations, Expected, Readiness};
 use crate::labels;
 use crate::locked::locked;
 use crate::osd::OsdKey;
-use crate::plan::Action;
 use crate::watched_pod::WatchedPod;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;

@@ -12,57 +12,29 @@
 //! replaced; pods another controller controls are never touched. Only duplicates on a disk
 //! (a second pod where another is kept) and ended pods are deleted at once.
 
+use crate::actions::{Action, CreateReason, DeleteReason};
 use crate::classify::{classify, held_disks, Owner, Timing};
 pub(crate) use crate::classify::{ObservedPod, PodClass, Workload};
-use crate::conditions::ConditionReason;
+use crate::conditions::{ConditionReason, SpecProblem};
 use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
 use crate::desired::{DesiredOsd, DesiredOsds};
-use crate::events::{foreign_pod_events, transition_events, unschedulable_events, EventReason};
+use crate::events::{
+    foreign_pod_events, transition_events, unschedulable_events, EventReason, PlannedEvent,
+};
 use crate::expanded_spec::ExpandedSpec;
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
 use crate::osd::{DeviceId, OsdKey, SuffixSource};
-use crate::osd_pod::{render_pod, PodIdentity, RenderError};
+use crate::osd_pod::render_pod;
+use crate::pod_additions::{PodIdentity, RenderError};
 use crate::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
 use crate::rollout::{deadlines, domain_id, rollout_step, Candidate, Missing};
-use crate::status::{compute_status, SpecProblem, StatusInput};
+use crate::status::{compute_status, StatusInput, Summary};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-
-/// Why a pod is deleted.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeleteReason {
-    Invalid(String),
-    Ended(String),
-    /// Its OSD is no longer in the CR.
-    Superfluous,
-    /// Rolling update: out-of-date, its successor follows once it is gone.
-    Replace,
-}
-
-/// Why a pod is created.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CreateReason {
-    /// An OSD new to the CR (or the CR is new).
-    New,
-    /// The successor of a pod replaced by the rollout.
-    Replacement,
-    /// The OSD's pod vanished (deleted by hand, evicted, ended).
-    Recreate,
-}
-
-/// An Event to publish on the CephOSD, computed as data.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlannedEvent {
-    pub warning: bool,
-    pub reason: EventReason,
-    pub note: String,
-    /// The pod the event is about (its `related` object), if one.
-    pub pod: Option<String>,
-}
 
 /// What the planner observed of one CephOSD: every pod it owns (by owner label or controller
 /// reference) and every ReplicaSet carrying its owner label (borrowed: the watch caches'
@@ -93,57 +65,6 @@ impl<'a> Observed<'a> {
     pub fn pods(pods: &'a [Pod]) -> Self {
         Self::new(pods, [])
     }
-}
-
-/// One API write.
-#[derive(Clone, Debug)]
-pub enum Action {
-    Delete {
-        name: String,
-        uid: Option<String>,
-        key: Option<OsdKey>,
-        reason: DeleteReason,
-    },
-    /// Deletes a ReplicaSet of the Ansible operator with foreground propagation (its pod goes
-    /// with it; the ReplicaSet controller recreates nothing).
-    DeleteReplicaSet {
-        name: String,
-        uid: Option<String>,
-        key: Option<OsdKey>,
-        reason: DeleteReason,
-    },
-    Create {
-        key: OsdKey,
-        pod: Box<Pod>,
-        reason: CreateReason,
-    },
-    PatchState {
-        name: String,
-        key: OsdKey,
-        state: PodState,
-    },
-}
-
-/// Counts for logs and status.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Summary {
-    pub desired: usize,
-    /// Desired OSDs with a live pod.
-    pub current: usize,
-    /// Live pods whose Ready condition is True.
-    pub ready: usize,
-    /// Live pods on the current template and devices.
-    pub updated: usize,
-    pub out_of_date: usize,
-    pub unready: usize,
-    pub invalid: usize,
-    pub terminating: usize,
-    /// Pods with the owner label that another controller controls (left alone).
-    pub foreign: usize,
-    /// Desired OSDs still run by a ReplicaSet of the Ansible operator.
-    pub migrating: usize,
-    /// Pods (and era ReplicaSets) of OSDs no longer in the spec, waiting for their turn.
-    pub superfluous: usize,
 }
 
 /// The outcome of planning one reconcile.

@@ -6,22 +6,66 @@
 //! and each pod's copy is filled in. The template uses every value as a whole scalar; a test
 //! checks the filled copies against rendering directly.
 
+use crate::crd::CrdError;
 use crate::desired::DesiredOsd;
-use crate::osd_pod::{PodIdentity, RenderError};
+use crate::hash::TemplateHash;
+use crate::labels::PodState;
 use minijinja::{context, AutoEscape, Environment, UndefinedBehavior};
 use serde_json::{Map, Value};
-use std::sync::{LazyLock, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
+
+/// Everything about one pod that does not come from the template.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PodIdentity<'a> {
+    pub cr_name: &'a str,
+    pub namespace: &'a str,
+    /// The CR's uid; without it (offline rendering) no ownerReference is added.
+    pub owner_uid: Option<&'a str>,
+    pub name: &'a str,
+    pub template_hash: &'a TemplateHash,
+    pub pod_state: PodState,
+}
+
+/// Why no pod can be built (or shown).
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("failed to render the operator's pod additions: {0}")]
+    Template(#[from] minijinja::Error),
+    #[error("the built-in pod template does not compile: {0}")]
+    Setup(#[source] Arc<minijinja::Error>),
+    #[error("the built-in pod template does not compile: no template shape {0}")]
+    NoShape(usize),
+    /// The first rendering of a shape failed: every pod of that shape fails alike.
+    #[error("the built-in pod template does not compile: {0}")]
+    Shape(#[source] Arc<RenderError>),
+    #[error("cannot derive the embedded Pod schema: {0}")]
+    Schema(#[source] Box<CrdError>),
+    #[error("the rendered pod additions are not valid YAML: {0}")]
+    Yaml(#[source] Box<serde_saphyr::Error>),
+    /// A built pod could not be written out as YAML.
+    #[error("the rendered pod additions are not valid YAML: {0}")]
+    Output(#[source] Box<serde_saphyr::SerializeError>),
+    #[error("spec.podTemplate must be a mapping (a complete Pod), found {0}")]
+    TemplateNotAMapping(&'static str),
+    #[error("spec.podTemplate.{path}: {source}")]
+    InvalidPod {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
 
 const TEMPLATE_NAME: &str = "pod.yaml.j2";
 const TEMPLATE_SOURCE: &str = include_str!("../templates/pod.yaml.j2");
 
-static ENVIRONMENT: LazyLock<Result<Environment<'static>, minijinja::Error>> =
+static ENVIRONMENT: LazyLock<Result<Environment<'static>, Arc<minijinja::Error>>> =
     LazyLock::new(|| {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         // Every `{{ value }}` is emitted as a JSON literal, which is also valid YAML.
         env.set_auto_escape_callback(|_| AutoEscape::Json);
-        env.add_template(TEMPLATE_NAME, TEMPLATE_SOURCE)?;
+        env.add_template(TEMPLATE_NAME, TEMPLATE_SOURCE)
+            .map_err(Arc::new)?;
         Ok(env)
     });
 
@@ -99,11 +143,9 @@ pub(crate) fn pod_additions(
 
 /// The additions of `shape`, rendered once, with placeholders.
 fn with_placeholders(shape: usize) -> Result<&'static Map<String, Value>, RenderError> {
-    static SHAPES: [OnceLock<Result<Map<String, Value>, String>>; 8] =
-        [const { OnceLock::new() }; 8];
-    let cell = SHAPES
-        .get(shape)
-        .ok_or_else(|| RenderError::Setup(format!("no template shape {shape}")))?;
+    type Shape = Result<Map<String, Value>, Arc<RenderError>>;
+    static SHAPES: [OnceLock<Shape>; 8] = [const { OnceLock::new() }; 8];
+    let cell = SHAPES.get(shape).ok_or(RenderError::NoShape(shape))?;
     cell.get_or_init(|| {
         let some =
             |bit: usize, placeholder: &'static str| (shape & bit != 0).then_some(placeholder);
@@ -120,10 +162,10 @@ fn with_placeholders(shape: usize) -> Result<&'static Map<String, Value>, Render
             db: some(1, "\0db\0"),
             wal: some(2, "\0wal\0"),
         })
-        .map_err(|e| e.to_string())
+        .map_err(Arc::new)
     })
     .as_ref()
-    .map_err(|e| RenderError::Setup(e.clone()))
+    .map_err(|e| RenderError::Shape(e.clone()))
 }
 
 /// Replaces the placeholders in every string of `value`, in one pass: a value put in is never
@@ -156,7 +198,7 @@ fn fill(value: &mut Value, by_placeholder: &[(&str, &str)]) {
 fn render(values: &Values<'_>) -> Result<Map<String, Value>, RenderError> {
     let env = ENVIRONMENT
         .as_ref()
-        .map_err(|e| RenderError::Setup(e.to_string()))?;
+        .map_err(|e| RenderError::Setup(e.clone()))?;
     let text = env.get_template(TEMPLATE_NAME)?.render(context! {
         name => values.name,
         namespace => values.namespace,
@@ -170,7 +212,7 @@ fn render(values: &Values<'_>) -> Result<Map<String, Value>, RenderError> {
         db => values.db,
         wal => values.wal,
     })?;
-    serde_saphyr::from_str(&text).map_err(|e| RenderError::Yaml(e.to_string()))
+    serde_saphyr::from_str(&text).map_err(|e| RenderError::Yaml(Box::new(e)))
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
 //! Offline preview: the pods the operator would create for a CephOSD manifest, as a YAML
 //! stream sorted by OSD key (`ceph-osd-operator render`). No cluster is contacted.
 
+use crate::actions::Action;
 use crate::crd::{apply_server_defaults, CephOsd};
 use crate::desired::desired_osds;
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
 use crate::osd::{CountingSuffix, SuffixSource};
-use crate::osd_pod::{render_pod, PodIdentity, RenderError};
-use crate::plan::{plan, Action, Observed};
+use crate::osd_pod::render_pod;
+use crate::plan::{plan, Observed};
+use crate::pod_additions::{PodIdentity, RenderError};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -22,7 +24,7 @@ pub fn preview_pods(
     suffixes: &mut dyn SuffixSource,
 ) -> Result<String, RenderError> {
     let mut template = cr.spec.pod_template.clone();
-    apply_server_defaults(&mut template).map_err(|e| RenderError::Schema(e.to_string()))?;
+    apply_server_defaults(&mut template).map_err(|e| RenderError::Schema(Box::new(e)))?;
     let hash = TemplateHash::of(&template);
     let cr_name = cr.name_any();
     let owner_uid = cr.uid();
@@ -40,7 +42,7 @@ pub fn preview_pods(
         };
         let pod = render_pod(&template, osd, &identity)?;
         out.push_str("---\n");
-        out.push_str(&serde_saphyr::to_string(&pod).map_err(|e| RenderError::Yaml(e.to_string()))?);
+        out.push_str(&serde_saphyr::to_string(&pod).map_err(|e| RenderError::Output(Box::new(e)))?);
     }
     Ok(out)
 }

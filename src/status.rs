@@ -3,20 +3,33 @@
 //! `lastTransitionTime` is carried over from the previous status while a condition's status
 //! stays the same, so an unchanged cluster yields an identical status (and no write).
 
-use crate::conditions::{ConditionReason as Reason, ConditionType};
+use crate::conditions::{ConditionReason as Reason, ConditionType, SpecProblem};
 use crate::crd::{CephOsdStatus, Phase};
 use crate::failure::Failure;
 use crate::hash::TemplateHash;
-use crate::plan::Summary;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-/// One thing wrong with the spec, for the `InvalidSpec` condition.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpecProblem {
-    /// The condition's reason when this is the first problem.
-    pub reason: Reason,
-    pub message: String,
+/// Counts for logs and status.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub desired: usize,
+    /// Desired OSDs with a live pod.
+    pub current: usize,
+    /// Live pods whose Ready condition is True.
+    pub ready: usize,
+    /// Live pods on the current template and devices.
+    pub updated: usize,
+    pub out_of_date: usize,
+    pub unready: usize,
+    pub invalid: usize,
+    pub terminating: usize,
+    /// Pods with the owner label that another controller controls (left alone).
+    pub foreign: usize,
+    /// Desired OSDs still run by a ReplicaSet of the Ansible operator.
+    pub migrating: usize,
+    /// Pods (and era ReplicaSets) of OSDs no longer in the spec, waiting for their turn.
+    pub superfluous: usize,
 }
 
 /// Everything the status is computed from.
