@@ -3,7 +3,7 @@
 //! Names equal the reference operator's wherever its name was valid; where it was not
 //! (uppercase, `_`, non-ASCII, dots in odd hosts) we sanitise instead of failing.
 
-use crate::storage_rules::{normalise_device_path, normalise_host};
+use crate::crd::storage_rules::{normalise_device_path, normalise_host};
 use rand::Rng;
 use std::fmt;
 
@@ -254,7 +254,7 @@ mod tests {
 
     /// Kubernetes' DNS-1123 subdomain rule (pod names): the rule node names follow too.
     pub(crate) fn is_dns1123_subdomain(name: &str) -> bool {
-        crate::storage_rules::host_problem(name).is_none()
+        crate::crd::storage_rules::host_problem(name).is_none()
     }
 
     #[test]

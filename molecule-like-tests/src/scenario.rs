@@ -113,17 +113,23 @@ fn warn_if_stale(bin: &Path) {
         return;
     };
     let src = workspace_root().join("src");
-    let newer = std::fs::read_dir(&src)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            e.metadata()
+    let mut newer = Vec::new();
+    let mut folders = vec![src.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if entry
+                .metadata()
                 .and_then(|m| m.modified())
                 .is_ok_and(|t| t > built)
-        })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect::<Vec<_>>();
+            {
+                let relative = path.strip_prefix(&src).unwrap_or(&path);
+                newer.push(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
     if !newer.is_empty() {
         eprintln!(
             "WARNING: {} is older than src/{{{}}}: run `cargo build -p ceph-osd-operator`",
@@ -1003,7 +1009,7 @@ fn spawn_operator_process(
             "RUST_LOG",
             // DEBUG of the controller: scenarios count every reconcile, no-op ones included.
             std::env::var("MLT_OPERATOR_LOG")
-                .unwrap_or_else(|_| "info,ceph_osd_operator::controller=debug".into()),
+                .unwrap_or_else(|_| "info,ceph_osd_operator::runtime::controller=debug".into()),
         );
     for (k, v) in env {
         command.env(k, v);
