@@ -1,42 +1,25 @@
 //! Retry delays: per CephOSD after failed reconciles (doubling from a base, capped, reset by
-//! the first success; in memory only: after a restart a failing CR simply starts over), and
-//! for the watches that trigger reconciles.
+//! the first success; the count of failures is in `memory`, so after a restart a failing CR
+//! simply starts over), and for the watches that trigger reconciles.
 
-use crate::runtime::locked::locked;
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 pub(crate) struct Backoff {
     base: Duration,
     max: Duration,
-    failures: Mutex<HashMap<String, u32>>,
 }
 
 impl Backoff {
     pub(crate) fn new(base: Duration, max: Duration) -> Self {
-        Self {
-            base,
-            max,
-            failures: Mutex::new(HashMap::new()),
-        }
+        Self { base, max }
     }
 
-    /// Records a failure of `object` and returns how long to wait before the next attempt.
-    pub(crate) fn failed(&self, object: &str) -> Duration {
-        let mut failures = locked(&self.failures);
-        let count = failures.entry(object.to_owned()).or_insert(0);
-        let delay = self
-            .base
-            .saturating_mul(1 << (*count).min(16))
-            .min(self.max);
-        *count = count.saturating_add(1);
-        delay
-    }
-
-    /// Forgets the failures of `object`.
-    pub(crate) fn succeeded(&self, object: &str) {
-        locked(&self.failures).remove(object);
+    /// How long to wait before the next attempt after a failure that followed `failures`
+    /// others in a row.
+    pub(crate) fn delay(&self, failures: u32) -> Duration {
+        self.base
+            .saturating_mul(1 << failures.min(16))
+            .min(self.max)
     }
 }
 
@@ -86,15 +69,5 @@ mod tests {
         assert_eq!(delays, [100, 200, 400, 800, 1600, 2000, 2000]);
         kube::runtime::utils::Backoff::reset(&mut retry);
         assert_eq!(retry.next(), Some(Duration::from_millis(100)));
-    }
-
-    #[test]
-    fn doubles_caps_and_resets() {
-        let backoff = Backoff::new(Duration::from_secs(5), Duration::from_secs(60));
-        let delays: Vec<u64> = (0..6).map(|_| backoff.failed("ns/a").as_secs()).collect();
-        assert_eq!(delays, [5, 10, 20, 40, 60, 60]);
-        assert_eq!(backoff.failed("ns/b").as_secs(), 5, "per object");
-        backoff.succeeded("ns/a");
-        assert_eq!(backoff.failed("ns/a").as_secs(), 5);
     }
 }

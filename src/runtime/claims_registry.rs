@@ -3,8 +3,8 @@
 
 use crate::crd::CephOsd;
 use crate::plan::disk_claims::{Claimant, DiskClaims};
-use crate::plan::expanded_spec::ExpandedSpecs;
 use crate::runtime::locked::locked;
+use crate::runtime::memory::Memory;
 use kube::runtime::reflector::Store;
 use kube::ResourceExt;
 use std::collections::hash_map::DefaultHasher;
@@ -20,7 +20,7 @@ pub(crate) struct ClaimsRegistry {
 impl ClaimsRegistry {
     /// The claims of the CephOSDs in `crs` (rebuilt if any of them appeared, went, or
     /// changed its spec since the last call).
-    pub(crate) fn of(&self, crs: &Store<CephOsd>, expanded: &ExpandedSpecs) -> Arc<DiskClaims> {
+    pub(crate) fn of(&self, crs: &Store<CephOsd>, memory: &Memory) -> Arc<DiskClaims> {
         let crs = crs.state();
         let fingerprint = fingerprint(&crs);
         if let Some(claims) = Some(&*locked(&self.current))
@@ -38,7 +38,7 @@ impl ClaimsRegistry {
                     uid: cr.uid().unwrap_or_default(),
                     created: cr.metadata.creation_timestamp.as_ref().map(|t| t.0),
                 };
-                (claimant, expanded.of(cr))
+                (claimant, memory.expanded(cr))
             })
             .collect();
         let claims = Arc::new(DiskClaims::build(

@@ -6,23 +6,22 @@
 //! (a disk listed by two of them belongs to the older one, wherever it lives); only those of
 //! the watched namespace are reconciled.
 
-use crate::crd::CephOsd;
+use crate::crd::{object_key, CephOsd};
 use crate::labels;
 use crate::osd::OsdKey;
 use crate::osd::RandomSuffix;
-use crate::plan::expanded_spec::ExpandedSpecs;
 use crate::plan::failure::Failure;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::pod::pod_record::{bound_host, recorded_data};
 use crate::runtime::backoff::{Backoff, WatchRetry};
 use crate::runtime::claims_registry::ClaimsRegistry;
 use crate::runtime::executor::{ExecuteError, Executor};
+use crate::runtime::memory::Memory;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::owned_objects::{
     is_osd_pod, strip_replica_set, Observation, OwnedObjects, Snapshot, Subject,
 };
 use crate::runtime::watched_pod::{self, WatchedPod};
-use crate::runtime::written_status::WrittenStatuses;
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -55,9 +54,9 @@ struct Context {
     recorder: Recorder,
     backoff: Backoff,
     metrics: Arc<Metrics>,
-    written: WrittenStatuses,
+    /// What is remembered of each CephOSD between reconciles.
+    memory: Arc<Memory>,
     owned: OwnedObjects,
-    expanded: ExpandedSpecs,
     /// Every CephOSD in the cluster (claims are cluster-wide).
     crs: reflector::Store<CephOsd>,
     claims: Arc<ClaimsRegistry>,
@@ -111,16 +110,19 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
     let (specs_changed, spec_changes) = futures::channel::mpsc::unbounded::<()>();
     let mut generations = SpecVersions::default();
     let watched_namespace = settings.namespace.clone();
+    let memory = Arc::new(Memory::default());
+    let (memory_of_crs, crs_seen) = (memory.clone(), store.clone());
     let cr_events = watcher(crs, watcher::Config::default())
         .backoff(WatchRetry::default())
         .reflect(writer)
         .inspect(move |event| {
-            // A CephOSD that appears, goes or changes its spec may change who holds which
-            // disk: every CephOSD is reconciled again.
             if let Ok(event) = event {
+                // A CephOSD that appears, goes or changes its spec may change who holds which
+                // disk: every CephOSD is reconciled again.
                 if generations.changed_by(event) {
                     let _ = specs_changed.unbounded_send(());
                 }
+                memory_of_crs.forget_gone(&crs_seen, event);
             }
         })
         .applied_objects()
@@ -157,9 +159,8 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
         client,
         recorder,
         metrics: metrics.clone(),
-        written: WrittenStatuses::default(),
-        owned: OwnedObjects::new(pod_store, replica_set_store),
-        expanded: ExpandedSpecs::default(),
+        owned: OwnedObjects::new(pod_store, replica_set_store, memory.clone()),
+        memory,
         crs: store.clone(),
         claims: claims.clone(),
         settings,
@@ -178,14 +179,13 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
             let context = context.clone();
             async move {
                 match result {
-                    // A pod event for a CephOSD that was just deleted: only its metrics and
-                    // expectations to drop.
+                    // A reconcile due for a CephOSD that was deleted: everything kept of it is
+                    // dropped.
                     Err(controller::Error::ObjectNotFound(object)) => {
                         debug!(%object, "event for a CephOSD that no longer exists");
                         let namespace = object.namespace.as_deref().unwrap_or_default();
                         context.metrics.forget(namespace, &object.name);
-                        context.owned.forget(namespace, &object.name);
-                        context.expanded.forget(namespace, &object.name);
+                        context.memory.forget(&object_key(namespace, &object.name));
                     }
                     Err(error) => warn!(%error, "controller error"),
                     Ok(_) => {}
@@ -302,7 +302,7 @@ async fn timed_reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, 
     let object = cr.object_key();
     let result = reconcile(cr, ctx.clone()).await;
     match &result {
-        Ok(_) => ctx.backoff.succeeded(&object),
+        Ok(_) => ctx.memory.succeeded(&object),
         Err(error) => ctx.metrics.failed(error.category(), started.elapsed()),
     }
     result
@@ -314,7 +314,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         // Watched only for its claims on disks.
         return Ok(Action::await_change());
     }
-    let mut cr = ctx.written.latest(cr);
+    let mut cr = ctx.memory.latest(cr);
     if cr.metadata.deletion_timestamp.is_some() {
         // Garbage collection removes the pods through their ownerReferences.
         return Ok(Action::await_change());
@@ -325,8 +325,8 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     let replica_sets: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
     // The API keeps whole seconds; so do we, so an unchanged status compares equal.
     let now = Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH);
-    let claims = ctx.claims.of(&ctx.crs, &ctx.expanded);
-    let mut expanded = ctx.expanded.of(&cr);
+    let claims = ctx.claims.of(&ctx.crs, &ctx.memory);
+    let mut expanded = ctx.memory.expanded(&cr);
     let mut claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
     let subject = Subject {
         cr: &cr,
@@ -374,11 +374,11 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         })?;
         observation = fresh_objects.map_err(list_failed)?;
         if fresh_cr.resource_version() != cr.resource_version() {
-            cr = ctx.written.latest(Arc::new(fresh_cr));
+            cr = ctx.memory.latest(Arc::new(fresh_cr));
             if cr.metadata.deletion_timestamp.is_some() {
                 return Ok(Action::await_change());
             }
-            expanded = ctx.expanded.of(&cr);
+            expanded = ctx.memory.expanded(&cr);
             claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
         }
         plan = planned(&cr, &expanded, &observation, claimed.as_deref(), now);
@@ -417,7 +417,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .carry_out(&plan, now, &|action| ctx.owned.written(&cr, action, now))
         .await;
     if let Some(status) = &outcome.status {
-        ctx.written.remember(&cr, status);
+        ctx.memory.remember(&cr, status);
     }
     let quiet = !changes && plan.requeue_after.is_none() && outcome.failed.is_none();
     ctx.owned.planned(&cr, &observation, quiet);
@@ -455,7 +455,7 @@ fn planned(
 #[allow(clippy::needless_pass_by_value)] // the signature `Controller::run` wants
 fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     let object = cr.object_key();
-    let delay = ctx.backoff.failed(&object);
+    let delay = ctx.backoff.delay(ctx.memory.failed(&object));
     warn!(cephosd = %object, category = %error.category(), retry_in = ?delay, %error, "reconcile failed");
     Action::requeue(delay)
 }

@@ -10,14 +10,14 @@
 //! A reconcile whose inputs are exactly those of the last plan that had nothing to do is
 //! skipped: the planner is a function of them (and of time only through `requeue_after`).
 
-use crate::crd::{object_key, CephOsd};
+use crate::crd::CephOsd;
 use crate::labels;
 use crate::osd::OsdKey;
 use crate::plan::actions::Action;
 use crate::plan::classify::{held_disks, is_cephosd};
 use crate::plan::expanded_spec::ExpandedSpec;
 use crate::runtime::expectations::{Expectations, Expected, Readiness};
-use crate::runtime::locked::locked;
+use crate::runtime::memory::Memory;
 use crate::runtime::watched_pod::WatchedPod;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -27,9 +27,9 @@ use kube::api::{Api, ListParams};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::watch;
 use tracing::warn;
 
@@ -67,22 +67,25 @@ pub(crate) enum Snapshot {
     Lagging,
 }
 
-/// The watch caches and, per CephOSD, the writes they have yet to show.
+/// The watch caches and, per CephOSD (in `memory`), the writes they have yet to show and the
+/// fingerprint of the inputs of its last plan that had nothing to do.
 pub(crate) struct OwnedObjects {
     pods: Store<Pod>,
     replica_sets: Store<ReplicaSet>,
     /// True once both caches have synced.
     synced: watch::Receiver<bool>,
-    expectations: Mutex<HashMap<String, Expectations>>,
-    /// Per CephOSD, the fingerprint of the inputs of its last plan that had nothing to do.
-    quiet: Mutex<HashMap<String, u64>>,
+    memory: Arc<Memory>,
 }
 
 impl OwnedObjects {
     /// Needs a tokio runtime: one task waits for the first sync of both caches. (A store's
     /// own `wait_until_ready` wakes only the last of several concurrent waiters, so the
     /// reconciles wait on this task instead.)
-    pub(crate) fn new(pods: Store<Pod>, replica_sets: Store<ReplicaSet>) -> Self {
+    pub(crate) fn new(
+        pods: Store<Pod>,
+        replica_sets: Store<ReplicaSet>,
+        memory: Arc<Memory>,
+    ) -> Self {
         let (synced_tx, synced) = watch::channel(false);
         let (pods_ready, replica_sets_ready) = (pods.clone(), replica_sets.clone());
         tokio::spawn(async move {
@@ -94,8 +97,7 @@ impl OwnedObjects {
             pods,
             replica_sets,
             synced,
-            expectations: Mutex::default(),
-            quiet: Mutex::default(),
+            memory,
         }
     }
 
@@ -122,8 +124,10 @@ impl OwnedObjects {
         let (pods_cached, others) = self.cached_pods(subject);
         let replica_sets_cached = labelled(&self.replica_sets, cr);
         let fingerprint = fingerprint(subject, &pods_cached, &replica_sets_cached, &others);
-        let expecting = locked(&self.expectations).contains_key(&key);
-        if synced && !expecting && locked(&self.quiet).get(&key) == Some(&fingerprint) {
+        let unchanged = self.memory.with(&key, |r| {
+            r.expectations.is_empty() && r.quiet == Some(fingerprint)
+        });
+        if synced && unchanged {
             return Ok(Snapshot::Unchanged);
         }
         let cached = Observation {
@@ -225,11 +229,9 @@ impl OwnedObjects {
     /// Records whether the plan from `observation` had nothing to do: if so, a reconcile
     /// finding exactly these inputs again is skipped.
     pub(crate) fn planned(&self, cr: &CephOsd, observation: &Observation, quiet: bool) {
-        let mut all = locked(&self.quiet);
-        match observation.fingerprint.filter(|_| quiet) {
-            Some(fingerprint) => all.insert(cr.object_key(), fingerprint),
-            None => all.remove(&cr.object_key()),
-        };
+        self.memory.with(&cr.object_key(), |r| {
+            r.quiet = observation.fingerprint.filter(|_| quiet);
+        });
     }
 
     /// Records that `action` for `cr` reached the API (or may have), at `now`.
@@ -239,20 +241,8 @@ impl OwnedObjects {
         }
     }
 
-    /// Forgets a deleted CephOSD.
-    pub(crate) fn forget(&self, namespace: &str, name: &str) {
-        locked(&self.expectations).remove(&object_key(namespace, name));
-        locked(&self.quiet).remove(&object_key(namespace, name));
-    }
-
     fn with_expectations<T>(&self, key: &str, f: impl FnOnce(&mut Expectations) -> T) -> T {
-        let mut all = locked(&self.expectations);
-        let expectations = all.entry(key.to_owned()).or_default();
-        let out = f(expectations);
-        if expectations.is_empty() {
-            all.remove(key);
-        }
-        out
+        self.memory.with(key, |r| f(&mut r.expectations))
     }
 }
 
