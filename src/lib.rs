@@ -15,6 +15,8 @@ mod osd;
 mod plan;
 mod pod;
 mod runtime;
+#[doc(hidden)]
+pub mod testing;
 
 pub use hash::TemplateHash;
 pub use offline::manifest::{parse_cephosd, read_manifest, ManifestError};

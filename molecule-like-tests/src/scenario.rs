@@ -36,6 +36,7 @@ use anyhow::{anyhow, bail, Context as _};
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::crd::{custom_resource_definition, CephOsd, CephOsdStatus};
 use ceph_osd_operator::labels;
+use ceph_osd_operator::testing::CephOsdBuilder;
 use ceph_osd_operator::OsdKey;
 use ceph_osd_operator::TemplateHash;
 use futures::stream::BoxStream;
@@ -212,12 +213,11 @@ pub fn ready_again_revision(rev: &str) -> Value {
 
 /// A `CephOSD` manifest.
 pub fn cephosd(name: &str, storage: Value, update_domain: &str, template: Value) -> Value {
-    json!({
-        "apiVersion": "ceph.elemental.net/v1alpha1",
-        "kind": "CephOSD",
-        "metadata": {"name": name},
-        "spec": {"storage": storage, "updateDomain": update_domain, "podTemplate": template},
-    })
+    CephOsdBuilder::new(name)
+        .raw_storage(storage)
+        .update_domain(update_domain)
+        .template(template)
+        .manifest()
 }
 
 /// How long a scenario waits for a CR's pods to converge (or its status to settle).
@@ -237,8 +237,7 @@ pub fn keys(hosts: &[impl AsRef<str>], devices: &[&str]) -> BTreeSet<OsdKey> {
 
 /// A `spec.storage` of one entry: `devices` (as `data`) on each of `hosts`.
 pub fn storage(hosts: &[impl AsRef<str>], devices: &[&str]) -> Value {
-    let hosts: Vec<&str> = hosts.iter().map(AsRef::as_ref).collect();
-    json!([{"hosts": hosts, "osds": devices.iter().map(|d| json!({"data": d})).collect::<Vec<_>>()}])
+    ceph_osd_operator::testing::storage(hosts, devices)
 }
 
 /// `base` made unique to the run tagged `tag`: the tag joins its first DNS label

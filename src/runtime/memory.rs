@@ -161,9 +161,10 @@ fn version(cr: &CephOsd) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::{CephOsdSpec, OsdDevices, StorageEntry, UpdateDomain};
+    use crate::crd::UpdateDomain;
     use crate::runtime::backoff::Backoff;
     use crate::runtime::expectations::Expected;
+    use crate::testing::CephOsdBuilder;
     use k8s_openapi::jiff::Timestamp;
     use kube::runtime::reflector;
     use serde_json::json;
@@ -208,23 +209,14 @@ mod tests {
     }
 
     fn osds(version: &str, hosts: &[&str]) -> CephOsd {
-        let mut cr = CephOsd::new(
-            "osds",
-            CephOsdSpec::new(
-                vec![StorageEntry {
-                    hosts: hosts.iter().map(ToString::to_string).collect(),
-                    osds: vec![OsdDevices {
-                        data: "/dev/sdb".into(),
-                        db: None,
-                        wal: None,
-                    }],
-                }],
-                UpdateDomain::Host,
-                json!({"spec": {"containers": [{"name": "osd", "image": "ceph"}]}}),
-            ),
-        );
-        cr.metadata.namespace = Some("ceph".into());
-        cr.metadata.uid = Some("uid-1".into());
+        let mut cr = CephOsdBuilder::new("osds")
+            .storage(hosts, &["/dev/sdb"])
+            .update_domain(UpdateDomain::Host)
+            .template(json!({"spec": {"containers": [{"name": "osd", "image": "ceph"}]}}))
+            .namespace("ceph")
+            .uid("uid-1")
+            .build()
+            .expect("a CephOSD");
         cr.metadata.resource_version = Some(version.into());
         cr
     }

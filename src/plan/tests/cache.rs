@@ -3,7 +3,6 @@
 //! once the cache catches up everything converges.
 
 use super::*;
-use super::{at, converged, cr, one_pod_per_disk, set_ready, template, Cluster};
 use crate::crd::UpdateDomain;
 use crate::runtime::expectations::{Expectations, Expected, Readiness};
 use k8s_openapi::api::core::v1::Pod;

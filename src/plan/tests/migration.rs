@@ -3,7 +3,6 @@
 //! through the ReplicaSet (never its pod), never two pods on one disk.
 
 use super::*;
-use super::{controller_uid, cr, creates, device_of, event_reasons, one_pod_per_disk, Cluster};
 use crate::crd::UpdateDomain;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -2,10 +2,6 @@
 //! the operator owns, spellings of one disk, and OSDs the spec is ambiguous about.
 
 use super::*;
-use super::{
-    annotate, annotation, at, converged, cr, creates, deletes, device_of, event_reasons,
-    one_pod_per_disk, patches, set_ready, template, Cluster,
-};
 use crate::crd::UpdateDomain;
 use crate::labels;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};

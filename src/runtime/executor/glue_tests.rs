@@ -4,6 +4,7 @@
 use super::*;
 use crate::osd::OsdKey;
 use crate::plan::actions::{CreateReason, DeleteReason};
+use crate::testing::CephOsdBuilder;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::{Method, Request, Response, StatusCode};
@@ -124,13 +125,11 @@ impl Fixture {
 }
 
 fn cr() -> CephOsd {
-    let mut cr = CephOsd::new(
-        "ceph-osds",
-        crate::crd::CephOsdSpec::new(Vec::new(), crate::crd::UpdateDomain::Osd, json!({})),
-    );
-    cr.metadata.namespace = Some("ceph".into());
-    cr.metadata.uid = Some("cr-uid".into());
-    cr
+    CephOsdBuilder::new("ceph-osds")
+        .namespace("ceph")
+        .uid("cr-uid")
+        .build()
+        .expect("a CephOSD")
 }
 
 fn create(name: &str) -> Action {
