@@ -402,6 +402,10 @@ async fn converge(
 }
 
 #[tokio::main]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the benchmark's runs in order, each writing its section"
+)]
 async fn main() -> anyhow::Result<()> {
     let sizes = sizes()?;
     let rollouts = env_or("BENCH_ROLLOUT", 1) != 0;

@@ -265,6 +265,10 @@ fn can_i(args: &[&str]) -> anyhow::Result<String> {
 /// stay one per OSD, even while the first creates more), until the first is SIGTERMed; then
 /// the second leads and acts.
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one journey of two operators, step by step"
+)]
 async fn a_second_operator_started_by_hand_creates_nothing_while_the_first_leads(
 ) -> anyhow::Result<()> {
     let mut s = Scenario::create("hand-started").await?;

@@ -196,6 +196,10 @@ async fn pod_on(s: &Scenario, key: &OsdKey, hash: &str) -> anyhow::Result<Option
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the status at each step of one rollout"
+)]
 async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> anyhow::Result<()> {
     let s = Scenario::converge("status").await?;
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
@@ -776,6 +780,10 @@ async fn c5_events_tell_the_story_of_a_host_rollout() -> anyhow::Result<()> {
 // 6 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one journey: a standby, the leader stopping, the takeover"
+)]
 async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Result<()> {
     let mut s = Scenario::create("leader").await?;
     s.start_recorder().await?;

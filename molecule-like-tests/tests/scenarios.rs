@@ -69,6 +69,10 @@ fn sample_cr(s: &Scenario, update_domain: &str) -> anyhow::Result<Value> {
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the reference sample's journey, step by step"
+)]
 async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("sample").await?;
     let hosts = s.hosts(SAMPLE_HOSTS);
@@ -661,6 +665,10 @@ async fn s8_reference_pods_are_adopted_with_zero_writes() -> anyhow::Result<()> 
 // 9 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of malformed CRs, one rejection each"
+)]
 async fn s9_malformed_crs_are_rejected_naming_the_field() -> anyhow::Result<()> {
     let s = Scenario::create("badinput").await?;
     let valid = sample_cr(&s, "Host")?;

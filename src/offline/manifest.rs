@@ -244,6 +244,10 @@ spec:
     }
 
     #[test]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a table of manifests, one rejection each"
+    )]
     fn rejections_name_the_field() {
         let cases = [
             (

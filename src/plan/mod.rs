@@ -582,34 +582,18 @@ fn creations(
             .iter()
             .filter_map(|(_, _, osd)| osd.map(|o| &o.device)),
     );
-    let previous_update = seen.previous_update();
-    let same_generation = seen.previous.observed_generation.is_some()
-        && seen.previous.observed_generation == seen.cr.metadata.generation;
+    // Each OSD lacking a live pod, in rollout order, goes down this ladder: it is missing
+    // unless a pod waiting for its turn or a Ready pod of another controller serves it; it
+    // gets no pod while any pod holds its disk or the spec is ambiguous about it; past
+    // MAX_CREATIONS_PER_PLAN it waits for the next plan; after a pod that could not be built
+    // none is built; else its pod is created.
     let mut wanted = 0;
     for osd in lacking {
         let blocked = seen.is_blocked(Some(&osd.key));
         if !served.contains(&osd.device) {
-            let why = if let Some(holder) = seen.claimed.get(&osd.key) {
-                Some(format!("CephOSD {holder}, which is older, lists its disk"))
-            } else if blocked {
-                Some("the spec is ambiguous about it (see the InvalidSpec condition)".to_owned())
-            } else if let Some(by) = seen.held_elsewhere.get(&osd.device) {
-                Some(format!("its disk is held by {by}"))
-            } else if occupied.contains(&osd.device) {
-                // One of ours that is not this OSD's live pod (a terminating predecessor, or a
-                // ReplicaSet's pod the garbage collector has yet to reach, is the normal pace
-                // of a replacement and needs no words).
-                (seen.pods.iter())
-                    .filter(|p| !matches!(p.class, PodClass::Terminating | PodClass::Foreign(_)))
-                    .filter(|p| p.osd != Some(osd.index))
-                    .find(|p| p.holds().any(|d| *d == osd.device))
-                    .map(|p| format!("pod {} still holds its disk", p.describe()))
-            } else {
-                None
-            };
             out.missing.push(Missing {
                 key: osd.key.clone(),
-                why,
+                why: why_missing(seen, osd, blocked, &occupied),
             });
         }
         if occupied.contains(&osd.device) || blocked {
@@ -626,27 +610,61 @@ fn creations(
             continue;
         }
         let name = format!("{}{}", osd.key.name_prefix(), suffixes.next_suffix());
-        let pod = match seen.build(osd, &name) {
-            Ok(pod) => pod,
-            Err(error) => {
-                out.unbuildable = Some(error);
-                continue;
-            }
-        };
-        let reason = if previous_update.contains(seen.domain_of(&osd.key).as_str()) {
-            CreateReason::Replacement
-        } else if same_generation {
-            CreateReason::Recreate
-        } else {
-            CreateReason::New
-        };
-        out.actions.push(Action::Create {
-            key: osd.key.clone(),
-            pod: Box::new(pod),
-            reason,
-        });
+        match seen.build(osd, &name) {
+            Ok(pod) => out.actions.push(Action::Create {
+                key: osd.key.clone(),
+                pod: Box::new(pod),
+                reason: create_reason(seen, osd),
+            }),
+            Err(error) => out.unbuildable = Some(error),
+        }
     }
     out
+}
+
+/// Why `osd`, which no pod serves, has no pod yet, when that needs words: the first that
+/// applies of an older CephOSD listing its disk, a spec ambiguous about it, a pod of another
+/// CephOSD holding its disk, and a pod of ours other than its own holding its disk.
+fn why_missing(
+    seen: &Seen<'_>,
+    osd: &DesiredOsd,
+    blocked: bool,
+    occupied: &HashSet<&DeviceId>,
+) -> Option<String> {
+    if let Some(holder) = seen.claimed.get(&osd.key) {
+        Some(format!("CephOSD {holder}, which is older, lists its disk"))
+    } else if blocked {
+        Some("the spec is ambiguous about it (see the InvalidSpec condition)".to_owned())
+    } else if let Some(by) = seen.held_elsewhere.get(&osd.device) {
+        Some(format!("its disk is held by {by}"))
+    } else if occupied.contains(&osd.device) {
+        // One of ours that is not this OSD's live pod (a terminating predecessor, or a
+        // ReplicaSet's pod the garbage collector has yet to reach, is the normal pace of a
+        // replacement and needs no words).
+        (seen.pods.iter())
+            .filter(|p| !matches!(p.class, PodClass::Terminating | PodClass::Foreign(_)))
+            .filter(|p| p.osd != Some(osd.index))
+            .find(|p| p.holds().any(|d| *d == osd.device))
+            .map(|p| format!("pod {} still holds its disk", p.describe()))
+    } else {
+        None
+    }
+}
+
+/// Why `osd`'s pod is created: the first that applies of its update domain being replaced
+/// (the successor of a pod the rollout took down), an unchanged spec since the last status
+/// (its pod vanished), and a new OSD or CephOSD.
+fn create_reason(seen: &Seen<'_>, osd: &DesiredOsd) -> CreateReason {
+    let same_generation = seen.previous.observed_generation.is_some()
+        && seen.previous.observed_generation == seen.cr.metadata.generation;
+    let domain = seen.domain_of(&osd.key);
+    if seen.previous.current_update.contains(&domain) {
+        CreateReason::Replacement
+    } else if same_generation {
+        CreateReason::Recreate
+    } else {
+        CreateReason::New
+    }
 }
 
 /// `pod-state` where it differs from the class (adoption writes nothing; a blocked OSD's pod

@@ -55,136 +55,27 @@ pub(crate) struct StatusInput<'a> {
     pub unschedulable: Vec<String>,
 }
 
+/// The status: the counts, the phase and one condition each of `Ready`, `Progressing`,
+/// `Stalled`, `InvalidSpec` and `Migrating`.
 pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
     let s = input.summary;
-    let all_ready = s.ready == s.desired && s.updated == s.desired && s.current == s.desired;
-    let converged = all_ready
+    let converged = all_ready(s)
         && s.out_of_date == 0
         && s.superfluous == 0
         && s.invalid == 0
         && !input.pending_actions;
-    let waiting = s.out_of_date + s.superfluous;
-    let ready = if all_ready {
-        (
-            "True",
-            Reason::AllOsdsReady,
-            format!("{} of {} OSD pods Ready", s.ready, s.desired),
-        )
-    } else {
-        (
-            "False",
-            Reason::OsdsNotReady,
-            format!(
-                "{} of {} OSD pods Ready, {} up to date, {} out of date",
-                s.ready, s.desired, s.updated, s.out_of_date
-            ),
-        )
-    };
-    let progressing = if let Some(stalled) = input.stalled {
-        (
-            "False",
-            Reason::ProgressDeadlineExceeded,
-            stalled.to_owned(),
-        )
-    } else if input.paused && waiting > 0 {
-        (
-            "False",
-            Reason::Paused,
-            "the rollout is paused (spec.paused)".to_owned(),
-        )
-    } else if converged {
-        (
-            "False",
-            Reason::Complete,
-            "every OSD runs the current template and is Ready".to_owned(),
-        )
-    } else if waiting > 0 || !input.current_update.is_empty() {
-        match input.halted {
-            // Waiting for our own replacement is the normal pace of a rollout.
-            Some(why) if input.current_update.is_empty() => {
-                ("False", Reason::Halted, why.to_owned())
-            }
-            _ => (
-                "True",
-                Reason::RollingUpdate,
-                format!(
-                    "{}; replacing {}",
-                    waiting_text(s),
-                    input.current_update.join(", ")
-                ),
-            ),
-        }
-    } else if let Some(first) = input.unschedulable.first() {
-        ("True", Reason::WaitingForNodes, format!("OSD {first}"))
-    } else {
-        (
-            "True",
-            Reason::Reconciling,
-            "creating, recreating or removing OSD pods".to_owned(),
-        )
-    };
-    let stalled = match input.stalled {
-        Some(message) => ("True", Reason::ProgressDeadlineExceeded, message.to_owned()),
-        None => (
-            "False",
-            Reason::WithinDeadline,
-            "no replacement is past its progress deadline".to_owned(),
-        ),
-    };
-    let invalid = match input.spec_problems.first() {
-        None => (
-            "False",
-            Reason::SpecValid,
-            "the spec is consistent".to_owned(),
-        ),
-        Some(first) => (
-            "True",
-            first.reason,
-            input
-                .spec_problems
-                .iter()
-                .map(|p| p.message.as_str())
-                .collect::<Vec<_>>()
-                .join("; "),
-        ),
-    };
-    let migrating = if s.migrating == 0 {
-        (
-            "False",
-            Reason::NoReplicaSets,
-            "no OSD runs under a ReplicaSet of the Ansible operator".to_owned(),
-        )
-    } else {
-        (
-            "True",
-            Reason::ReplicaSetEra,
-            format!(
-                "{} OSDs still run under ReplicaSets of the Ansible operator; the rollout \
-                 replaces them one update domain at a time",
-                s.migrating
-            ),
-        )
-    };
-    let phase = if !input.spec_problems.is_empty() {
-        Phase::Error
-    } else if input.stalled.is_some() {
-        Phase::Stalled
-    } else if input.paused {
-        Phase::Paused
-    } else if converged {
-        Phase::Ready
-    } else {
-        Phase::Progressing
-    };
     let conditions = [
-        (ConditionType::Ready, ready),
-        (ConditionType::Progressing, progressing),
-        (ConditionType::Stalled, stalled),
-        (ConditionType::InvalidSpec, invalid),
-        (ConditionType::Migrating, migrating),
+        (ConditionType::Ready, ready(s)),
+        (ConditionType::Progressing, progressing(input, converged)),
+        (ConditionType::Stalled, stalled(input.stalled)),
+        (
+            ConditionType::InvalidSpec,
+            invalid_spec(input.spec_problems),
+        ),
+        (ConditionType::Migrating, migrating(s)),
     ]
     .into_iter()
-    .map(|(type_, (status, reason, message))| condition(input, type_, status, reason, message))
+    .map(|(type_, says)| condition(input, type_, says))
     .collect();
     CephOsdStatus {
         observed_generation: input.generation,
@@ -201,9 +92,161 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         superfluous: count(s.superfluous),
         foreign_pods: input.foreign_pods.clone(),
         unschedulable: input.unschedulable.clone(),
-        phase: Some(phase),
+        phase: Some(phase(input, converged)),
         current_update: input.current_update.clone(),
         conditions,
+    }
+}
+
+/// What one condition says: whether it holds, why, and in words.
+struct Says {
+    holds: bool,
+    reason: Reason,
+    message: String,
+}
+
+impl Says {
+    fn yes(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            holds: true,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    fn no(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            holds: false,
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// A condition's `status`.
+const fn status_of(holds: bool) -> &'static str {
+    if holds {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// Every desired OSD has a live, up-to-date, Ready pod.
+fn all_ready(s: &Summary) -> bool {
+    s.ready == s.desired && s.updated == s.desired && s.current == s.desired
+}
+
+fn ready(s: &Summary) -> Says {
+    if all_ready(s) {
+        Says::yes(
+            Reason::AllOsdsReady,
+            format!("{} of {} OSD pods Ready", s.ready, s.desired),
+        )
+    } else {
+        Says::no(
+            Reason::OsdsNotReady,
+            format!(
+                "{} of {} OSD pods Ready, {} up to date, {} out of date",
+                s.ready, s.desired, s.updated, s.out_of_date
+            ),
+        )
+    }
+}
+
+/// Whether pods are being created, replaced or removed, or why not; the first that applies
+/// of: stalled, paused with pods waiting, converged, a rollout (or why it is halted), pods
+/// waiting for their nodes, anything else under way.
+fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
+    let s = input.summary;
+    let waiting = s.out_of_date + s.superfluous;
+    if let Some(stalled) = input.stalled {
+        Says::no(Reason::ProgressDeadlineExceeded, stalled)
+    } else if input.paused && waiting > 0 {
+        Says::no(Reason::Paused, "the rollout is paused (spec.paused)")
+    } else if converged {
+        Says::no(
+            Reason::Complete,
+            "every OSD runs the current template and is Ready",
+        )
+    } else if waiting > 0 || !input.current_update.is_empty() {
+        match input.halted {
+            // Waiting for our own replacement is the normal pace of a rollout.
+            Some(why) if input.current_update.is_empty() => Says::no(Reason::Halted, why),
+            _ => Says::yes(
+                Reason::RollingUpdate,
+                format!(
+                    "{}; replacing {}",
+                    waiting_text(s),
+                    input.current_update.join(", ")
+                ),
+            ),
+        }
+    } else if let Some(first) = input.unschedulable.first() {
+        Says::yes(Reason::WaitingForNodes, format!("OSD {first}"))
+    } else {
+        Says::yes(
+            Reason::Reconciling,
+            "creating, recreating or removing OSD pods",
+        )
+    }
+}
+
+fn stalled(stalled: Option<&str>) -> Says {
+    match stalled {
+        Some(message) => Says::yes(Reason::ProgressDeadlineExceeded, message),
+        None => Says::no(
+            Reason::WithinDeadline,
+            "no replacement is past its progress deadline",
+        ),
+    }
+}
+
+/// Every problem of the spec, the first one's reason naming the condition.
+fn invalid_spec(problems: &[SpecProblem]) -> Says {
+    match problems.first() {
+        None => Says::no(Reason::SpecValid, "the spec is consistent"),
+        Some(first) => Says::yes(
+            first.reason,
+            problems
+                .iter()
+                .map(|p| p.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    }
+}
+
+fn migrating(s: &Summary) -> Says {
+    if s.migrating == 0 {
+        Says::no(
+            Reason::NoReplicaSets,
+            "no OSD runs under a ReplicaSet of the Ansible operator",
+        )
+    } else {
+        Says::yes(
+            Reason::ReplicaSetEra,
+            format!(
+                "{} OSDs still run under ReplicaSets of the Ansible operator; the rollout \
+                 replaces them one update domain at a time",
+                s.migrating
+            ),
+        )
+    }
+}
+
+/// The first that applies of: an invalid spec, a stall, a pause, converged, progressing.
+fn phase(input: &StatusInput<'_>, converged: bool) -> Phase {
+    if !input.spec_problems.is_empty() {
+        Phase::Error
+    } else if input.stalled.is_some() {
+        Phase::Stalled
+    } else if input.paused {
+        Phase::Paused
+    } else if converged {
+        Phase::Ready
+    } else {
+        Phase::Progressing
     }
 }
 
@@ -233,11 +276,11 @@ pub(crate) fn failed_status(
 ) -> Option<CephOsdStatus> {
     let mut status = planned.clone();
     let type_ = ConditionType::ReconcileFailed.as_str();
-    let since = transition_time(previous, type_, "True", now);
+    let since = transition_time(previous, type_, status_of(true), now);
     status.conditions.retain(|c| c.type_ != type_);
     status.conditions.push(Condition {
         type_: type_.to_owned(),
-        status: "True".to_owned(),
+        status: status_of(true).to_owned(),
         reason: Reason::Failed(failure).as_str().to_owned(),
         message: message.to_owned(),
         observed_generation: planned.observed_generation,
@@ -248,7 +291,7 @@ pub(crate) fn failed_status(
         status.conditions.retain(|c| c.type_ != stalled);
         status.conditions.push(Condition {
             type_: stalled.to_owned(),
-            status: "True".to_owned(),
+            status: status_of(true).to_owned(),
             reason: Reason::ProgressDeadlineExceeded.as_str().to_owned(),
             // A fixed start, not a growing count: the message stays true without a write.
             message: format!(
@@ -258,7 +301,7 @@ pub(crate) fn failed_status(
                 deadline.as_secs()
             ),
             observed_generation: planned.observed_generation,
-            last_transition_time: transition_time(previous, stalled, "True", now),
+            last_transition_time: transition_time(previous, stalled, status_of(true), now),
         });
         if status.phase != Some(Phase::Error) {
             status.phase = Some(Phase::Stalled);
@@ -267,18 +310,13 @@ pub(crate) fn failed_status(
     (&status != previous).then_some(status)
 }
 
-fn condition(
-    input: &StatusInput<'_>,
-    type_: ConditionType,
-    status: &str,
-    reason: Reason,
-    message: String,
-) -> Condition {
+fn condition(input: &StatusInput<'_>, type_: ConditionType, says: Says) -> Condition {
+    let status = status_of(says.holds);
     Condition {
         type_: type_.as_str().to_owned(),
         status: status.to_owned(),
-        reason: reason.as_str().to_owned(),
-        message,
+        reason: says.reason.as_str().to_owned(),
+        message: says.message,
         observed_generation: input.generation,
         last_transition_time: transition_time(input.previous, type_.as_str(), status, input.now),
     }
