@@ -2,7 +2,7 @@
 //!
 //! observe → plan → act, one folder a layer: `crd` (the resource and its rules), `pod` (building
 //! a pod), `plan` (deciding, pure), `runtime` (watching, acting, remembering), `offline` (what
-//! the CLI does without a cluster); `hash`, `osd` and `labels` are the words they share.
+//! the CLI does without a cluster); `hash` and `labels` are the words they share.
 //! Public: the resource types (`crd`), the label and annotation keys (`labels`), and what the
 //! binary, the end-to-end harness and the benchmarks use, re-exported below.
 
@@ -11,17 +11,16 @@ pub mod labels;
 
 mod hash;
 mod offline;
-mod osd;
 mod plan;
 mod pod;
 mod runtime;
 #[doc(hidden)]
 pub mod testing;
 
+pub use crd::osd::{CountingSuffix, OsdKey, RandomSuffix, SuffixSource};
 pub use hash::TemplateHash;
 pub use offline::manifest::{parse_cephosd, read_manifest, ManifestError};
 pub use offline::preview::{created_pods, preview_pods};
-pub use osd::{CountingSuffix, OsdKey, RandomSuffix, SuffixSource};
 pub use plan::actions::Action;
 pub use plan::expanded_spec::ExpandedSpec;
 pub use plan::{plan, plan_expanded, Observed, Plan, MAX_CREATIONS_PER_PLAN};

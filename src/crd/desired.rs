@@ -5,9 +5,9 @@
 //! different `db`/`wal`, or two spellings of one disk (`/dev/sdb` and `/dev/sdb/`, `node1` and
 //! `NODE1`). A blocked OSD gets no new pod and no replacement; a pod it has stays as it is.
 
+use crate::crd::osd::{DeviceId, OsdKey};
 use crate::crd::storage_rules::{device_path_problem, host_problem};
 use crate::crd::CephOsdSpec;
-use crate::osd::{DeviceId, OsdKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::OnceLock;
 

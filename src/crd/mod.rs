@@ -2,8 +2,12 @@
 //!
 //! The CRD is derived from these types and then adjusted as data (CEL rule on the name,
 //! descriptions stripped inside the embedded Pod schema, `ports[].protocol` defaulted).
+//!
+//! Its parts: the rules on storage entries and on the pod template, numbers as the API server
+//! treats them, the identity of an OSD (`host:data`) and the OSDs a spec asks for.
 
 pub(crate) mod desired;
+pub(crate) mod osd;
 pub(crate) mod server_numbers;
 pub(crate) mod storage_rules;
 pub(crate) mod template_rules;

@@ -370,8 +370,12 @@ spec:
 
     fn preview(text: &str) -> String {
         let cr = parse_cephosd(text).expect("accepted");
-        crate::offline::preview::preview_pods(&cr, "ns", &mut crate::osd::CountingSuffix::default())
-            .expect("rendered")
+        crate::offline::preview::preview_pods(
+            &cr,
+            "ns",
+            &mut crate::crd::osd::CountingSuffix::default(),
+        )
+        .expect("rendered")
     }
 
     #[test]
@@ -502,7 +506,7 @@ spec:
             }
             let text = serde_json::to_string(&manifest).expect("json");
             if let Ok(cr) = parse_cephosd(&text) {
-                let _ = crate::offline::preview::preview_pods(&cr, "ns", &mut crate::osd::RandomSuffix);
+                let _ = crate::offline::preview::preview_pods(&cr, "ns", &mut crate::crd::osd::RandomSuffix);
             }
         }
     }

@@ -2,10 +2,10 @@
 //! stream sorted by OSD key (`ceph-osd-operator render`). No cluster is contacted.
 
 use crate::crd::desired::desired_osds;
+use crate::crd::osd::{CountingSuffix, SuffixSource};
 use crate::crd::{apply_server_defaults, CephOsd};
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
-use crate::osd::{CountingSuffix, SuffixSource};
 use crate::plan::actions::Action;
 use crate::plan::{plan, Observed};
 use crate::pod::osd_pod::render_pod;

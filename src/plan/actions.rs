@@ -1,8 +1,8 @@
 //! The writes a plan asks for, and why: the vocabulary between the planner, the executor and
 //! the runtime's bookkeeping. Data only.
 
+use crate::crd::osd::OsdKey;
 use crate::labels::PodState;
-use crate::osd::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 
 /// Why a pod is deleted.

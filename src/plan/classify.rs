@@ -19,10 +19,10 @@
 //! pod down.
 
 use crate::crd::desired::DesiredOsds;
+use crate::crd::osd::{DeviceId, OsdKey, SUFFIX_LEN};
 use crate::crd::storage_rules::normalise_host;
 use crate::hash::TemplateHash;
 use crate::labels::{self, PodState};
-use crate::osd::{DeviceId, OsdKey, SUFFIX_LEN};
 use crate::pod::pod_record::{bound_host, recorded_data};
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;

@@ -5,7 +5,7 @@
 
 use crate::crd::desired::DesiredOsds;
 use crate::crd::object_key;
-use crate::osd::{DeviceId, OsdKey};
+use crate::crd::osd::{DeviceId, OsdKey};
 use k8s_openapi::jiff::Timestamp;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! The Kubernetes Events a CephOSD gets: their reasons, the Event of each applied action, and
 //! the Events of status transitions. Pure wording; the executor publishes them.
 
+use crate::crd::osd::OsdKey;
 use crate::crd::CephOsdStatus;
-use crate::osd::OsdKey;
 use crate::plan::actions::{Action, CreateReason, DeleteReason};
 use crate::plan::classify::ObservedPod;
 use crate::plan::conditions::{ConditionReason, ConditionType};

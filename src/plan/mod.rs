@@ -24,10 +24,10 @@ mod rollout;
 pub(crate) mod status;
 
 use crate::crd::desired::{DesiredOsd, DesiredOsds};
+use crate::crd::osd::{DeviceId, OsdKey, SuffixSource};
 use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
-use crate::osd::{DeviceId, OsdKey, SuffixSource};
 use crate::plan::actions::{Action, CreateReason, DeleteReason};
 use crate::plan::classify::{classify, held_disks, Owner, Timing};
 pub(crate) use crate::plan::classify::{ObservedPod, PodClass, Workload};

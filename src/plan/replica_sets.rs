@@ -9,8 +9,8 @@
 //! invalid through the ReplicaSet itself (foreground deletion takes its pod with it), never by
 //! deleting its pod, which the ReplicaSet controller would only recreate. Pure.
 
+use crate::crd::osd::{DeviceId, OsdKey};
 use crate::labels;
-use crate::osd::{DeviceId, OsdKey};
 use crate::plan::classify::{
     controlled_by, ControlledBy, Controller, ObservedPod, Owner, PodClass, Workload,
 };

@@ -1,8 +1,8 @@
 //! The rolling update: which update domains to replace now, why none can be, and which
 //! deadlines and soaks to watch. Pure.
 
+use crate::crd::osd::OsdKey;
 use crate::crd::{CephOsdSpec, UpdateDomain};
-use crate::osd::OsdKey;
 use crate::plan::classify::{ObservedPod, PodClass};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};

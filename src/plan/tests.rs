@@ -4,9 +4,9 @@
 
 use super::*;
 use crate::crd::desired::desired_osds;
+use crate::crd::osd::CountingSuffix;
 use crate::crd::UpdateDomain;
 use crate::labels;
-use crate::osd::CountingSuffix;
 use crate::plan::classify::{classify, Owner, Timing};
 use crate::testing::CephOsdBuilder;
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -237,7 +237,7 @@ impl Cluster {
 }
 
 /// The disk a pod's annotations name.
-pub(super) fn device_of(pod: &Pod) -> Option<crate::osd::DeviceId> {
+pub(super) fn device_of(pod: &Pod) -> Option<crate::crd::osd::DeviceId> {
     Some(
         OsdKey::new(
             annotation(pod, labels::HOST)?,

@@ -89,9 +89,9 @@ fn json_type(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crd::osd::OsdKey;
     use crate::hash::TemplateHash;
     use crate::labels::PodState;
-    use crate::osd::OsdKey;
     use serde_json::json;
 
     fn osd(host: &str, data: &str, db: Option<&str>) -> DesiredOsd {

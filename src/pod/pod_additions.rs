@@ -218,9 +218,9 @@ fn render(values: &Values<'_>) -> Result<Map<String, Value>, RenderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crd::osd::OsdKey;
     use crate::hash::TemplateHash;
     use crate::labels::PodState;
-    use crate::osd::OsdKey;
     use proptest::prelude::*;
 
     fn direct(

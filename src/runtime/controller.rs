@@ -6,10 +6,10 @@
 //! (a disk listed by two of them belongs to the older one, wherever it lives); only those of
 //! the watched namespace are reconciled.
 
+use crate::crd::osd::OsdKey;
+use crate::crd::osd::RandomSuffix;
 use crate::crd::{object_key, CephOsd};
 use crate::labels;
-use crate::osd::OsdKey;
-use crate::osd::RandomSuffix;
 use crate::plan::failure::Failure;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::pod::pod_record::{bound_host, recorded_data};

@@ -418,7 +418,7 @@ async fn apply(executor: &Executor<'_>, action: &Action) -> Result<bool, Execute
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::osd::OsdKey;
+    use crate::crd::osd::OsdKey;
     use crate::plan::actions::DeleteReason;
 
     fn delete() -> Action {

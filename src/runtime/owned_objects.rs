@@ -10,9 +10,9 @@
 //! A reconcile whose inputs are exactly those of the last plan that had nothing to do is
 //! skipped: the planner is a function of them (and of time only through `requeue_after`).
 
+use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
 use crate::labels;
-use crate::osd::OsdKey;
 use crate::plan::actions::Action;
 use crate::plan::classify::{held_disks, is_cephosd};
 use crate::plan::expanded_spec::ExpandedSpec;

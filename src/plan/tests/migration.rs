@@ -363,7 +363,7 @@ impl Cluster {
         let plan = plan(
             &cr,
             &observed,
-            &mut crate::osd::CountingSuffix::default(),
+            &mut crate::crd::osd::CountingSuffix::default(),
             at(self.clock),
         );
         let mut partial = plan.clone();

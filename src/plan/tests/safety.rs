@@ -156,7 +156,7 @@ fn among_adopted_pods_the_ready_one_then_the_oldest_is_kept() {
     }
 }
 
-use crate::osd::CountingSuffix;
+use crate::crd::osd::CountingSuffix;
 
 #[test]
 fn pods_of_another_controller_are_never_touched_and_hold_their_disk() {
@@ -788,8 +788,8 @@ proptest! {
             cluster.pods = cluster.pods.drain(..).map(legacy).collect();
         }
         // The disk each pod was created for, by uid: what its daemon runs.
-        let mut runs: BTreeMap<String, crate::osd::DeviceId> = BTreeMap::new();
-        let learn = |cluster: &Cluster, runs: &mut BTreeMap<String, crate::osd::DeviceId>| {
+        let mut runs: BTreeMap<String, crate::crd::osd::DeviceId> = BTreeMap::new();
+        let learn = |cluster: &Cluster, runs: &mut BTreeMap<String, crate::crd::osd::DeviceId>| {
             for pod in &cluster.pods {
                 if let (Some(uid), Some(disk)) = (pod.uid(), device_of(pod)) {
                     runs.entry(uid).or_insert(disk);
@@ -797,7 +797,7 @@ proptest! {
             }
         };
         learn(&cluster, &mut runs);
-        let domain_of = |disk: &crate::osd::DeviceId| match domain {
+        let domain_of = |disk: &crate::crd::osd::DeviceId| match domain {
             UpdateDomain::Osd => disk.to_string(),
             UpdateDomain::Host => disk.host.clone(),
         };
@@ -816,7 +816,7 @@ proptest! {
                     }
                     learn(&cluster, &mut runs);
                     // Domains with a desired disk whose daemon is not running Ready.
-                    let up: BTreeSet<crate::osd::DeviceId> = cluster.pods.iter()
+                    let up: BTreeSet<crate::crd::osd::DeviceId> = cluster.pods.iter()
                         .filter(|p| p.metadata.deletion_timestamp.is_none())
                         .filter(|p| p.status.as_ref().and_then(|s| s.conditions.as_ref())
                             .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True")))

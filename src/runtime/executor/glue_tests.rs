@@ -2,7 +2,7 @@
 //! sends, in which order, and what it makes of the answers.
 
 use super::*;
-use crate::osd::OsdKey;
+use crate::crd::osd::OsdKey;
 use crate::plan::actions::{CreateReason, DeleteReason};
 use crate::testing::CephOsdBuilder;
 use http_body_util::{BodyExt, Full};
@@ -328,7 +328,7 @@ fn planned(cr: &CephOsd) -> Plan {
     crate::plan::plan(
         cr,
         &crate::plan::Observed::pods(&[]),
-        &mut crate::osd::CountingSuffix::default(),
+        &mut crate::crd::osd::CountingSuffix::default(),
         Timestamp::from_second(100).expect("time"),
     )
 }

@@ -260,7 +260,7 @@ mod tests {
     #[test]
     fn prefixes_match_the_vectors() {
         let vectors: Value =
-            serde_json::from_str(include_str!("../tests/data/hash-vectors.json")).expect("json");
+            serde_json::from_str(include_str!("../../tests/data/hash-vectors.json")).expect("json");
         let names = vectors["names"].as_array().expect("names");
         assert!(names.len() >= 7);
         for v in names {
