@@ -1,6 +1,7 @@
 //! The layout's rule, checked on the sources: no module of `src/` imports a module that imports
 //! it back, and the layers (the top-level modules: `crd`, `pod`, `plan`, `runtime`, `offline`,
-//! and the files beside them) form no circle either.
+//! and the files beside them) form no circle either: each uses only those before it in
+//! [`LAYERS`].
 //!
 //! A module is a file (`mod.rs` names its folder; `lib.rs` and `main.rs` are left out). Its
 //! imports are every `crate::`, `super::` and `self::` path in its code outside comments,
@@ -48,6 +49,37 @@ fn the_layers_form_no_circle() {
         "circles between layers: {}",
         describe(&circles)
     );
+}
+
+/// The layers in order: each uses only those before it.
+const LAYERS: [&[&str]; 5] = [
+    &["labels", "hash"],
+    &["crd"],
+    &["pod", "testing"],
+    &["plan"],
+    &["runtime", "offline"],
+];
+
+#[test]
+fn each_layer_uses_only_those_before_it() {
+    let graph = Graph::of(&read_sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+    ));
+    let rank = |layer: &str| {
+        LAYERS
+            .iter()
+            .position(|l| l.contains(&layer))
+            .unwrap_or_else(|| panic!("layer {layer} is not in LAYERS"))
+    };
+    let layers = graph.layers();
+    for (from, targets) in &layers.edges {
+        for to in targets {
+            assert!(
+                rank(to) < rank(from),
+                "{from} uses {to}, which comes after it: {LAYERS:?}"
+            );
+        }
+    }
 }
 
 #[test]
