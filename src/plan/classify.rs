@@ -86,7 +86,8 @@ pub struct ObservedPod {
     /// Other disks it may run a daemon on until it is gone: the one its annotations name when
     /// that is not its OSD's, every disk its name and host fit when its OSD cannot be told.
     pub also_holds: Vec<DeviceId>,
-    /// Its OSD's place among the CR's OSDs ([`DesiredOsd::index`]), when it is one of them.
+    /// Its OSD's place among the CR's OSDs
+    /// ([`DesiredOsd::index`](crate::crd::desired::DesiredOsd::index)), when it is one of them.
     pub osd: Option<usize>,
     pub class: PodClass,
     pub ready: bool,
