@@ -17,11 +17,13 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::scenario::{
-    annotation, cephosd, fast_sample_template, hash_of, hold, is_ready, keys, never_ready_revision,
-    pod_key, random_suffix, ready_again_revision, storage, with_kubelet_knobs, Converged,
-    OperatorOptions, Scenario, CONVERGE, CR, ROLLOUT,
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, hash_of, keys, never_ready_revision, random_suffix,
+    ready_again_revision, storage, with_kubelet_knobs, Knobs, CR,
 };
+use molecule_like_tests::operator::OperatorOptions;
+use molecule_like_tests::pods::{annotation, is_ready, pod_key};
+use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::{json, Value};
 
 fn names(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<String, OsdKey> {
@@ -67,6 +69,10 @@ fn sample_cr(s: &Scenario, update_domain: &str) -> anyhow::Result<Value> {
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the reference sample's journey, step by step"
+)]
 async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("sample").await?;
     let hosts = s.hosts(SAMPLE_HOSTS);
@@ -192,7 +198,14 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
 async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyhow::Result<()> {
     let s = Scenario::converge("recreate").await?;
     // The old pod stays terminating for its 3 s grace period.
-    let template = with_kubelet_knobs(fast_sample_template()?, 1, false, 3);
+    let template = with_kubelet_knobs(
+        fast_sample_template()?,
+        Knobs {
+            ready_after: 1,
+            never_ready: false,
+            grace: 3,
+        },
+    );
     let worker1 = s.host("worker1");
     let hosts = [&worker1];
     let data = ["/dev/sdb", "/dev/sdc"];
@@ -678,6 +691,10 @@ async fn s8_reference_pods_are_adopted_with_zero_writes() -> anyhow::Result<()> 
 // 9 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of malformed CRs, one rejection each"
+)]
 async fn s9_malformed_crs_are_rejected_naming_the_field() -> anyhow::Result<()> {
     let s = Scenario::create("badinput").await?;
     let valid = sample_cr(&s, "Host")?;
