@@ -23,6 +23,7 @@ use molecule_like_tests::manifests::{
 };
 use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::pods::{annotation, is_ready, pod_key};
+use molecule_like_tests::recorder::PodRecorder;
 use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::{json, Value};
 
@@ -416,10 +417,22 @@ async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> a
     rec.catch_up(&s.pods).await?;
     rec.assert_one_pod_per_key()?;
     rec.assert_unavailable_domains_at_most(&want, UpdateDomain::Osd, 2, settled)?;
+    check_stuck_replaced_first(rec, &before_fix, [(&stuck1, &k1), (&stuck2, &k2)], &k3)?;
+    s.destroy().await
+}
+
+/// After the fix: the stuck replacements (already down) were replaced, each successor created
+/// once its predecessor was gone and Ready; the Ready OSD `k3` went down only after them.
+fn check_stuck_replaced_first(
+    rec: &PodRecorder,
+    before_fix: &BTreeMap<String, OsdKey>,
+    stuck: [(&Pod, &OsdKey); 2],
+    k3: &OsdKey,
+) -> anyhow::Result<()> {
     let timeline = rec.timeline();
     let fail = |e: anyhow::Error| anyhow::anyhow!("after the fix: {e}\n{}", rec.render());
     let mut stuck_ready = 0;
-    for (stuck, key) in [(&stuck1, &k1), (&stuck2, &k2)] {
+    for (stuck, key) in stuck {
         let old = timeline.get(&stuck.name_any()).map_err(fail)?;
         let (Some(started), Some(gone)) = (old.deletion_started, old.gone) else {
             return Err(fail(anyhow::anyhow!(
@@ -437,8 +450,9 @@ async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> a
         stuck_ready = stuck_ready.max(ready);
     }
     let ready_k3: BTreeMap<String, OsdKey> = before_fix
-        .into_iter()
+        .iter()
         .filter(|(_, key)| *key == k3)
+        .map(|(n, k)| (n.clone(), k.clone()))
         .collect();
     timeline
         .check_rollout(&ready_k3, UpdateDomain::Osd)
@@ -453,7 +467,7 @@ async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> a
         "k3 went down at #{k3_started} before the stuck OSDs' successors were Ready (#{stuck_ready})\n{}",
         rec.render()
     );
-    s.destroy().await
+    Ok(())
 }
 
 // 6 ------------------------------------------------------------------------------------------
