@@ -1,6 +1,8 @@
 //! ceph-osd-operator: reconciles `CephOSD` resources into one node-bound Pod per OSD.
 //!
-//! observe → plan → act: `controller` observes, `plan` decides (pure), `executor` acts.
+//! observe → plan → act, one folder a layer: `crd` (the resource and its rules), `pod` (building
+//! a pod), `plan` (deciding, pure), `runtime` (watching, acting, remembering), `offline` (what
+//! the CLI does without a cluster); `hash` and `labels` are the words they share.
 //! Public: the resource types (`crd`), the label and annotation keys (`labels`), and what the
 //! binary, the end-to-end harness and the benchmarks use, re-exported below.
 
@@ -8,57 +10,26 @@ pub mod ceph;
 pub mod crd;
 pub mod labels;
 
-mod api_requests;
-mod backoff;
-mod claims_registry;
-mod classify;
-mod conditions;
-mod controller;
-mod desired;
-mod disk_claims;
-mod events;
-mod executor;
-mod expanded_spec;
-mod expectations;
-mod failure;
 mod hash;
-mod lease;
-mod locked;
-mod manifest;
-mod metrics;
-mod metrics_auth;
-mod operator;
-mod osd;
-mod osd_pod;
-mod owned_objects;
-mod permissions;
+mod offline;
 mod plan;
-mod pod_additions;
-mod pod_record;
-mod preview;
-mod probes;
-mod replica_sets;
-mod review_cache;
-mod rollout;
-mod schema_check;
-mod server_numbers;
-mod status;
-mod storage_rules;
-mod template_rules;
-mod watched_pod;
-mod written_status;
+mod pod;
+mod runtime;
+#[doc(hidden)]
+pub mod testing;
 
-pub use api_requests::counted_client;
-pub use controller::Settings;
-pub use expanded_spec::ExpandedSpec;
+pub use crd::osd::{CountingSuffix, OsdKey, RandomSuffix, SuffixSource};
 pub use hash::TemplateHash;
-pub use lease::{lease_namespace, LeaseSettings, NoLeaseNamespace};
-pub use manifest::{parse_cephosd, read_manifest, ManifestError};
-pub use metrics::Metrics;
-pub use metrics_auth::MetricsAuth;
-pub use operator::run;
-pub use osd::{CountingSuffix, OsdKey, RandomSuffix, SuffixSource};
-pub use permissions::report_missing_permissions;
-pub use plan::{plan, plan_expanded, Action, Observed, Plan, MAX_CREATIONS_PER_PLAN};
-pub use preview::{created_pods, preview_pods};
-pub use probes::{serve, Health};
+pub use offline::manifest::{parse_cephosd, read_manifest, ManifestError};
+pub use offline::preview::{created_pods, preview_pods};
+pub use plan::actions::Action;
+pub use plan::expanded_spec::ExpandedSpec;
+pub use plan::{plan, plan_expanded, Observed, Plan, MAX_CREATIONS_PER_PLAN};
+pub use runtime::api_requests::counted_client;
+pub use runtime::controller::Settings;
+pub use runtime::lease::{lease_namespace, LeaseSettings, NoLeaseNamespace};
+pub use runtime::metrics::Metrics;
+pub use runtime::metrics_auth::MetricsAuth;
+pub use runtime::operator::run;
+pub use runtime::permissions::report_missing_permissions;
+pub use runtime::probes::{serve, Health};

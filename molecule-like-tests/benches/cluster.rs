@@ -32,12 +32,14 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 use kube::ResourceExt;
-use molecule_like_tests::nodes::ensure_nodes;
-use molecule_like_tests::operator_kubeconfig_path;
-use molecule_like_tests::scenario::{
-    annotation, cephosd, fast_sample_template, free_port, http_get, is_ready, keys, pod_key,
-    random_suffix, storage, tagged_host, OperatorOptions, OperatorProcess, Scenario, CR,
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, keys, random_suffix, storage, tagged_host, CR,
 };
+use molecule_like_tests::nodes::ensure_nodes;
+use molecule_like_tests::operator::{free_port, http_get, OperatorOptions, OperatorProcess};
+use molecule_like_tests::operator_kubeconfig_path;
+use molecule_like_tests::pods::{annotation, is_ready, pod_key};
+use molecule_like_tests::scenario::Scenario;
 use serde_json::{json, Value};
 
 /// Concurrencies the bare client tries (`BENCH_CONCURRENCIES` to narrow the search); the
@@ -400,6 +402,10 @@ async fn converge(
 }
 
 #[tokio::main]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the benchmark's runs in order, each writing its section"
+)]
 async fn main() -> anyhow::Result<()> {
     let sizes = sizes()?;
     let rollouts = env_or("BENCH_ROLLOUT", 1) != 0;
@@ -499,7 +505,7 @@ async fn main() -> anyhow::Result<()> {
     section += &rollout_tables;
     section += LIMITS;
     print!("{section}");
-    let path = molecule_like_tests::scenario::workspace_root().join("BENCHMARKS.md");
+    let path = molecule_like_tests::paths::workspace_root().join("BENCHMARKS.md");
     let doc = std::fs::read_to_string(&path).unwrap_or_default();
     let kept = doc
         .split("\n## The operator on the local control plane")

@@ -2,7 +2,14 @@
 //! against the local Kubernetes started by `molecule-like-tests/control-plane` (kube-apiserver,
 //! kube-controller-manager, kube-scheduler, KWOK; see `molecule-like-tests/README.md`).
 //!
-//! - [`scenario`]: a namespace, its nodes, the operator under test, recorders and checks;
+//! - [`scenario`]: the lifecycle of one scenario (create, converge, verify, destroy) in a
+//!   namespace of its own, and the steps the scenarios share;
+//! - [`manifests`]: CephOSD manifests, the reference sample, the fake kubelet's
+//!   [`Knobs`](manifests::Knobs), host names of a scenario's own;
+//! - [`pods`]: reading and describing pods;
+//! - [`recorder`]: watch recorders and the invariants checked on their recordings;
+//! - [`operator`]: the operator under test as a child process;
+//! - [`paths`]: the workspace, the build output, the binaries;
 //! - [`nodes`]: the fake Nodes (managed by KWOK) that the CephOSDs' hosts name;
 //! - [`rbac`]: deploy/'s RBAC objects, applied where a test needs them.
 
@@ -13,8 +20,13 @@
     clippy::needless_pass_by_value
 )]
 
+pub mod manifests;
 pub mod nodes;
+pub mod operator;
+pub mod paths;
+pub mod pods;
 pub mod rbac;
+pub mod recorder;
 pub mod scenario;
 
 use std::path::{Path, PathBuf};

@@ -8,7 +8,8 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
 use serde_json::Value;
 
-use crate::scenario::{workspace_root, FIELD_MANAGER};
+use crate::manifests::FIELD_MANAGER;
+use crate::paths::workspace_root;
 
 /// The objects of a YAML file under the workspace root.
 pub fn manifests(relative: &str) -> anyhow::Result<Vec<Value>> {

@@ -12,10 +12,10 @@ use anyhow::{bail, Context as _};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
-use molecule_like_tests::scenario::{
-    cephosd, fast_sample_template, is_ready, keys, kubectl, pod_key, storage, Scenario, CONVERGE,
-    CR,
-};
+use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
+use molecule_like_tests::paths::kubectl;
+use molecule_like_tests::pods::{is_ready, pod_key};
+use molecule_like_tests::scenario::{Scenario, CONVERGE};
 use serde_json::json;
 
 /// Runs kubectl as the cluster admin; its stdout, or an error with its output.

@@ -18,11 +18,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
-use molecule_like_tests::nodes::ensure_nodes;
-use molecule_like_tests::scenario::{
-    create_namespace, is_ready, kubectl, random_suffix, FAIL_ANNOTATION, READY_AFTER_ANNOTATION,
-    READY_ANNOTATION,
+use molecule_like_tests::manifests::{
+    random_suffix, FAIL_ANNOTATION, READY_AFTER_ANNOTATION, READY_ANNOTATION,
 };
+use molecule_like_tests::nodes::ensure_nodes;
+use molecule_like_tests::paths::kubectl;
+use molecule_like_tests::pods::is_ready;
+use molecule_like_tests::scenario::create_namespace;
 use serde_json::{json, Value};
 
 const NODE: &str = "cp-test-node";

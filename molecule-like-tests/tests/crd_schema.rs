@@ -11,10 +11,10 @@ use std::time::Duration;
 use ceph_osd_operator::crd::apply_server_defaults;
 use ceph_osd_operator::{labels, TemplateHash};
 use kube::api::PostParams;
+use molecule_like_tests::manifests::{cephosd, with_kubelet_knobs, Knobs};
 use molecule_like_tests::nodes::ensure_nodes;
-use molecule_like_tests::scenario::{
-    cephosd, operator_binary, target_dir, with_kubelet_knobs, Scenario,
-};
+use molecule_like_tests::paths::{operator_binary, target_dir};
+use molecule_like_tests::scenario::Scenario;
 use serde_json::{json, Value};
 
 fn tricky_template() -> Value {
@@ -36,9 +36,11 @@ fn tricky_template() -> Value {
                 "initContainers": [{"name": "init", "image": "busybox", "ports": [{"containerPort": 1}]}],
             }
         }),
-        1,
-        false,
-        10,
+        Knobs {
+            ready_after: 1,
+            never_ready: false,
+            grace: 10,
+        },
     )
 }
 
@@ -331,9 +333,11 @@ fn numbers_manifest(name: &str, spellings: &[(Field, &str)]) -> anyhow::Result<(
                 }},
             }]},
         }),
-        1,
-        false,
-        0,
+        Knobs {
+            ready_after: 1,
+            never_ready: false,
+            grace: 0,
+        },
     );
     template["spec"]["terminationGracePeriodSeconds"] = json!(Field::Grace.placeholder());
     let mut manifest = cephosd(

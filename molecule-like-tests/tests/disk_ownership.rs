@@ -15,10 +15,11 @@ use ceph_osd_operator::labels;
 use ceph_osd_operator::OsdKey;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
-use molecule_like_tests::scenario::{
-    cephosd, fast_sample_template, hold, is_ready, keys, pod_key, storage, with_kubelet_knobs,
-    Converged, Scenario, CONVERGE, CR, ROLLOUT,
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
 };
+use molecule_like_tests::pods::{is_ready, pod_key};
+use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::{json, Value};
 
 /// The condition `type_` of a status, if it is there.
@@ -190,7 +191,14 @@ async fn d3_edited_annotations_take_no_pod_down_while_paused_and_one_at_a_time_a
     let [n1, n2, n3, n5] = s.hosts(["n1", "n2", "n3", "n5"]);
     let data = ["/dev/sdb"];
     // A long grace period: an old pod is seen terminating for a while.
-    let template = with_kubelet_knobs(fast_sample_template()?, 1, false, 8);
+    let template = with_kubelet_knobs(
+        fast_sample_template()?,
+        Knobs {
+            ready_after: 1,
+            never_ready: false,
+            grace: 8,
+        },
+    );
     let mut manifest = cephosd(CR, storage(&[&n1, &n2, &n3], &data), "OSD", template);
     manifest["spec"]["paused"] = json!(true);
     let Converged { want, pods, .. } = s
@@ -233,7 +241,7 @@ async fn d3_edited_annotations_take_no_pod_down_while_paused_and_one_at_a_time_a
     // Unpaused: one OSD at a time, each successor only once its old pod is gone.
     let from = rec.len();
     let cr = s.patch_spec(CR, json!({"paused": null})).await?;
-    let hash = molecule_like_tests::scenario::hash_of(&cr);
+    let hash = molecule_like_tests::manifests::hash_of(&cr);
     let after = s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
     for (key, pod) in &after {
         anyhow::ensure!(

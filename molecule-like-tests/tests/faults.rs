@@ -13,11 +13,15 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
-use molecule_like_tests::nodes::ensure_nodes;
-use molecule_like_tests::scenario::{
-    annotation, cephosd, fast_sample_template, is_ready, keys, lease_holder, pod_key, storage,
-    with_kubelet_knobs, workspace_root, Converged, OperatorOptions, PodEvent, Scenario, CR,
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
 };
+use molecule_like_tests::nodes::ensure_nodes;
+use molecule_like_tests::operator::{lease_holder, OperatorOptions};
+use molecule_like_tests::paths::workspace_root;
+use molecule_like_tests::pods::{annotation, is_ready, pod_key};
+use molecule_like_tests::recorder::PodEvent;
+use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::json;
 use tokio::sync::Mutex;
 
@@ -57,7 +61,14 @@ async fn start_rollout(
     data: &[&str],
     ready_after: u32,
 ) -> anyhow::Result<Rollout> {
-    let template = with_kubelet_knobs(fast_sample_template()?, ready_after, false, 1);
+    let template = with_kubelet_knobs(
+        fast_sample_template()?,
+        Knobs {
+            ready_after,
+            never_ready: false,
+            grace: 1,
+        },
+    );
     let Converged { want, pods, .. } = s
         .create_converged(
             &cephosd(CR, storage(hosts, data), "Host", template),

@@ -30,11 +30,13 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
-use molecule_like_tests::rbac::{apply, manifests};
-use molecule_like_tests::scenario::{
-    cephosd, create_namespace, fast_sample_template, free_port, hold, keys, kubectl, lease_holder,
-    operator_binary, random_suffix, storage, tail, OperatorOptions, Scenario, CR,
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, keys, random_suffix, storage, CR,
 };
+use molecule_like_tests::operator::{free_port, lease_holder, OperatorOptions};
+use molecule_like_tests::paths::{kubectl, operator_binary, tail};
+use molecule_like_tests::rbac::{apply, manifests};
+use molecule_like_tests::scenario::{create_namespace, hold, Scenario};
 use molecule_like_tests::{operator_kubeconfig_path, state_dir};
 use serde_json::{json, Value};
 
@@ -263,6 +265,10 @@ fn can_i(args: &[&str]) -> anyhow::Result<String> {
 /// stay one per OSD, even while the first creates more), until the first is SIGTERMed; then
 /// the second leads and acts.
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one journey of two operators, step by step"
+)]
 async fn a_second_operator_started_by_hand_creates_nothing_while_the_first_leads(
 ) -> anyhow::Result<()> {
     let mut s = Scenario::create("hand-started").await?;
@@ -323,7 +329,7 @@ async fn a_second_operator_started_by_hand_creates_nothing_while_the_first_leads
     let devices = ["/dev/sdb", "/dev/sdc"];
     let want = keys(&hosts, &devices);
     let cr = s.patch_spec(CR, json!({"storage": [{"hosts": hosts, "osds": [{"data": "/dev/sdb"}, {"data": "/dev/sdc"}]}]})).await?;
-    let hash = molecule_like_tests::scenario::hash_of(&cr);
+    let hash = molecule_like_tests::manifests::hash_of(&cr);
     s.wait_converged(CR, &want, &hash, Duration::from_mins(1))
         .await?;
     hold(Duration::from_secs(6), || async {

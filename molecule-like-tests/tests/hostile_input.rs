@@ -12,9 +12,9 @@ use ceph_osd_operator::labels;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::scenario::{
-    annotation, cephosd, cephosd_resource, fast_sample_template, Scenario, CONVERGE,
-};
+use molecule_like_tests::manifests::{cephosd, cephosd_resource, fast_sample_template};
+use molecule_like_tests::pods::annotation;
+use molecule_like_tests::scenario::{Scenario, CONVERGE};
 use serde_json::{json, Value};
 
 /// A valid CephOSD of one OSD on `host`.
@@ -51,6 +51,10 @@ fn with_on(host: &str, pointer: &str, value: Value) -> anyhow::Result<Value> {
 }
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of malformed CephOSDs, one rejection each"
+)]
 async fn the_api_server_rejects_malformed_cephosds_naming_the_field() -> anyhow::Result<()> {
     let s = Scenario::create("hostile-rejected").await?;
     let api: Api<DynamicObject> =
@@ -347,6 +351,10 @@ fn check_pods(cr: &str, pods: &[Pod], expected: &BTreeSet<(String, String)>) -> 
 }
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of odd but accepted CephOSDs, one outcome each"
+)]
 async fn odd_but_accepted_cephosds_converge_or_are_reported() -> anyhow::Result<()> {
     let s = Scenario::converge("hostile-accepted").await?;
     let host = |n: &str| s.host(&format!("odd-{n}"));

@@ -21,10 +21,15 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchParams};
 use kube::ResourceExt;
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, keys, never_ready_revision, ready_again_revision, storage, CR,
+};
+use molecule_like_tests::operator::{free_port, http_get, lease_holder, OperatorOptions};
+use molecule_like_tests::paths::kubectl;
+use molecule_like_tests::pods::{annotation, is_ready, pod_key};
+use molecule_like_tests::recorder::{EventKind, WatchRecorder};
 use molecule_like_tests::scenario::{
-    annotation, cephosd, describe_events, fast_sample_template, free_port, hold, http_get,
-    is_ready, keys, kubectl, lease_holder, never_ready_revision, pod_key, ready_again_revision,
-    storage, Converged, EventKind, OperatorOptions, Scenario, WatchRecorder, CONVERGE, CR, ROLLOUT,
+    describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
 };
 use serde_json::{json, Value};
 
@@ -191,6 +196,10 @@ async fn pod_on(s: &Scenario, key: &OsdKey, hash: &str) -> anyhow::Result<Option
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the status at each step of one rollout"
+)]
 async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> anyhow::Result<()> {
     let s = Scenario::converge("status").await?;
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
@@ -771,6 +780,10 @@ async fn c5_events_tell_the_story_of_a_host_rollout() -> anyhow::Result<()> {
 // 6 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one journey: a standby, the leader stopping, the takeover"
+)]
 async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Result<()> {
     let mut s = Scenario::create("leader").await?;
     s.start_recorder().await?;

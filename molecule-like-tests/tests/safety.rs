@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::scenario::{
-    cephosd, fast_sample_template, hold, keys, pod_key, storage, Converged, EventKind, PodEvent,
-    Scenario, CONVERGE, CR, ROLLOUT,
-};
+use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
+use molecule_like_tests::pods::pod_key;
+use molecule_like_tests::recorder::{EventKind, PodEvent};
+use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::json;
 
 /// A hand-made pod: `of`'s labels, annotations and spec, no ownerReferences.
@@ -179,11 +179,14 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
     // Named as one of our pods of node1:/dev/sdb would be.
     let foreign_name = format!("{}other", sdb.name_prefix());
     let template = fast_sample_template()?;
-    // The other controller: another CephOSD (it exists, so the garbage collector keeps its
-    // pod); its pod carries our CR's owner label and the annotations of one of our OSDs.
-    let other = s
-        .create_cr(&cephosd("other", json!([]), "OSD", template.clone()))
-        .await?;
+    // The other controller's object (a ConfigMap stands for it: the garbage collector keeps
+    // the pod while it exists, and no controller acts on the pod); its pod carries our CR's
+    // owner label and the annotations of one of our OSDs, and runs on that OSD's host.
+    let config_maps: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.namespace);
+    let other: ConfigMap = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other"}
+    }))?;
+    let other = config_maps.create(&PostParams::default(), &other).await?;
     let mut foreign: Pod = serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -194,11 +197,12 @@ async fn a_pod_of_another_controller_is_left_alone_and_holds_its_disk() -> anyho
             "annotations": {"ceph.elemental.net/host": node1, "ceph.elemental.net/data": "/dev/sdb",
                             "ceph.elemental.net/pod-template-hash": "0000000000000000",
                             "ceph.elemental.net/pod-state": "up-to-date"},
-            "ownerReferences": [{"apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap",
                 "name": "other", "uid": other.uid().unwrap_or_default(), "controller": true}],
         },
         "spec": template["spec"].clone(),
     }))?;
+    foreign.spec.get_or_insert_with(Default::default).node_name = Some(node1.clone());
     foreign = s.pods.create(&PostParams::default(), &foreign).await?;
 
     let hosts = [&node1];

@@ -17,11 +17,14 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::scenario::{
-    annotation, cephosd, fast_sample_template, hash_of, hold, is_ready, keys, never_ready_revision,
-    pod_key, random_suffix, ready_again_revision, storage, with_kubelet_knobs, Converged,
-    OperatorOptions, Scenario, CONVERGE, CR, ROLLOUT,
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, hash_of, keys, never_ready_revision, random_suffix,
+    ready_again_revision, storage, with_kubelet_knobs, Knobs, CR,
 };
+use molecule_like_tests::operator::OperatorOptions;
+use molecule_like_tests::pods::{annotation, is_ready, pod_key};
+use molecule_like_tests::recorder::PodRecorder;
+use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::{json, Value};
 
 fn names(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<String, OsdKey> {
@@ -67,6 +70,10 @@ fn sample_cr(s: &Scenario, update_domain: &str) -> anyhow::Result<Value> {
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the reference sample's journey, step by step"
+)]
 async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("sample").await?;
     let hosts = s.hosts(SAMPLE_HOSTS);
@@ -146,39 +153,27 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
                 }]}]),
             "{name}: nodeSelectorTerms {terms}"
         );
-        // Env: the template's, then the three device variables from the annotations.
+        // Env: the template's, then the three device variables as plain values (the pod's
+        // record of its disk; no later annotation edit can change it), empty when unset.
         let env: Vec<(String, String)> = v["spec"]["containers"][0]["env"]
             .as_array()
             .cloned()
             .unwrap_or_default()
             .iter()
             .map(|e| {
-                let value = e["value"].as_str().map_or_else(
-                    || {
-                        e["valueFrom"]["fieldRef"]["fieldPath"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned()
-                    },
-                    str::to_owned,
-                );
+                let value = match (e["value"].as_str(), e.get("valueFrom")) {
+                    (_, Some(from)) => format!("not a plain value: {from}"),
+                    // The API server leaves out an empty value.
+                    (value, None) => value.unwrap_or_default().to_owned(),
+                };
                 (e["name"].as_str().unwrap_or_default().to_owned(), value)
             })
             .collect();
         let want_env: Vec<(String, String)> = [
             ("TEST", "test123"),
-            (
-                "OSD_DEVICE",
-                "metadata.annotations['ceph.elemental.net/data']",
-            ),
-            (
-                "OSD_DB_DEVICE",
-                "metadata.annotations['ceph.elemental.net/db']",
-            ),
-            (
-                "OSD_WAL_DEVICE",
-                "metadata.annotations['ceph.elemental.net/wal']",
-            ),
+            ("OSD_DEVICE", key.data.as_str()),
+            ("OSD_DB_DEVICE", sample_db(&key.data)),
+            ("OSD_WAL_DEVICE", ""),
         ]
         .iter()
         .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
@@ -204,7 +199,14 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
 async fn s2_pod_deleted_by_hand_is_recreated_after_the_old_one_is_gone() -> anyhow::Result<()> {
     let s = Scenario::converge("recreate").await?;
     // The old pod stays terminating for its 3 s grace period.
-    let template = with_kubelet_knobs(fast_sample_template()?, 1, false, 3);
+    let template = with_kubelet_knobs(
+        fast_sample_template()?,
+        Knobs {
+            ready_after: 1,
+            never_ready: false,
+            grace: 3,
+        },
+    );
     let worker1 = s.host("worker1");
     let hosts = [&worker1];
     let data = ["/dev/sdb", "/dev/sdc"];
@@ -391,9 +393,12 @@ async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> a
         .await?;
     hold(Duration::from_secs(4), || untouched(vec![k3.clone()], &v1)).await?;
 
-    // Fix the template: everything is out of date; the rollout restarts from the first key.
+    // Fix the template: everything is out of date. The two stuck replacements are down
+    // already: they are replaced at once, costing no budget; k3 goes only once both
+    // successors are Ready.
     let rec = s.recorder()?;
     rec.catch_up(&s.pods).await?;
+    let settled = rec.len();
     let before_fix: BTreeMap<String, OsdKey> = s
         .owned_pods(CR)
         .await?
@@ -411,10 +416,58 @@ async fn s5_never_ready_replacement_halts_override_continues_fix_restarts() -> a
     s.wait_converged(CR, &want, &hash3, ROLLOUT).await?;
     rec.catch_up(&s.pods).await?;
     rec.assert_one_pod_per_key()?;
-    rec.timeline()
-        .check_rollout(&before_fix, UpdateDomain::Osd)
-        .map_err(|e| anyhow::anyhow!("after the fix: {e}\n{}", rec.render()))?;
+    rec.assert_unavailable_domains_at_most(&want, UpdateDomain::Osd, 2, settled)?;
+    check_stuck_replaced_first(rec, &before_fix, [(&stuck1, &k1), (&stuck2, &k2)], &k3)?;
     s.destroy().await
+}
+
+/// After the fix: the stuck replacements (already down) were replaced, each successor created
+/// once its predecessor was gone and Ready; the Ready OSD `k3` went down only after them.
+fn check_stuck_replaced_first(
+    rec: &PodRecorder,
+    before_fix: &BTreeMap<String, OsdKey>,
+    stuck: [(&Pod, &OsdKey); 2],
+    k3: &OsdKey,
+) -> anyhow::Result<()> {
+    let timeline = rec.timeline();
+    let fail = |e: anyhow::Error| anyhow::anyhow!("after the fix: {e}\n{}", rec.render());
+    let mut stuck_ready = 0;
+    for (stuck, key) in stuck {
+        let old = timeline.get(&stuck.name_any()).map_err(fail)?;
+        let (Some(started), Some(gone)) = (old.deletion_started, old.gone) else {
+            return Err(fail(anyhow::anyhow!(
+                "{key}: stuck pod {} not deleted",
+                old.name
+            )));
+        };
+        let new = timeline.created_after(key, started);
+        let Some((created, ready)) = new.first().and_then(|h| Some((h.created?, h.ready?))) else {
+            return Err(fail(anyhow::anyhow!(
+                "{key}: no Ready successor after #{started}"
+            )));
+        };
+        anyhow::ensure!(created > gone, "{key}: successor created before #{gone}");
+        stuck_ready = stuck_ready.max(ready);
+    }
+    let ready_k3: BTreeMap<String, OsdKey> = before_fix
+        .iter()
+        .filter(|(_, key)| *key == k3)
+        .map(|(n, k)| (n.clone(), k.clone()))
+        .collect();
+    timeline
+        .check_rollout(&ready_k3, UpdateDomain::Osd)
+        .map_err(fail)?;
+    let k3_started = ready_k3
+        .keys()
+        .filter_map(|name| timeline.get(name).ok()?.deletion_started)
+        .min()
+        .unwrap_or(0);
+    anyhow::ensure!(
+        k3_started > stuck_ready,
+        "k3 went down at #{k3_started} before the stuck OSDs' successors were Ready (#{stuck_ready})\n{}",
+        rec.render()
+    );
+    Ok(())
 }
 
 // 6 ------------------------------------------------------------------------------------------
@@ -652,6 +705,10 @@ async fn s8_reference_pods_are_adopted_with_zero_writes() -> anyhow::Result<()> 
 // 9 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of malformed CRs, one rejection each"
+)]
 async fn s9_malformed_crs_are_rejected_naming_the_field() -> anyhow::Result<()> {
     let s = Scenario::create("badinput").await?;
     let valid = sample_cr(&s, "Host")?;

@@ -1,0 +1,220 @@
+//! Manifests: CephOSDs (through the operator's own builder), the reference sample, the fake
+//! kubelet's knobs on a pod template, and host names of a scenario's own.
+
+use std::collections::BTreeSet;
+
+use anyhow::{anyhow, Context as _};
+use ceph_osd_operator::crd::CephOsd;
+use ceph_osd_operator::testing::CephOsdBuilder;
+use ceph_osd_operator::{OsdKey, TemplateHash};
+use kube::api::ApiResource;
+use serde_json::{json, Value};
+
+use crate::paths::workspace_root;
+
+/// Pod annotation (KWOK stage `pod-ready`): seconds after creation until the pod is Ready.
+pub const READY_AFTER_ANNOTATION: &str = "testing.local/ready-after-seconds";
+/// Pod annotation (KWOK stage `pod-running-never-ready`): `"never"` keeps the pod not Ready.
+pub const READY_ANNOTATION: &str = "testing.local/ready";
+/// Pod annotation (KWOK stage `pod-failed`): `"true"` makes the pod fail.
+pub const FAIL_ANNOTATION: &str = "testing.local/fail";
+
+/// Field manager of the scenarios' server-side applies.
+pub const FIELD_MANAGER: &str = "molecule-like-tests";
+/// The reference sample CR, relative to the workspace root.
+pub const SAMPLE: &str = "deploy/samples/ceph-osds.yaml";
+
+/// A short random lowercase hex string (namespaces, names).
+pub fn random_suffix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    format!("{:06x}", h.finish() & 0xff_ffff)
+}
+
+/// The `ApiResource` of `CephOSD` (for untyped objects, e.g. malformed CRs).
+pub fn cephosd_resource() -> ApiResource {
+    ApiResource::erase::<CephOsd>(&())
+}
+
+/// The reference sample CR as JSON.
+pub fn sample() -> anyhow::Result<Value> {
+    let path = workspace_root().join(SAMPLE);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_saphyr::from_str(&text).map_err(|e| anyhow!("parsing {}: {e}", path.display()))
+}
+
+/// The fake kubelet's knobs on a pod template (KWOK stages in `kwok/stages.yaml`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Knobs {
+    /// Seconds after creation until the pod is Ready (`testing.local/ready-after-seconds`).
+    pub ready_after: u32,
+    /// The pod never becomes Ready (`testing.local/ready: never`).
+    pub never_ready: bool,
+    /// `spec.terminationGracePeriodSeconds`.
+    pub grace: i64,
+}
+
+/// Adds the fake kubelet's `knobs` to a pod template: `testing.local/ready-after-seconds`,
+/// `testing.local/ready: never` or not, and `spec.terminationGracePeriodSeconds`.
+pub fn with_kubelet_knobs(mut template: Value, knobs: Knobs) -> Value {
+    let annotations = &mut template["metadata"]["annotations"];
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    annotations[READY_AFTER_ANNOTATION] = json!(knobs.ready_after.to_string());
+    if knobs.never_ready {
+        annotations[READY_ANNOTATION] = json!("never");
+    } else if let Some(map) = annotations.as_object_mut() {
+        map.remove(READY_ANNOTATION);
+    }
+    template["spec"]["terminationGracePeriodSeconds"] = json!(knobs.grace);
+    template
+}
+
+/// The sample's podTemplate with the kubelet knobs (Ready after 1 s, grace 1 s).
+pub fn fast_sample_template() -> anyhow::Result<Value> {
+    let sample = sample()?;
+    let template = sample
+        .pointer("/spec/podTemplate")
+        .cloned()
+        .ok_or_else(|| anyhow!("{SAMPLE} has no spec.podTemplate"))?;
+    Ok(with_kubelet_knobs(
+        template,
+        Knobs {
+            ready_after: 1,
+            never_ready: false,
+            grace: 1,
+        },
+    ))
+}
+
+/// The `spec.podTemplate.metadata` of a template edit to revision `rev` (label `rev`) whose
+/// pods the test kubelet never makes Ready (`testing.local/ready: never`).
+pub fn never_ready_revision(rev: &str) -> Value {
+    json!({"labels": {"rev": rev}, "annotations": {READY_ANNOTATION: "never"}})
+}
+
+/// The `spec.podTemplate.metadata` of a template edit to revision `rev` (label `rev`) that
+/// removes `testing.local/ready: never` again (the fix of [`never_ready_revision`]).
+pub fn ready_again_revision(rev: &str) -> Value {
+    json!({"labels": {"rev": rev}, "annotations": {READY_ANNOTATION: null}})
+}
+
+/// A `CephOSD` manifest.
+pub fn cephosd(name: &str, storage: Value, update_domain: &str, template: Value) -> Value {
+    CephOsdBuilder::new(name)
+        .raw_storage(storage)
+        .update_domain(update_domain)
+        .template(template)
+        .manifest()
+}
+
+/// The name of the scenarios' `CephOSD`.
+pub const CR: &str = "ceph-osds";
+
+/// Every OSD key of `devices` on each of `hosts`.
+pub fn keys(hosts: &[impl AsRef<str>], devices: &[&str]) -> BTreeSet<OsdKey> {
+    hosts
+        .iter()
+        .flat_map(|h| devices.iter().map(move |d| OsdKey::new(h.as_ref(), *d)))
+        .collect()
+}
+
+/// A `spec.storage` of one entry: `devices` (as `data`) on each of `hosts`.
+pub fn storage(hosts: &[impl AsRef<str>], devices: &[&str]) -> Value {
+    ceph_osd_operator::testing::storage(hosts, devices)
+}
+
+/// `base` made unique to the run tagged `tag`: the tag joins its first DNS label
+/// (`worker1` → `worker1-3f9c2a`, `w1.example.com` → `w1-3f9c2a.example.com`). A disk belongs
+/// to one CephOSD cluster-wide, so scenarios running side by side must not name the same
+/// host:data.
+pub fn tagged_host(base: &str, tag: &str) -> String {
+    match base.split_once('.') {
+        Some((first, rest)) => format!("{first}-{tag}.{rest}"),
+        None => format!("{base}-{tag}"),
+    }
+}
+
+/// `manifest` (a CephOSD, or its spec) with every host of `spec.storage[].hosts[]` made unique
+/// to the run tagged `tag` ([`tagged_host`]); everything else as it was. For manifests written
+/// with fixed hosts (the reference sample): scenarios running side by side must not claim each
+/// other's disks.
+pub fn with_tagged_hosts(mut manifest: Value, tag: &str) -> Value {
+    let spec = if manifest.get("spec").is_some() {
+        &mut manifest["spec"]
+    } else {
+        &mut manifest
+    };
+    for entry in spec
+        .get_mut("storage")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        for host in entry
+            .get_mut("hosts")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(base) = host.as_str() {
+                *host = json!(tagged_host(base, tag));
+            }
+        }
+    }
+    manifest
+}
+
+/// The template hash of a CR's pod template (what its up-to-date pods carry).
+pub fn hash_of(cr: &CephOsd) -> String {
+    TemplateHash::of(&cr.spec.pod_template).as_str().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tagged_hosts_stay_dns_names() {
+        assert_eq!(tagged_host("worker1", "3f9c2a"), "worker1-3f9c2a");
+        assert_eq!(
+            tagged_host("worker041.example.com", "3f9c2a"),
+            "worker041-3f9c2a.example.com"
+        );
+    }
+
+    #[test]
+    fn tagged_hosts_rewrite_every_storage_entry_and_nothing_else() {
+        let cr = json!({"metadata": {"name": "worker1"}, "spec": {"storage": [
+            {"hosts": ["worker041.example.com", "w1"], "osds": [{"data": "/dev/w1"}]},
+            {"hosts": ["w2"], "osds": []},
+            {"osds": []},
+        ], "podTemplate": {"spec": {"nodeName": "w1"}}}});
+        let tagged = with_tagged_hosts(cr.clone(), "3f9c2a");
+        let mut expected = cr;
+        expected["spec"]["storage"][0]["hosts"] =
+            json!(["worker041-3f9c2a.example.com", "w1-3f9c2a"]);
+        expected["spec"]["storage"][1]["hosts"] = json!(["w2-3f9c2a"]);
+        assert_eq!(tagged, expected);
+        // A spec alone (a spec patch) too.
+        let spec = with_tagged_hosts(json!({"storage": [{"hosts": ["w1"]}]}), "ab");
+        assert_eq!(spec, json!({"storage": [{"hosts": ["w1-ab"]}]}));
+        // The reference sample: its hosts only.
+        let sample = sample().expect("the sample");
+        let hosts = crate::nodes::hosts_of(&with_tagged_hosts(sample.clone(), "ab"));
+        let want: BTreeSet<String> = crate::nodes::hosts_of(&sample)
+            .iter()
+            .map(|h| tagged_host(h, "ab"))
+            .collect();
+        assert_eq!(hosts, want);
+        assert!(!want.is_empty());
+    }
+}

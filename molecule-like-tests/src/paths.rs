@@ -1,0 +1,108 @@
+//! Where things are: the workspace, the build output, the operator binary under test,
+//! kubectl, and the end of a log file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::bail;
+
+/// The workspace root (the operator crate).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from(".."), Path::to_path_buf)
+}
+
+/// The cargo target directory: `$CARGO_TARGET_DIR` (relative to the workspace root when
+/// relative) or `<workspace>/target`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
+        Some(dir) => workspace_root().join(dir),
+        None => workspace_root().join("target"),
+    }
+}
+
+/// The operator binary: `$CEPH_OSD_OPERATOR_BIN`, else `ceph-osd-operator` next to the running
+/// test's profile directory (`<target>/debug/deps/<test>` → `<target>/debug/`), else
+/// `<target>/debug/ceph-osd-operator`.
+pub fn operator_binary() -> anyhow::Result<PathBuf> {
+    if let Some(bin) = std::env::var_os("CEPH_OSD_OPERATOR_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let name = format!("ceph-osd-operator{}", std::env::consts::EXE_SUFFIX);
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(profile) = exe.parent().and_then(Path::parent) {
+            candidates.push(profile.join(&name));
+        }
+    }
+    candidates.push(target_dir().join("debug").join(&name));
+    for candidate in &candidates {
+        if candidate.is_file() {
+            warn_if_stale(candidate);
+            return Ok(candidate.clone());
+        }
+    }
+    bail!(
+        "the operator binary is not built (looked at {candidates:?}): run \
+         `cargo build -p ceph-osd-operator` first (molecule-like-tests/run does)"
+    )
+}
+
+/// A binary older than the operator's sources tests old code: say so (but go on).
+fn warn_if_stale(bin: &Path) {
+    let Ok(built) = bin.metadata().and_then(|m| m.modified()) else {
+        return;
+    };
+    let src = workspace_root().join("src");
+    let mut newer = Vec::new();
+    let mut folders = vec![src.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t > built)
+            {
+                let relative = path.strip_prefix(&src).unwrap_or(&path);
+                newer.push(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
+    if !newer.is_empty() {
+        eprintln!(
+            "WARNING: {} is older than src/{{{}}}: run `cargo build -p ceph-osd-operator`",
+            bin.display(),
+            newer.join(",")
+        );
+    }
+}
+
+/// The kubectl to use: `$KUBECTL`, else the one `control-plane up` links into its state dir,
+/// else `kubectl` on the PATH; None when there is none.
+pub fn kubectl() -> Option<String> {
+    if let Ok(k) = std::env::var("KUBECTL") {
+        return Some(k);
+    }
+    let linked = crate::state_dir().join("kubectl");
+    if linked.exists() {
+        return Some(linked.to_string_lossy().into_owned());
+    }
+    Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| "kubectl".to_string())
+}
+
+/// The last `n` lines of a file (empty when unreadable).
+pub fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}

@@ -1,0 +1,580 @@
+//! The `CephOSD` custom resource: spec and status types, and the CRD generated from them.
+//!
+//! The CRD is derived from these types and then adjusted as data (CEL rule on the name,
+//! descriptions stripped inside the embedded Pod schema, `ports[].protocol` defaulted).
+//!
+//! Its parts: the rules on storage entries and on the pod template, numbers as the API server
+//! treats them, the identity of an OSD (`host:data`) and the OSDs a spec asks for.
+
+pub(crate) mod desired;
+pub(crate) mod osd;
+pub(crate) mod server_numbers;
+pub(crate) mod storage_rules;
+pub(crate) mod template_rules;
+
+use crate::crd::server_numbers::normalise_numbers;
+use crate::crd::storage_rules::{DEVICE_PATH_PATTERN, HOST_PATTERN};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::jiff::SignedDuration;
+use kube::{CustomResource, CustomResourceExt, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// API group of the CRD and prefix of every label and annotation key we own.
+pub const GROUP: &str = "ceph.elemental.net";
+/// Longest CR name whose owner label `CephOSD-<name>` still fits in 63 characters.
+pub const MAX_NAME_LEN: usize = 55;
+
+/// Desired state of a set of Ceph OSDs: which devices on which hosts, and the Pod to run for each.
+// Several printer columns share `type_ = "integer"`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "ceph.elemental.net",
+    version = "v1alpha1",
+    kind = "CephOSD",
+    root = "CephOsd",
+    singular = "cephosd",
+    plural = "cephosds",
+    namespaced,
+    status = "CephOsdStatus",
+    shortname = "osds",
+    printcolumn(
+        name = "Ready",
+        type_ = "integer",
+        json_path = ".status.ready",
+        description = "OSD pods Ready"
+    ),
+    printcolumn(
+        name = "Up-to-date",
+        type_ = "integer",
+        json_path = ".status.updated",
+        description = "OSD pods on the current template"
+    ),
+    printcolumn(
+        name = "Desired",
+        type_ = "integer",
+        json_path = ".status.desired",
+        description = "OSDs in the spec"
+    ),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    doc = "CephOSD runs one Pod per OSD on explicitly listed hosts and devices and rolls template changes out one update domain at a time."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct CephOsdSpec {
+    /// Groups of hosts and the OSD devices each of those hosts carries (hosts × osds).
+    pub storage: Vec<StorageEntry>,
+    /// What is replaced at once during a rollout: one `OSD`, or all OSDs of one `Host`.
+    pub update_domain: UpdateDomain,
+    /// A complete core/v1 Pod (apiVersion, kind, metadata, spec) used for every OSD pod.
+    /// Kept as raw JSON: the template hash must be computed over exactly what the API server
+    /// returns, never over a typed round-trip that could drop or normalise fields.
+    #[schemars(with = "Pod")]
+    pub pod_template: Value,
+    /// While true no replacement starts; missing OSD pods are still recreated. Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<bool>,
+    /// Seconds a replacement must have been Ready before it counts as done (soak). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub min_ready_seconds: Option<i32>,
+    /// Seconds a replacement may take to become Ready before the CephOSD reports `Stalled`
+    /// (the rollout stays halted either way). Default 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub progress_deadline_seconds: Option<i32>,
+    /// How many update domains (OSDs or hosts) may be unavailable at once during a rollout:
+    /// from the deletion of their old pods until their new pods are Ready (and soaked).
+    /// Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_unavailable: Option<i32>,
+}
+
+impl CephOsdSpec {
+    /// A spec with every optional rollout control left at its default.
+    pub fn new(
+        storage: Vec<StorageEntry>,
+        update_domain: UpdateDomain,
+        pod_template: Value,
+    ) -> Self {
+        Self {
+            storage,
+            update_domain,
+            pod_template,
+            paused: None,
+            min_ready_seconds: None,
+            progress_deadline_seconds: None,
+            max_unavailable: None,
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused.unwrap_or(false)
+    }
+
+    pub fn min_ready(&self) -> SignedDuration {
+        SignedDuration::from_secs(self.min_ready_seconds.unwrap_or(0).max(0).into())
+    }
+
+    pub fn progress_deadline(&self) -> SignedDuration {
+        SignedDuration::from_secs(self.progress_deadline_seconds.unwrap_or(600).max(1).into())
+    }
+
+    pub fn max_unavailable(&self) -> usize {
+        usize::try_from(self.max_unavailable.unwrap_or(1))
+            .unwrap_or(1)
+            .max(1)
+    }
+}
+
+/// One `storage[]` entry: every host gets every OSD listed here.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+pub struct StorageEntry {
+    /// Kubernetes node names (matched against the `kubernetes.io/hostname` label): lower-case
+    /// DNS names, as Kubernetes requires of node names.
+    #[schemars(
+        length(min = 1),
+        inner(length(min = 1, max = 253), regex(pattern = HOST_PATTERN))
+    )]
+    pub hosts: Vec<String>,
+    /// The OSD devices present on each of the hosts.
+    #[schemars(length(min = 1))]
+    pub osds: Vec<OsdDevices>,
+}
+
+/// The devices of one OSD.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct OsdDevices {
+    /// Primary (data) device path, e.g. `/dev/disk/by-path/...`: absolute and normalised (no
+    /// `.` or `..` components, no repeated or trailing `/`), so one disk has one spelling.
+    /// `host:data` is the OSD's identity.
+    #[schemars(length(min = 1, max = 4096), regex(pattern = DEVICE_PATH_PATTERN))]
+    pub data: String,
+    /// Optional RocksDB device path (absolute and normalised, like `data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 4096), regex(pattern = DEVICE_PATH_PATTERN))]
+    pub db: Option<String>,
+    /// Optional write-ahead-log device path (absolute and normalised, like `data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 4096), regex(pattern = DEVICE_PATH_PATTERN))]
+    pub wal: Option<String>,
+}
+
+/// The unit of a rolling update.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum UpdateDomain {
+    /// Replace one OSD pod at a time.
+    #[serde(rename = "OSD")]
+    Osd,
+    /// Replace all OSD pods of one host at a time.
+    Host,
+}
+
+/// Observed state, written by the operator once per reconcile, and only when it changed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CephOsdStatus {
+    /// The `metadata.generation` this status was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The current `pod-template-hash` of `spec.podTemplate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_hash: Option<String>,
+    /// OSDs the spec asks for.
+    #[serde(default)]
+    pub desired: i64,
+    /// OSDs with a running (not terminating) pod.
+    #[serde(default)]
+    pub current: i64,
+    /// OSD pods whose Ready condition is True.
+    #[serde(default)]
+    pub ready: i64,
+    /// OSD pods on the current template and devices.
+    #[serde(default)]
+    pub updated: i64,
+    /// OSD pods waiting to be replaced.
+    #[serde(default)]
+    pub out_of_date: i64,
+    /// Pods created by the operator and not yet Ready (and soaked).
+    #[serde(default)]
+    pub unready: i64,
+    /// Pods with the owner label that the operator deletes (invalid, duplicate or ended).
+    #[serde(default)]
+    pub invalid: i64,
+    /// Pods with the owner label that another controller controls: never deleted, patched
+    /// or counted as OSD pods; no pod is created for a disk such a pod holds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub foreign: i64,
+    /// The names of those pods (each is announced by one `ForeignPod` event).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_pods: Vec<String>,
+    /// OSDs still run by a ReplicaSet of the Ansible operator (replaced by the rollout).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub migrating: i64,
+    /// Pods of OSDs no longer in the spec: removed one update domain at a time, like a
+    /// rollout (never while paused).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub superfluous: i64,
+    /// Ready | Progressing | Paused | Stalled | Error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// OSDs whose pod the scheduler cannot place, with its reason (each is announced by one
+    /// `Unschedulable` event): typically a host without a Node of that name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unschedulable: Vec<String>,
+    /// The update domains (OSD keys or hosts) being replaced or recreated now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub current_update: Vec<String>,
+    /// Ready, Progressing, Stalled, InvalidSpec and Migrating.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// One word for the state of a CephOSD (the `PHASE` column).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Phase {
+    Ready,
+    Progressing,
+    Paused,
+    Stalled,
+    Error,
+}
+
+/// `namespace/name`: how logs, the retry backoff and the write expectations name a CephOSD.
+pub(crate) fn object_key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+impl CephOsd {
+    /// This CephOSD's [`object_key`].
+    pub(crate) fn object_key(&self) -> String {
+        object_key(&self.namespace().unwrap_or_default(), &self.name_any())
+    }
+}
+
+/// Why the CRD could not be produced from the types.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    #[error("cannot convert the derived CRD: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("cannot write the CRD as YAML: {0}")]
+    Yaml(String),
+    #[error("the derived CRD has no schema at {0}")]
+    NoSchema(&'static str),
+}
+
+/// The CRD as installed: derived from the types, then adjusted (see module docs).
+pub fn custom_resource_definition() -> Result<CustomResourceDefinition, CrdError> {
+    let mut crd = serde_json::to_value(CephOsd::crd())?;
+    adjust_schema(&mut crd);
+    Ok(serde_json::from_value(crd)?)
+}
+
+/// The CRD as a YAML document (what `ceph-osd-operator crd` prints).
+pub fn custom_resource_definition_yaml() -> Result<String, CrdError> {
+    serde_saphyr::to_string(&custom_resource_definition()?)
+        .map_err(|e| CrdError::Yaml(e.to_string()))
+}
+
+/// The schema at `pointer` of the installed CRD.
+fn crd_schema_at(pointer: &'static str) -> Result<Value, CrdError> {
+    let crd = serde_json::to_value(custom_resource_definition()?)?;
+    crd.pointer(pointer)
+        .cloned()
+        .ok_or(CrdError::NoSchema(pointer))
+}
+
+/// The openAPIV3 schema of a whole CephOSD, as the API server enforces it.
+pub fn cephosd_schema() -> Result<Value, CrdError> {
+    crd_schema_at(SCHEMA_POINTER)
+}
+
+/// The openAPIV3 schema of a full core/v1 Pod as embedded in `spec.podTemplate`
+/// (descriptions stripped, `ports[].protocol` defaulted), without the CephOSD's own rules on
+/// the template.
+pub fn pod_schema() -> Result<Value, CrdError> {
+    let mut schema = crd_schema_at(POD_TEMPLATE_POINTER)?;
+    if let Some(schema) = schema.as_object_mut() {
+        schema.remove("x-kubernetes-validations");
+    }
+    Ok(schema)
+}
+
+/// Makes a pod template look as the API server will store it: fields unknown to the embedded
+/// Pod schema pruned, schema defaults (`ports[].protocol: TCP`) applied, numbers written as
+/// the server writes them (`cpu: 1.0` stored as `cpu: 1`). An offline preview then hashes
+/// exactly what the running operator will hash.
+pub fn apply_server_defaults(pod_template: &mut Value) -> Result<(), CrdError> {
+    conform_to_schema(pod_template, &pod_schema()?);
+    normalise_numbers(pod_template);
+    Ok(())
+}
+
+/// Structural pruning and defaulting of `value` against an openAPIV3 `schema`.
+fn conform_to_schema(value: &mut Value, schema: &Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                if schema.get("x-kubernetes-preserve-unknown-fields") != Some(&json!(true)) {
+                    map.retain(|key, _| properties.contains_key(key));
+                }
+                for (key, child) in map.iter_mut() {
+                    if let Some(child_schema) = properties.get(key) {
+                        conform_to_schema(child, child_schema);
+                    }
+                }
+                for (key, property) in properties {
+                    if let Some(default) = property.get("default") {
+                        map.entry(key.clone()).or_insert_with(|| default.clone());
+                    }
+                }
+            } else if let Some(values) =
+                schema.get("additionalProperties").filter(|s| s.is_object())
+            {
+                for child in map.values_mut() {
+                    conform_to_schema(child, values);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    conform_to_schema(item, item_schema);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+const SCHEMA_POINTER: &str = "/spec/versions/0/schema/openAPIV3Schema";
+const POD_TEMPLATE_POINTER: &str =
+    "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/podTemplate";
+
+fn adjust_schema(crd: &mut Value) {
+    crd["spec"]["names"]["listKind"] = json!("CephOSDList");
+    if let Some(root) = crd.pointer_mut(SCHEMA_POINTER) {
+        root["x-kubernetes-validations"] = json!([{
+            "rule": format!("self.metadata.name.size() <= {MAX_NAME_LEN}"),
+            "message": format!(
+                "metadata.name must be at most {MAX_NAME_LEN} characters: \
+                 the owner label CephOSD-<name> on every OSD pod must fit in 63"
+            ),
+        }]);
+    }
+    if let Some(pod) = crd.pointer_mut(POD_TEMPLATE_POINTER) {
+        strip_descriptions(pod);
+        for containers in ["containers", "initContainers"] {
+            let pointer = format!("/properties/spec/properties/{containers}/items/properties/ports/items/properties/protocol");
+            if let Some(protocol) = pod.pointer_mut(&pointer) {
+                protocol["default"] = json!("TCP");
+            }
+        }
+        pod["description"] = json!(
+            "A complete core/v1 Pod (apiVersion, kind, metadata, spec) used for every OSD pod. \
+             Changing it rolls the OSD pods one update domain at a time. The operator computes, \
+             for each OSD, what the template may therefore not set: the label \
+             ceph.elemental.net/owner; the annotations ceph.elemental.net/pod-template-hash, \
+             host, data, db, wal and pod-state; finalizers; spec.nodeName; a \
+             kubernetes.io/hostname nodeSelector; and a required node affinity (use \
+             nodeSelector or a preferred node affinity to constrain nodes further)."
+        );
+        pod["x-kubernetes-validations"] = template_rules::cel_validations();
+    }
+}
+
+/// Removes `description` keys from a schema tree (keeps the CRD far below the 256 KiB
+/// limit of client-side `kubectl apply`). Property *names* called `description` survive.
+fn strip_descriptions(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("description").is_some_and(Value::is_string) {
+                map.remove("description");
+            }
+            for (key, child) in map.iter_mut() {
+                if key == "properties" {
+                    if let Value::Object(props) = child {
+                        props.values_mut().for_each(strip_descriptions);
+                    }
+                } else {
+                    strip_descriptions(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_descriptions),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Value {
+        serde_json::to_value(custom_resource_definition().expect("crd"))
+            .expect("crd serialises")
+            .pointer(SCHEMA_POINTER)
+            .cloned()
+            .expect("schema present")
+    }
+
+    #[test]
+    fn names_match_the_reference_crd() {
+        let crd = custom_resource_definition().expect("crd");
+        assert_eq!(
+            crd.metadata.name.as_deref(),
+            Some("cephosds.ceph.elemental.net")
+        );
+        assert_eq!(crd.spec.group, "ceph.elemental.net");
+        assert_eq!(crd.spec.names.kind, "CephOSD");
+        assert_eq!(crd.spec.names.list_kind.as_deref(), Some("CephOSDList"));
+        assert_eq!(crd.spec.names.singular.as_deref(), Some("cephosd"));
+        assert_eq!(crd.spec.scope, "Namespaced");
+        let version = &crd.spec.versions[0];
+        assert_eq!(version.name, "v1alpha1");
+        assert!(version.served && version.storage);
+        assert!(version
+            .subresources
+            .as_ref()
+            .and_then(|s| s.status.as_ref())
+            .is_some());
+    }
+
+    #[test]
+    fn spec_requires_storage_update_domain_and_pod_template() {
+        let schema = schema();
+        let required = schema
+            .pointer("/properties/spec/required")
+            .expect("required");
+        for field in ["storage", "updateDomain", "podTemplate"] {
+            assert!(
+                required.as_array().expect("array").contains(&json!(field)),
+                "{field}"
+            );
+        }
+        assert_eq!(
+            schema.pointer("/properties/spec/properties/updateDomain/enum"),
+            Some(&json!(["OSD", "Host"]))
+        );
+        let storage = schema
+            .pointer("/properties/spec/properties/storage/items/properties")
+            .expect("storage items");
+        assert_eq!(storage.pointer("/hosts/minItems"), Some(&json!(1)));
+        assert_eq!(storage.pointer("/hosts/items/minLength"), Some(&json!(1)));
+        assert_eq!(storage.pointer("/osds/minItems"), Some(&json!(1)));
+        for device in ["data", "db", "wal"] {
+            assert_eq!(
+                storage.pointer(&format!("/osds/items/properties/{device}/minLength")),
+                Some(&json!(1)),
+                "{device}"
+            );
+        }
+        assert_eq!(
+            storage.pointer("/osds/items/required"),
+            Some(&json!(["data"]))
+        );
+    }
+
+    #[test]
+    fn name_length_rule_is_present() {
+        let rules = schema()["x-kubernetes-validations"].clone();
+        assert_eq!(rules[0]["rule"], json!("self.metadata.name.size() <= 55"));
+        assert!(rules[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("63")));
+    }
+
+    #[test]
+    fn pod_template_defaults_port_protocol_and_has_no_inner_descriptions() {
+        let pod = pod_schema().expect("pod schema");
+        for containers in ["containers", "initContainers"] {
+            let pointer = format!("/properties/spec/properties/{containers}/items/properties/ports/items/properties/protocol/default");
+            assert_eq!(pod.pointer(&pointer), Some(&json!("TCP")), "{containers}");
+        }
+        let mut inner = pod.clone();
+        inner.as_object_mut().expect("object").remove("description");
+        assert!(!inner.to_string().contains("\"description\":\""));
+    }
+
+    #[test]
+    fn server_defaults_prune_unknown_fields_and_fill_port_protocols_only_where_missing() {
+        let mut template = json!({"spec": {
+            "containers": [{"name": "a", "ports": [{"containerPort": 1}, {"containerPort": 2, "protocol": "UDP"}]}],
+            "initContainers": [{"name": "b", "ports": [{"containerPort": 3}]}]}});
+        apply_server_defaults(&mut template).expect("pod schema");
+        assert_eq!(
+            template.pointer("/spec/containers/0/ports/0/protocol"),
+            Some(&json!("TCP"))
+        );
+        assert_eq!(
+            template.pointer("/spec/containers/0/ports/1/protocol"),
+            Some(&json!("UDP"))
+        );
+        assert_eq!(
+            template.pointer("/spec/initContainers/0/ports/0/protocol"),
+            Some(&json!("TCP"))
+        );
+    }
+
+    #[test]
+    fn server_defaults_write_numbers_as_the_server_stores_them() {
+        let mut template: Value = serde_json::from_str(
+            r#"{"spec": {"terminationGracePeriodSeconds": 1e1, "containers": [{"name": "a",
+                "ports": [{"containerPort": 6800.0}],
+                "resources": {"limits": {"cpu": 1.0, "memory": 1e3}, "requests": {"cpu": 0.5}}}]}}"#,
+        )
+        .expect("json");
+        apply_server_defaults(&mut template).expect("pod schema");
+        let container = &template["spec"]["containers"][0];
+        assert_eq!(
+            template["spec"]["terminationGracePeriodSeconds"].to_string(),
+            "10"
+        );
+        assert_eq!(container["ports"][0]["containerPort"].to_string(), "6800");
+        assert_eq!(
+            container["resources"]["limits"].to_string(),
+            r#"{"cpu":1,"memory":1000}"#
+        );
+        // Not an integer: kept as it is (the schema check rejects it first).
+        assert_eq!(container["resources"]["requests"]["cpu"].to_string(), "0.5");
+    }
+
+    #[test]
+    fn quantities_and_ports_accept_numbers() {
+        let text = pod_schema().expect("pod schema").to_string();
+        assert!(text.contains("x-kubernetes-int-or-string"));
+    }
+
+    #[test]
+    fn crd_stays_below_the_client_side_apply_annotation_limit() {
+        let bytes = serde_json::to_vec(&custom_resource_definition().expect("crd")).expect("json");
+        assert!(
+            bytes.len() < 256 * 1024 - 4096,
+            "CRD is {} bytes",
+            bytes.len()
+        );
+    }
+
+    #[test]
+    fn checked_in_crd_matches_the_generated_one() {
+        let checked_in = include_str!("../../crds/cephosds.ceph.elemental.net.yaml");
+        assert!(
+            checked_in == custom_resource_definition_yaml().expect("crd"),
+            "crds/cephosds.ceph.elemental.net.yaml is stale: run `cargo run -- crd > crds/cephosds.ceph.elemental.net.yaml`"
+        );
+    }
+}

@@ -1,0 +1,57 @@
+//! The writes a plan asks for, and why: the vocabulary between the planner, the executor and
+//! the runtime's bookkeeping. Data only.
+
+use crate::crd::osd::OsdKey;
+use crate::labels::PodState;
+use k8s_openapi::api::core::v1::Pod;
+
+/// Why a pod is deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeleteReason {
+    Invalid(String),
+    Ended(String),
+    /// Its OSD is no longer in the CR.
+    Superfluous,
+    /// Rolling update: out-of-date, its successor follows once it is gone.
+    Replace,
+}
+
+/// Why a pod is created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateReason {
+    /// An OSD new to the CR (or the CR is new).
+    New,
+    /// The successor of a pod replaced by the rollout.
+    Replacement,
+    /// The OSD's pod vanished (deleted by hand, evicted, ended).
+    Recreate,
+}
+
+/// One API write.
+#[derive(Clone, Debug)]
+pub enum Action {
+    Delete {
+        name: String,
+        uid: Option<String>,
+        key: Option<OsdKey>,
+        reason: DeleteReason,
+    },
+    /// Deletes a ReplicaSet of the Ansible operator with foreground propagation (its pod goes
+    /// with it; the ReplicaSet controller recreates nothing).
+    DeleteReplicaSet {
+        name: String,
+        uid: Option<String>,
+        key: Option<OsdKey>,
+        reason: DeleteReason,
+    },
+    Create {
+        key: OsdKey,
+        pod: Box<Pod>,
+        reason: CreateReason,
+    },
+    PatchState {
+        name: String,
+        key: OsdKey,
+        state: PodState,
+    },
+}

@@ -1,0 +1,825 @@
+//! Classification: what each observed pod is to the planner. Pure; time comes in as an
+//! argument.
+//!
+//! Which OSD a pod runs comes first from what no edit can change (`pod_record`): the host its
+//! spec binds it to and the data device the operator recorded in its env. A pod made before
+//! that record existed is believed by its annotations only while they agree with its host and
+//! its name; otherwise its name and host tell which OSD it runs, if exactly one. A pod whose
+//! annotations disagree with what it runs is out of date: replaced in its turn (never at once,
+//! never while paused), and until it is gone it holds both its disk and the one its
+//! annotations name.
+//!
+//! Rules, in order: a terminating pod is only waited for; a pod controlled by another object
+//! (an ownerReference with `controller: true` that is not this CephOSD) is never ours to
+//! delete, patch or count; a pod that runs no OSD we can tell is invalid and claims nothing
+//! (but holds every disk it may run on); a pod that ended is deleted and recreated. Of the
+//! remaining pods that claim one disk (whatever its spelling), exactly one is kept: the one
+//! this CephOSD controls, else one whose OSD the CR lists, else a Ready one, else the oldest
+//! (then by name). Only the others are deleted, so a stray pod can never take a healthy OSD
+//! pod down.
+
+use crate::crd::desired::DesiredOsds;
+use crate::crd::osd::{DeviceId, OsdKey, SUFFIX_LEN};
+use crate::crd::storage_rules::normalise_host;
+use crate::hash::TemplateHash;
+use crate::labels::{self, PodState};
+use crate::pod::pod_record::{bound_host, recorded_data};
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::ResourceExt;
+use std::collections::BTreeMap;
+
+/// How the planner sees one observed pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodClass {
+    /// Has a deletionTimestamp: ignored, but still holds its OSD's device until gone.
+    Terminating,
+    /// Controlled by another object: left alone, but it holds its OSD's device.
+    Foreign(Controller),
+    /// Not a pod we could have made (or a second pod for one disk): deleted.
+    Invalid(String),
+    /// Ended (`Failed`/`Succeeded`, e.g. evicted): deleted, then recreated once gone.
+    Ended(String),
+    /// Current template and devices.
+    UpToDate,
+    /// Older template, changed db/wal devices or annotations that disagree with what it runs:
+    /// replaced in its turn.
+    OutOfDate,
+    /// Created by us and now Ready: becomes up-to-date.
+    Ready,
+    /// Created by us and not yet Ready: halts the rollout.
+    Unready,
+}
+
+/// The object a controller ownerReference names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Controller {
+    pub kind: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind, self.name)
+    }
+}
+
+/// What stands for an OSD: a pod, or (from the Ansible operator's ReplicaSet era) a
+/// ReplicaSet that keeps one pod running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    Pod,
+    ReplicaSet,
+}
+
+/// One observed pod and what the planner made of it.
+#[derive(Clone, Debug)]
+pub struct ObservedPod {
+    pub name: String,
+    pub uid: Option<String>,
+    /// The OSD it runs, when that can be told (see the module docs).
+    pub key: Option<OsdKey>,
+    /// The disk it holds: its OSD's, else the one its annotations name (computed once: every
+    /// map of the planner looks it up).
+    pub device: Option<DeviceId>,
+    /// Other disks it may run a daemon on until it is gone: the one its annotations name when
+    /// that is not its OSD's, every disk its name and host fit when its OSD cannot be told.
+    pub also_holds: Vec<DeviceId>,
+    /// Its OSD's place among the CR's OSDs
+    /// ([`DesiredOsd::index`](crate::crd::desired::DesiredOsd::index)), when it is one of them.
+    pub osd: Option<usize>,
+    pub class: PodClass,
+    pub ready: bool,
+    pub state: Option<String>,
+    /// When the pod was created (deadline of a replacement).
+    pub created: Option<Timestamp>,
+    /// Ready since then, but not yet for minReadySeconds.
+    pub soaking_since: Option<Timestamp>,
+    /// The pod's deletionTimestamp (when its graceful termination should have ended).
+    pub deleted: Option<Timestamp>,
+    /// Whether its controller ownerReference is this CephOSD (false: adopted from elsewhere).
+    pub controlled: bool,
+    /// A pod, or a ReplicaSet of the Ansible operator standing for one.
+    pub workload: Workload,
+    /// Why the scheduler cannot place it (its `PodScheduled` condition is False).
+    pub unschedulable: Option<String>,
+    /// Why its annotations are not believed, when they disagree with what it runs.
+    pub tampered: Option<String>,
+    /// A second pod for a disk another pod keeps (deleted at once).
+    pub duplicate: bool,
+}
+
+impl ObservedPod {
+    /// `name (host:data)`, for messages.
+    pub fn describe(&self) -> String {
+        match &self.key {
+            Some(key) => format!("{} ({key})", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// A live pod (one that counts as the OSD's pod).
+    pub fn is_live(&self) -> bool {
+        matches!(
+            self.class,
+            PodClass::UpToDate | PodClass::OutOfDate | PodClass::Ready | PodClass::Unready
+        )
+    }
+
+    /// The disk it holds, when one can be told.
+    pub fn device(&self) -> Option<&DeviceId> {
+        self.device.as_ref()
+    }
+
+    /// Every disk it may run a daemon on.
+    pub fn holds(&self) -> impl Iterator<Item = &DeviceId> {
+        self.device.iter().chain(&self.also_holds)
+    }
+}
+
+/// The CephOSD whose pods are classified.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Owner<'a> {
+    pub name: &'a str,
+    /// Its uid (None only offline): a controller reference must carry it to be ours.
+    pub uid: Option<&'a str>,
+}
+
+/// Time facts classification needs.
+pub(crate) struct Timing {
+    pub now: Timestamp,
+    /// `spec.minReadySeconds`.
+    pub min_ready: SignedDuration,
+}
+
+/// Who controls an object.
+pub(crate) enum ControlledBy {
+    ThisCephOsd,
+    Nobody,
+    Other(Controller),
+}
+
+/// The controller of an object with these ownerReferences, relative to `owner`.
+pub(crate) fn controlled_by(
+    references: Option<&Vec<OwnerReference>>,
+    owner: &Owner<'_>,
+) -> ControlledBy {
+    let Some(reference) = references
+        .into_iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+    else {
+        return ControlledBy::Nobody;
+    };
+    let same_cr = is_cephosd(reference)
+        && match owner.uid {
+            Some(uid) => reference.uid == uid,
+            None => reference.name == owner.name,
+        };
+    if same_cr {
+        ControlledBy::ThisCephOsd
+    } else {
+        ControlledBy::Other(Controller {
+            kind: reference.kind.clone(),
+            name: reference.name.clone(),
+        })
+    }
+}
+
+/// Whether an ownerReference names a CephOSD.
+pub(crate) fn is_cephosd(reference: &OwnerReference) -> bool {
+    reference.kind == "CephOSD"
+        && reference.api_version.split('/').next() == Some(crate::crd::GROUP)
+}
+
+/// The CephOSD a pod belongs to (by name): its controller, else its owner label.
+pub(crate) fn owning_cephosd(pod: &Pod) -> Option<&str> {
+    let controller = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true) && is_cephosd(o));
+    match controller {
+        Some(reference) => Some(reference.name.as_str()),
+        None => labels::owner_named_by(pod.labels().get(labels::OWNER)?),
+    }
+}
+
+/// Every disk `pod` may run a daemon on, as the CR whose OSDs are `desired` sees it: its
+/// OSD's, the one its annotations name, and those its name and host fit when its OSD cannot
+/// be told.
+pub(crate) fn held_disks(pod: &Pod, desired: &DesiredOsds) -> Vec<DeviceId> {
+    let identity = identify(pod, &pod.name_any(), desired);
+    let mut disks: Vec<DeviceId> = identity
+        .key
+        .as_ref()
+        .map(OsdKey::device_id)
+        .into_iter()
+        .chain(identity.annotated)
+        .chain(identity.fitting)
+        .collect();
+    disks.sort();
+    disks.dedup();
+    disks
+}
+
+/// Which OSD a pod runs, and what its annotations are worth (see the module docs).
+struct Identity {
+    key: Option<OsdKey>,
+    /// The disk its annotations name.
+    annotated: Option<DeviceId>,
+    tampered: Option<String>,
+    /// Why it runs no OSD that can be told.
+    unknown: Option<String>,
+    /// Disks its name and host fit, when its OSD cannot be told.
+    fitting: Vec<DeviceId>,
+}
+
+/// Tells which OSD `pod` (named `name`) runs.
+fn identify(pod: &Pod, name: &str, desired: &DesiredOsds) -> Identity {
+    let annotation = |k: &str| pod.annotations().get(k).map(String::as_str);
+    let annotated = match (annotation(labels::HOST), annotation(labels::DATA)) {
+        (Some(host), Some(data)) => Some(OsdKey::new(host, data)),
+        _ => None,
+    };
+    let annotated_disk = annotated.as_ref().map(OsdKey::device_id);
+    let host = bound_host(pod);
+    let mut identity = Identity {
+        key: None,
+        annotated: annotated_disk.clone(),
+        tampered: None,
+        unknown: None,
+        fitting: Vec::new(),
+    };
+    if let (Some(host), Some(data)) = (host, recorded_data(pod)) {
+        // Made by this operator with its record: that is what it runs, whatever it says.
+        let recorded = OsdKey::new(host, data);
+        if recorded.prefixes(name) {
+            if annotated_disk.as_ref() != Some(&recorded.device_id()) {
+                identity.tampered = Some(disagreement(annotated.as_ref(), &recorded));
+            }
+            identity.key = Some(recorded);
+        } else {
+            identity.unknown = Some(format!(
+                "its name does not start with {}",
+                recorded.name_prefix()
+            ));
+            identity.fitting.push(recorded.device_id());
+        }
+        return identity;
+    }
+    let has_hash = annotation(labels::TEMPLATE_HASH).is_some_and(|h| !h.is_empty());
+    let believed = match &annotated {
+        None => Err("it lacks the host or data annotation".to_owned()),
+        Some(_) if !has_hash => Err("it lacks the pod-template-hash annotation".to_owned()),
+        Some(key) if !key.prefixes(name) => Err(format!(
+            "its name does not start with {}",
+            key.name_prefix()
+        )),
+        Some(key) if !host_agrees(host, &key.host) => Err(format!(
+            "its host annotation says {} but it is bound to {}",
+            key.host,
+            host.unwrap_or_default()
+        )),
+        Some(key) => Ok(key.clone()),
+    };
+    match believed {
+        Ok(key) if desired.osds.contains_key(&key) => identity.key = Some(key),
+        Ok(key) => {
+            // An OSD the CR does not list, named like one it lists: the annotations may have
+            // been edited (the daemon started on what they said then), or the spec moved the
+            // OSD to another spelling. It holds the disks its name fits too, until it is gone.
+            let mut fitting = desired.named_like(name, SUFFIX_LEN);
+            fitting.retain(|osd| host_agrees(host, &osd.key.host));
+            identity.fitting = fitting.iter().map(|o| o.device.clone()).collect();
+            identity.key = Some(key);
+        }
+        Err(why) => {
+            // Its name and host may still tell: the OSDs of the CR they fit.
+            let mut fitting = desired.named_like(name, SUFFIX_LEN);
+            fitting.retain(|osd| host_agrees(host, &osd.key.host));
+            if let [osd] = fitting.as_slice() {
+                identity.tampered = Some(format!(
+                    "{why}; its name and host say it runs OSD {}",
+                    osd.key
+                ));
+                identity.key = Some(osd.key.clone());
+            } else {
+                identity.unknown = Some(why);
+                identity.fitting = fitting.iter().map(|o| o.device.clone()).collect();
+            }
+        }
+    }
+    identity
+}
+
+/// `its annotations name h:/dev/x but it runs h:/dev/y`.
+fn disagreement(annotated: Option<&OsdKey>, runs: &OsdKey) -> String {
+    match annotated {
+        Some(key) => format!("its annotations name {key} but it runs {runs}"),
+        None => format!("it lacks the host or data annotation but runs {runs}"),
+    }
+}
+
+/// Whether a pod bound to `bound` (unknown: `None`) may run on `host`.
+fn host_agrees(bound: Option<&str>, host: &str) -> bool {
+    bound.is_none_or(|b| normalise_host(b) == normalise_host(host))
+}
+
+/// One pod that claims a disk (by number: the CR's disks first, then others).
+struct Claim {
+    pod: usize,
+    disk: usize,
+}
+
+/// Classifies `pods` (see the module docs).
+pub(crate) fn classify(
+    pods: &[&Pod],
+    owner: &Owner<'_>,
+    template_hash: &TemplateHash,
+    desired: &DesiredOsds,
+    timing: &Timing,
+) -> Vec<ObservedPod> {
+    // First what each pod is on its own; `None` marks a pod that claims its disk.
+    let mut observed: Vec<(ObservedPod, Option<PodClass>)> = pods
+        .iter()
+        .map(|pod| observe(pod, owner, desired))
+        .collect();
+    let claims = claims(&observed, desired);
+    let keepers = keeper_per_disk(&claims, &observed);
+    for claim in &claims {
+        let keeper = keepers[claim.disk];
+        if keeper != claim.pod {
+            let why = format!(
+                "pod {} already runs the OSD on this disk",
+                observed[keeper].0.name
+            );
+            let (pod, class) = &mut observed[claim.pod];
+            pod.duplicate = true;
+            *class = Some(PodClass::Invalid(why));
+            continue;
+        }
+        let (pod, class) = &mut observed[claim.pod];
+        let source = pods[claim.pod];
+        let kept = on_its_disk(source, pod, desired, template_hash, timing);
+        if kept == PodClass::Unready {
+            // A Ready replacement still soaking for minReadySeconds.
+            pod.soaking_since = ready_since(source);
+        }
+        *class = Some(kept);
+    }
+    observed
+        .into_iter()
+        .map(|(mut pod, class)| {
+            if let Some(class) = class {
+                pod.class = class;
+            }
+            pod
+        })
+        .collect()
+}
+
+/// The pod on its own, and its class unless it is a claimant of its disk (`None`).
+fn observe(pod: &Pod, owner: &Owner<'_>, desired: &DesiredOsds) -> (ObservedPod, Option<PodClass>) {
+    let name = pod.name_any();
+    let identity = identify(pod, &name, desired);
+    let osd = identity.key.as_ref().and_then(|k| desired.osds.get(k));
+    let controller = controlled_by(pod.metadata.owner_references.as_ref(), owner);
+    let device = match (osd, &identity.key) {
+        (Some(osd), _) => Some(osd.device.clone()),
+        (None, Some(key)) => Some(key.device_id()),
+        (None, None) => identity.annotated.clone(),
+    };
+    let mut also_holds = identity.fitting;
+    // A pod made before the record takes its data device from its annotation when it
+    // restarts: that path, on the node it is bound to (an edited host annotation moves
+    // nothing).
+    if identity.tampered.is_some() && recorded_data(pod).is_none() {
+        let data = pod.annotations().get(labels::DATA);
+        let host = bound_host(pod).or(identity.key.as_ref().map(|k| k.host.as_str()));
+        if let (Some(host), Some(data)) = (host, data) {
+            also_holds.push(OsdKey::new(host, data.as_str()).device_id());
+        }
+    }
+    also_holds.retain(|d| Some(d) != device.as_ref());
+    also_holds.dedup();
+    let class = if pod.metadata.deletion_timestamp.is_some() {
+        Some(PodClass::Terminating)
+    } else if let ControlledBy::Other(other) = &controller {
+        Some(PodClass::Foreign(other.clone()))
+    } else if let Some(why) = identity.unknown {
+        Some(PodClass::Invalid(why))
+    } else {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .filter(|p| matches!(*p, "Failed" | "Succeeded"))
+            .map(|phase| PodClass::Ended(phase.to_owned()))
+    };
+    let observed = ObservedPod {
+        uid: pod.metadata.uid.clone(),
+        name,
+        device,
+        also_holds,
+        osd: osd.map(|o| o.index),
+        key: identity.key,
+        class: PodClass::Terminating,
+        ready: ready_since(pod).is_some(),
+        state: pod.annotations().get(labels::POD_STATE).cloned(),
+        created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        deleted: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
+        soaking_since: None,
+        controlled: matches!(controller, ControlledBy::ThisCephOsd),
+        workload: Workload::Pod,
+        unschedulable: unschedulable(pod),
+        tampered: identity.tampered,
+        duplicate: false,
+    };
+    (observed, class)
+}
+
+/// The claimants among `observed` and their disks' numbers: the CR's own disk numbers, then
+/// one number per other disk these pods name.
+fn claims(observed: &[(ObservedPod, Option<PodClass>)], desired: &DesiredOsds) -> Vec<Claim> {
+    let mut other_disks: BTreeMap<&DeviceId, usize> = BTreeMap::new();
+    observed
+        .iter()
+        .enumerate()
+        .filter(|(_, (pod, class))| class.is_none() && pod.key.is_some())
+        .filter_map(|(index, (pod, _))| {
+            let device = pod.device()?;
+            let disk = (pod.key.as_ref())
+                .and_then(|k| desired.osds.get(k))
+                .map(|o| o.disk)
+                .or_else(|| desired.disks.get(device).copied())
+                .unwrap_or_else(|| {
+                    let next = desired.disks.len() + other_disks.len();
+                    *other_disks.entry(device).or_insert(next)
+                });
+            Some(Claim { pod: index, disk })
+        })
+        .collect()
+}
+
+/// The pod kept for each disk number (`usize::MAX` where none claims it).
+fn keeper_per_disk(claims: &[Claim], observed: &[(ObservedPod, Option<PodClass>)]) -> Vec<usize> {
+    let disks = claims.iter().map(|c| c.disk + 1).max().unwrap_or(0);
+    let mut keepers = vec![usize::MAX; disks];
+    for claim in claims {
+        let keeper = &mut keepers[claim.disk];
+        if *keeper == usize::MAX || keeps_over(&observed[claim.pod].0, &observed[*keeper].0) {
+            *keeper = claim.pod;
+        }
+    }
+    keepers
+}
+
+/// Whether `candidate` is a better keeper of a disk than `current`: controlled by this
+/// CephOSD, then of an OSD the CR lists (not another spelling of its disk), then Ready, then
+/// older, then the smaller name.
+fn keeps_over(candidate: &ObservedPod, current: &ObservedPod) -> bool {
+    fn rank(p: &ObservedPod) -> (bool, bool, bool, bool, Option<Timestamp>, &str) {
+        (
+            !p.controlled,
+            p.osd.is_none(),
+            !p.ready,
+            p.created.is_none(),
+            p.created,
+            p.name.as_str(),
+        )
+    }
+    rank(candidate) < rank(current)
+}
+
+/// The class of the pod kept for its disk.
+fn on_its_disk(
+    pod: &Pod,
+    observed: &ObservedPod,
+    desired: &DesiredOsds,
+    template_hash: &TemplateHash,
+    timing: &Timing,
+) -> PodClass {
+    let annotation = |k: &str| {
+        pod.annotations()
+            .get(k)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    let osd = observed.key.as_ref().and_then(|k| desired.osds.get(k));
+    let devices_changed = osd.is_some_and(|osd| {
+        osd.db.as_deref() != annotation(labels::DB) || osd.wal.as_deref() != annotation(labels::WAL)
+    });
+    if annotation(labels::TEMPLATE_HASH) != Some(template_hash.as_str())
+        || devices_changed
+        || observed.tampered.is_some()
+    {
+        PodClass::OutOfDate
+    } else if matches!(
+        annotation(labels::POD_STATE),
+        Some(state) if state == PodState::WaitForReady.as_str() || state == PodState::OutOfDate.as_str()
+    ) {
+        // Up to date only through Ready (or an admin's override): a pod waiting for Ready, or
+        // one marked out of date and current again (a template reverted, annotations
+        // restored), gates the rollout until it is Ready.
+        let soaked = ready_since(pod).is_some_and(|since| {
+            timing.min_ready.is_zero() || timing.now.duration_since(since) >= timing.min_ready
+        });
+        if soaked {
+            PodClass::Ready
+        } else {
+            PodClass::Unready
+        }
+    } else {
+        PodClass::UpToDate
+    }
+}
+
+/// The pod's condition of type `type_` when its status is `status`.
+fn condition<'a>(pod: &'a Pod, type_: &str, status: &str) -> Option<&'a PodCondition> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+}
+
+/// The scheduler's message while a pod cannot be placed (`PodScheduled` False).
+pub(crate) fn unschedulable(pod: &Pod) -> Option<String> {
+    let condition = condition(pod, "PodScheduled", "False")?;
+    Some(
+        condition
+            .message
+            .clone()
+            .or_else(|| condition.reason.clone())
+            .unwrap_or_else(|| "not scheduled".to_owned()),
+    )
+}
+
+/// When the pod's `Ready` condition turned `True` (its creation time when the kubelet did not
+/// say), or None while it is not Ready.
+pub(crate) fn ready_since(pod: &Pod) -> Option<Timestamp> {
+    let condition = condition(pod, "Ready", "True")?;
+    condition
+        .last_transition_time
+        .as_ref()
+        .or(pod.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0)
+        .or(Some(Timestamp::UNIX_EPOCH))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::desired::desired_osds;
+    use crate::crd::{CephOsdSpec, OsdDevices, StorageEntry, UpdateDomain};
+    use serde_json::json;
+
+    /// Stands for the current template's hash in `pod()`.
+    const HASH: &str = "current";
+
+    fn current() -> TemplateHash {
+        TemplateHash::of(&json!({"spec": {}}))
+    }
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(seconds).expect("time")
+    }
+
+    /// A pod for OSD `host:/dev/sdb`: `controller` names its controller kind ("CephOSD" is
+    /// ours), `ready_at` when it turned Ready.
+    fn pod(
+        name: &str,
+        host: &str,
+        hash: &str,
+        state: &str,
+        controller: Option<&str>,
+        ready_at: Option<i64>,
+    ) -> Pod {
+        let current = current();
+        let hash = if hash == HASH { current.as_str() } else { hash };
+        let mut value = json!({
+            "metadata": {
+                "name": name,
+                "creationTimestamp": "1970-01-01T00:00:10Z",
+                "annotations": {
+                    labels::HOST: host,
+                    labels::DATA: "/dev/sdb",
+                    labels::TEMPLATE_HASH: hash,
+                    labels::POD_STATE: state,
+                },
+            },
+            "status": {"phase": "Running"},
+        });
+        if let Some(kind) = controller {
+            value["metadata"]["ownerReferences"] = json!([{
+                "apiVersion": if kind == "CephOSD" { "ceph.elemental.net/v1alpha1" } else { "apps/v1" },
+                "kind": kind, "name": "owner", "uid": if kind == "CephOSD" { "cr-uid" } else { "other" },
+                "controller": true,
+            }]);
+        }
+        if let Some(seconds) = ready_at {
+            value["status"]["conditions"] = json!([{
+                "type": "Ready", "status": "True",
+                "lastTransitionTime": Time(at(seconds)),
+            }]);
+        }
+        serde_json::from_value(value).expect("pod")
+    }
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn classes(pods: &[Pod], min_ready: i64, now: i64) -> Vec<(String, PodClass)> {
+        let desired = desired_osds(&CephOsdSpec::new(
+            vec![StorageEntry {
+                hosts: vec!["h1".into(), "h2".into()],
+                osds: vec![OsdDevices {
+                    data: "/dev/sdb".into(),
+                    db: None,
+                    wal: None,
+                }],
+            }],
+            UpdateDomain::Osd,
+            json!({}),
+        ));
+        let owner = Owner {
+            name: "ceph-osds",
+            uid: Some("cr-uid"),
+        };
+        let timing = Timing {
+            now: at(now),
+            min_ready: SignedDuration::from_secs(min_ready),
+        };
+        classify(
+            &pods.iter().collect::<Vec<_>>(),
+            &owner,
+            &current(),
+            &desired,
+            &timing,
+        )
+        .into_iter()
+        .map(|p| (p.name, p.class))
+        .collect()
+    }
+
+    #[test]
+    fn each_pod_on_its_own_disk_gets_its_class() {
+        let mut ended = pod(
+            "osd-h2-sdb-ended",
+            "h2",
+            HASH,
+            "up-to-date",
+            Some("CephOSD"),
+            None,
+        );
+        ended.status = Some(serde_json::from_value(json!({"phase": "Failed"})).expect("status"));
+        let got = classes(
+            &[
+                pod("osd-h1-sdb-adopt", "h1", HASH, "up-to-date", None, Some(20)),
+                ended,
+            ],
+            0,
+            100,
+        );
+        assert_eq!(got[0].1, PodClass::UpToDate);
+        assert_eq!(got[1].1, PodClass::Ended("Failed".into()));
+        let old = classes(
+            &[pod(
+                "osd-h1-sdb-old",
+                "h1",
+                "older",
+                "up-to-date",
+                None,
+                Some(20),
+            )],
+            0,
+            100,
+        );
+        assert_eq!(old[0].1, PodClass::OutOfDate);
+        let foreign = classes(
+            &[pod(
+                "osd-h1-sdb-rs",
+                "h1",
+                HASH,
+                "up-to-date",
+                Some("ReplicaSet"),
+                Some(20),
+            )],
+            0,
+            100,
+        );
+        assert!(matches!(&foreign[0].1, PodClass::Foreign(c) if c.kind == "ReplicaSet"));
+        let misnamed = classes(
+            &[pod("debug-copy", "h1", HASH, "up-to-date", None, Some(20))],
+            0,
+            100,
+        );
+        assert!(matches!(&misnamed[0].1, PodClass::Invalid(why) if why.contains("osd-h1-sdb-")));
+    }
+
+    #[test]
+    fn a_replacement_is_ready_only_after_its_soak() {
+        let fresh = pod(
+            "osd-h1-sdb-new",
+            "h1",
+            HASH,
+            "wait-for-ready",
+            Some("CephOSD"),
+            Some(90),
+        );
+        assert_eq!(
+            classes(std::slice::from_ref(&fresh), 30, 100)[0].1,
+            PodClass::Unready
+        );
+        assert_eq!(
+            classes(std::slice::from_ref(&fresh), 30, 120)[0].1,
+            PodClass::Ready
+        );
+        assert_eq!(
+            classes(std::slice::from_ref(&fresh), 0, 90)[0].1,
+            PodClass::Ready
+        );
+        let unready = pod(
+            "osd-h1-sdb-new",
+            "h1",
+            HASH,
+            "wait-for-ready",
+            Some("CephOSD"),
+            None,
+        );
+        assert_eq!(classes(&[unready], 0, 100)[0].1, PodClass::Unready);
+    }
+
+    #[test]
+    fn one_keeper_per_disk_ours_then_ready_then_oldest_and_invalid_pods_claim_nothing() {
+        // An adopted Ready pod and our own unready one: ours is kept.
+        let got = classes(
+            &[
+                pod("osd-h1-sdb-aaaaa", "h1", HASH, "up-to-date", None, Some(20)),
+                pod(
+                    "osd-h1-sdb-bbbbb",
+                    "h1",
+                    HASH,
+                    "wait-for-ready",
+                    Some("CephOSD"),
+                    None,
+                ),
+            ],
+            0,
+            100,
+        );
+        assert!(matches!(&got[0].1, PodClass::Invalid(why) if why.contains("osd-h1-sdb-bbbbb")));
+        assert_eq!(got[1].1, PodClass::Unready);
+        // Two adopted pods: the Ready one, whatever the name order.
+        let got = classes(
+            &[
+                pod("osd-h1-sdb-aaaaa", "h1", HASH, "up-to-date", None, None),
+                pod("osd-h1-sdb-bbbbb", "h1", HASH, "up-to-date", None, Some(20)),
+            ],
+            0,
+            100,
+        );
+        assert!(matches!(got[0].1, PodClass::Invalid(_)));
+        assert_eq!(got[1].1, PodClass::UpToDate);
+        // A misnamed copy never takes the disk from the real pod.
+        let got = classes(
+            &[
+                pod(
+                    "debug-copy",
+                    "h1",
+                    HASH,
+                    "up-to-date",
+                    Some("CephOSD"),
+                    Some(20),
+                ),
+                pod("osd-h1-sdb-bbbbb", "h1", HASH, "up-to-date", None, None),
+            ],
+            0,
+            100,
+        );
+        assert!(matches!(got[0].1, PodClass::Invalid(_)));
+        assert_eq!(got[1].1, PodClass::UpToDate);
+    }
+
+    #[test]
+    fn another_spelling_of_a_listed_disk_claims_that_disk_and_the_listed_one_is_kept() {
+        // A Ready copy naming the disk `/dev//sdb` (not in the CR) and the adopted, unready
+        // pod of `h1:/dev/sdb`: one disk, and the pod of the listed OSD keeps it.
+        let mut respelled = pod("osd-h1-sdb-aaaaa", "h1", HASH, "up-to-date", None, Some(5));
+        respelled
+            .annotations_mut()
+            .insert(labels::DATA.into(), "/dev//sdb".into());
+        let listed = pod("osd-h1-sdb-bbbbb", "h1", HASH, "up-to-date", None, None);
+        for pods in [[respelled.clone(), listed.clone()], [listed, respelled]] {
+            let got = classes(&pods, 0, 100);
+            let class = |name: &str| got.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone());
+            assert_eq!(class("osd-h1-sdb-bbbbb"), Some(PodClass::UpToDate));
+            assert!(
+                matches!(class("osd-h1-sdb-aaaaa"), Some(PodClass::Invalid(why)) if why.contains("osd-h1-sdb-bbbbb")),
+                "{got:?}"
+            );
+        }
+    }
+}

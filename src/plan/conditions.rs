@@ -1,0 +1,104 @@
+//! The vocabulary of a CephOSD's status conditions: their types and reasons.
+
+use crate::plan::failure::Failure;
+
+/// The type of a status condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ConditionType {
+    /// Every desired OSD has a Ready, up-to-date pod.
+    Ready,
+    /// Pods are being created, replaced or removed (or why not).
+    Progressing,
+    /// A replacement is past its progress deadline.
+    Stalled,
+    /// The spec is ambiguous or cannot be built; what is affected is not acted on.
+    InvalidSpec,
+    /// OSDs still run under ReplicaSets of the Ansible operator.
+    Migrating,
+    /// The last reconcile's API call failed (gone after the next success).
+    ReconcileFailed,
+}
+
+impl ConditionType {
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "Ready",
+            Self::Progressing => "Progressing",
+            Self::Stalled => "Stalled",
+            Self::InvalidSpec => "InvalidSpec",
+            Self::Migrating => "Migrating",
+            Self::ReconcileFailed => "ReconcileFailed",
+        }
+    }
+}
+
+/// Why a condition has its status (grouped by the condition that uses it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConditionReason {
+    // Ready
+    AllOsdsReady,
+    OsdsNotReady,
+    // Progressing (and Stalled)
+    ProgressDeadlineExceeded,
+    Paused,
+    Complete,
+    Halted,
+    RollingUpdate,
+    WaitingForNodes,
+    Reconciling,
+    // Stalled
+    WithinDeadline,
+    // InvalidSpec
+    SpecValid,
+    InvalidStorage,
+    ConflictingDevices,
+    ForbiddenTemplateField,
+    InvalidPodTemplate,
+    /// An OSD's disk is listed by an older CephOSD.
+    DiskClaimed,
+    // Migrating
+    NoReplicaSets,
+    ReplicaSetEra,
+    // ReconcileFailed
+    Failed(Failure),
+}
+
+impl ConditionReason {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::AllOsdsReady => "AllOsdsReady",
+            Self::OsdsNotReady => "OsdsNotReady",
+            Self::ProgressDeadlineExceeded => "ProgressDeadlineExceeded",
+            Self::Paused => "Paused",
+            Self::Complete => "Complete",
+            Self::Halted => "Halted",
+            Self::RollingUpdate => "RollingUpdate",
+            Self::WaitingForNodes => "WaitingForNodes",
+            Self::Reconciling => "Reconciling",
+            Self::WithinDeadline => "WithinDeadline",
+            Self::SpecValid => "SpecValid",
+            Self::InvalidStorage => "InvalidStorage",
+            Self::ConflictingDevices => "ConflictingDevices",
+            Self::ForbiddenTemplateField => "ForbiddenTemplateField",
+            Self::InvalidPodTemplate => "InvalidPodTemplate",
+            Self::DiskClaimed => "DiskClaimed",
+            Self::NoReplicaSets => "NoReplicaSets",
+            Self::ReplicaSetEra => "ReplicaSetEra",
+            Self::Failed(failure) => failure.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for ConditionReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One thing wrong with the spec, for the `InvalidSpec` condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecProblem {
+    /// The condition's reason when this is the first problem.
+    pub reason: ConditionReason,
+    pub message: String,
+}

@@ -1,0 +1,350 @@
+//! The Kubernetes Events a CephOSD gets: their reasons, the Event of each applied action, and
+//! the Events of status transitions. Pure wording; the executor publishes them.
+
+use crate::crd::osd::OsdKey;
+use crate::crd::CephOsdStatus;
+use crate::plan::actions::{Action, CreateReason, DeleteReason};
+use crate::plan::classify::ObservedPod;
+use crate::plan::conditions::{ConditionReason, ConditionType};
+use crate::plan::failure::Failure;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+/// An Event to publish on the CephOSD, computed as data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedEvent {
+    pub warning: bool,
+    pub reason: EventReason,
+    pub note: String,
+    /// The pod the event is about (its `related` object), if one.
+    pub pod: Option<String>,
+}
+
+/// The reason of an Event on a CephOSD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventReason {
+    /// A pod was created for an OSD (new, or a replacement).
+    Created,
+    /// A vanished OSD pod was created again.
+    Recreated,
+    /// An out-of-date pod is deleted by the rollout.
+    Replacing,
+    /// A pod or ReplicaSet was deleted (invalid, ended, superfluous).
+    Deleted,
+    /// A ReplicaSet of the Ansible operator is deleted by the rollout.
+    Migrating,
+    InvalidSpec,
+    Stalled,
+    /// The rollout waits (paused, or an OSD is missing or not Ready).
+    Halted,
+    /// A replacement marked up-to-date by an admin before it was Ready.
+    Overridden,
+    /// A pod of the reference operator was taken over as it is.
+    Adopted,
+    /// A pod with the owner label that another controller controls.
+    ForeignPod,
+    Unschedulable,
+    /// A pod's annotations disagree with the OSD it runs: marked out of date.
+    Tampered,
+    /// An API call failed.
+    Failed(Failure),
+}
+
+impl EventReason {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "Created",
+            Self::Recreated => "Recreated",
+            Self::Replacing => "Replacing",
+            Self::Deleted => "Deleted",
+            Self::Migrating => "Migrating",
+            Self::InvalidSpec => "InvalidSpec",
+            Self::Stalled => "Stalled",
+            Self::Halted => "Halted",
+            Self::Overridden => "Overridden",
+            Self::Adopted => "Adopted",
+            Self::ForeignPod => "ForeignPod",
+            Self::Unschedulable => "Unschedulable",
+            Self::Tampered => "Tampered",
+            Self::Failed(failure) => failure.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for EventReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The event for a successfully applied action, if it deserves one.
+pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
+    match action {
+        Action::Create { key, pod, reason } => {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            let (reason, note) = match reason {
+                CreateReason::New => (EventReason::Created, format!("created pod {name} for OSD {key}")),
+                CreateReason::Replacement => (
+                    EventReason::Created,
+                    format!("created replacement pod {name} for OSD {key}; waiting for it to become Ready"),
+                ),
+                CreateReason::Recreate => (
+                    EventReason::Recreated,
+                    format!("recreated pod {name} for OSD {key}: its previous pod was gone"),
+                ),
+            };
+            Some(PlannedEvent {
+                warning: false,
+                reason,
+                note,
+                pod: Some(name.to_owned()),
+            })
+        }
+        Action::Delete {
+            name, key, reason, ..
+        } => {
+            let osd = of_osd(key.as_ref());
+            let (event_reason, note) = match reason {
+                DeleteReason::Replace => (
+                    EventReason::Replacing,
+                    format!("deleting out-of-date pod {name}{osd}; its successor starts once it is gone"),
+                ),
+                other => (EventReason::Deleted, format!("deleted pod {name}{osd}: {}", describe(other))),
+            };
+            Some(PlannedEvent {
+                warning: matches!(reason, DeleteReason::Invalid(_) | DeleteReason::Ended(_)),
+                reason: event_reason,
+                note,
+                pod: Some(name.clone()),
+            })
+        }
+        Action::DeleteReplicaSet {
+            name, key, reason, ..
+        } => {
+            let osd = of_osd(key.as_ref());
+            let (event_reason, note) = match reason {
+                DeleteReason::Replace => (
+                    EventReason::Migrating,
+                    format!(
+                        "deleting ReplicaSet {name}{osd} (made by the Ansible operator) with its pod; \
+                         the OSD's own pod starts once that pod is gone"
+                    ),
+                ),
+                other => (
+                    EventReason::Deleted,
+                    format!("deleted ReplicaSet {name}{osd}: {}", describe(other)),
+                ),
+            };
+            Some(PlannedEvent {
+                warning: matches!(reason, DeleteReason::Invalid(_)),
+                reason: event_reason,
+                note,
+                pod: None,
+            })
+        }
+        // pod-state bookkeeping is visible in status counts; an event each would be noise.
+        Action::PatchState { .. } => None,
+    }
+}
+
+/// The most Events of one reason that the writes of one reconcile get one by one.
+pub(crate) const EVENTS_PER_REASON: usize = 16;
+
+/// The events of one reconcile's applied writes, where a reason with more than
+/// `EVENTS_PER_REASON` of them gets one Event that tells them all: creating a thousand OSDs
+/// posts a few Events, not a thousand next to the thousand pods.
+pub(crate) fn fold_mass_events(events: Vec<PlannedEvent>) -> Vec<PlannedEvent> {
+    let mut groups: Vec<Vec<PlannedEvent>> = Vec::new();
+    for event in events {
+        match groups
+            .iter_mut()
+            .find(|g| (g[0].reason, g[0].warning) == (event.reason, event.warning))
+        {
+            Some(group) => group.push(event),
+            None => groups.push(vec![event]),
+        }
+    }
+    groups
+        .into_iter()
+        .flat_map(|mut group| {
+            if group.len() <= EVENTS_PER_REASON {
+                return group;
+            }
+            let (count, last) = (group.len(), group.pop().map(|e| e.note).unwrap_or_default());
+            let first = group.swap_remove(0);
+            vec![PlannedEvent {
+                note: format!(
+                    "{count} alike in one reconcile, from the first: {}; to the last: {last}",
+                    first.note
+                ),
+                pod: None,
+                ..first
+            }]
+        })
+        .collect()
+}
+
+/// One Warning per OSD whose pod newly cannot be scheduled (the status lists those already
+/// told).
+pub(crate) fn unschedulable_events(
+    previous: &CephOsdStatus,
+    unschedulable: &[(&ObservedPod, String)],
+) -> Vec<PlannedEvent> {
+    unschedulable
+        .iter()
+        .filter(|(_, waiting)| !previous.unschedulable.contains(waiting))
+        .map(|(pod, waiting)| PlannedEvent {
+            warning: true,
+            reason: EventReason::Unschedulable,
+            note: format!("OSD {waiting}"),
+            pod: Some(pod.name.clone()),
+        })
+        .collect()
+}
+
+/// One Warning per pod of another controller, when it is first seen (the status lists those
+/// already told).
+pub(crate) fn foreign_pod_events(
+    previous: &CephOsdStatus,
+    foreign: &[(&ObservedPod, String)],
+) -> Vec<PlannedEvent> {
+    foreign
+        .iter()
+        .filter(|(p, _)| !previous.foreign_pods.contains(&p.name))
+        .map(|(p, controller)| PlannedEvent {
+            warning: true,
+            reason: EventReason::ForeignPod,
+            note: format!(
+                "pod {} carries this CephOSD's owner label but is controlled by {controller}: \
+                     left alone, and no pod is created for its disk while it exists",
+                p.describe()
+            ),
+            pod: Some(p.name.clone()),
+        })
+        .collect()
+}
+
+/// Events for state changes between the previous and the new status (so a steady state,
+/// or a halt that persists, publishes nothing).
+pub(crate) fn transition_events(
+    previous: &CephOsdStatus,
+    status: &CephOsdStatus,
+) -> Vec<PlannedEvent> {
+    let mut events = Vec::new();
+    // InvalidSpec: when it turns True, or says something new while True.
+    if let Some(now) = true_in(status, ConditionType::InvalidSpec) {
+        let before = true_in(previous, ConditionType::InvalidSpec);
+        if before.is_none_or(|b| b.message != now.message) {
+            events.push(event(true, EventReason::InvalidSpec, &now.message));
+        }
+    }
+    // Stalled: when it turns True.
+    if let Some(now) = true_in(status, ConditionType::Stalled) {
+        if true_in(previous, ConditionType::Stalled).is_none() {
+            events.push(event(true, EventReason::Stalled, &now.message));
+        }
+    }
+    // A halted or paused rollout: when the halt or its cause is new.
+    let halts = [ConditionReason::Halted, ConditionReason::Paused].map(ConditionReason::as_str);
+    if let Some(now) =
+        condition(status, ConditionType::Progressing).filter(|c| halts.contains(&c.reason.as_str()))
+    {
+        let before = condition(previous, ConditionType::Progressing);
+        if before.is_none_or(|b| (&b.reason, &b.message) != (&now.reason, &now.message)) {
+            events.push(event(false, EventReason::Halted, &now.message));
+        }
+    }
+    events
+}
+
+fn condition(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_.as_str())
+}
+
+fn true_in(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
+    condition(status, type_).filter(|c| c.status == "True")
+}
+
+/// An event about the CephOSD as a whole.
+fn event(warning: bool, reason: EventReason, note: &str) -> PlannedEvent {
+    PlannedEvent {
+        warning,
+        reason,
+        note: note.to_owned(),
+        pod: None,
+    }
+}
+
+/// The `Stalled` event when `failed` (a status with a failed write) is stalled and `planned`
+/// (the status the planner computed, whose events are published already) is not.
+pub(crate) fn newly_stalled(
+    planned: &CephOsdStatus,
+    failed: &CephOsdStatus,
+) -> Option<PlannedEvent> {
+    let now = true_in(failed, ConditionType::Stalled)?;
+    true_in(planned, ConditionType::Stalled)
+        .is_none()
+        .then(|| event(true, EventReason::Stalled, &now.message))
+}
+
+/// Human wording of a delete reason (logs and events).
+pub(crate) fn describe(reason: &DeleteReason) -> String {
+    match reason {
+        DeleteReason::Invalid(why) => format!("invalid: {why}"),
+        DeleteReason::Ended(phase) => format!("pod ended in phase {phase}"),
+        DeleteReason::Superfluous => "its OSD is no longer in the CephOSD".to_owned(),
+        DeleteReason::Replace => "rolling update: out of date".to_owned(),
+    }
+}
+
+/// ` of OSD host:data`, or nothing for an object that names no OSD.
+fn of_osd(key: Option<&OsdKey>) -> String {
+    key.map(|k| format!(" of OSD {k}")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(reason: EventReason, pod: usize) -> PlannedEvent {
+        PlannedEvent {
+            warning: false,
+            reason,
+            note: format!("pod {pod}"),
+            pod: Some(format!("pod-{pod}")),
+        }
+    }
+
+    #[test]
+    fn a_reason_beyond_the_limit_gets_one_event_that_tells_them_all() {
+        let mut events: Vec<PlannedEvent> =
+            (0..500).map(|i| event(EventReason::Created, i)).collect();
+        events.extend((0..EVENTS_PER_REASON).map(|i| event(EventReason::Replacing, i)));
+        events.push(event(EventReason::Created, 500));
+        let folded = fold_mass_events(events);
+        assert_eq!(folded.len(), 1 + EVENTS_PER_REASON);
+        assert_eq!(folded[0].reason, EventReason::Created);
+        assert_eq!(
+            folded[0].note,
+            "501 alike in one reconcile, from the first: pod 0; to the last: pod 500"
+        );
+        assert_eq!(folded[0].pod, None);
+        assert!(folded[1..]
+            .iter()
+            .all(|e| e.reason == EventReason::Replacing && e.pod.is_some()));
+    }
+
+    #[test]
+    fn warnings_are_not_folded_into_normal_events() {
+        let mut events: Vec<PlannedEvent> = (0..=EVENTS_PER_REASON)
+            .map(|i| event(EventReason::Deleted, i))
+            .collect();
+        events.push(PlannedEvent {
+            warning: true,
+            ..event(EventReason::Deleted, 99)
+        });
+        let folded = fold_mass_events(events);
+        assert_eq!(folded.len(), 2);
+        assert!(!folded[0].warning && folded[0].note.starts_with("17 alike"));
+        assert_eq!(folded[1].note, "pod 99");
+    }
+}

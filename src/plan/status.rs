@@ -1,0 +1,641 @@
+//! The CephOSD status as data: counts, phase and conditions, computed from a plan. Pure.
+//!
+//! `lastTransitionTime` is carried over from the previous status while a condition's status
+//! stays the same, so an unchanged cluster yields an identical status (and no write).
+
+use crate::crd::{CephOsdStatus, Phase};
+use crate::hash::TemplateHash;
+use crate::plan::conditions::{ConditionReason as Reason, ConditionType, SpecProblem};
+use crate::plan::failure::Failure;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// Counts for logs and status.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub desired: usize,
+    /// Desired OSDs with a live pod.
+    pub current: usize,
+    /// Live pods whose Ready condition is True.
+    pub ready: usize,
+    /// Live pods on the current template and devices.
+    pub updated: usize,
+    pub out_of_date: usize,
+    pub unready: usize,
+    pub invalid: usize,
+    pub terminating: usize,
+    /// Pods with the owner label that another controller controls (left alone).
+    pub foreign: usize,
+    /// Desired OSDs still run by a ReplicaSet of the Ansible operator.
+    pub migrating: usize,
+    /// Pods (and era ReplicaSets) of OSDs no longer in the spec, waiting for their turn.
+    pub superfluous: usize,
+}
+
+/// Everything the status is computed from.
+pub(crate) struct StatusInput<'a> {
+    pub previous: &'a CephOsdStatus,
+    pub generation: Option<i64>,
+    pub now: Timestamp,
+    pub template_hash: &'a TemplateHash,
+    pub summary: &'a Summary,
+    pub paused: bool,
+    /// Why out-of-date pods are not being replaced right now.
+    pub halted: Option<&'a str>,
+    /// A replacement past its progress deadline.
+    pub stalled: Option<&'a str>,
+    /// Problems in the spec, the most severe first.
+    pub spec_problems: &'a [SpecProblem],
+    /// Whether this reconcile still had writes to make.
+    pub pending_actions: bool,
+    pub current_update: Vec<String>,
+    /// Pods with the owner label that another controller controls, by name.
+    pub foreign_pods: Vec<String>,
+    /// `host:data waits for node host: <scheduler message>`, per OSD whose pod is unscheduled.
+    pub unschedulable: Vec<String>,
+}
+
+/// The status: the counts, the phase and one condition each of `Ready`, `Progressing`,
+/// `Stalled`, `InvalidSpec` and `Migrating`.
+pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
+    let s = input.summary;
+    let converged = all_ready(s)
+        && s.out_of_date == 0
+        && s.superfluous == 0
+        && s.invalid == 0
+        && !input.pending_actions;
+    let conditions = [
+        (ConditionType::Ready, ready(s)),
+        (ConditionType::Progressing, progressing(input, converged)),
+        (ConditionType::Stalled, stalled(input.stalled)),
+        (
+            ConditionType::InvalidSpec,
+            invalid_spec(input.spec_problems),
+        ),
+        (ConditionType::Migrating, migrating(s)),
+    ]
+    .into_iter()
+    .map(|(type_, says)| condition(input, type_, says))
+    .collect();
+    CephOsdStatus {
+        observed_generation: input.generation,
+        template_hash: Some(input.template_hash.to_string()),
+        desired: count(s.desired),
+        current: count(s.current),
+        ready: count(s.ready),
+        updated: count(s.updated),
+        out_of_date: count(s.out_of_date),
+        unready: count(s.unready),
+        invalid: count(s.invalid),
+        foreign: count(s.foreign),
+        migrating: count(s.migrating),
+        superfluous: count(s.superfluous),
+        foreign_pods: input.foreign_pods.clone(),
+        unschedulable: input.unschedulable.clone(),
+        phase: Some(phase(input, converged)),
+        current_update: input.current_update.clone(),
+        conditions,
+    }
+}
+
+/// What one condition says: whether it holds, why, and in words.
+struct Says {
+    holds: bool,
+    reason: Reason,
+    message: String,
+}
+
+impl Says {
+    fn yes(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            holds: true,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    fn no(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            holds: false,
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// A condition's `status`.
+const fn status_of(holds: bool) -> &'static str {
+    if holds {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// Every desired OSD has a live, up-to-date, Ready pod.
+fn all_ready(s: &Summary) -> bool {
+    s.ready == s.desired && s.updated == s.desired && s.current == s.desired
+}
+
+fn ready(s: &Summary) -> Says {
+    if all_ready(s) {
+        Says::yes(
+            Reason::AllOsdsReady,
+            format!("{} of {} OSD pods Ready", s.ready, s.desired),
+        )
+    } else {
+        Says::no(
+            Reason::OsdsNotReady,
+            format!(
+                "{} of {} OSD pods Ready, {} up to date, {} out of date",
+                s.ready, s.desired, s.updated, s.out_of_date
+            ),
+        )
+    }
+}
+
+/// Whether pods are being created, replaced or removed, or why not; the first that applies
+/// of: stalled, paused with pods waiting, converged, a rollout (or why it is halted), pods
+/// waiting for their nodes, anything else under way.
+fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
+    let s = input.summary;
+    let waiting = s.out_of_date + s.superfluous;
+    if let Some(stalled) = input.stalled {
+        Says::no(Reason::ProgressDeadlineExceeded, stalled)
+    } else if input.paused && waiting > 0 {
+        Says::no(Reason::Paused, "the rollout is paused (spec.paused)")
+    } else if converged {
+        Says::no(
+            Reason::Complete,
+            "every OSD runs the current template and is Ready",
+        )
+    } else if waiting > 0 || !input.current_update.is_empty() {
+        match input.halted {
+            // Waiting for our own replacement is the normal pace of a rollout.
+            Some(why) if input.current_update.is_empty() => Says::no(Reason::Halted, why),
+            _ => Says::yes(
+                Reason::RollingUpdate,
+                format!(
+                    "{}; replacing {}",
+                    waiting_text(s),
+                    input.current_update.join(", ")
+                ),
+            ),
+        }
+    } else if let Some(first) = input.unschedulable.first() {
+        Says::yes(Reason::WaitingForNodes, format!("OSD {first}"))
+    } else {
+        Says::yes(
+            Reason::Reconciling,
+            "creating, recreating or removing OSD pods",
+        )
+    }
+}
+
+fn stalled(stalled: Option<&str>) -> Says {
+    match stalled {
+        Some(message) => Says::yes(Reason::ProgressDeadlineExceeded, message),
+        None => Says::no(
+            Reason::WithinDeadline,
+            "no replacement is past its progress deadline",
+        ),
+    }
+}
+
+/// Every problem of the spec, the first one's reason naming the condition.
+fn invalid_spec(problems: &[SpecProblem]) -> Says {
+    match problems.first() {
+        None => Says::no(Reason::SpecValid, "the spec is consistent"),
+        Some(first) => Says::yes(
+            first.reason,
+            problems
+                .iter()
+                .map(|p| p.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    }
+}
+
+fn migrating(s: &Summary) -> Says {
+    if s.migrating == 0 {
+        Says::no(
+            Reason::NoReplicaSets,
+            "no OSD runs under a ReplicaSet of the Ansible operator",
+        )
+    } else {
+        Says::yes(
+            Reason::ReplicaSetEra,
+            format!(
+                "{} OSDs still run under ReplicaSets of the Ansible operator; the rollout \
+                 replaces them one update domain at a time",
+                s.migrating
+            ),
+        )
+    }
+}
+
+/// The first that applies of: an invalid spec, a stall, a pause, converged, progressing.
+fn phase(input: &StatusInput<'_>, converged: bool) -> Phase {
+    if !input.spec_problems.is_empty() {
+        Phase::Error
+    } else if input.stalled.is_some() {
+        Phase::Stalled
+    } else if input.paused {
+        Phase::Paused
+    } else if converged {
+        Phase::Ready
+    } else {
+        Phase::Progressing
+    }
+}
+
+/// `3 OSD pods out of date`, then `, 2 of OSDs no longer in the spec` when there are such.
+fn waiting_text(s: &Summary) -> String {
+    let mut text = format!("{} OSD pods out of date", s.out_of_date);
+    if s.superfluous > 0 {
+        text.push_str(&format!(
+            ", {} of OSDs no longer in the spec",
+            s.superfluous
+        ));
+    }
+    text
+}
+
+/// `planned` (what the reconcile computed) with a `ReconcileFailed` condition: an API call
+/// the reconcile needed failed. The next successful reconcile's status has no such condition.
+/// Failing for longer than `deadline` (the progress deadline) also makes the CephOSD
+/// `Stalled`. None when `previous` already says exactly that.
+pub(crate) fn failed_status(
+    planned: &CephOsdStatus,
+    previous: &CephOsdStatus,
+    now: Timestamp,
+    failure: Failure,
+    message: &str,
+    deadline: SignedDuration,
+) -> Option<CephOsdStatus> {
+    let mut status = planned.clone();
+    let type_ = ConditionType::ReconcileFailed.as_str();
+    let since = transition_time(previous, type_, status_of(true), now);
+    status.conditions.retain(|c| c.type_ != type_);
+    status.conditions.push(Condition {
+        type_: type_.to_owned(),
+        status: status_of(true).to_owned(),
+        reason: Reason::Failed(failure).as_str().to_owned(),
+        message: message.to_owned(),
+        observed_generation: planned.observed_generation,
+        last_transition_time: since.clone(),
+    });
+    if now.duration_since(since.0) >= deadline {
+        let stalled = ConditionType::Stalled.as_str();
+        status.conditions.retain(|c| c.type_ != stalled);
+        status.conditions.push(Condition {
+            type_: stalled.to_owned(),
+            status: status_of(true).to_owned(),
+            reason: Reason::ProgressDeadlineExceeded.as_str().to_owned(),
+            // A fixed start, not a growing count: the message stays true without a write.
+            message: format!(
+                "the writes this CephOSD needs have failed since {} (progress deadline {}s): \
+                 {message}",
+                since.0,
+                deadline.as_secs()
+            ),
+            observed_generation: planned.observed_generation,
+            last_transition_time: transition_time(previous, stalled, status_of(true), now),
+        });
+        if status.phase != Some(Phase::Error) {
+            status.phase = Some(Phase::Stalled);
+        }
+    }
+    (&status != previous).then_some(status)
+}
+
+fn condition(input: &StatusInput<'_>, type_: ConditionType, says: Says) -> Condition {
+    let status = status_of(says.holds);
+    Condition {
+        type_: type_.as_str().to_owned(),
+        status: status.to_owned(),
+        reason: says.reason.as_str().to_owned(),
+        message: says.message,
+        observed_generation: input.generation,
+        last_transition_time: transition_time(input.previous, type_.as_str(), status, input.now),
+    }
+}
+
+fn transition_time(previous: &CephOsdStatus, type_: &str, status: &str, now: Timestamp) -> Time {
+    previous
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+        .map_or(Time(now), |c| c.last_transition_time.clone())
+}
+
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(s).expect("time")
+    }
+
+    #[test]
+    fn a_failure_is_a_condition_that_keeps_its_transition_time() {
+        let planned = CephOsdStatus {
+            observed_generation: Some(3),
+            ..CephOsdStatus::default()
+        };
+        let deadline = SignedDuration::from_secs(600);
+        let first = failed_status(
+            &planned,
+            &CephOsdStatus::default(),
+            at(10),
+            Failure::Create,
+            "quota",
+            deadline,
+        )
+        .expect("a new condition");
+        let failed = first
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ReconcileFailed")
+            .expect("condition");
+        assert_eq!(
+            (
+                failed.status.as_str(),
+                failed.reason.as_str(),
+                failed.message.as_str()
+            ),
+            ("True", "CreateFailed", "quota")
+        );
+        assert_eq!(failed.observed_generation, Some(3));
+        // Failing again later: the same status, so nothing is written.
+        assert_eq!(
+            failed_status(&planned, &first, at(20), Failure::Create, "quota", deadline),
+            None
+        );
+        // Another failure is.
+        let other = failed_status(
+            &planned,
+            &first,
+            at(30),
+            Failure::Delete,
+            "webhook",
+            deadline,
+        )
+        .expect("a changed condition");
+        let failed = other
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ReconcileFailed")
+            .expect("condition");
+        assert_eq!(failed.reason, "DeleteFailed");
+        // Still True since 10: the transition time stays.
+        assert_eq!(failed.last_transition_time, Time(at(10)));
+        assert_ne!(other.phase, Some(Phase::Stalled));
+    }
+
+    #[test]
+    fn failing_past_the_progress_deadline_is_stalled() {
+        let planned = CephOsdStatus {
+            phase: Some(Phase::Progressing),
+            ..CephOsdStatus::default()
+        };
+        let deadline = SignedDuration::from_secs(600);
+        let first = failed_status(
+            &planned,
+            &CephOsdStatus::default(),
+            at(10),
+            Failure::Create,
+            "too long",
+            deadline,
+        )
+        .expect("failed");
+        assert_eq!(first.phase, Some(Phase::Progressing));
+        let early = failed_status(
+            &planned,
+            &first,
+            at(609),
+            Failure::Create,
+            "too long",
+            deadline,
+        );
+        assert_eq!(early, None, "nothing new before the deadline");
+        let late = failed_status(
+            &planned,
+            &first,
+            at(610),
+            Failure::Create,
+            "too long",
+            deadline,
+        )
+        .expect("stalled");
+        assert_eq!(late.phase, Some(Phase::Stalled));
+        assert_eq!(
+            of(&late, "Stalled"),
+            pair("True", "ProgressDeadlineExceeded")
+        );
+        let message = &late
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Stalled")
+            .expect("stalled")
+            .message;
+        assert!(
+            message.contains("too long") && message.contains("1970-01-01T00:00:10Z"),
+            "{message}"
+        );
+        // Still failing later: the same status, no write.
+        assert_eq!(
+            failed_status(
+                &planned,
+                &late,
+                at(900),
+                Failure::Create,
+                "too long",
+                deadline
+            ),
+            None
+        );
+        // An invalid spec stays the phase that says so.
+        let error = CephOsdStatus {
+            phase: Some(Phase::Error),
+            ..planned
+        };
+        let late = failed_status(
+            &error,
+            &first,
+            at(610),
+            Failure::Create,
+            "too long",
+            deadline,
+        )
+        .expect("stalled");
+        assert_eq!(late.phase, Some(Phase::Error));
+    }
+
+    fn input<'a>(
+        previous: &'a CephOsdStatus,
+        hash: &'a TemplateHash,
+        summary: &'a Summary,
+    ) -> StatusInput<'a> {
+        StatusInput {
+            previous,
+            generation: Some(2),
+            now: at(100),
+            template_hash: hash,
+            summary,
+            paused: false,
+            halted: None,
+            stalled: None,
+            spec_problems: &[],
+            pending_actions: false,
+            current_update: Vec::new(),
+            foreign_pods: Vec::new(),
+            unschedulable: Vec::new(),
+        }
+    }
+
+    fn settled(n: usize) -> Summary {
+        Summary {
+            desired: n,
+            current: n,
+            ready: n,
+            updated: n,
+            ..Summary::default()
+        }
+    }
+
+    fn of(status: &CephOsdStatus, type_: &str) -> (String, String) {
+        let c = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .expect("condition");
+        (c.status.clone(), c.reason.clone())
+    }
+
+    fn pair(status: &str, reason: &str) -> (String, String) {
+        (status.to_owned(), reason.to_owned())
+    }
+
+    #[test]
+    fn a_settled_cephosd_is_ready_and_complete() {
+        let (hash, summary, previous) = (
+            TemplateHash::of(&serde_json::json!({})),
+            settled(3),
+            CephOsdStatus::default(),
+        );
+        let status = compute_status(&input(&previous, &hash, &summary));
+        assert_eq!(status.phase, Some(Phase::Ready));
+        assert_eq!(of(&status, "Ready"), pair("True", "AllOsdsReady"));
+        assert_eq!(of(&status, "Progressing"), pair("False", "Complete"));
+        assert_eq!(of(&status, "Stalled"), pair("False", "WithinDeadline"));
+        assert_eq!(of(&status, "InvalidSpec"), pair("False", "SpecValid"));
+        assert_eq!(of(&status, "Migrating"), pair("False", "NoReplicaSets"));
+        assert_eq!(
+            (status.desired, status.ready, status.observed_generation),
+            (3, 3, Some(2))
+        );
+        // Pending writes: not converged yet, though every pod is Ready.
+        let mut busy = input(&previous, &hash, &summary);
+        busy.pending_actions = true;
+        let busy = compute_status(&busy);
+        assert_eq!(busy.phase, Some(Phase::Progressing));
+        assert_eq!(of(&busy, "Progressing"), pair("True", "Reconciling"));
+    }
+
+    #[test]
+    fn the_phase_follows_spec_problems_then_stalls_then_pause() {
+        let (hash, previous) = (
+            TemplateHash::of(&serde_json::json!({})),
+            CephOsdStatus::default(),
+        );
+        let summary = Summary {
+            out_of_date: 1,
+            ..settled(2)
+        };
+        let problems = [SpecProblem {
+            reason: Reason::ConflictingDevices,
+            message: "h:/dev/sdb twice".into(),
+        }];
+        let mut all = input(&previous, &hash, &summary);
+        all.spec_problems = &problems;
+        all.stalled = Some("late");
+        all.paused = true;
+        let status = compute_status(&all);
+        assert_eq!(status.phase, Some(Phase::Error));
+        assert_eq!(
+            of(&status, "InvalidSpec"),
+            pair("True", "ConflictingDevices")
+        );
+        all.spec_problems = &[];
+        let status = compute_status(&all);
+        assert_eq!(status.phase, Some(Phase::Stalled));
+        assert_eq!(
+            of(&status, "Progressing"),
+            pair("False", "ProgressDeadlineExceeded")
+        );
+        assert_eq!(
+            of(&status, "Stalled"),
+            pair("True", "ProgressDeadlineExceeded")
+        );
+        all.stalled = None;
+        let status = compute_status(&all);
+        assert_eq!(status.phase, Some(Phase::Paused));
+        assert_eq!(of(&status, "Progressing"), pair("False", "Paused"));
+    }
+
+    #[test]
+    fn a_halt_is_told_only_when_no_replacement_of_ours_is_under_way() {
+        let (hash, previous) = (
+            TemplateHash::of(&serde_json::json!({})),
+            CephOsdStatus::default(),
+        );
+        let summary = Summary {
+            out_of_date: 1,
+            ready: 1,
+            ..settled(2)
+        };
+        let mut halted = input(&previous, &hash, &summary);
+        halted.halted = Some("waiting for pod x to become Ready");
+        let status = compute_status(&halted);
+        assert_eq!(of(&status, "Progressing"), pair("False", "Halted"));
+        assert_eq!(of(&status, "Ready"), pair("False", "OsdsNotReady"));
+        halted.current_update = vec!["h1".into()];
+        let status = compute_status(&halted);
+        assert_eq!(of(&status, "Progressing"), pair("True", "RollingUpdate"));
+        assert_eq!(status.current_update, ["h1"]);
+    }
+
+    #[test]
+    fn transition_times_are_kept_while_a_condition_keeps_its_status() {
+        let (hash, summary) = (TemplateHash::of(&serde_json::json!({})), settled(1));
+        let first = compute_status(&input(&CephOsdStatus::default(), &hash, &summary));
+        let mut later = input(&first, &hash, &summary);
+        later.now = at(500);
+        let again = compute_status(&later);
+        assert_eq!(
+            again, first,
+            "an unchanged cluster yields an identical status"
+        );
+        let unready = Summary {
+            ready: 0,
+            ..settled(1)
+        };
+        let mut changed = input(&first, &hash, &unready);
+        changed.now = at(600);
+        let changed = compute_status(&changed);
+        let time = |s: &CephOsdStatus, t: &str| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .map(|c| c.last_transition_time.clone())
+        };
+        assert_eq!(time(&changed, "Ready"), Some(Time(at(600))));
+        assert_eq!(time(&changed, "Stalled"), Some(Time(at(100))));
+    }
+}

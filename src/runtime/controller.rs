@@ -1,0 +1,465 @@
+//! kube-runtime wiring: watch CephOSDs and their pods, reconcile = observe → plan → act.
+//!
+//! Pods and ReplicaSets come from the watch caches, trusted only once they show every write of
+//! ours (`owned_objects`): a stale "no pod" would mean a second pod on a disk; a plan that takes
+//! pods down is made again from a fresh read first. CephOSDs are watched in every namespace
+//! (a disk listed by two of them belongs to the older one, wherever it lives); only those of
+//! the watched namespace are reconciled.
+
+use crate::crd::osd::OsdKey;
+use crate::crd::osd::RandomSuffix;
+use crate::crd::{object_key, CephOsd};
+use crate::labels;
+use crate::plan::failure::Failure;
+use crate::plan::{plan_expanded, Observed, Plan};
+use crate::pod::pod_record::{bound_host, recorded_data};
+use crate::runtime::backoff::{Backoff, WatchRetry};
+use crate::runtime::claims_registry::ClaimsRegistry;
+use crate::runtime::executor::{ExecuteError, Executor};
+use crate::runtime::memory::Memory;
+use crate::runtime::metrics::Metrics;
+use crate::runtime::owned_objects::{
+    is_osd_pod, strip_replica_set, Observation, OwnedObjects, Snapshot, Subject,
+};
+use crate::runtime::watched_pod::{self, WatchedPod};
+use futures::{Stream, StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::Api;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{reflector, watcher, WatchStreamExt};
+use kube::{Client, ResourceExt};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{debug, info, warn};
+
+/// Settings of one operator process.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Watch only this namespace (None: all namespaces).
+    pub namespace: Option<String>,
+    /// Periodic resync of every CephOSD.
+    pub resync: Duration,
+    /// Delay before the first retry of a failed reconcile (doubling up to 5 minutes).
+    pub retry: Duration,
+}
+
+struct Context {
+    client: Client,
+    settings: Settings,
+    recorder: Recorder,
+    backoff: Backoff,
+    metrics: Arc<Metrics>,
+    /// What is remembered of each CephOSD between reconciles.
+    memory: Arc<Memory>,
+    owned: OwnedObjects,
+    /// Every CephOSD in the cluster (claims are cluster-wide).
+    crs: reflector::Store<CephOsd>,
+    claims: Arc<ClaimsRegistry>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReconcileError {
+    #[error("failed to list the pods or ReplicaSets of CephOSD {cr}: {source}")]
+    List {
+        cr: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("failed to read CephOSD {cr} again before taking pods down: {source}")]
+    Get {
+        cr: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(transparent)]
+    Execute(#[from] ExecuteError),
+}
+
+impl ReconcileError {
+    pub(crate) fn category(&self) -> Failure {
+        match self {
+            Self::List { .. } | Self::Get { .. } => Failure::List,
+            Self::Execute(e) => e.category(),
+        }
+    }
+}
+
+/// Runs the controller until SIGTERM / Ctrl-C.
+pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics>) {
+    let (pods, replica_sets): (Api<WatchedPod>, Api<ReplicaSet>) = match &settings.namespace {
+        Some(ns) => (
+            Api::namespaced(client.clone(), ns),
+            Api::namespaced(client.clone(), ns),
+        ),
+        None => (Api::all(client.clone()), Api::all(client.clone())),
+    };
+    let crs: Api<CephOsd> = Api::all(client.clone());
+    let reporter = Reporter {
+        controller: "ceph-osd-operator".into(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let recorder = Recorder::new(client.clone(), reporter);
+    // Each watch retries on its own (100 ms doubling to 2 s) and its errors stop there: a
+    // watch that has to relist after an outage does not hold the others back.
+    let (store, writer) = reflector::store();
+    let (specs_changed, spec_changes) = futures::channel::mpsc::unbounded::<()>();
+    let mut generations = SpecVersions::default();
+    let watched_namespace = settings.namespace.clone();
+    let memory = Arc::new(Memory::default());
+    let (memory_of_crs, crs_seen) = (memory.clone(), store.clone());
+    let cr_events = watcher(crs, watcher::Config::default())
+        .backoff(WatchRetry::default())
+        .reflect(writer)
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                // A CephOSD that appears, goes or changes its spec may change who holds which
+                // disk: every CephOSD is reconciled again.
+                if generations.changed_by(event) {
+                    let _ = specs_changed.unbounded_send(());
+                }
+                memory_of_crs.forget_gone(&crs_seen, event);
+            }
+        })
+        .applied_objects()
+        .try_filter(move |cr| {
+            std::future::ready(in_scope(
+                watched_namespace.as_deref(),
+                cr.namespace().as_deref(),
+            ))
+        });
+    // Every OSD pod: by owner label (the reference operator's pods carry an ownerReference
+    // without `controller: true`, and they must trigger us too) or by a CephOSD controller
+    // reference (a pod we control is ours whatever its labels). Other pods never reach the
+    // cache.
+    let (pod_store, pod_writer) = reflector::store();
+    let pod_events = watcher(pods, watcher::Config::default())
+        .backoff(WatchRetry::default())
+        .map_ok(watched_pod::into_pod_event)
+        .try_filter_map(|event| std::future::ready(Ok(only_osd_pods(event))))
+        .reflect(pod_writer)
+        .touched_objects();
+    // The Ansible operator's ReplicaSets (migrated away from by the rollout).
+    let (replica_set_store, replica_set_writer) = reflector::store();
+    let replica_set_events = watcher(
+        replica_sets,
+        watcher::Config::default().labels(labels::OWNER),
+    )
+    .backoff(WatchRetry::default())
+    .modify(strip_replica_set)
+    .reflect(replica_set_writer)
+    .touched_objects();
+    let claims = Arc::new(ClaimsRegistry::default());
+    let context = Arc::new(Context {
+        backoff: Backoff::new(settings.retry, Duration::from_secs(300)),
+        client,
+        recorder,
+        metrics: metrics.clone(),
+        owned: OwnedObjects::new(pod_store, replica_set_store, memory.clone()),
+        memory,
+        crs: store.clone(),
+        claims: claims.clone(),
+        settings,
+    });
+    let pods_of = {
+        let (claims, namespace) = (claims.clone(), context.settings.namespace.clone());
+        move |pod: Pod| cephosds_of_pod(&pod, &claims, namespace.as_deref())
+    };
+    Controller::for_stream(logging_errors(cr_events, "CephOSD"), store)
+        .watches_stream(logging_errors(pod_events, "Pod"), pods_of)
+        .watches_stream(logging_errors(replica_set_events, "ReplicaSet"), owner_of)
+        .reconcile_all_on(spec_changes)
+        .shutdown_on_signal()
+        .run(timed_reconcile, error_policy, context.clone())
+        .for_each(|result| {
+            let context = context.clone();
+            async move {
+                match result {
+                    // A reconcile due for a CephOSD that was deleted: everything kept of it is
+                    // dropped.
+                    Err(controller::Error::ObjectNotFound(object)) => {
+                        debug!(%object, "event for a CephOSD that no longer exists");
+                        let namespace = object.namespace.as_deref().unwrap_or_default();
+                        context.metrics.forget(namespace, &object.name);
+                        context.memory.forget(&object_key(namespace, &object.name));
+                    }
+                    Err(error) => warn!(%error, "controller error"),
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+}
+
+/// Whether a CephOSD in `namespace` is reconciled by an operator watching `watched` (None:
+/// every namespace).
+fn in_scope(watched: Option<&str>, namespace: Option<&str>) -> bool {
+    watched.is_none_or(|w| namespace == Some(w))
+}
+
+/// The spec version (generation) of every CephOSD seen by the watch, to tell spec changes
+/// from status writes.
+#[derive(Default)]
+struct SpecVersions(HashMap<String, Option<i64>>);
+
+impl SpecVersions {
+    /// Records `event`; true when a CephOSD appeared, went, or changed its spec.
+    fn changed_by(&mut self, event: &watcher::Event<CephOsd>) -> bool {
+        match event {
+            watcher::Event::Apply(cr) | watcher::Event::InitApply(cr) => {
+                let uid = cr.uid().unwrap_or_default();
+                self.0.insert(uid, cr.metadata.generation) != Some(cr.metadata.generation)
+            }
+            watcher::Event::Delete(cr) => self.0.remove(&cr.uid().unwrap_or_default()).is_some(),
+            watcher::Event::Init | watcher::Event::InitDone => false,
+        }
+    }
+}
+
+/// The event as the pod cache takes it: a pod that is no OSD pod (any more) is removed, or
+/// not listed.
+fn only_osd_pods(event: watcher::Event<Pod>) -> Option<watcher::Event<Pod>> {
+    match event {
+        watcher::Event::Apply(pod) if !is_osd_pod(&pod) => Some(watcher::Event::Delete(pod)),
+        watcher::Event::InitApply(pod) if !is_osd_pod(&pod) => None,
+        other => Some(other),
+    }
+}
+
+/// The CephOSDs a pod event concerns: the one whose owner label it carries, the one that
+/// controls it, and those listing a disk it may run on (waiting for it to be gone).
+fn cephosds_of_pod(
+    pod: &Pod,
+    claims: &ClaimsRegistry,
+    watched: Option<&str>,
+) -> Vec<ObjectRef<CephOsd>> {
+    let Some(namespace) = pod.metadata.namespace.as_deref() else {
+        return Vec::new();
+    };
+    let labelled = pod
+        .labels()
+        .get(labels::OWNER)
+        .and_then(|v| labels::owner_named_by(v));
+    let controller = pod
+        .owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true) && crate::plan::classify::is_cephosd(o))
+        .map(|o| o.name.as_str());
+    let mut refs: Vec<ObjectRef<CephOsd>> = [labelled, controller]
+        .into_iter()
+        .flatten()
+        .map(|name| ObjectRef::new(name).within(namespace))
+        .collect();
+    let annotation = |k: &str| pod.annotations().get(k).map(String::as_str);
+    let disks = [
+        annotation(labels::HOST).zip(annotation(labels::DATA)),
+        bound_host(pod).zip(recorded_data(pod)),
+    ];
+    let claims = claims.latest();
+    for (host, data) in disks.into_iter().flatten() {
+        for id in claims.listing(&OsdKey::new(host, data).device_id()) {
+            if let Some((ns, name)) = id.split_once('/') {
+                if in_scope(watched, Some(ns)) {
+                    refs.push(ObjectRef::new(name).within(ns));
+                }
+            }
+        }
+    }
+    refs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    refs.dedup();
+    refs
+}
+
+/// `events` without its errors, which are logged: the watch behind it retries by itself.
+fn logging_errors<K: Send + 'static>(
+    events: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+    kind: &'static str,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static {
+    events.filter_map(move |event| async move {
+        match event {
+            Ok(object) => Some(Ok(object)),
+            Err(error) => {
+                warn!(%error, watch = kind, "watch failed; retrying");
+                None
+            }
+        }
+    })
+}
+
+/// The CephOSD an object belongs to, from its owner label `CephOSD-<name>`.
+#[allow(clippy::needless_pass_by_value)] // the mapper signature `watches_stream` wants
+fn owner_of<K: ResourceExt>(object: K) -> Option<ObjectRef<CephOsd>> {
+    let name = labels::owner_named_by(object.labels().get(labels::OWNER)?)?;
+    Some(ObjectRef::new(name).within(&object.namespace()?))
+}
+
+async fn timed_reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let started = std::time::Instant::now();
+    let object = cr.object_key();
+    let result = reconcile(cr, ctx.clone()).await;
+    match &result {
+        Ok(_) => ctx.memory.succeeded(&object),
+        Err(error) => ctx.metrics.failed(error.category(), started.elapsed()),
+    }
+    result
+}
+
+#[expect(
+    clippy::too_many_lines,
+    reason = "one reconcile's steps in the order they run: observe, plan (again from a fresh read before taking pods down), act, remember"
+)]
+async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let started = std::time::Instant::now();
+    if !in_scope(ctx.settings.namespace.as_deref(), cr.namespace().as_deref()) {
+        // Watched only for its claims on disks.
+        return Ok(Action::await_change());
+    }
+    let mut cr = ctx.memory.latest(cr);
+    if cr.metadata.deletion_timestamp.is_some() {
+        // Garbage collection removes the pods through their ownerReferences.
+        return Ok(Action::await_change());
+    }
+    let namespace = cr.namespace().unwrap_or_default();
+    let cr_name = cr.object_key();
+    let watched_pods: Api<WatchedPod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
+    // The API keeps whole seconds; so do we, so an unchanged status compares equal.
+    let now = Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH);
+    let claims = ctx.claims.of(&ctx.crs, &ctx.memory);
+    let mut expanded = ctx.memory.expanded(&cr);
+    let mut claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
+    let subject = Subject {
+        cr: &cr,
+        expanded: &expanded,
+        claimed: claimed.as_deref(),
+    };
+    let list_failed = |source| ReconcileError::List {
+        cr: cr_name.clone(),
+        source,
+    };
+    let snapshot = ctx
+        .owned
+        .observe(&subject, &watched_pods, &replica_sets, now)
+        .await
+        .map_err(list_failed)?;
+    let mut observation = match snapshot {
+        Snapshot::Plan(observation) => observation,
+        Snapshot::Unchanged => {
+            // Inputs exactly those of a plan with nothing to do: no planning, no API call.
+            debug!(cephosd = %cr_name, unchanged = true, "reconciled");
+            ctx.metrics.unchanged(started.elapsed());
+            return Ok(Action::requeue(ctx.settings.resync));
+        }
+        // Our last writes are not in the caches yet: their watch events bring the next
+        // reconcile (the requeue only covers a write that is never seen).
+        Snapshot::Lagging => return Ok(Action::requeue(Duration::from_secs(1))),
+    };
+    let mut plan = planned(&cr, &expanded, &observation, claimed.as_deref(), now);
+    if plan.disrupts() && observation.fingerprint.is_some() {
+        // Pods go down only on a view as new as the decision: the CephOSD and its pods read
+        // again (a cache may be seconds behind, and a domain it shows available be down).
+        let crs: Api<CephOsd> = Api::namespaced(ctx.client.clone(), &namespace);
+        let name = cr.name_any();
+        let fresh_cr = crs.get(&name);
+        let subject = Subject {
+            cr: &cr,
+            expanded: &expanded,
+            claimed: claimed.as_deref(),
+        };
+        let fresh_objects = ctx.owned.fresh(&subject, &watched_pods, &replica_sets, now);
+        let (fresh_cr, fresh_objects) = futures::join!(fresh_cr, fresh_objects);
+        let fresh_cr = fresh_cr.map_err(|source| ReconcileError::Get {
+            cr: cr_name.clone(),
+            source,
+        })?;
+        observation = fresh_objects.map_err(list_failed)?;
+        if fresh_cr.resource_version() != cr.resource_version() {
+            cr = ctx.memory.latest(Arc::new(fresh_cr));
+            if cr.metadata.deletion_timestamp.is_some() {
+                return Ok(Action::await_change());
+            }
+            expanded = ctx.memory.expanded(&cr);
+            claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
+        }
+        plan = planned(&cr, &expanded, &observation, claimed.as_deref(), now);
+        debug!(cephosd = %cr_name, disrupts = plan.disrupts(), "planned again from a fresh read");
+    }
+    let s = &plan.summary;
+    macro_rules! reconciled {
+        ($level:ident) => {
+            $level!(
+                cephosd = %cr_name,
+                hash = %plan.template_hash,
+                desired = s.desired, current = s.current, ready = s.ready, updated = s.updated,
+                out_of_date = s.out_of_date, unready = s.unready, invalid = s.invalid,
+                terminating = s.terminating, superfluous = s.superfluous,
+                actions = plan.actions.len(),
+                halted = plan.halted.as_deref().unwrap_or(""),
+                "reconciled"
+            )
+        };
+    }
+    // INFO only when something changes: a resync of a settled CephOSD is a DEBUG line.
+    let changes = !plan.actions.is_empty() || !plan.events.is_empty() || plan.status_changed;
+    if changes {
+        reconciled!(info);
+    } else {
+        reconciled!(debug);
+    }
+    let executor = Executor {
+        pods: Api::namespaced(ctx.client.clone(), &namespace),
+        replica_sets,
+        crs: Api::namespaced(ctx.client.clone(), &namespace),
+        recorder: &ctx.recorder,
+        cr: &cr,
+    };
+    let outcome = executor
+        .carry_out(&plan, now, &|action| ctx.owned.written(&cr, action, now))
+        .await;
+    if let Some(status) = &outcome.status {
+        ctx.memory.remember(&cr, status);
+    }
+    let quiet = !changes && plan.requeue_after.is_none() && outcome.failed.is_none();
+    ctx.owned.planned(&cr, &observation, quiet);
+    if let Some(error) = outcome.failed {
+        // The retry follows the error policy's backoff.
+        return Err(error.into());
+    }
+    ctx.metrics
+        .reconciled(&namespace, &cr.name_any(), &plan.summary, started.elapsed());
+    let resync = ctx.settings.resync;
+    let next = plan
+        .requeue_after
+        .and_then(|d| Duration::try_from(d).ok())
+        .map_or(resync, |d| d.min(resync));
+    Ok(Action::requeue(next))
+}
+
+/// The plan for `cr` from `observation`.
+fn planned(
+    cr: &CephOsd,
+    expanded: &crate::plan::expanded_spec::ExpandedSpec,
+    observation: &Observation,
+    claimed: Option<&std::collections::BTreeMap<OsdKey, String>>,
+    now: Timestamp,
+) -> Plan {
+    let observed = Observed {
+        pods: observation.pods.iter().map(|p| &**p).collect(),
+        replica_sets: observation.replica_sets.iter().map(|r| &**r).collect(),
+        others: observation.others.iter().map(|p| &**p).collect(),
+        claimed: claimed.cloned().unwrap_or_default(),
+    };
+    plan_expanded(cr, expanded, &observed, &mut RandomSuffix, now)
+}
+
+#[allow(clippy::needless_pass_by_value)] // the signature `Controller::run` wants
+fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let object = cr.object_key();
+    let delay = ctx.backoff.delay(ctx.memory.failed(&object));
+    warn!(cephosd = %object, category = %error.category(), retry_in = ?delay, %error, "reconcile failed");
+    Action::requeue(delay)
+}

@@ -1,0 +1,477 @@
+//! The executor: applies a plan through the API — runs of one kind of action in plan order,
+//! each concurrently with a slow-start window (nothing more started after the first failure),
+//! the Events of the applied actions, then the status if it changed. It decides nothing; the next reconcile re-plans from fresh
+//! observations.
+
+use crate::crd::{CephOsd, CephOsdStatus};
+use crate::labels;
+use crate::plan::actions::Action;
+use crate::plan::events::EventReason;
+use crate::plan::events::PlannedEvent;
+use crate::plan::events::{describe, event_for, fold_mass_events, newly_stalled};
+use crate::plan::failure::Failure;
+use crate::plan::status::failed_status;
+use crate::plan::Plan;
+use futures::stream::FuturesUnordered;
+use futures::{stream, StreamExt};
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{
+    Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use tracing::{info, warn};
+
+/// Field manager of our server-side-applied status.
+pub(crate) const FIELD_MANAGER: &str = "ceph-osd-operator";
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ExecuteError {
+    #[error("failed to create pod {name} for OSD {key}: {source}")]
+    Create {
+        name: String,
+        key: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("failed to delete pod {name}: {source}")]
+    Delete {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("failed to delete ReplicaSet {name}: {source}")]
+    DeleteReplicaSet {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("failed to set pod-state of pod {name}: {source}")]
+    Patch {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("failed to write the status of CephOSD {name}: {source}")]
+    Status {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl ExecuteError {
+    /// Whether the write may have happened all the same: anything but a definite refusal
+    /// (a 4xx other than 409 Conflict and 429 Too Many Requests) leaves it unknown.
+    pub(crate) fn may_have_applied(&self) -> bool {
+        let source = match self {
+            Self::Create { source, .. }
+            | Self::Delete { source, .. }
+            | Self::DeleteReplicaSet { source, .. }
+            | Self::Patch { source, .. }
+            | Self::Status { source, .. } => source,
+        };
+        !matches!(source, kube::Error::Api(status)
+            if (400..500).contains(&status.code) && status.code != 409 && status.code != 429)
+    }
+
+    /// What users read in the event and the condition: stable from one attempt to the next
+    /// (no generated pod name), the API server's own words where it gave some.
+    pub(crate) fn summary(&self) -> String {
+        let (what, name, source) = match self {
+            Self::Create { key, name, source } => {
+                (format!("create the pod of OSD {key}"), name, source)
+            }
+            Self::Delete { name, source } => (format!("delete pod {name}"), name, source),
+            Self::DeleteReplicaSet { name, source } => {
+                (format!("delete ReplicaSet {name}"), name, source)
+            }
+            Self::Patch { name, source } => {
+                (format!("set the pod-state of pod {name}"), name, source)
+            }
+            Self::Status { name, source } => {
+                (format!("write the status of CephOSD {name}"), name, source)
+            }
+        };
+        let why = match source {
+            kube::Error::Api(status) => {
+                let causes: Vec<String> = status
+                    .details
+                    .iter()
+                    .flat_map(|d| &d.causes)
+                    .map(|c| format!("{}: {}", c.field, c.message))
+                    .collect();
+                if causes.is_empty() {
+                    status.message.replace(name.as_str(), "…")
+                } else {
+                    causes.join("; ")
+                }
+            }
+            other => other.to_string(),
+        };
+        format!("cannot {what}: {why}")
+    }
+
+    /// What kind of call failed: Event and condition reason, metric label.
+    pub(crate) fn category(&self) -> Failure {
+        match self {
+            Self::Create { .. } => Failure::Create,
+            Self::Delete { .. } | Self::DeleteReplicaSet { .. } => Failure::Delete,
+            Self::Patch { .. } => Failure::Patch,
+            Self::Status { .. } => Failure::Status,
+        }
+    }
+}
+
+/// What carrying out a plan did.
+#[derive(Default)]
+pub(crate) struct Outcome {
+    /// The status written, if one was.
+    pub(crate) status: Option<CephOsdStatus>,
+    /// The write that failed, if one did (the plan's later writes were not made).
+    pub(crate) failed: Option<ExecuteError>,
+}
+
+/// Talks to the API on behalf of one CephOSD.
+pub(crate) struct Executor<'a> {
+    pub pods: Api<Pod>,
+    pub replica_sets: Api<ReplicaSet>,
+    pub crs: Api<CephOsd>,
+    pub recorder: &'a Recorder,
+    pub cr: &'a CephOsd,
+}
+
+/// The most writes in flight at once for one CephOSD.
+pub(crate) const MAX_CONCURRENT_WRITES: usize = 64;
+
+impl Executor<'_> {
+    /// Applies `actions`, then publishes the Events of the applied ones (a mass of one reason
+    /// folded into one, see `fold_mass_events`). Runs of one kind of action go in plan order,
+    /// each concurrently: at most one more in flight than have succeeded so far (slow start:
+    /// 1, 2, 4, … per round trip) and at most `MAX_CONCURRENT_WRITES`; after the first failure
+    /// nothing more is started, so a failure that hits every write costs one request, not a
+    /// thousand. `written` is told of every action that reached the API or may have (see
+    /// [`ExecuteError::may_have_applied`]).
+    pub(crate) async fn apply_actions(
+        &self,
+        actions: &[Action],
+        written: &(dyn Fn(&Action) + Sync),
+    ) -> Result<(), ExecuteError> {
+        let mut events = Vec::new();
+        let mut outcome = Ok(());
+        for run in runs(actions) {
+            outcome = self.apply_run(&actions[run], written, &mut events).await;
+            if outcome.is_err() {
+                break;
+            }
+        }
+        // The events of the applied writes, once the writes are out: they never hold up the
+        // next write.
+        stream::iter(&fold_mass_events(events))
+            .for_each_concurrent(MAX_CONCURRENT_WRITES, |event| self.publish(event))
+            .await;
+        outcome
+    }
+
+    /// Applies `run` (actions of one kind) in a slow-start window; see `apply_actions`.
+    async fn apply_run(
+        &self,
+        run: &[Action],
+        written: &(dyn Fn(&Action) + Sync),
+        events: &mut Vec<PlannedEvent>,
+    ) -> Result<(), ExecuteError> {
+        let mut waiting = run.iter();
+        let mut in_flight = FuturesUnordered::new();
+        let (mut succeeded, mut outcome) = (0, Ok(()));
+        loop {
+            while outcome.is_ok() && in_flight.len() < (succeeded + 1).min(MAX_CONCURRENT_WRITES) {
+                let Some(action) = waiting.next() else { break };
+                in_flight.push(async move {
+                    let applied = apply(self, action).await;
+                    if applied
+                        .as_ref()
+                        .map_or_else(ExecuteError::may_have_applied, |_| true)
+                    {
+                        written(action);
+                    }
+                    applied.map(|applied| event_for(action).filter(|_| applied))
+                });
+            }
+            match in_flight.next().await {
+                None => return outcome,
+                Some(Ok(event)) => {
+                    succeeded += 1;
+                    events.extend(event);
+                }
+                Some(Err(error)) => {
+                    if outcome.is_ok() {
+                        outcome = Err(error);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Carries out `plan`: its actions, its events, then its status. A failed write stops
+    /// the actions and is told where users look: a Warning event and a `ReconcileFailed`
+    /// condition on the status the plan computed (gone with the next successful reconcile).
+    pub(crate) async fn carry_out(
+        &self,
+        plan: &Plan,
+        now: Timestamp,
+        written: &(dyn Fn(&Action) + Sync),
+    ) -> Outcome {
+        let applied = self.apply_actions(&plan.actions, written).await;
+        for event in &plan.events {
+            self.publish(event).await;
+        }
+        let error = match applied {
+            Err(error) => error,
+            Ok(()) if !plan.status_changed => return Outcome::default(),
+            Ok(()) => match self.write_status(&plan.status).await {
+                Ok(()) => {
+                    return Outcome {
+                        status: Some(plan.status.clone()),
+                        failed: None,
+                    }
+                }
+                Err(error) => error,
+            },
+        };
+        self.report_failure(plan, now, error).await
+    }
+
+    /// Tells a failed write where users look: a Warning event, and the planned status with a
+    /// `ReconcileFailed` condition (unless the CephOSD already shows exactly that).
+    async fn report_failure(&self, plan: &Plan, now: Timestamp, error: ExecuteError) -> Outcome {
+        let (failure, message) = (error.category(), error.summary());
+        self.publish(&PlannedEvent {
+            warning: true,
+            reason: EventReason::Failed(failure),
+            note: message.clone(),
+            pod: None,
+        })
+        .await;
+        let previous = self.cr.status.clone().unwrap_or_default();
+        let mut status = None;
+        let deadline = self.cr.spec.progress_deadline();
+        if let Some(failed) =
+            failed_status(&plan.status, &previous, now, failure, &message, deadline)
+        {
+            if let Some(event) = newly_stalled(&plan.status, &failed) {
+                self.publish(&event).await;
+            }
+            match self.write_status(&failed).await {
+                Ok(()) => status = Some(failed),
+                Err(status_error) => {
+                    warn!(cephosd = %self.cr.object_key(), error = %status_error, "could not report the failure in the status");
+                }
+            }
+        }
+        Outcome {
+            status,
+            failed: Some(error),
+        }
+    }
+
+    /// Publishes an Event on the CephOSD; failures are logged, never fatal.
+    pub(crate) async fn publish(&self, event: &PlannedEvent) {
+        let reference: ObjectReference = self.cr.object_ref(&());
+        let event = Event {
+            type_: if event.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: event.reason.as_str().to_owned(),
+            note: Some(event.note.clone()),
+            action: event.reason.as_str().to_owned(),
+            // The pod as `related` object also keeps the recorder from folding events about
+            // different pods into one series.
+            secondary: event.pod.as_ref().map(|name| ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(name.clone()),
+                namespace: self.cr.namespace(),
+                ..ObjectReference::default()
+            }),
+        };
+        if let Err(error) = self.recorder.publish(&event, &reference).await {
+            warn!(%error, reason = %event.reason, "failed to publish event");
+        }
+    }
+
+    /// Writes `status` with server-side apply.
+    pub(crate) async fn write_status(&self, status: &CephOsdStatus) -> Result<(), ExecuteError> {
+        let name = self.cr.name_any();
+        let patch = json!({
+            "apiVersion": CephOsd::api_version(&()),
+            "kind": CephOsd::kind(&()),
+            "status": status,
+        });
+        self.crs
+            .patch_status(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map_err(|source| ExecuteError::Status { name, source })?;
+        Ok(())
+    }
+}
+
+/// The runs of one kind of action in `actions`, in order.
+fn runs(actions: &[Action]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < actions.len() {
+        let kind = std::mem::discriminant(&actions[start]);
+        let end = actions[start..]
+            .iter()
+            .position(|a| std::mem::discriminant(a) != kind)
+            .map_or(actions.len(), |n| start + n);
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
+
+/// Deletes only the object planned for (the uid precondition): never a newer one that reuses
+/// the name.
+fn delete_params(uid: Option<&String>) -> DeleteParams {
+    DeleteParams {
+        preconditions: uid.map(|uid| Preconditions {
+            uid: Some(uid.clone()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    }
+}
+
+/// Applies one action; false when there was nothing to do (a delete that found nothing).
+async fn apply(executor: &Executor<'_>, action: &Action) -> Result<bool, ExecuteError> {
+    let pods = &executor.pods;
+    match action {
+        Action::Create { key, pod, .. } => {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            pods.create(&PostParams::default(), pod)
+                .await
+                .map_err(|source| ExecuteError::Create {
+                    name: name.clone(),
+                    key: key.to_string(),
+                    source,
+                })?;
+            info!(pod = %name, osd = %key, "created pod");
+            Ok(true)
+        }
+        Action::Delete {
+            name, uid, reason, ..
+        } => match pods.delete(name, &delete_params(uid.as_ref())).await {
+            Ok(_) => {
+                info!(pod = %name, reason = %describe(reason), "deleted pod");
+                Ok(true)
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+            Err(source) => Err(ExecuteError::Delete {
+                name: name.clone(),
+                source,
+            }),
+        },
+        Action::DeleteReplicaSet {
+            name, uid, reason, ..
+        } => {
+            // Foreground: the ReplicaSet stays (creating nothing) until its pod is gone.
+            let params = DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Foreground),
+                ..delete_params(uid.as_ref())
+            };
+            match executor.replica_sets.delete(name, &params).await {
+                Ok(_) => {
+                    info!(replicaset = %name, reason = %describe(reason), "deleted ReplicaSet");
+                    Ok(true)
+                }
+                Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+                Err(source) => Err(ExecuteError::DeleteReplicaSet {
+                    name: name.clone(),
+                    source,
+                }),
+            }
+        }
+        Action::PatchState { name, state, .. } => {
+            let patch = json!({"metadata": {"annotations": {labels::POD_STATE: state.as_str()}}});
+            pods.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|source| ExecuteError::Patch {
+                    name: name.clone(),
+                    source,
+                })?;
+            info!(pod = %name, state = %state, "set pod-state");
+            Ok(true)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::osd::OsdKey;
+    use crate::plan::actions::DeleteReason;
+
+    fn delete() -> Action {
+        Action::Delete {
+            name: "p".into(),
+            uid: None,
+            key: None,
+            reason: DeleteReason::Superfluous,
+        }
+    }
+
+    fn patch() -> Action {
+        Action::PatchState {
+            name: "p".into(),
+            key: OsdKey::new("h", "/dev/sdb"),
+            state: labels::PodState::OutOfDate,
+        }
+    }
+
+    #[test]
+    fn failure_summaries_are_stable_from_one_attempt_to_the_next() {
+        let rejected = |name: &str| {
+            let status: kube::core::Status = serde_json::from_value(json!({
+                "status": "Failure", "code": 422, "reason": "Invalid",
+                "message": format!("Pod \"{name}\" is invalid: spec.containers[0].image: Required value"),
+                "details": {"name": name, "kind": "Pod", "causes": [
+                    {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers[0].image"}]}
+            }))
+            .expect("status");
+            ExecuteError::Create {
+                name: name.to_owned(),
+                key: "h1:/dev/sdb".to_owned(),
+                source: kube::Error::Api(Box::new(status)),
+            }
+        };
+        let first = rejected("osd-h1-sdb-aaaaa").summary();
+        assert_eq!(first, rejected("osd-h1-sdb-bbbbb").summary());
+        assert_eq!(
+            first,
+            "cannot create the pod of OSD h1:/dev/sdb: spec.containers[0].image: Required value"
+        );
+        assert!(!rejected("x").may_have_applied());
+    }
+
+    #[test]
+    fn runs_keep_kinds_in_order() {
+        let mut actions: Vec<Action> = (0..3).map(|_| delete()).collect();
+        actions.extend((0..20).map(|_| patch()));
+        actions.push(delete());
+        assert_eq!(runs(&actions), [0..3, 3..23, 23..24]);
+        assert!(runs(&[]).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod glue_tests;

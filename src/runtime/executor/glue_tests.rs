@@ -1,0 +1,421 @@
+//! The executor against a scripted API (a tower service in place of the cluster): what it
+//! sends, in which order, and what it makes of the answers.
+
+use super::*;
+use crate::crd::osd::OsdKey;
+use crate::plan::actions::{CreateReason, DeleteReason};
+use crate::testing::CephOsdBuilder;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{Method, Request, Response, StatusCode};
+use kube::runtime::events::Reporter;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+/// One request the executor sent: method, path and its JSON body.
+#[derive(Clone, Debug)]
+struct Sent {
+    method: Method,
+    path: String,
+    body: Value,
+}
+
+/// A scripted API: answers each request with `answer(method, path)` (a status code and a
+/// message; success echoes the request body back, or for a status patch the CephOSD with
+/// that status), and records what was sent.
+#[derive(Clone)]
+struct ScriptedApi {
+    sent: Arc<Mutex<Vec<Sent>>>,
+}
+
+impl ScriptedApi {
+    fn client(answer: fn(&Method, &str) -> (StatusCode, &'static str)) -> (Self, kube::Client) {
+        let api = Self {
+            sent: Arc::default(),
+        };
+        let sent = api.sent.clone();
+        let service = tower::service_fn(move |request: Request<kube::client::Body>| {
+            let sent = sent.clone();
+            async move {
+                let (parts, body) = request.into_parts();
+                let bytes = body
+                    .collect()
+                    .await
+                    .map_err(tower::BoxError::from)?
+                    .to_bytes();
+                let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let path = parts.uri.path().to_owned();
+                let (code, message) = answer(&parts.method, &path);
+                sent.lock().expect("lock").push(Sent {
+                    method: parts.method.clone(),
+                    path: path.clone(),
+                    body: body.clone(),
+                });
+                let reply = if code.is_success() && path.ends_with("/status") {
+                    let mut cr = serde_json::to_value(cr()).expect("cr");
+                    cr["status"] = body["status"].clone();
+                    cr
+                } else if code.is_success() {
+                    body
+                } else {
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                           "message": message, "reason": code.canonical_reason(),
+                           "code": code.as_u16()})
+                };
+                let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
+                *response.status_mut() = code;
+                Ok::<_, tower::BoxError>(response)
+            }
+        });
+        (api, kube::Client::new(service, "ceph"))
+    }
+
+    fn sent(&self) -> Vec<Sent> {
+        self.sent.lock().expect("lock").clone()
+    }
+
+    /// (method, path) of each request other than Events.
+    fn writes(&self) -> Vec<(Method, String)> {
+        self.sent()
+            .into_iter()
+            .filter(|s| !s.path.contains("/events"))
+            .map(|s| (s.method, s.path))
+            .collect()
+    }
+
+    /// The reasons of the Events posted.
+    fn event_reasons(&self) -> Vec<String> {
+        self.sent()
+            .into_iter()
+            .filter(|s| s.path.contains("/events") && s.method == Method::POST)
+            .filter_map(|s| s.body["reason"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+/// What an executor borrows: the event recorder of `client`, and the CephOSD.
+struct Fixture {
+    client: kube::Client,
+    recorder: Recorder,
+    cr: CephOsd,
+}
+
+impl Fixture {
+    fn new(client: &kube::Client, cr: CephOsd) -> Self {
+        let reporter = Reporter {
+            controller: "test".into(),
+            instance: None,
+        };
+        Self {
+            client: client.clone(),
+            recorder: Recorder::new(client.clone(), reporter),
+            cr,
+        }
+    }
+
+    fn executor(&self) -> Executor<'_> {
+        Executor {
+            pods: Api::namespaced(self.client.clone(), "ceph"),
+            replica_sets: Api::namespaced(self.client.clone(), "ceph"),
+            crs: Api::namespaced(self.client.clone(), "ceph"),
+            recorder: &self.recorder,
+            cr: &self.cr,
+        }
+    }
+}
+
+fn cr() -> CephOsd {
+    CephOsdBuilder::new("ceph-osds")
+        .namespace("ceph")
+        .uid("cr-uid")
+        .build()
+        .expect("a CephOSD")
+}
+
+fn create(name: &str) -> Action {
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ceph"},
+    }))
+    .expect("pod");
+    Action::Create {
+        key: OsdKey::new("h1", format!("/dev/{name}")),
+        pod: Box::new(pod),
+        reason: CreateReason::New,
+    }
+}
+
+fn delete(name: &str) -> Action {
+    Action::Delete {
+        name: name.into(),
+        uid: Some("pod-uid".into()),
+        key: Some(OsdKey::new("h1", "/dev/sdb")),
+        reason: DeleteReason::Superfluous,
+    }
+}
+
+async fn apply_all(
+    client: &kube::Client,
+    actions: &[Action],
+) -> (Result<(), ExecuteError>, Vec<String>) {
+    let fixture = Fixture::new(client, cr());
+    let told = Mutex::new(Vec::new());
+    let result = fixture
+        .executor()
+        .apply_actions(actions, &|action| {
+            if let Action::Create { pod, .. } = action {
+                told.lock().expect("lock").push(pod.name_any());
+            }
+        })
+        .await;
+    (result, told.into_inner().expect("lock"))
+}
+
+#[tokio::test]
+async fn creations_stop_at_the_first_refusal_and_say_so() {
+    let (api, client) = ScriptedApi::client(|method, path| match (method, path) {
+        (&Method::POST, "/api/v1/namespaces/ceph/pods") => (StatusCode::CREATED, ""),
+        _ => (StatusCode::OK, ""),
+    });
+    let actions: Vec<Action> = ["sdb", "sdc", "sdd", "sde"].map(create).into();
+    let (result, told) = apply_all(&client, &actions).await;
+    assert!(result.is_ok());
+    assert_eq!(told, ["sdb", "sdc", "sdd", "sde"]);
+    assert_eq!(api.event_reasons(), ["Created"; 4]);
+
+    let (api, client) = ScriptedApi::client(|method, path| match (method, path) {
+        (&Method::POST, "/api/v1/namespaces/ceph/pods") => (
+            StatusCode::FORBIDDEN,
+            "pods \"x\" is forbidden: exceeded quota: one-pod",
+        ),
+        _ => (StatusCode::OK, ""),
+    });
+    let (result, told) = apply_all(&client, &actions).await;
+    let error = result.expect_err("refused");
+    assert_eq!(error.category(), Failure::Create);
+    assert!(
+        error.summary().contains("exceeded quota"),
+        "{}",
+        error.summary()
+    );
+    assert!(!error.may_have_applied());
+    // One request (the first creation goes alone), nothing told, no event.
+    assert_eq!(api.writes().len(), 1, "{:?}", api.writes());
+    assert!(told.is_empty());
+    assert!(api.event_reasons().is_empty());
+}
+
+#[tokio::test]
+async fn writes_start_alone_and_widen_with_each_success_up_to_the_cap() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Each creation takes 2 ms; the API records how many were in flight when one arrived,
+    // and how many had succeeded by then.
+    let (in_flight, succeeded) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (counters, record) = ((in_flight.clone(), succeeded.clone()), seen.clone());
+    let service = tower::service_fn(move |request: Request<kube::client::Body>| {
+        let ((in_flight, succeeded), record) = (counters.clone(), record.clone());
+        async move {
+            let creation = request.uri().path() == "/api/v1/namespaces/ceph/pods";
+            let body = request
+                .into_body()
+                .collect()
+                .await
+                .map_err(tower::BoxError::from)?;
+            if creation {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                record
+                    .lock()
+                    .expect("lock")
+                    .push((now, succeeded.load(Ordering::SeqCst)));
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                succeeded.fetch_add(1, Ordering::SeqCst);
+            }
+            let mut response = Response::new(Full::new(body.to_bytes()));
+            *response.status_mut() = StatusCode::CREATED;
+            Ok::<_, tower::BoxError>(response)
+        }
+    });
+    let client = kube::Client::new(service, "ceph");
+    let actions: Vec<Action> = (0..300).map(|i| create(&format!("sd{i}"))).collect();
+    let (result, told) = apply_all(&client, &actions).await;
+    assert!(result.is_ok());
+    assert_eq!(told.len(), 300);
+    let seen = seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 300);
+    assert_eq!(seen[0], (1, 0), "the first creation goes alone");
+    for (in_flight, succeeded) in &seen {
+        assert!(
+            *in_flight <= succeeded + 1,
+            "{in_flight} in flight after {succeeded} successes"
+        );
+        assert!(*in_flight <= MAX_CONCURRENT_WRITES);
+    }
+    let widest = seen.iter().map(|(n, _)| *n).max().unwrap_or_default();
+    assert!(
+        widest > MAX_CONCURRENT_WRITES / 2,
+        "never wider than {widest}"
+    );
+}
+
+#[tokio::test]
+async fn a_delete_that_finds_nothing_is_no_error_and_no_event() {
+    let (api, client) = ScriptedApi::client(|method, _| match *method {
+        Method::DELETE => (StatusCode::NOT_FOUND, "pods \"gone\" not found"),
+        _ => (StatusCode::OK, ""),
+    });
+    let (result, _) = apply_all(&client, &[delete("gone")]).await;
+    assert!(result.is_ok());
+    assert_eq!(
+        api.writes(),
+        [(
+            Method::DELETE,
+            "/api/v1/namespaces/ceph/pods/gone".to_owned()
+        )]
+    );
+    assert!(api.event_reasons().is_empty());
+    // The delete is conditional on the uid: never a new pod of the same name.
+    let sent = api.sent();
+    assert_eq!(sent[0].body["preconditions"]["uid"], "pod-uid");
+}
+
+#[tokio::test]
+async fn a_delete_that_fails_otherwise_stops_and_may_have_applied() {
+    let (api, client) = ScriptedApi::client(|method, _| match *method {
+        Method::DELETE => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "etcdserver: request timed out",
+        ),
+        _ => (StatusCode::OK, ""),
+    });
+    let (result, _) = apply_all(&client, &[delete("a"), create("sdc")]).await;
+    let error = result.expect_err("fails");
+    assert_eq!(error.category(), Failure::Delete);
+    assert!(error.may_have_applied(), "a 500 may come after the write");
+    assert_eq!(api.writes().len(), 1, "the creation after it is not sent");
+}
+
+#[tokio::test]
+async fn the_status_is_a_server_side_apply_of_the_status_subresource() {
+    let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
+    let fixture = Fixture::new(&client, cr());
+    let status = CephOsdStatus {
+        desired: 3,
+        ..CephOsdStatus::default()
+    };
+    fixture
+        .executor()
+        .write_status(&status)
+        .await
+        .expect("written");
+    let sent = api.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].method, Method::PATCH);
+    assert_eq!(
+        sent[0].path,
+        "/apis/ceph.elemental.net/v1alpha1/namespaces/ceph/cephosds/ceph-osds/status"
+    );
+    assert_eq!(sent[0].body["status"]["desired"], 3);
+    assert_eq!(sent[0].body["kind"], "CephOSD");
+    assert!(
+        sent[0].body.get("spec").is_none(),
+        "only the status is applied"
+    );
+}
+
+fn planned(cr: &CephOsd) -> Plan {
+    crate::plan::plan(
+        cr,
+        &crate::plan::Observed::pods(&[]),
+        &mut crate::crd::osd::CountingSuffix::default(),
+        Timestamp::from_second(100).expect("time"),
+    )
+}
+
+fn cr_with_two_osds() -> CephOsd {
+    let mut cr = cr();
+    cr.spec.storage = vec![crate::crd::StorageEntry {
+        hosts: vec!["h1".into(), "h2".into()],
+        osds: vec![crate::crd::OsdDevices {
+            data: "/dev/sdb".into(),
+            db: None,
+            wal: None,
+        }],
+    }];
+    cr.spec.pod_template = json!({"spec": {"containers": [{"name": "osd", "image": "ceph"}]}});
+    cr
+}
+
+async fn carry_out(client: &kube::Client, cr: &CephOsd, plan: &Plan) -> Outcome {
+    Fixture::new(client, cr.clone())
+        .executor()
+        .carry_out(plan, Timestamp::from_second(100).expect("time"), &|_| {})
+        .await
+}
+
+#[tokio::test]
+async fn a_refused_write_is_a_warning_event_and_a_condition_on_the_planned_status() {
+    let (api, client) = ScriptedApi::client(|method, path| match (method, path) {
+        (&Method::POST, "/api/v1/namespaces/ceph/pods") => (
+            StatusCode::FORBIDDEN,
+            "admission webhook \"deny.example.com\" denied the request",
+        ),
+        _ => (StatusCode::OK, ""),
+    });
+    let cr = cr_with_two_osds();
+    let plan = planned(&cr);
+    assert_eq!(plan.actions.len(), 2);
+    let outcome = carry_out(&client, &cr, &plan).await;
+    let failed = outcome.failed.expect("failed");
+    assert_eq!(failed.category(), Failure::Create);
+    assert_eq!(api.event_reasons(), ["CreateFailed"]);
+    let status = outcome.status.expect("the failure is in the status");
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ReconcileFailed")
+        .expect("ReconcileFailed");
+    assert_eq!(condition.reason, "CreateFailed");
+    assert!(
+        condition.message.contains("deny.example.com"),
+        "{}",
+        condition.message
+    );
+    // The counts are those the plan computed.
+    assert_eq!(status.desired, 2);
+    let writes = api.writes();
+    assert_eq!(
+        writes
+            .last()
+            .map(|(m, p)| (m.clone(), p.ends_with("/status"))),
+        Some((Method::PATCH, true))
+    );
+
+    // The next reconcile succeeds: its status has no such condition.
+    let (api, client) = ScriptedApi::client(|_, _| (StatusCode::CREATED, ""));
+    let mut cr = cr;
+    cr.status = Some(status);
+    let plan = planned(&cr);
+    let outcome = carry_out(&client, &cr, &plan).await;
+    assert!(outcome.failed.is_none());
+    let status = outcome.status.expect("written");
+    assert!(status
+        .conditions
+        .iter()
+        .all(|c| c.type_ != "ReconcileFailed"));
+    assert_eq!(api.event_reasons(), ["Created", "Created"]);
+}
+
+#[tokio::test]
+async fn an_unchanged_status_is_not_written() {
+    let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
+    let mut cr = cr();
+    let plan = planned(&cr);
+    cr.status = Some(plan.status.clone());
+    let plan = planned(&cr);
+    assert!(!plan.status_changed && plan.actions.is_empty());
+    let outcome = carry_out(&client, &cr, &plan).await;
+    assert!(outcome.failed.is_none() && outcome.status.is_none());
+    assert!(api.sent().is_empty(), "{:?}", api.sent());
+}

@@ -1,0 +1,21 @@
+//! The running operator: watches and their caches, the reconcile loop, the executor that
+//! carries a plan out, what it remembers between reconciles, leader election, probes and
+//! metrics. Everything here talks to the API or keeps time; nothing here decides.
+
+pub(crate) mod api_requests;
+mod backoff;
+mod claims_registry;
+pub(crate) mod controller;
+mod executor;
+pub(crate) mod expectations;
+pub(crate) mod lease;
+mod locked;
+mod memory;
+pub(crate) mod metrics;
+pub(crate) mod metrics_auth;
+pub(crate) mod operator;
+mod owned_objects;
+pub(crate) mod permissions;
+pub(crate) mod probes;
+mod review_cache;
+mod watched_pod;
