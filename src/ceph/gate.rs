@@ -293,7 +293,18 @@ fn pg_blockers(pgs: &PgStates) -> Vec<Blocker> {
 /// Before asking `ok-to-stop`: quorum, a mgr, every PG clean, every key of `domain` (the
 /// domain or domains to stop together) mapped, each of its ids in the osdmap and up, and no
 /// other OSD down while still in. `Proceed` names the ids to ask about: all of the domain's.
+///
+/// A domain whose every OSD is known and already down (a crashed daemon, a pod that never
+/// booted) stops nothing more: it needs quorum and a mgr only, not clean PGs (its own down
+/// OSDs keep them degraded; waiting for clean would wait for the fix this step brings).
 pub fn precheck(facts: &CephFacts, domain: &[MappedKey]) -> GateDecision {
+    if let Some(ids) = all_known_and_down(facts, domain) {
+        let blockers = cluster_blockers(facts)
+            .into_iter()
+            .filter(|b| matches!(b, Blocker::NoQuorum | Blocker::MgrUnavailable { .. }))
+            .collect();
+        return GateDecision::from_blockers(ids, blockers);
+    }
     let mut blockers = cluster_blockers(facts);
     let mut ids = BTreeSet::new();
     for mapped in domain {
@@ -330,6 +341,23 @@ pub fn precheck(facts: &CephFacts, domain: &[MappedKey]) -> GateDecision {
             .map(|o| Blocker::OtherOsdDown { id: o.id }),
     );
     GateDecision::from_blockers(ids, blockers)
+}
+
+/// The ids of `domain` when every key is mapped and every id is in the osdmap and down.
+fn all_known_and_down(facts: &CephFacts, domain: &[MappedKey]) -> Option<BTreeSet<OsdId>> {
+    let mut ids = BTreeSet::new();
+    for mapped in domain {
+        let KeyIds::Known { ids: known, .. } = &mapped.ids else {
+            return None;
+        };
+        for &id in known {
+            if facts.osds.osds.get(&id).is_none_or(|osd| osd.up) {
+                return None;
+            }
+            ids.insert(id);
+        }
+    }
+    (!ids.is_empty()).then_some(ids)
 }
 
 /// After `precheck` said `Proceed { ids }`: Ceph's `ok-to-stop` answer for exactly `ids` must

@@ -178,13 +178,38 @@ fn an_id_not_in_the_osdmap_halts() {
 }
 
 #[test]
-fn a_down_osd_of_the_domain_waits() {
+fn a_down_osd_of_the_domain_waits_while_others_of_it_are_up() {
     let mut facts = healthy();
     facts.osds = parse_osd_dump(&fixture("osd_dump_1_down")).unwrap();
-    let d = precheck(&facts, &[known("host-1:/dev/sdb", &[1])]);
+    let d = precheck(&facts, &[known("host-1:/dev/sdb", &[1, 2])]);
     assert!(matches!(d, GateDecision::Wait { .. }));
     assert_eq!(messages(&d), ["osd.1 (of host-1:/dev/sdb) is down"]);
     assert_eq!(d.blockers()[0].category(), "CephOsdDown");
+}
+
+#[test]
+fn a_domain_already_down_proceeds_without_clean_pgs_but_not_without_a_mgr() {
+    let mut facts = healthy();
+    facts.osds = parse_osd_dump(&fixture("osd_dump_1_down")).unwrap();
+    let degraded = PgStates {
+        ready: true,
+        num_pgs: 33,
+        by_state: vec![PgStateCount {
+            state: "active+undersized+degraded".into(),
+            count: 33,
+        }],
+    };
+    facts.pgs = Some(degraded);
+    let domain = [known("host-1:/dev/sdb", &[1])];
+    assert_eq!(
+        precheck(&facts, &domain),
+        GateDecision::Proceed { ids: ids(&[1]) }
+    );
+    facts.status.mgr_available = false;
+    assert!(matches!(
+        precheck(&facts, &domain),
+        GateDecision::Wait { .. }
+    ));
 }
 
 #[test]
@@ -487,8 +512,15 @@ fn safe_to_ask(facts: &CephFacts, domain: &[MappedKey]) -> bool {
             KeyIds::Unknown(_) => return false,
         }
     }
-    !facts.status.quorum.is_empty()
-        && facts.status.mgr_available
+    let cluster_reachable = !facts.status.quorum.is_empty() && facts.status.mgr_available;
+    let all_down = !ids.is_empty()
+        && ids
+            .iter()
+            .all(|id| facts.osds.osds.get(id).is_some_and(|o| !o.up));
+    if all_down {
+        return cluster_reachable;
+    }
+    cluster_reachable
         && facts.pgs.as_ref().is_some_and(PgStates::all_clean)
         && ids
             .iter()
@@ -570,11 +602,16 @@ proptest! {
             prop_assert!(ids.is_subset(&answer.osds));
             prop_assert!(!facts.status.quorum.is_empty());
             prop_assert!(facts.status.mgr_available);
-            prop_assert!(facts.pgs.as_ref().is_some_and(PgStates::all_clean));
             let all_known = domain.iter().all(|m| matches!(m.ids, KeyIds::Known { .. }));
             prop_assert!(all_known);
-            for id in &ids {
-                prop_assert!(facts.osds.osds.get(id).is_some_and(|o| o.up));
+            // Either the domain is down already (it stops nothing more), or the PGs are clean
+            // and every OSD to stop is up.
+            let all_down = ids.iter().all(|id| facts.osds.osds.get(id).is_some_and(|o| !o.up));
+            if !all_down {
+                prop_assert!(facts.pgs.as_ref().is_some_and(PgStates::all_clean));
+                for id in &ids {
+                    prop_assert!(facts.osds.osds.get(id).is_some_and(|o| o.up));
+                }
             }
         } else {
             prop_assert!(!answer.ok_to_stop || !ids.is_subset(&answer.osds));
