@@ -9,6 +9,8 @@ pub const DATA: &str = "ceph.elemental.net/data";
 pub const DB: &str = "ceph.elemental.net/db";
 pub const WAL: &str = "ceph.elemental.net/wal";
 pub const POD_STATE: &str = "ceph.elemental.net/pod-state";
+/// On a pod, set by an admin: the OSD ids it runs (`3,7`), when Ceph cannot tell.
+pub const OSD_IDS: &str = "ceph.elemental.net/osd-ids";
 
 const OWNER_PREFIX: &str = "CephOSD-";
 

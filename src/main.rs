@@ -1,9 +1,10 @@
 //! The `ceph-osd-operator` command: argument parsing only; the work is in the library.
 
+use ceph_osd_operator::ceph::{CephUser, CliSettings, DEFAULT_CALL_TIMEOUT};
 use ceph_osd_operator::{
     counted_client, crd, lease_namespace, parse_cephosd, preview_pods, read_manifest,
-    report_missing_permissions, serve, Health, LeaseSettings, Metrics, MetricsAuth, RandomSuffix,
-    Settings, SuffixSource,
+    report_missing_permissions, serve, GateSettings, Health, LeaseSettings, Metrics, MetricsAuth,
+    RandomSuffix, Settings, SuffixSource,
 };
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -65,6 +66,25 @@ enum Command {
         #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
               default_value_t = true, default_missing_value = "true")]
         metrics_auth: bool,
+        /// Ceph configuration file: with it, every rollout step asks Ceph first (ok-to-stop,
+        /// noout on the OSDs stopped, PGs clean before the next step). Without it the Ceph gate
+        /// is off, which the `CephGate` condition of every CephOSD says.
+        #[arg(long)]
+        ceph_conf: Option<PathBuf>,
+        /// Keyring of the operator's Ceph key (default: Ceph's own search path).
+        #[arg(long)]
+        ceph_keyring: Option<PathBuf>,
+        /// The operator's Ceph user id (`ceph-osd-operator` for `client.ceph-osd-operator`;
+        /// default: Ceph's, `admin`).
+        #[arg(long)]
+        ceph_id: Option<String>,
+        /// Seconds one `ceph` call may take before it is killed.
+        #[arg(long, default_value_t = DEFAULT_CALL_TIMEOUT.as_secs())]
+        ceph_timeout: u64,
+        /// Seconds `noout` may be held on the OSDs of one step: past it `noout` is cleared so
+        /// Ceph re-replicates, and the rollout stays halted.
+        #[arg(long, default_value_t = 1800)]
+        ceph_max_noout_seconds: u64,
     },
     /// Print the CustomResourceDefinition YAML.
     Crd,
@@ -108,6 +128,11 @@ fn main() -> ExitCode {
             lease_namespace: lease_ns,
             lease_name,
             metrics_auth,
+            ceph_conf,
+            ceph_keyring,
+            ceph_id,
+            ceph_timeout,
+            ceph_max_noout_seconds,
         } => {
             let lease = if leader_elect {
                 match lease_namespace(lease_ns.as_deref(), namespace.as_deref()) {
@@ -131,6 +156,17 @@ fn main() -> ExitCode {
                 namespace,
                 resync: Duration::from_secs(resync_seconds),
                 retry: Duration::from_secs(5),
+                ceph: ceph_conf.map(|conf| CliSettings {
+                    conf: Some(conf),
+                    keyring: ceph_keyring,
+                    user: ceph_id.map(CephUser::Id),
+                    timeout: Duration::from_secs(ceph_timeout.max(1)),
+                    ..CliSettings::default()
+                }),
+                gate: GateSettings {
+                    max_noout: Duration::from_secs(ceph_max_noout_seconds),
+                    ..GateSettings::default()
+                },
             };
             let http = http_address.map(|address| Http {
                 address,

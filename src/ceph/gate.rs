@@ -68,6 +68,11 @@ pub enum Blocker {
         asked: BTreeSet<OsdId>,
         answered: BTreeSet<OsdId>,
     },
+    /// Asking failed (a timeout, Ceph unreachable, an answer not understood): nothing is
+    /// stopped on no answer. `error` says what failed.
+    NoAnswer {
+        error: String,
+    },
 }
 
 /// How a blocker ends.
@@ -93,14 +98,17 @@ impl Blocker {
             | Self::OtherOsdDown { .. }
             | Self::OsdDown { .. }
             | Self::NotOkToStop { .. }
-            | Self::OkToStopNotKnown { .. } => Severity::Wait,
+            | Self::OkToStopNotKnown { .. }
+            | Self::NoAnswer { .. } => Severity::Wait,
         }
     }
 
     /// A short name for the condition reason and the metric label.
     pub const fn category(&self) -> &'static str {
         match self {
-            Self::NoQuorum | Self::MgrUnavailable { .. } => "CephUnavailable",
+            Self::NoQuorum | Self::MgrUnavailable { .. } | Self::NoAnswer { .. } => {
+                "CephUnavailable"
+            }
             Self::PgStatesNotKnown | Self::PgCountsInconsistent { .. } => "CephPgStatesUnknown",
             Self::PgsNotClean { .. } => "CephPgsNotClean",
             Self::OtherOsdDown { .. } | Self::OsdDown { .. } => "CephOsdDown",
@@ -188,6 +196,7 @@ impl fmt::Display for Blocker {
                 osd_id::list(asked),
                 osd_id::list(answered)
             ),
+            Self::NoAnswer { error } => write!(f, "Ceph gave no usable answer: {error}"),
         }
     }
 }
@@ -208,6 +217,15 @@ pub enum GateDecision {
 }
 
 impl GateDecision {
+    /// Ceph could not be asked: wait (never proceed on no answer).
+    pub fn no_answer(error: &impl fmt::Display) -> Self {
+        Self::Wait {
+            blockers: vec![Blocker::NoAnswer {
+                error: error.to_string(),
+            }],
+        }
+    }
+
     /// `Proceed` without blockers, else `Halt` if any blocker halts, else `Wait`.
     fn from_blockers(ids: BTreeSet<OsdId>, mut blockers: Vec<Blocker>) -> Self {
         if blockers.is_empty() {

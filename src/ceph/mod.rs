@@ -26,6 +26,7 @@ pub use cli::{CephUser, CliClient, CliSettings, DEFAULT_CALL_TIMEOUT};
 pub use client::{CephClient, CephError};
 pub use facts::{gather_facts, CephFacts};
 pub use gate::{confirm, precheck, Blocker, GateDecision, Severity};
+pub(crate) use osd_id::list as osd_list;
 pub use osd_id::OsdId;
 pub use pod_map::{map_osd_ids, IdSource, KeyIds, KeyToMap, MappedKey, PodRef, UnknownReason};
 pub use step_done::{StepProgress, StepWatch, DEFAULT_PG_STATS_LAG};

@@ -16,12 +16,13 @@ use crate::crd::server_numbers::normalise_numbers;
 use crate::crd::storage_rules::{DEVICE_PATH_PATTERN, HOST_PATTERN};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::SignedDuration;
 use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 /// API group of the CRD and prefix of every label and annotation key we own.
 pub const GROUP: &str = "ceph.elemental.net";
@@ -97,6 +98,12 @@ pub struct CephOsdSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_unavailable: Option<i32>,
+    /// Whether each rollout step asks Ceph first (ok-to-stop, scoped noout, PGs clean before
+    /// the next step): `Enabled` (default; off only while the operator has no Ceph
+    /// configured, which the `CephGate` condition says) or `Skipped` (this CephOSD opts out;
+    /// the condition says so too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceph_gate: Option<CephGate>,
 }
 
 impl CephOsdSpec {
@@ -114,7 +121,13 @@ impl CephOsdSpec {
             min_ready_seconds: None,
             progress_deadline_seconds: None,
             max_unavailable: None,
+            ceph_gate: None,
         }
+    }
+
+    /// Whether this CephOSD opted out of the Ceph gate.
+    pub fn skips_ceph_gate(&self) -> bool {
+        self.ceph_gate == Some(CephGate::Skipped)
     }
 
     pub fn is_paused(&self) -> bool {
@@ -179,6 +192,42 @@ pub enum UpdateDomain {
     Host,
 }
 
+/// Whether rollout steps ask Ceph first.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum CephGate {
+    /// Ask Ceph before each step, when the operator has Ceph configured.
+    #[default]
+    Enabled,
+    /// Never ask Ceph for this CephOSD (said by the `CephGate` condition).
+    Skipped,
+}
+
+/// A rollout step under way as Ceph saw it before the stop: kept in the status so that a
+/// restarted or new leader finishes it and clears exactly its own `noout`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CephStep {
+    /// The OSD keys (`host:data`) whose pods the step takes down.
+    pub keys: Vec<String>,
+    /// Each OSD stopped, with its `up_from` epoch before the stop: the step is over when each
+    /// is up with a newer one (a new daemon booted) and every PG is clean.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub osds: Vec<StepOsd>,
+    /// The OSD ids this step set `noout` on (cleared when it ends or is held too long).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noout: Vec<u32>,
+    /// When the step started.
+    pub started: Time,
+}
+
+/// One OSD a step stops.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepOsd {
+    pub id: u32,
+    pub up_from: u64,
+}
+
 /// Observed state, written by the operator once per reconcile, and only when it changed.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -234,9 +283,16 @@ pub struct CephOsdStatus {
     /// The update domains (OSD keys or hosts) being replaced or recreated now.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub current_update: Vec<String>,
-    /// Ready, Progressing, Stalled, InvalidSpec and Migrating.
+    /// Ready, Progressing, Stalled, InvalidSpec, Migrating and CephGate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// The OSD ids each OSD key (`host:data`) runs, learnt from `ceph osd metadata` while those
+    /// OSDs were up: a replacement, crash-looping or adopted pod stays mapped.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub osd_ids: BTreeMap<String, Vec<u32>>,
+    /// The rollout step under way that Ceph was asked about, until Ceph reports it done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceph_step: Option<CephStep>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference

@@ -1,6 +1,7 @@
 //! The writes a plan asks for, and why: the vocabulary between the planner, the executor and
 //! the runtime's bookkeeping. Data only.
 
+use crate::ceph::OsdId;
 use crate::crd::osd::OsdKey;
 use crate::labels::PodState;
 use k8s_openapi::api::core::v1::Pod;
@@ -54,4 +55,11 @@ pub enum Action {
         key: OsdKey,
         state: PodState,
     },
+    /// Writes the planned status (which holds the Ceph step being started) before anything
+    /// else: a restarted or new leader finishes the step and clears exactly its `noout`.
+    RecordCephStep,
+    /// Sets `noout` on these OSDs, confirmed by reading `osd dump` back.
+    SetNoout { ids: Vec<OsdId> },
+    /// Clears `noout` on these OSDs, confirmed by reading `osd dump` back.
+    ClearNoout { ids: Vec<OsdId> },
 }

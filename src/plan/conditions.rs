@@ -17,6 +17,8 @@ pub(crate) enum ConditionType {
     Migrating,
     /// The last reconcile's API call failed (gone after the next success).
     ReconcileFailed,
+    /// Whether rollout steps ask Ceph, and what Ceph says.
+    CephGate,
 }
 
 impl ConditionType {
@@ -28,6 +30,7 @@ impl ConditionType {
             Self::InvalidSpec => "InvalidSpec",
             Self::Migrating => "Migrating",
             Self::ReconcileFailed => "ReconcileFailed",
+            Self::CephGate => "CephGate",
         }
     }
 }
@@ -61,6 +64,18 @@ pub enum ConditionReason {
     ReplicaSetEra,
     // ReconcileFailed
     Failed(Failure),
+    // CephGate
+    /// No step open and none to start.
+    CephIdle,
+    NotConfigured,
+    Skipped,
+    /// Ceph is being asked about the next step.
+    Asking,
+    StepInProgress,
+    /// `noout` was held longer than allowed and cleared.
+    NooutExpired,
+    /// Ceph does not let the next step start: the first blocker's category.
+    CephBlocked(&'static str),
 }
 
 impl ConditionReason {
@@ -85,6 +100,13 @@ impl ConditionReason {
             Self::NoReplicaSets => "NoReplicaSets",
             Self::ReplicaSetEra => "ReplicaSetEra",
             Self::Failed(failure) => failure.as_str(),
+            Self::CephIdle => "CephIdle",
+            Self::NotConfigured => "NotConfigured",
+            Self::Skipped => "Skipped",
+            Self::Asking => "Asking",
+            Self::StepInProgress => "StepInProgress",
+            Self::NooutExpired => "NooutExpired",
+            Self::CephBlocked(category) => category,
         }
     }
 }

@@ -45,6 +45,12 @@ pub enum EventReason {
     Unschedulable,
     /// A pod's annotations disagree with the OSD it runs: marked out of date.
     Tampered,
+    /// Ceph does not let the next rollout step start (or the reason changed).
+    CephGate,
+    /// `noout` was held longer than allowed and cleared.
+    NooutExpired,
+    /// A `noout` was set or cleared.
+    Noout,
     /// An API call failed.
     Failed(Failure),
 }
@@ -65,6 +71,9 @@ impl EventReason {
             Self::ForeignPod => "ForeignPod",
             Self::Unschedulable => "Unschedulable",
             Self::Tampered => "Tampered",
+            Self::CephGate => "CephGate",
+            Self::NooutExpired => "NooutExpired",
+            Self::Noout => "Noout",
             Self::Failed(failure) => failure.as_str(),
         }
     }
@@ -141,8 +150,24 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
                 pod: None,
             })
         }
-        // pod-state bookkeeping is visible in status counts; an event each would be noise.
-        Action::PatchState { .. } => None,
+        // pod-state bookkeeping is visible in status counts; an event each would be noise;
+        // the step's record is the status itself.
+        Action::PatchState { .. } | Action::RecordCephStep => None,
+        Action::SetNoout { ids } => Some(PlannedEvent {
+            warning: false,
+            reason: EventReason::Noout,
+            note: format!(
+                "set noout on {} for the rollout step",
+                crate::ceph::osd_list(ids)
+            ),
+            pod: None,
+        }),
+        Action::ClearNoout { ids } => Some(PlannedEvent {
+            warning: false,
+            reason: EventReason::Noout,
+            note: format!("cleared noout on {}", crate::ceph::osd_list(ids)),
+            pod: None,
+        }),
     }
 }
 
@@ -243,6 +268,15 @@ pub(crate) fn transition_events(
             events.push(event(true, EventReason::Stalled, &now.message));
         }
     }
+    // The Ceph gate: when Ceph newly blocks the next step, or for another reason.
+    if let Some(now) = condition(status, ConditionType::CephGate)
+        .filter(|c| c.status == "False" && !GATE_OFF_REASONS.contains(&c.reason.as_str()))
+    {
+        let before = condition(previous, ConditionType::CephGate);
+        if before.is_none_or(|b| (&b.status, &b.reason) != (&now.status, &now.reason)) {
+            events.push(event(true, EventReason::CephGate, &now.message));
+        }
+    }
     // A halted or paused rollout: when the halt or its cause is new.
     let halts = [ConditionReason::Halted, ConditionReason::Paused].map(ConditionReason::as_str);
     if let Some(now) =
@@ -255,6 +289,14 @@ pub(crate) fn transition_events(
     }
     events
 }
+
+/// `CephGate` reasons that say the gate is off, not that Ceph blocks.
+const GATE_OFF_REASONS: [&str; 3] = [
+    ConditionReason::NotConfigured.as_str(),
+    ConditionReason::Skipped.as_str(),
+    // Announced by its own event.
+    ConditionReason::NooutExpired.as_str(),
+];
 
 fn condition(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {
     status.conditions.iter().find(|c| c.type_ == type_.as_str())

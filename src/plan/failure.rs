@@ -13,6 +13,10 @@ pub enum Failure {
     Patch,
     /// Writing the CephOSD's status.
     Status,
+    /// Setting or clearing `noout` failed, or Ceph could not be asked.
+    Ceph,
+    /// `osd dump` does not show the `noout` just set or cleared.
+    NooutNotConfirmed,
 }
 
 impl Failure {
@@ -23,6 +27,8 @@ impl Failure {
             Self::Delete => "DeleteFailed",
             Self::Patch => "PatchFailed",
             Self::Status => "StatusFailed",
+            Self::Ceph => "CephFailed",
+            Self::NooutNotConfirmed => "NooutNotConfirmed",
         }
     }
 }

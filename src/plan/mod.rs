@@ -13,6 +13,7 @@
 //! (a second pod where another is kept) and ended pods are deleted at once.
 
 pub(crate) mod actions;
+pub(crate) mod ceph_gate;
 pub(crate) mod classify;
 mod conditions;
 pub(crate) mod disk_claims;
@@ -29,6 +30,7 @@ use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
 use crate::plan::actions::{Action, CreateReason, DeleteReason};
+use crate::plan::ceph_gate::{gate, osd_ids, CephView, GateInput, GateSubject};
 use crate::plan::classify::{classify, held_disks, Owner, Timing};
 pub(crate) use crate::plan::classify::{ObservedPod, PodClass, Workload};
 use crate::plan::conditions::{ConditionReason, SpecProblem};
@@ -58,6 +60,8 @@ pub struct Observed<'a> {
     pub others: Vec<&'a Pod>,
     /// The CR's OSDs whose disk an older CephOSD lists, with that CephOSD (`namespace/name`).
     pub claimed: BTreeMap<OsdKey, String>,
+    /// What the runtime learnt of Ceph (default: no Ceph configured).
+    pub ceph: CephView,
 }
 
 impl<'a> Observed<'a> {
@@ -101,6 +105,9 @@ pub struct Plan {
     pub status_changed: bool,
     /// When to look again at the latest (a soak or a deadline ends), if sooner than resync.
     pub requeue_after: Option<SignedDuration>,
+    /// The keys to ask Ceph about before the rollout's deletions can go: plan again with the
+    /// answer. Their deletions are withheld from this plan.
+    pub gate_question: Option<Vec<GateSubject>>,
 }
 
 impl Plan {
@@ -155,8 +162,25 @@ pub fn plan_expanded(
     let creating = !created.actions.is_empty() || created.deferred;
     actions.extend(created.actions);
     let step = rollout(&seen, &current, &removals, &created.missing);
-    let mut replacing = step.replacing;
-    actions.extend(step.actions);
+    // A pod is replaced only once its successor can be built.
+    let unbuildable = created
+        .unbuildable
+        .or_else(|| successors_unbuildable(&seen, &step.replacing));
+    let open_step = seen.previous.ceph_step.as_ref();
+    let gated = gate(&GateInput {
+        view: &observed.ceph,
+        skipped: cr.spec.skips_ceph_gate(),
+        open: open_step,
+        proposed: &step.subjects,
+        settled: open_step.is_some_and(|s| step_settled(&seen, s)),
+        untouched: open_step.is_some_and(|s| s.keys.iter().all(|k| step.standing.contains(k))),
+        now,
+    });
+    let mut replacing = Vec::new();
+    if gated.deletions_allowed {
+        replacing = step.replacing;
+        actions.extend(step.actions);
+    }
     // The `pod-state` marks come last and wait while pods are being created: they decide
     // nothing (classes do), and would hold up the next rollout step or compete with creations.
     let mut marked_tampered = Vec::new();
@@ -165,14 +189,15 @@ pub fn plan_expanded(
         marked_tampered = tampered_events(&seen, &patches);
         actions.extend(patches);
     }
-    // A pod is replaced only once its successor can be built.
-    let unbuildable = created
-        .unbuildable
-        .or_else(|| successors_unbuildable(&seen, &replacing));
+    let (mut ceph_step, mut gate_question) = (gated.step, gated.question);
     if unbuildable.is_some() {
         actions.clear();
         replacing.clear();
         marked_tampered.clear();
+        ceph_step = open_step.cloned();
+        gate_question = None;
+    } else {
+        actions.splice(0..0, gated.first);
     }
     let blocking_terminations = seen.pods.iter().filter(|p| {
         p.class == PodClass::Terminating
@@ -190,6 +215,10 @@ pub fn plan_expanded(
     } else {
         watch.requeue_after
     };
+    let requeue_after = match (requeue_after, gated.requeue_after) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     // Domains still down from the update under way, plus those this step starts.
     let previous_update = seen.previous_update();
     let mut current_update: BTreeSet<String> = step
@@ -198,9 +227,18 @@ pub fn plan_expanded(
         .filter(|d| previous_update.contains(d.as_str()))
         .cloned()
         .collect();
-    if unbuildable.is_none() {
+    if unbuildable.is_none() && gated.deletions_allowed {
         current_update.extend(step.domains);
     }
+    let halted = gated.halted.or(step.halted);
+    let learned = match &observed.ceph.input {
+        ceph_gate::CephInput::Answered(answer) => answer.learned.clone(),
+        _ => BTreeMap::new(),
+    };
+    let kept_keys: BTreeSet<String> = (seen.desired.osds.keys())
+        .chain(seen.pods.iter().filter_map(|p| p.key.as_ref()))
+        .map(ToString::to_string)
+        .collect();
 
     let foreign_pods = seen.foreign_pods();
     let unschedulable_pods = unschedulable_pods(&current);
@@ -223,19 +261,23 @@ pub fn plan_expanded(
         template_hash: seen.template_hash,
         summary: &summary,
         paused: seen.spec.is_paused(),
-        halted: step.halted.as_deref(),
+        halted: halted.as_deref(),
         stalled: watch.stalled.as_deref(),
         spec_problems: &spec_problems,
         pending_actions: !actions.is_empty() || unbuildable.is_some(),
         current_update: current_update.into_iter().collect(),
         foreign_pods: foreign_pods.iter().map(|(p, _)| p.name.clone()).collect(),
         unschedulable: unschedulable_pods.iter().map(|(_, w)| w.clone()).collect(),
+        ceph_gate: &gated.condition,
+        osd_ids: osd_ids(&seen.previous.osd_ids, &learned, &kept_keys),
+        ceph_step,
     });
     let mut events = transition_events(&seen.previous, &status);
     events.extend(foreign_pod_events(&seen.previous, &foreign_pods));
     events.extend(unschedulable_events(&seen.previous, &unschedulable_pods));
     events.extend(pod_events(&seen, &current));
     events.extend(marked_tampered);
+    events.extend(gated.events);
     let status_changed = cr.status.as_ref() != Some(&status);
     Plan {
         template_hash: seen.template_hash.clone(),
@@ -243,13 +285,14 @@ pub fn plan_expanded(
         actions,
         summary,
         replacing,
-        halted: step.halted,
+        halted,
         spec_problems,
         stalled: watch.stalled,
         events,
         status,
         status_changed,
         requeue_after,
+        gate_question,
     }
 }
 
@@ -727,6 +770,10 @@ struct Rollout {
     halted: Option<String>,
     /// Update domains with a missing, not-yet-Ready or still-terminating OSD pod.
     unavailable: BTreeSet<String>,
+    /// The keys of the chosen deletions with their pods, for the Ceph gate.
+    subjects: Vec<GateSubject>,
+    /// The keys of every candidate still standing (live and Ready).
+    standing: BTreeSet<String>,
 }
 
 /// At most `maxUnavailable` update domains unavailable at once: out-of-date pods (their
@@ -753,6 +800,14 @@ fn rollout(
     });
     let (candidates, reasons): (Vec<Candidate<'_>>, Vec<DeleteReason>) =
         out_of_date.chain(removals).unzip();
+    // The OSD each candidate stands for: its own, or the desired one on its disk.
+    let gate_key = |c: &Candidate<'_>| {
+        (c.pod.key.clone()).or_else(|| {
+            c.pod
+                .holds()
+                .find_map(|d| seen.osd_on(d).map(|o| o.key.clone()))
+        })
+    };
     let unready: Vec<&ObservedPod> = current
         .iter()
         .copied()
@@ -774,7 +829,23 @@ fn rollout(
             .iter()
             .map(|&i| (candidates[i].pod, &reasons[i]))
     };
+    let mut subjects: Vec<GateSubject> = Vec::new();
+    for &i in &step.chosen {
+        let Some(key) = gate_key(&candidates[i]) else {
+            continue;
+        };
+        if subjects.iter().all(|s| s.key != key) {
+            let pod = pod_of(seen, &candidates[i], &key);
+            subjects.push(GateSubject { key, pod });
+        }
+    }
+    let standing = (candidates.iter())
+        .filter(|c| c.pod.ready)
+        .filter_map(|c| gate_key(c).map(|k| k.to_string()))
+        .collect();
     Rollout {
+        subjects,
+        standing,
         actions: chosen()
             .map(|(pod, reason)| delete(pod, reason.clone()))
             .collect(),
@@ -783,6 +854,39 @@ fn rollout(
         halted: step.halted,
         unavailable: step.unavailable,
     }
+}
+
+/// The pod a candidate's OSD daemon runs in: the candidate itself, or the pod of its era
+/// ReplicaSet.
+fn pod_of(seen: &Seen<'_>, candidate: &Candidate<'_>, key: &OsdKey) -> Option<String> {
+    match candidate.pod.workload {
+        Workload::Pod => Some(candidate.pod.name.clone()),
+        Workload::ReplicaSet => (seen.pods.iter())
+            .find(|p| p.key.as_ref() == Some(key) && matches!(p.class, PodClass::Foreign(_)))
+            .map(|p| p.name.clone()),
+    }
+}
+
+/// Whether every key of the Ceph step `step` has its replacement Ready and soaked (an
+/// up-to-date pod; an admin's `up-to-date` mark counts), or, no longer desired, no pod left.
+fn step_settled(seen: &Seen<'_>, step: &crate::crd::CephStep) -> bool {
+    step.keys.iter().all(|key| {
+        let of_key = |p: &&ObservedPod| p.key.as_ref().is_some_and(|k| k.to_string() == *key);
+        let desired = seen.desired.osds.keys().any(|k| k.to_string() == *key);
+        if desired {
+            seen.pods
+                .iter()
+                .filter(of_key)
+                .any(|p| matches!(p.class, PodClass::UpToDate | PodClass::Ready))
+                && !seen.era.iter().any(|p| of_key(&p))
+        } else {
+            !seen
+                .pods
+                .iter()
+                .chain(&seen.era_superfluous)
+                .any(|p| of_key(&p))
+        }
+    })
 }
 
 /// Why the successor of a pod about to be replaced could not be built, if so.

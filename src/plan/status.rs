@@ -3,12 +3,14 @@
 //! `lastTransitionTime` is carried over from the previous status while a condition's status
 //! stays the same, so an unchanged cluster yields an identical status (and no write).
 
-use crate::crd::{CephOsdStatus, Phase};
+use crate::crd::{CephOsdStatus, CephStep, Phase};
 use crate::hash::TemplateHash;
+use crate::plan::ceph_gate::GateCondition;
 use crate::plan::conditions::{ConditionReason as Reason, ConditionType, SpecProblem};
 use crate::plan::failure::Failure;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use std::collections::BTreeMap;
 
 /// Counts for logs and status.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -53,6 +55,10 @@ pub(crate) struct StatusInput<'a> {
     pub foreign_pods: Vec<String>,
     /// `host:data waits for node host: <scheduler message>`, per OSD whose pod is unscheduled.
     pub unschedulable: Vec<String>,
+    /// The `CephGate` condition.
+    pub ceph_gate: &'a GateCondition,
+    pub osd_ids: BTreeMap<String, Vec<u32>>,
+    pub ceph_step: Option<CephStep>,
 }
 
 /// The status: the counts, the phase and one condition each of `Ready`, `Progressing`,
@@ -73,6 +79,14 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
             invalid_spec(input.spec_problems),
         ),
         (ConditionType::Migrating, migrating(s)),
+        (
+            ConditionType::CephGate,
+            Says {
+                holds: input.ceph_gate.holds,
+                reason: input.ceph_gate.reason,
+                message: input.ceph_gate.message.clone(),
+            },
+        ),
     ]
     .into_iter()
     .map(|(type_, says)| condition(input, type_, says))
@@ -95,6 +109,8 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         phase: Some(phase(input, converged)),
         current_update: input.current_update.clone(),
         conditions,
+        osd_ids: input.osd_ids.clone(),
+        ceph_step: input.ceph_step.clone(),
     }
 }
 
@@ -496,8 +512,18 @@ mod tests {
             current_update: Vec::new(),
             foreign_pods: Vec::new(),
             unschedulable: Vec::new(),
+            ceph_gate: &GATE_OFF,
+            osd_ids: BTreeMap::new(),
+            ceph_step: None,
         }
     }
+
+    static GATE_OFF: std::sync::LazyLock<GateCondition> =
+        std::sync::LazyLock::new(|| GateCondition {
+            holds: false,
+            reason: Reason::NotConfigured,
+            message: "off".to_owned(),
+        });
 
     fn settled(n: usize) -> Summary {
         Summary {

@@ -108,6 +108,8 @@ impl Cluster {
                     }
                 }
                 Action::DeleteReplicaSet { name, .. } => self.delete_replica_set(name),
+                // The status is applied above; Ceph is not simulated here.
+                Action::RecordCephStep | Action::SetNoout { .. } | Action::ClearNoout { .. } => {}
             }
         }
     }

@@ -6,14 +6,17 @@
 //! (a disk listed by two of them belongs to the older one, wherever it lives); only those of
 //! the watched namespace are reconciled.
 
+use crate::ceph::{CephClient, CliClient, CliSettings};
 use crate::crd::osd::OsdKey;
 use crate::crd::osd::RandomSuffix;
 use crate::crd::{object_key, CephOsd};
 use crate::labels;
+use crate::plan::ceph_gate::{CephInput, CephView};
 use crate::plan::failure::Failure;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::pod::pod_record::{bound_host, recorded_data};
 use crate::runtime::backoff::{Backoff, WatchRetry};
+use crate::runtime::ceph_gate::{answer, decision_label, first_view, GateSettings};
 use crate::runtime::claims_registry::ClaimsRegistry;
 use crate::runtime::executor::{ExecuteError, Executor};
 use crate::runtime::memory::Memory;
@@ -46,6 +49,10 @@ pub struct Settings {
     pub resync: Duration,
     /// Delay before the first retry of a failed reconcile (doubling up to 5 minutes).
     pub retry: Duration,
+    /// How to reach Ceph; `None`: the Ceph gate is off (the `CephGate` condition says so).
+    pub ceph: Option<CliSettings>,
+    /// How rollout steps are gated.
+    pub gate: GateSettings,
 }
 
 struct Context {
@@ -60,6 +67,8 @@ struct Context {
     /// Every CephOSD in the cluster (claims are cluster-wide).
     crs: reflector::Store<CephOsd>,
     claims: Arc<ClaimsRegistry>,
+    /// Ceph, when configured.
+    ceph: Option<Arc<dyn CephClient>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +172,10 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
         memory,
         crs: store.clone(),
         claims: claims.clone(),
+        ceph: settings
+            .ceph
+            .clone()
+            .map(|s| Arc::new(CliClient::new(s)) as Arc<dyn CephClient>),
         settings,
     });
     let pods_of = {
@@ -358,8 +371,60 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         // reconcile (the requeue only covers a write that is never seen).
         Snapshot::Lagging => return Ok(Action::requeue(Duration::from_secs(1))),
     };
-    let mut plan = planned(&cr, &expanded, &observation, claimed.as_deref(), now);
-    if plan.disrupts() && observation.fingerprint.is_some() {
+    let ceph = ctx.ceph.as_deref();
+    let view = first_view(ceph, &ctx.memory, &cr, &ctx.settings.gate).await;
+    let mut plan = planned(&cr, &expanded, &observation, claimed.as_deref(), &view, now);
+    // A question to Ceph is asked while the view is read again: pods go down only on both.
+    let answered = plan
+        .gate_question
+        .clone()
+        .zip(ceph)
+        .map(|(question, ceph)| {
+            let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
+            async move { answer(ceph, &cr, &observed, &pods, &question).await }
+        });
+    let mut answered = match answered {
+        Some(answering) if observation.fingerprint.is_none() => Some(answering.await),
+        Some(answering) => {
+            let crs: Api<CephOsd> = Api::namespaced(ctx.client.clone(), &namespace);
+            let name = cr.name_any();
+            let fresh_cr = crs.get(&name);
+            let subject = Subject {
+                cr: &cr,
+                expanded: &expanded,
+                claimed: claimed.as_deref(),
+            };
+            let fresh_objects = ctx.owned.fresh(&subject, &watched_pods, &replica_sets, now);
+            let (fresh_cr, fresh_objects, answer) =
+                futures::join!(fresh_cr, fresh_objects, answering);
+            let fresh_cr = fresh_cr.map_err(|source| ReconcileError::Get {
+                cr: cr_name.clone(),
+                source,
+            })?;
+            observation = fresh_objects.map_err(list_failed)?;
+            if fresh_cr.resource_version() != cr.resource_version() {
+                cr = ctx.memory.latest(Arc::new(fresh_cr));
+                if cr.metadata.deletion_timestamp.is_some() {
+                    return Ok(Action::await_change());
+                }
+                expanded = ctx.memory.expanded(&cr);
+                claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
+            }
+            Some(answer)
+        }
+        None => None,
+    };
+    if let Some(answer) = answered.take() {
+        let label = decision_label(&answer.decision);
+        ctx.metrics.gate_decided(label);
+        info!(cephosd = %cr_name, decision = %answer.decision, category = label, "asked Ceph before a rollout step");
+        let view = CephView {
+            input: CephInput::Answered(answer),
+            ..view.clone()
+        };
+        plan = planned(&cr, &expanded, &observation, claimed.as_deref(), &view, now);
+        debug!(cephosd = %cr_name, disrupts = plan.disrupts(), "planned again with Ceph's answer");
+    } else if plan.disrupts() && observation.fingerprint.is_some() {
         // Pods go down only on a view as new as the decision: the CephOSD and its pods read
         // again (a cache may be seconds behind, and a domain it shows available be down).
         let crs: Api<CephOsd> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -385,7 +450,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             expanded = ctx.memory.expanded(&cr);
             claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
         }
-        plan = planned(&cr, &expanded, &observation, claimed.as_deref(), now);
+        plan = planned(&cr, &expanded, &observation, claimed.as_deref(), &view, now);
         debug!(cephosd = %cr_name, disrupts = plan.disrupts(), "planned again from a fresh read");
     }
     let s = &plan.summary;
@@ -416,6 +481,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         crs: Api::namespaced(ctx.client.clone(), &namespace),
         recorder: &ctx.recorder,
         cr: &cr,
+        ceph,
     };
     let outcome = executor
         .carry_out(&plan, now, &|action| ctx.owned.written(&cr, action, now))
@@ -445,6 +511,7 @@ fn planned(
     expanded: &crate::plan::expanded_spec::ExpandedSpec,
     observation: &Observation,
     claimed: Option<&std::collections::BTreeMap<OsdKey, String>>,
+    ceph: &CephView,
     now: Timestamp,
 ) -> Plan {
     let observed = Observed {
@@ -452,6 +519,7 @@ fn planned(
         replica_sets: observation.replica_sets.iter().map(|r| &**r).collect(),
         others: observation.others.iter().map(|p| &**p).collect(),
         claimed: claimed.cloned().unwrap_or_default(),
+        ceph: ceph.clone(),
     };
     plan_expanded(cr, expanded, &observed, &mut RandomSuffix, now)
 }

@@ -3,6 +3,7 @@
 //! the Events of the applied actions, then the status if it changed. It decides nothing; the next reconcile re-plans from fresh
 //! observations.
 
+use crate::ceph::{osd_list, CephClient, CephError, OsdId};
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::labels;
 use crate::plan::actions::Action;
@@ -61,6 +62,30 @@ pub(crate) enum ExecuteError {
         #[source]
         source: kube::Error,
     },
+    #[error("the plan needs Ceph (to {what}) but the operator has no Ceph configured")]
+    NoCeph { what: &'static str },
+    #[error("failed to {what} on {}: {source}", osd_list(ids))]
+    Ceph {
+        what: &'static str,
+        ids: Vec<OsdId>,
+        #[source]
+        source: CephError,
+    },
+    #[error(
+        "noout was set on {} but `ceph osd dump` shows it missing on {}: no pod is taken down",
+        osd_list(asked),
+        osd_list(missing)
+    )]
+    NooutNotSet {
+        asked: Vec<OsdId>,
+        missing: Vec<OsdId>,
+    },
+    #[error(
+        "noout was cleared on {} but `ceph osd dump` still shows it on {}",
+        osd_list(asked),
+        osd_list(left)
+    )]
+    NooutNotCleared { asked: Vec<OsdId>, left: Vec<OsdId> },
 }
 
 impl ExecuteError {
@@ -73,6 +98,10 @@ impl ExecuteError {
             | Self::DeleteReplicaSet { source, .. }
             | Self::Patch { source, .. }
             | Self::Status { source, .. } => source,
+            Self::NoCeph { .. } => return false,
+            Self::Ceph { .. } | Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => {
+                return true
+            }
         };
         !matches!(source, kube::Error::Api(status)
             if (400..500).contains(&status.code) && status.code != 409 && status.code != 429)
@@ -95,6 +124,10 @@ impl ExecuteError {
             Self::Status { name, source } => {
                 (format!("write the status of CephOSD {name}"), name, source)
             }
+            Self::NoCeph { .. }
+            | Self::Ceph { .. }
+            | Self::NooutNotSet { .. }
+            | Self::NooutNotCleared { .. } => return self.to_string(),
         };
         let why = match source {
             kube::Error::Api(status) => {
@@ -122,6 +155,8 @@ impl ExecuteError {
             Self::Delete { .. } | Self::DeleteReplicaSet { .. } => Failure::Delete,
             Self::Patch { .. } => Failure::Patch,
             Self::Status { .. } => Failure::Status,
+            Self::NoCeph { .. } | Self::Ceph { .. } => Failure::Ceph,
+            Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => Failure::NooutNotConfirmed,
         }
     }
 }
@@ -142,6 +177,8 @@ pub(crate) struct Executor<'a> {
     pub crs: Api<CephOsd>,
     pub recorder: &'a Recorder,
     pub cr: &'a CephOsd,
+    /// Ceph, when the operator has it configured.
+    pub ceph: Option<&'a dyn CephClient>,
 }
 
 /// The most writes in flight at once for one CephOSD.
@@ -155,15 +192,19 @@ impl Executor<'_> {
     /// nothing more is started, so a failure that hits every write costs one request, not a
     /// thousand. `written` is told of every action that reached the API or may have (see
     /// [`ExecuteError::may_have_applied`]).
+    /// `status` is the planned status, written by `RecordCephStep`.
     pub(crate) async fn apply_actions(
         &self,
         actions: &[Action],
+        status: &CephOsdStatus,
         written: &(dyn Fn(&Action) + Sync),
     ) -> Result<(), ExecuteError> {
         let mut events = Vec::new();
         let mut outcome = Ok(());
         for run in runs(actions) {
-            outcome = self.apply_run(&actions[run], written, &mut events).await;
+            outcome = self
+                .apply_run(&actions[run], status, written, &mut events)
+                .await;
             if outcome.is_err() {
                 break;
             }
@@ -180,6 +221,7 @@ impl Executor<'_> {
     async fn apply_run(
         &self,
         run: &[Action],
+        status: &CephOsdStatus,
         written: &(dyn Fn(&Action) + Sync),
         events: &mut Vec<PlannedEvent>,
     ) -> Result<(), ExecuteError> {
@@ -190,7 +232,7 @@ impl Executor<'_> {
             while outcome.is_ok() && in_flight.len() < (succeeded + 1).min(MAX_CONCURRENT_WRITES) {
                 let Some(action) = waiting.next() else { break };
                 in_flight.push(async move {
-                    let applied = apply(self, action).await;
+                    let applied = apply(self, action, status).await;
                     if applied
                         .as_ref()
                         .map_or_else(ExecuteError::may_have_applied, |_| true)
@@ -224,12 +266,28 @@ impl Executor<'_> {
         now: Timestamp,
         written: &(dyn Fn(&Action) + Sync),
     ) -> Outcome {
-        let applied = self.apply_actions(&plan.actions, written).await;
+        let applied = self
+            .apply_actions(&plan.actions, &plan.status, written)
+            .await;
         for event in &plan.events {
             self.publish(event).await;
         }
+        // `RecordCephStep` comes first: any later failure finds the planned status written.
+        let recorded = matches!(plan.actions.first(), Some(Action::RecordCephStep))
+            && !matches!(applied, Err(ExecuteError::Status { .. }));
         let error = match applied {
+            Err(error) if recorded => {
+                let mut outcome = self.report_failure(plan, now, error).await;
+                outcome.status.get_or_insert_with(|| plan.status.clone());
+                return outcome;
+            }
             Err(error) => error,
+            Ok(()) if recorded => {
+                return Outcome {
+                    status: Some(plan.status.clone()),
+                    failed: None,
+                }
+            }
             Ok(()) if !plan.status_changed => return Outcome::default(),
             Ok(()) => match self.write_status(&plan.status).await {
                 Ok(()) => {
@@ -352,10 +410,62 @@ fn delete_params(uid: Option<&String>) -> DeleteParams {
     }
 }
 
+/// Sets or clears `noout` on `ids` and reads `osd dump` back: Ceph exits 0 for ids that do
+/// not exist, so only the dump proves it.
+async fn noout(executor: &Executor<'_>, ids: &[OsdId], set: bool) -> Result<(), ExecuteError> {
+    let what = if set { "set noout" } else { "clear noout" };
+    let ceph = executor.ceph.ok_or(ExecuteError::NoCeph { what })?;
+    let failed = |source| ExecuteError::Ceph {
+        what,
+        ids: ids.to_vec(),
+        source,
+    };
+    if set {
+        ceph.add_noout(ids).await.map_err(failed)?;
+    } else {
+        ceph.rm_noout(ids).await.map_err(failed)?;
+    }
+    let dump = ceph.osd_dump().await.map_err(|source| ExecuteError::Ceph {
+        what: "read noout back",
+        ids: ids.to_vec(),
+        source,
+    })?;
+    if set {
+        let missing = dump.without_noout(ids);
+        if !missing.is_empty() {
+            return Err(ExecuteError::NooutNotSet {
+                asked: ids.to_vec(),
+                missing,
+            });
+        }
+    } else {
+        let left = dump.with_noout(ids);
+        if !left.is_empty() {
+            return Err(ExecuteError::NooutNotCleared {
+                asked: ids.to_vec(),
+                left,
+            });
+        }
+    }
+    info!(cephosd = %executor.cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
+    Ok(())
+}
+
 /// Applies one action; false when there was nothing to do (a delete that found nothing).
-async fn apply(executor: &Executor<'_>, action: &Action) -> Result<bool, ExecuteError> {
+async fn apply(
+    executor: &Executor<'_>,
+    action: &Action,
+    status: &CephOsdStatus,
+) -> Result<bool, ExecuteError> {
     let pods = &executor.pods;
     match action {
+        Action::RecordCephStep => {
+            executor.write_status(status).await?;
+            info!(cephosd = %executor.cr.object_key(), "recorded the Ceph step in the status");
+            Ok(true)
+        }
+        Action::SetNoout { ids } => noout(executor, ids, true).await.map(|()| true),
+        Action::ClearNoout { ids } => noout(executor, ids, false).await.map(|()| true),
         Action::Create { key, pod, .. } => {
             let name = pod.metadata.name.clone().unwrap_or_default();
             pods.create(&PostParams::default(), pod)

@@ -48,6 +48,8 @@ impl Expected {
                 name: name.clone(),
                 state: state.as_str().to_owned(),
             }),
+            // The status written is remembered (`Memory::remember`); Ceph is no cache of ours.
+            Action::RecordCephStep | Action::SetNoout { .. } | Action::ClearNoout { .. } => None,
         }
     }
 

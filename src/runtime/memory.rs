@@ -8,7 +8,8 @@
 //! domain is being replaced. So the last status written is remembered with the version it was
 //! planned from, and used while the cache still shows that version.
 
-use crate::crd::{CephOsd, CephOsdStatus};
+use crate::ceph::{OsdId, StepWatch};
+use crate::crd::{CephOsd, CephOsdStatus, CephStep};
 use crate::plan::expanded_spec::ExpandedSpec;
 use crate::runtime::expectations::Expectations;
 use crate::runtime::locked::locked;
@@ -17,6 +18,7 @@ use kube::runtime::watcher;
 use kube::ResourceExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Everything remembered of one CephOSD.
 #[derive(Debug, Default)]
@@ -31,6 +33,8 @@ pub(crate) struct Remembered {
     expanded: Option<(String, Arc<ExpandedSpec>)>,
     /// Reconciles failed in a row (the retry backoff).
     failures: u32,
+    /// The open Ceph step's watch, with the step it follows (see `step_identity`).
+    step_watch: Option<(String, StepWatch)>,
 }
 
 impl Remembered {
@@ -40,6 +44,7 @@ impl Remembered {
             && self.written.is_none()
             && self.expanded.is_none()
             && self.failures == 0
+            && self.step_watch.is_none()
     }
 }
 
@@ -137,6 +142,33 @@ impl Memory {
         }
     }
 
+    /// Runs `f` on the watch of `step`, the open Ceph step of the CephOSD `key`: the one kept
+    /// when it follows that step, else a new one from the `up_from`s the status recorded (after
+    /// a restart, or for a new step). `None` drops the kept watch (no step open).
+    pub(crate) fn step_watch<T>(
+        &self,
+        key: &str,
+        step: Option<&CephStep>,
+        pg_stats_lag: Duration,
+        f: impl FnOnce(&mut StepWatch) -> T,
+    ) -> Option<T> {
+        self.with(key, |r| {
+            let Some(step) = step else {
+                r.step_watch = None;
+                return None;
+            };
+            let identity = step_identity(step);
+            if r.step_watch
+                .as_ref()
+                .is_none_or(|(kept, _)| *kept != identity)
+            {
+                let up_from = step.osds.iter().map(|o| (OsdId(o.id), o.up_from)).collect();
+                r.step_watch = Some((identity, StepWatch::new(up_from, pg_stats_lag)));
+            }
+            r.step_watch.as_mut().map(|(_, watch)| f(watch))
+        })
+    }
+
     /// Records a failed reconcile of `key`; returns how many failed in a row before it.
     pub(crate) fn failed(&self, key: &str) -> u32 {
         self.with(key, |r| {
@@ -150,6 +182,16 @@ impl Memory {
     pub(crate) fn succeeded(&self, key: &str) {
         self.with(key, |r| r.failures = 0);
     }
+}
+
+/// One step: when it started and what it stops.
+fn step_identity(step: &CephStep) -> String {
+    let osds: Vec<String> = step
+        .osds
+        .iter()
+        .map(|o| format!("{}@{}", o.id, o.up_from))
+        .collect();
+    format!("{} {}", step.started.0, osds.join(","))
 }
 
 /// `uid/resourceVersion`: one version of one object (a CephOSD deleted and created again

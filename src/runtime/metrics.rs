@@ -40,6 +40,12 @@ struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GateLabels {
+    /// `Proceed`, or the first blocker's category.
+    decision: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     category: &'static str,
 }
@@ -56,6 +62,7 @@ pub struct Metrics {
     updated: Family<CephOsdLabels, Gauge>,
     leader: Gauge,
     api_requests: Family<RequestLabels, Counter>,
+    gate_decisions: Family<GateLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -70,6 +77,12 @@ impl Default for Metrics {
         let updated = Family::<CephOsdLabels, Gauge>::default();
         let leader = Gauge::default();
         let api_requests = Family::<RequestLabels, Counter>::default();
+        let gate_decisions = Family::<GateLabels, Counter>::default();
+        registry.register(
+            "ceph_gate_decisions",
+            "Answers of the Ceph gate before a rollout step: Proceed, or why not",
+            gate_decisions.clone(),
+        );
         registry.register("reconciles", "Reconciles run", reconciles.clone());
         registry.register(
             "reconciles_unchanged",
@@ -114,6 +127,7 @@ impl Default for Metrics {
             updated,
             leader,
             api_requests,
+            gate_decisions,
         }
     }
 }
@@ -181,6 +195,13 @@ impl Metrics {
             .get_or_create(&ErrorLabels {
                 category: failure.as_str(),
             })
+            .inc();
+    }
+
+    /// Counts one answer of the Ceph gate (`Proceed` or a blocker's category).
+    pub(crate) fn gate_decided(&self, decision: &'static str) {
+        self.gate_decisions
+            .get_or_create(&GateLabels { decision })
             .inc();
     }
 

@@ -4,6 +4,7 @@
 
 pub(crate) mod api_requests;
 mod backoff;
+pub(crate) mod ceph_gate;
 mod claims_registry;
 pub(crate) mod controller;
 mod executor;

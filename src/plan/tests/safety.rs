@@ -339,7 +339,10 @@ fn a_conflicting_osd_keeps_its_pod_exactly_as_it_is() {
             let touches_sdb = match action {
                 Action::Delete { name, .. } | Action::PatchState { name, .. } => *name == sdb,
                 Action::Create { key, .. } => key.to_string() == "node1:/dev/sdb",
-                Action::DeleteReplicaSet { .. } => false,
+                Action::DeleteReplicaSet { .. }
+                | Action::RecordCephStep
+                | Action::SetNoout { .. }
+                | Action::ClearNoout { .. } => false,
             };
             assert!(!touches_sdb, "{action:?}");
         }
@@ -455,7 +458,11 @@ proptest! {
                                     !foreign && !ours_as_invalid
                                 }), "deleted {} ({:?})", name, reason);
                             }
-                            Action::PatchState { .. } | Action::DeleteReplicaSet { .. } => {}
+                            Action::PatchState { .. }
+                            | Action::DeleteReplicaSet { .. }
+                            | Action::RecordCephStep
+                            | Action::SetNoout { .. }
+                            | Action::ClearNoout { .. } => {}
                         }
                     }
                 }

@@ -120,6 +120,7 @@ impl Fixture {
             crs: Api::namespaced(self.client.clone(), "ceph"),
             recorder: &self.recorder,
             cr: &self.cr,
+            ceph: None,
         }
     }
 }
@@ -162,7 +163,7 @@ async fn apply_all(
     let told = Mutex::new(Vec::new());
     let result = fixture
         .executor()
-        .apply_actions(actions, &|action| {
+        .apply_actions(actions, &CephOsdStatus::default(), &|action| {
             if let Action::Create { pod, .. } = action {
                 told.lock().expect("lock").push(pod.name_any());
             }

@@ -1,0 +1,411 @@
+//! The Ceph gate's rules, pure: whether the rollout step the planner chose may take its pods
+//! down now, given what the runtime learnt of Ceph (`CephView`). A step starts only on Ceph's
+//! `Proceed` for exactly its OSD keys: the step is recorded in the status first, then `noout`
+//! set on its OSDs, then its pods deleted. While a step is open nothing more is taken down;
+//! it ends when Ceph reports it done and its replacements are Ready, and `noout` is cleared.
+//! Creations of missing pods and deletions of duplicate, invalid or ended pods are never gated.
+
+use crate::ceph::{osd_list, Blocker, GateDecision, OsdId, StepProgress};
+use crate::crd::osd::OsdKey;
+use crate::crd::{CephStep, StepOsd};
+use crate::plan::actions::Action;
+use crate::plan::conditions::ConditionReason;
+use crate::plan::events::{EventReason, PlannedEvent};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Default of `CephView::max_noout`: past it `noout` is cleared so Ceph re-replicates.
+pub(crate) const DEFAULT_MAX_NOOUT: SignedDuration = SignedDuration::from_secs(30 * 60);
+
+/// Look again this soon while a step is open (Ceph's changes trigger no watch).
+const STEP_REQUEUE: SignedDuration = SignedDuration::from_secs(1);
+/// Look again this soon while Ceph says wait.
+const WAIT_REQUEUE: SignedDuration = SignedDuration::from_secs(2);
+/// A step none of whose pods went down for this long is given up (its deletions failed or
+/// never ran) and asked about again: an old answer never takes pods down.
+const UNTOUCHED_STEP_LIMIT: SignedDuration = SignedDuration::from_secs(30);
+
+/// Why the gate is off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateOff {
+    /// The operator has no Ceph configured (`--ceph-conf`).
+    NotConfigured,
+    /// The CephOSD opts out (`spec.cephGate: Skipped`).
+    Skipped,
+}
+
+/// What the runtime learnt of Ceph for this plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CephInput {
+    Off {
+        why: GateOff,
+    },
+    /// The gate is on; Ceph was not asked in this reconcile.
+    NotAsked,
+    /// Ceph's answer for the keys the planner proposed.
+    Answered(GateAnswer),
+}
+
+/// The gate's answer for one proposal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateAnswer {
+    /// The keys asked about, each with the ids it was mapped to (empty: unknown).
+    pub keys: BTreeMap<OsdKey, BTreeSet<OsdId>>,
+    pub decision: GateDecision,
+    /// `up_from` of each id before the stop.
+    pub up_from: BTreeMap<OsdId, u64>,
+    /// Ids learnt from up daemons' metadata, for every key the operator runs.
+    pub learned: BTreeMap<OsdKey, BTreeSet<OsdId>>,
+}
+
+/// The planner's view of Ceph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CephView {
+    pub input: CephInput,
+    /// Where the open step stands (`status.cephStep`), when Ceph was looked at.
+    pub step: Option<StepProgress>,
+    /// How long `noout` may be held.
+    pub max_noout: SignedDuration,
+}
+
+impl Default for CephView {
+    fn default() -> Self {
+        Self {
+            input: CephInput::Off {
+                why: GateOff::NotConfigured,
+            },
+            step: None,
+            max_noout: DEFAULT_MAX_NOOUT,
+        }
+    }
+}
+
+/// A key whose pods the rollout would take down, and its pod (if one runs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateSubject {
+    pub key: OsdKey,
+    pub pod: Option<String>,
+}
+
+/// The `CephGate` condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct GateCondition {
+    pub holds: bool,
+    pub reason: ConditionReason,
+    pub message: String,
+}
+
+/// What the gate is given.
+pub(crate) struct GateInput<'a> {
+    pub view: &'a CephView,
+    /// `spec.cephGate: Skipped`.
+    pub skipped: bool,
+    /// The open step (`status.cephStep`).
+    pub open: Option<&'a CephStep>,
+    /// The keys of the deletions the rollout chose, in order.
+    pub proposed: &'a [GateSubject],
+    /// The open step's keys all have their replacements Ready (and soaked), or are gone.
+    pub settled: bool,
+    /// None of the open step's pods was taken down.
+    pub untouched: bool,
+    pub now: Timestamp,
+}
+
+/// What the gate makes of the plan.
+#[derive(Debug)]
+pub(crate) struct GateOutcome {
+    /// Actions before all others.
+    pub first: Vec<Action>,
+    /// Whether the rollout's deletions go ahead (after `first`).
+    pub deletions_allowed: bool,
+    /// `status.cephStep` after this plan.
+    pub step: Option<CephStep>,
+    /// Keys to ask Ceph about before planning again.
+    pub question: Option<Vec<GateSubject>>,
+    /// Why the rollout does not move, if the gate holds it.
+    pub halted: Option<String>,
+    pub condition: GateCondition,
+    pub events: Vec<PlannedEvent>,
+    pub requeue_after: Option<SignedDuration>,
+}
+
+impl GateOutcome {
+    fn new(condition: GateCondition) -> Self {
+        Self {
+            first: Vec::new(),
+            deletions_allowed: false,
+            step: None,
+            question: None,
+            halted: None,
+            condition,
+            events: Vec::new(),
+            requeue_after: None,
+        }
+    }
+}
+
+fn says(holds: bool, reason: ConditionReason, message: impl Into<String>) -> GateCondition {
+    GateCondition {
+        holds,
+        reason,
+        message: message.into(),
+    }
+}
+
+fn ids_of(ids: &[u32]) -> Vec<OsdId> {
+    ids.iter().copied().map(OsdId).collect()
+}
+
+fn list(ids: &[u32]) -> String {
+    osd_list(&ids_of(ids))
+}
+
+/// The gate's rules, in order: off; a step open; a proposal; nothing to gate.
+pub(crate) fn gate(input: &GateInput<'_>) -> GateOutcome {
+    let off = match &input.view.input {
+        CephInput::Off { why } => Some(*why),
+        _ if input.skipped => Some(GateOff::Skipped),
+        _ => None,
+    };
+    if let Some(why) = off {
+        return gate_off(why, input.open);
+    }
+    if let Some(open) = input.open {
+        return step_open(input, open);
+    }
+    if input.proposed.is_empty() {
+        return GateOutcome::new(says(
+            true,
+            ConditionReason::CephIdle,
+            "Ceph is asked before each rollout step",
+        ));
+    }
+    proposal(input)
+}
+
+/// Off: as without Ceph. A step left open is cleared when the CephOSD opts out (the operator
+/// can still reach Ceph) and kept, said, when the operator has no Ceph to clear its `noout`.
+fn gate_off(why: GateOff, open: Option<&CephStep>) -> GateOutcome {
+    let (reason, message) = match why {
+        GateOff::NotConfigured => (
+            ConditionReason::NotConfigured,
+            "the operator has no Ceph configured (--ceph-conf): rollout steps do not ask Ceph",
+        ),
+        GateOff::Skipped => (
+            ConditionReason::Skipped,
+            "spec.cephGate is Skipped: rollout steps of this CephOSD do not ask Ceph",
+        ),
+    };
+    let mut out = GateOutcome::new(says(false, reason, message));
+    out.deletions_allowed = true;
+    match (why, open) {
+        (GateOff::Skipped, Some(open)) if !open.noout.is_empty() => {
+            out.first.push(Action::ClearNoout {
+                ids: ids_of(&open.noout),
+            });
+        }
+        (GateOff::NotConfigured, Some(open)) => {
+            out.step = Some(open.clone());
+            if !open.noout.is_empty() {
+                out.condition.message = format!(
+                    "{message}; noout is still set on {} by a step under way: clear it with \
+                     `ceph osd rm-noout` once those OSDs are up",
+                    list(&open.noout)
+                );
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// A step is open: nothing more goes down. It ends when Ceph says done and its replacements
+/// are Ready; `noout` is cleared past `max_noout`; a step none of whose pods went down is
+/// given up after a while.
+fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
+    let mut out = GateOutcome::new(says(
+        true,
+        ConditionReason::StepInProgress,
+        format!("a step is under way on {}", open.keys.join(", ")),
+    ));
+    out.requeue_after = Some(STEP_REQUEUE);
+    out.step = Some(open.clone());
+    let held = input.now.duration_since(open.started.0);
+    let done = input.view.step == Some(StepProgress::Done);
+    if done && input.settled || input.untouched && held >= UNTOUCHED_STEP_LIMIT {
+        if !open.noout.is_empty() {
+            out.first.push(Action::ClearNoout {
+                ids: ids_of(&open.noout),
+            });
+        }
+        out.step = None;
+        out.condition.message = if done {
+            format!("the step on {} is done", open.keys.join(", "))
+        } else {
+            format!(
+                "no pod of the step on {} went down within {}s: asking Ceph again",
+                open.keys.join(", "),
+                UNTOUCHED_STEP_LIMIT.as_secs()
+            )
+        };
+        return out;
+    }
+    let waiting = match &input.view.step {
+        _ if done => "its replacements to become Ready".to_owned(),
+        Some(progress) => describe_progress(progress),
+        None => "Ceph to be looked at".to_owned(),
+    };
+    out.halted = Some(format!(
+        "waiting for the step on {} to end: {waiting}",
+        open.keys.join(", ")
+    ));
+    out.condition.message = format!("{}; waiting for {waiting}", out.condition.message);
+    if !open.noout.is_empty() && held >= input.view.max_noout {
+        out.first.push(Action::ClearNoout {
+            ids: ids_of(&open.noout),
+        });
+        let note = format!(
+            "noout on {} was held {}s, longer than the {}s allowed: cleared so Ceph \
+             re-replicates; the rollout stays halted until the step ends",
+            list(&open.noout),
+            held.as_secs(),
+            input.view.max_noout.as_secs()
+        );
+        out.events.push(PlannedEvent {
+            warning: true,
+            reason: EventReason::NooutExpired,
+            note: note.clone(),
+            pod: None,
+        });
+        if let Some(step) = &mut out.step {
+            step.noout.clear();
+        }
+        out.condition = says(false, ConditionReason::NooutExpired, note);
+    }
+    out
+}
+
+/// What Ceph still lacks for the step to end.
+fn describe_progress(progress: &StepProgress) -> String {
+    match progress {
+        StepProgress::Booting { pending } => {
+            format!("no new daemon is up yet for {}", osd_list(pending))
+        }
+        StepProgress::Recovering { blockers } => blockers
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+        StepProgress::Confirming {
+            clean_looks,
+            wait_at_least,
+        } => format!(
+            "every PG clean in {clean_looks} look(s); confirming for at least {}ms more",
+            wait_at_least.as_millis()
+        ),
+        StepProgress::Done => "nothing".to_owned(),
+    }
+}
+
+/// No step open and the rollout chose deletions: they go only on Ceph's `Proceed` for
+/// exactly their keys.
+fn proposal(input: &GateInput<'_>) -> GateOutcome {
+    let asked: BTreeSet<&OsdKey> = input.proposed.iter().map(|s| &s.key).collect();
+    let keys_text = || {
+        asked
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let answer = match &input.view.input {
+        CephInput::Answered(answer) if answer.keys.keys().collect::<BTreeSet<_>>() == asked => {
+            answer
+        }
+        _ => {
+            let mut out = GateOutcome::new(says(
+                true,
+                ConditionReason::Asking,
+                format!("asking Ceph whether {} may stop", keys_text()),
+            ));
+            out.question = Some(input.proposed.to_vec());
+            out.halted = Some(format!("asking Ceph whether {} may stop", keys_text()));
+            out.requeue_after = Some(STEP_REQUEUE);
+            return out;
+        }
+    };
+    match &answer.decision {
+        GateDecision::Proceed { ids } => {
+            let mut out = GateOutcome::new(says(
+                true,
+                ConditionReason::StepInProgress,
+                format!("Ceph says {} may stop ({})", keys_text(), answer.decision),
+            ));
+            out.deletions_allowed = true;
+            if ids.is_empty() {
+                return out;
+            }
+            let noout: Vec<u32> = ids.iter().map(|id| id.0).collect();
+            out.step = Some(CephStep {
+                keys: asked.iter().map(ToString::to_string).collect(),
+                osds: ids
+                    .iter()
+                    .map(|id| StepOsd {
+                        id: id.0,
+                        up_from: answer.up_from.get(id).copied().unwrap_or(0),
+                    })
+                    .collect(),
+                noout,
+                started: Time(input.now),
+            });
+            out.first = vec![
+                Action::RecordCephStep,
+                Action::SetNoout {
+                    ids: ids.iter().copied().collect(),
+                },
+            ];
+            out.requeue_after = Some(STEP_REQUEUE);
+            out
+        }
+        GateDecision::Wait { blockers } | GateDecision::Halt { blockers } => {
+            let reason = blockers
+                .first()
+                .map_or("CephUnavailable", Blocker::category);
+            let message = format!(
+                "Ceph does not let {} stop: {}",
+                keys_text(),
+                answer.decision
+            );
+            let mut out = GateOutcome::new(says(
+                false,
+                ConditionReason::CephBlocked(reason),
+                message.clone(),
+            ));
+            out.halted = Some(message);
+            if matches!(answer.decision, GateDecision::Wait { .. }) {
+                out.requeue_after = Some(WAIT_REQUEUE);
+            }
+            out
+        }
+    }
+}
+
+/// `previous` with what was learnt (each key's ids replaced by the newly learnt ones), kept
+/// only for `keep` (the keys the operator still runs or lists).
+pub(crate) fn osd_ids(
+    previous: &BTreeMap<String, Vec<u32>>,
+    learned: &BTreeMap<OsdKey, BTreeSet<OsdId>>,
+    keep: &BTreeSet<String>,
+) -> BTreeMap<String, Vec<u32>> {
+    let mut ids = previous.clone();
+    for (key, learnt) in learned {
+        ids.insert(key.to_string(), learnt.iter().map(|id| id.0).collect());
+    }
+    ids.retain(|key, ids| keep.contains(key) && !ids.is_empty());
+    ids
+}
+
+#[cfg(test)]
+#[path = "ceph_gate_tests.rs"]
+mod tests;

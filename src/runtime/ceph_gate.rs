@@ -1,0 +1,232 @@
+//! Asking Ceph for the planner: where the open step stands, and the gate's answer for the
+//! keys a plan proposes to take down. Any failure to ask becomes a `Wait` (fail closed): no
+//! pod goes down on no answer.
+
+use crate::ceph::{
+    confirm, gather_facts, map_osd_ids, precheck, Blocker, CephClient, GateDecision, IdSource,
+    KeyIds, KeyToMap, OsdId, PodRef, StepProgress,
+};
+use crate::crd::CephOsd;
+use crate::labels;
+use crate::plan::ceph_gate::{
+    CephInput, CephView, GateAnswer, GateOff, GateSubject, DEFAULT_MAX_NOOUT,
+};
+use crate::plan::ObservedPod;
+use crate::runtime::memory::Memory;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::SignedDuration;
+use kube::ResourceExt;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How the operator gates rollout steps.
+#[derive(Clone, Debug)]
+pub struct GateSettings {
+    /// How long `noout` may be held.
+    pub max_noout: Duration,
+    /// How long after every stopped OSD is back PG states are trusted (`StepWatch`).
+    pub pg_stats_lag: Duration,
+}
+
+impl Default for GateSettings {
+    fn default() -> Self {
+        Self {
+            max_noout: DEFAULT_MAX_NOOUT.unsigned_abs(),
+            pg_stats_lag: crate::ceph::DEFAULT_PG_STATS_LAG,
+        }
+    }
+}
+
+/// The view of Ceph a first plan of `cr` gets: off (no Ceph, or the CephOSD skips it), else
+/// not asked, with where its open step stands (one look at Ceph fed to the step's watch).
+pub(crate) async fn first_view(
+    ceph: Option<&dyn CephClient>,
+    memory: &Memory,
+    cr: &CephOsd,
+    settings: &GateSettings,
+) -> CephView {
+    let max_noout = SignedDuration::try_from(settings.max_noout).unwrap_or(SignedDuration::MAX);
+    let off = |why| CephView {
+        input: CephInput::Off { why },
+        step: None,
+        max_noout,
+    };
+    let Some(ceph) = ceph else {
+        return off(GateOff::NotConfigured);
+    };
+    if cr.spec.skips_ceph_gate() {
+        return off(GateOff::Skipped);
+    }
+    let open = cr.status.as_ref().and_then(|s| s.ceph_step.as_ref());
+    let key = cr.object_key();
+    let step = match open {
+        None => {
+            memory.step_watch(&key, None, settings.pg_stats_lag, |_| ());
+            None
+        }
+        Some(open) => {
+            let at = Instant::now();
+            let progress = match gather_facts(ceph).await {
+                Ok(facts) => memory.step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
+                    watch.observe(at, &facts)
+                }),
+                Err(error) => Some(StepProgress::Recovering {
+                    blockers: vec![Blocker::NoAnswer {
+                        error: error.to_string(),
+                    }],
+                }),
+            };
+            tracing::debug!(cephosd = %key, ?progress, "looked at the open Ceph step");
+            progress
+        }
+    };
+    CephView {
+        input: CephInput::NotAsked,
+        step,
+        max_noout,
+    }
+}
+
+/// Ids an admin stated on a pod (`ceph.elemental.net/osd-ids: "3,7"`); none when absent or
+/// not a list of numbers (a typo never maps a pod).
+fn stated_ids(pod: &Pod) -> Option<BTreeSet<OsdId>> {
+    let text = pod.annotations().get(labels::OSD_IDS)?;
+    text.split(',')
+        .map(|id| id.trim().parse().map(OsdId).ok())
+        .collect()
+}
+
+/// Asks Ceph about `question` (the keys a plan of `observed` proposes to take down): one look at the
+/// cluster and `osd metadata` at once, every key the operator runs mapped to its ids, the
+/// precheck, then `ok-to-stop` for exactly the ids to stop.
+pub(crate) async fn answer(
+    ceph: &dyn CephClient,
+    cr: &CephOsd,
+    observed: &[ObservedPod],
+    pods: &[Arc<Pod>],
+    question: &[GateSubject],
+) -> GateAnswer {
+    let by_name: BTreeMap<&str, &Pod> = pods
+        .iter()
+        .filter_map(|p| Some((p.metadata.name.as_deref()?, &**p)))
+        .collect();
+    let namespace = cr.namespace().unwrap_or_default();
+    let recorded = cr
+        .status
+        .as_ref()
+        .map(|s| s.osd_ids.clone())
+        .unwrap_or_default();
+    let key_to_map = |key: &crate::crd::osd::OsdKey, pod: Option<&str>| {
+        let found = pod.and_then(|name| by_name.get(name).copied());
+        KeyToMap {
+            key: key.to_string(),
+            pod: pod.map(|name| PodRef {
+                namespace: namespace.clone(),
+                name: name.to_owned(),
+                node: found
+                    .and_then(|p| p.spec.as_ref()?.node_name.clone())
+                    .unwrap_or_else(|| key.host.clone()),
+            }),
+            recorded: recorded
+                .get(&key.to_string())
+                .map(|ids| ids.iter().copied().map(OsdId).collect())
+                .unwrap_or_default(),
+            stated: found.and_then(stated_ids),
+        }
+    };
+    // Every key the operator runs, the question's own pods first.
+    let mut keys: Vec<KeyToMap> = question
+        .iter()
+        .map(|s| key_to_map(&s.key, s.pod.as_deref()))
+        .collect();
+    for pod in observed.iter().filter(|p| p.is_live()) {
+        if let Some(key) = &pod.key {
+            if keys.iter().all(|k| k.key != key.to_string()) {
+                keys.push(key_to_map(key, Some(&pod.name)));
+            }
+        }
+    }
+    let asked: BTreeSet<String> = question.iter().map(|s| s.key.to_string()).collect();
+    let mut answer = GateAnswer {
+        keys: question
+            .iter()
+            .map(|s| (s.key.clone(), BTreeSet::new()))
+            .collect(),
+        decision: GateDecision::no_answer(&"not asked yet"),
+        up_from: BTreeMap::new(),
+        learned: BTreeMap::new(),
+    };
+    let looked = futures::future::try_join(gather_facts(ceph), ceph.osd_metadata()).await;
+    let (facts, metadata) = match looked {
+        Ok(looked) => looked,
+        Err(error) => {
+            answer.decision = GateDecision::no_answer(&error);
+            return answer;
+        }
+    };
+    let mapped = map_osd_ids(&keys, &metadata, &facts.osds);
+    for m in &mapped {
+        let KeyIds::Known { ids, source } = &m.ids else {
+            continue;
+        };
+        let Some(key) = question
+            .iter()
+            .map(|s| &s.key)
+            .chain(observed.iter().filter_map(|p| p.key.as_ref()))
+            .find(|k| k.to_string() == m.key)
+        else {
+            continue;
+        };
+        if *source == IdSource::Metadata {
+            answer.learned.insert(key.clone(), ids.clone());
+        }
+        if let Some(entry) = answer.keys.get_mut(key) {
+            entry.clone_from(ids);
+        }
+    }
+    let domain: Vec<_> = mapped
+        .into_iter()
+        .filter(|m| asked.contains(&m.key))
+        .collect();
+    answer.decision = match precheck(&facts, &domain) {
+        GateDecision::Proceed { ids } if !ids.is_empty() => {
+            answer.up_from = ids
+                .iter()
+                .filter_map(|id| Some((*id, facts.osds.osds.get(id)?.up_from)))
+                .collect();
+            let all_down = ids
+                .iter()
+                .all(|id| facts.osds.osds.get(id).is_some_and(|o| !o.up));
+            if all_down {
+                // Nothing up to stop: ok-to-stop has nothing to say.
+                GateDecision::Proceed { ids }
+            } else {
+                ask_ok_to_stop(ceph, &ids).await
+            }
+        }
+        decision => decision,
+    };
+    answer
+}
+
+/// `ok-to-stop` for exactly `ids`, confirmed.
+async fn ask_ok_to_stop(ceph: &dyn CephClient, ids: &BTreeSet<OsdId>) -> GateDecision {
+    let asked: Vec<OsdId> = ids.iter().copied().collect();
+    match ceph.ok_to_stop(&asked).await {
+        Ok(answer) => confirm(ids, &answer),
+        Err(error) => GateDecision::no_answer(&error),
+    }
+}
+
+/// The metric label of a decision: `Proceed`, or its first blocker's category.
+pub(crate) fn decision_label(decision: &GateDecision) -> &'static str {
+    decision
+        .blockers()
+        .first()
+        .map_or("Proceed", Blocker::category)
+}
+
+#[cfg(test)]
+#[path = "ceph_gate_tests.rs"]
+mod tests;
