@@ -9,13 +9,13 @@ mod cli;
 mod client;
 mod facts;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 mod gate;
 mod osd_id;
 mod pod_map;
 mod step_done;
 #[cfg(test)]
-mod test_data;
+pub(crate) mod test_data;
 
 pub use answers::{
     parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_status,

@@ -1,1 +1,203 @@
+//! The gate's rules one by one, without a plan around them.
 
+use super::*;
+use crate::ceph::Blocker;
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(seconds).expect("time")
+}
+
+fn step(noout: &[u32]) -> CephStep {
+    CephStep {
+        keys: vec!["h:/dev/sdb".into()],
+        osds: noout.iter().map(|&id| StepOsd { id, up_from: 5 }).collect(),
+        noout: noout.to_vec(),
+        started: Time(at(1000)),
+    }
+}
+
+fn subjects() -> Vec<GateSubject> {
+    vec![GateSubject {
+        key: OsdKey::new("h", "/dev/sdb"),
+        pod: Some("osd-h-sdb-x".into()),
+    }]
+}
+
+fn input<'a>(
+    view: &'a CephView,
+    open: Option<&'a CephStep>,
+    proposed: &'a [GateSubject],
+) -> GateInput<'a> {
+    GateInput {
+        view,
+        skipped: false,
+        open,
+        proposed,
+        settled: false,
+        untouched: false,
+        now: at(1010),
+    }
+}
+
+fn on(step: Option<StepProgress>) -> CephView {
+    CephView {
+        input: CephInput::NotAsked,
+        step,
+        ..CephView::default()
+    }
+}
+
+#[test]
+fn off_lets_everything_through_and_says_why() {
+    let view = CephView::default();
+    let out = gate(&input(&view, None, &subjects()));
+    assert!(out.deletions_allowed && out.first.is_empty() && out.question.is_none());
+    assert_eq!(out.condition.reason, ConditionReason::NotConfigured);
+    assert!(!out.condition.holds);
+
+    let on = on(None);
+    let proposed = subjects();
+    let mut skipped = input(&on, None, &proposed);
+    skipped.skipped = true;
+    let out = gate(&skipped);
+    assert!(out.deletions_allowed);
+    assert_eq!(out.condition.reason, ConditionReason::Skipped);
+}
+
+#[test]
+fn nothing_proposed_nothing_open_is_idle() {
+    let view = on(None);
+    let out = gate(&input(&view, None, &[]));
+    assert_eq!(out.condition.reason, ConditionReason::CephIdle);
+    assert!(out.condition.holds && out.question.is_none() && out.requeue_after.is_none());
+}
+
+#[test]
+fn an_open_step_not_looked_at_waits_and_says_so() {
+    let view = on(None);
+    let open = step(&[3]);
+    let out = gate(&input(&view, Some(&open), &subjects()));
+    assert!(!out.deletions_allowed && out.first.is_empty() && out.question.is_none());
+    assert_eq!(out.step.as_ref(), Some(&open));
+    assert!(out
+        .halted
+        .unwrap_or_default()
+        .contains("Ceph to be looked at"));
+}
+
+#[test]
+fn each_progress_is_quoted() {
+    let open = step(&[3]);
+    for (progress, says) in [
+        (
+            StepProgress::Booting {
+                pending: vec![OsdId(3)],
+            },
+            "no new daemon is up yet for osd.3",
+        ),
+        (
+            StepProgress::Recovering {
+                blockers: vec![Blocker::NoAnswer {
+                    error: "timeout".into(),
+                }],
+            },
+            "Ceph gave no usable answer: timeout",
+        ),
+        (
+            StepProgress::Confirming {
+                clean_looks: 1,
+                wait_at_least: std::time::Duration::from_millis(1500),
+            },
+            "every PG clean in 1 look(s); confirming for at least 1500ms more",
+        ),
+        (StepProgress::Done, "its replacements to become Ready"),
+    ] {
+        let view = on(Some(progress));
+        let out = gate(&input(&view, Some(&open), &[]));
+        let halted = out.halted.unwrap_or_default();
+        assert!(halted.contains(says), "{halted}");
+        assert_eq!(out.requeue_after, Some(STEP_REQUEUE));
+    }
+}
+
+#[test]
+fn done_and_settled_clears_exactly_the_steps_noout() {
+    let view = on(Some(StepProgress::Done));
+    let open = step(&[3, 7]);
+    let mut settled = input(&view, Some(&open), &[]);
+    settled.settled = true;
+    let out = gate(&settled);
+    assert!(matches!(&out.first[..], [Action::ClearNoout { ids }] if *ids == [OsdId(3), OsdId(7)]));
+    assert_eq!(out.step, None);
+    assert!(
+        !out.deletions_allowed,
+        "the next step is asked about next time"
+    );
+
+    // A step whose noout was cleared already ends without another clear.
+    let open = step(&[]);
+    let mut settled = input(&view, Some(&open), &[]);
+    settled.settled = true;
+    let out = gate(&settled);
+    assert!(out.first.is_empty() && out.step.is_none());
+}
+
+#[test]
+fn an_untouched_step_is_given_up_only_after_the_limit() {
+    let view = on(Some(StepProgress::Booting {
+        pending: vec![OsdId(3)],
+    }));
+    let open = step(&[3]);
+    let mut untouched = input(&view, Some(&open), &[]);
+    untouched.untouched = true;
+    assert!(gate(&untouched).step.is_some());
+    untouched.now = at(1000) + UNTOUCHED_STEP_LIMIT;
+    let out = gate(&untouched);
+    assert!(out.step.is_none());
+    assert!(matches!(&out.first[..], [Action::ClearNoout { .. }]));
+}
+
+#[test]
+fn a_wait_without_blockers_is_still_unavailable() {
+    let view = CephView {
+        input: CephInput::Answered(GateAnswer {
+            keys: BTreeMap::from([(OsdKey::new("h", "/dev/sdb"), BTreeSet::new())]),
+            decision: GateDecision::Wait {
+                blockers: Vec::new(),
+            },
+            up_from: BTreeMap::new(),
+            learned: BTreeMap::new(),
+        }),
+        ..on(None)
+    };
+    let out = gate(&input(&view, None, &subjects()));
+    assert!(!out.deletions_allowed);
+    assert_eq!(
+        out.condition.reason,
+        ConditionReason::CephBlocked("CephUnavailable")
+    );
+}
+
+#[test]
+fn learnt_ids_replace_recorded_ones_and_only_kept_keys_stay() {
+    let previous = BTreeMap::from([
+        ("a:/dev/sdb".to_owned(), vec![1]),
+        ("b:/dev/sdb".to_owned(), vec![2]),
+        ("c:/dev/sdb".to_owned(), vec![3]),
+    ]);
+    let learned = BTreeMap::from([
+        (OsdKey::new("a", "/dev/sdb"), BTreeSet::from([OsdId(10)])),
+        (OsdKey::new("d", "/dev/sdb"), BTreeSet::from([OsdId(4)])),
+    ]);
+    let keep: BTreeSet<String> = ["a:/dev/sdb", "b:/dev/sdb", "d:/dev/sdb"]
+        .map(str::to_owned)
+        .into();
+    assert_eq!(
+        osd_ids(&previous, &learned, &keep),
+        BTreeMap::from([
+            ("a:/dev/sdb".to_owned(), vec![10]),
+            ("b:/dev/sdb".to_owned(), vec![2]),
+            ("d:/dev/sdb".to_owned(), vec![4]),
+        ])
+    );
+}

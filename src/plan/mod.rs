@@ -147,6 +147,10 @@ pub fn plan(
 }
 
 /// [`plan`] with `cr`'s spec already expanded (`expanded` must be `ExpandedSpec::of(&cr.spec)`).
+#[expect(
+    clippy::too_many_lines,
+    reason = "one plan's steps in the order their actions apply: at once, creations, the gated rollout step, marks; then status and events"
+)]
 pub fn plan_expanded(
     cr: &CephOsd,
     expanded: &ExpandedSpec,
@@ -167,15 +171,7 @@ pub fn plan_expanded(
         .unbuildable
         .or_else(|| successors_unbuildable(&seen, &step.replacing));
     let open_step = seen.previous.ceph_step.as_ref();
-    let gated = gate(&GateInput {
-        view: &observed.ceph,
-        skipped: cr.spec.skips_ceph_gate(),
-        open: open_step,
-        proposed: &step.subjects,
-        settled: open_step.is_some_and(|s| step_settled(&seen, s)),
-        untouched: open_step.is_some_and(|s| s.keys.iter().all(|k| step.standing.contains(k))),
-        now,
-    });
+    let gated = gate_rollout(&seen, &observed.ceph, &step, now);
     let mut replacing = Vec::new();
     if gated.deletions_allowed {
         replacing = step.replacing;
@@ -215,10 +211,7 @@ pub fn plan_expanded(
     } else {
         watch.requeue_after
     };
-    let requeue_after = match (requeue_after, gated.requeue_after) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    let requeue_after = earliest(requeue_after, gated.requeue_after);
     // Domains still down from the update under way, plus those this step starts.
     let previous_update = seen.previous_update();
     let mut current_update: BTreeSet<String> = step
@@ -231,14 +224,6 @@ pub fn plan_expanded(
         current_update.extend(step.domains);
     }
     let halted = gated.halted.or(step.halted);
-    let learned = match &observed.ceph.input {
-        ceph_gate::CephInput::Answered(answer) => answer.learned.clone(),
-        _ => BTreeMap::new(),
-    };
-    let kept_keys: BTreeSet<String> = (seen.desired.osds.keys())
-        .chain(seen.pods.iter().filter_map(|p| p.key.as_ref()))
-        .map(ToString::to_string)
-        .collect();
 
     let foreign_pods = seen.foreign_pods();
     let unschedulable_pods = unschedulable_pods(&current);
@@ -269,7 +254,7 @@ pub fn plan_expanded(
         foreign_pods: foreign_pods.iter().map(|(p, _)| p.name.clone()).collect(),
         unschedulable: unschedulable_pods.iter().map(|(_, w)| w.clone()).collect(),
         ceph_gate: &gated.condition,
-        osd_ids: osd_ids(&seen.previous.osd_ids, &learned, &kept_keys),
+        osd_ids: known_osd_ids(&seen, &observed.ceph),
         ceph_step,
     });
     let mut events = transition_events(&seen.previous, &status);
@@ -853,6 +838,47 @@ fn rollout(
         domains: step.domains,
         halted: step.halted,
         unavailable: step.unavailable,
+    }
+}
+
+/// The Ceph gate on the rollout step `step`.
+fn gate_rollout(
+    seen: &Seen<'_>,
+    ceph: &CephView,
+    step: &Rollout,
+    now: Timestamp,
+) -> ceph_gate::GateOutcome {
+    let open = seen.previous.ceph_step.as_ref();
+    gate(&GateInput {
+        view: ceph,
+        skipped: seen.spec.skips_ceph_gate(),
+        open,
+        proposed: &step.subjects,
+        settled: open.is_some_and(|s| step_settled(seen, s)),
+        untouched: open.is_some_and(|s| s.keys.iter().all(|k| step.standing.contains(k))),
+        now,
+    })
+}
+
+/// The OSD ids of each key as the status keeps them: those recorded, updated with what Ceph
+/// told, for the keys still listed or run.
+fn known_osd_ids(seen: &Seen<'_>, ceph: &CephView) -> BTreeMap<String, Vec<u32>> {
+    let learned = match &ceph.input {
+        ceph_gate::CephInput::Answered(answer) => answer.learned.clone(),
+        _ => BTreeMap::new(),
+    };
+    let kept: BTreeSet<String> = (seen.desired.osds.keys())
+        .chain(seen.pods.iter().filter_map(|p| p.key.as_ref()))
+        .map(ToString::to_string)
+        .collect();
+    osd_ids(&seen.previous.osd_ids, &learned, &kept)
+}
+
+/// The sooner of two optional delays.
+fn earliest(a: Option<SignedDuration>, b: Option<SignedDuration>) -> Option<SignedDuration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 mod cache;
+mod ceph_gate;
 mod migration;
 mod rules;
 mod safety;
@@ -50,6 +51,8 @@ pub(super) struct Cluster {
     pub(super) status: Option<crate::crd::CephOsdStatus>,
     /// Seconds since the epoch: the simulated clock.
     pub(super) clock: i64,
+    /// What the planner is told of Ceph (default: no Ceph configured).
+    pub(super) ceph: CephView,
 }
 
 pub(super) fn at(seconds: i64) -> Timestamp {
@@ -60,7 +63,8 @@ impl Cluster {
     pub(super) fn reconcile(&mut self, cr: &CephOsd) -> Plan {
         let mut cr = cr.clone();
         cr.status = self.status.clone();
-        let observed = Observed::new(&self.pods, &self.replica_sets);
+        let mut observed = Observed::new(&self.pods, &self.replica_sets);
+        observed.ceph = self.ceph.clone();
         let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock));
         self.apply(&plan);
         plan

@@ -97,16 +97,15 @@ fn stated_ids(pod: &Pod) -> Option<BTreeSet<OsdId>> {
         .collect()
 }
 
-/// Asks Ceph about `question` (the keys a plan of `observed` proposes to take down): one look at the
-/// cluster and `osd metadata` at once, every key the operator runs mapped to its ids, the
-/// precheck, then `ok-to-stop` for exactly the ids to stop.
-pub(crate) async fn answer(
-    ceph: &dyn CephClient,
+/// What the operator knows of each key it runs before asking Ceph: its pod (as its daemon
+/// reports it), the ids the status recorded and the ids an admin stated; the question's
+/// keys first.
+fn keys_to_map(
     cr: &CephOsd,
     observed: &[ObservedPod],
     pods: &[Arc<Pod>],
     question: &[GateSubject],
-) -> GateAnswer {
+) -> Vec<KeyToMap> {
     let by_name: BTreeMap<&str, &Pod> = pods
         .iter()
         .filter_map(|p| Some((p.metadata.name.as_deref()?, &**p)))
@@ -147,6 +146,20 @@ pub(crate) async fn answer(
             }
         }
     }
+    keys
+}
+
+/// Asks Ceph about `question` (the keys a plan of `observed` proposes to take down): one look at the
+/// cluster and `osd metadata` at once, every key the operator runs mapped to its ids, the
+/// precheck, then `ok-to-stop` for exactly the ids to stop.
+pub(crate) async fn answer(
+    ceph: &dyn CephClient,
+    cr: &CephOsd,
+    observed: &[ObservedPod],
+    pods: &[Arc<Pod>],
+    question: &[GateSubject],
+) -> GateAnswer {
+    let keys = keys_to_map(cr, observed, pods, question);
     let asked: BTreeSet<String> = question.iter().map(|s| s.key.to_string()).collect();
     let mut answer = GateAnswer {
         keys: question

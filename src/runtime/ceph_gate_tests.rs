@@ -1,1 +1,167 @@
+//! Asking Ceph for the planner, against the scripted Ceph: what is asked, and that any
+//! failure to ask is a `Wait`.
 
+use super::*;
+use crate::ceph::fake::{Call, ScriptedCeph};
+use crate::ceph::{CephError, OkToStop, OsdDump, OsdInfo, OsdMetadata, PgStateCount, PgStates};
+use crate::crd::osd::OsdKey;
+use crate::testing::CephOsdBuilder;
+use std::time::Duration;
+
+fn cr() -> CephOsd {
+    CephOsdBuilder::new("ceph-osds")
+        .namespace("ceph")
+        .uid("cr-uid")
+        .build()
+        .expect("a CephOSD")
+}
+
+fn healthy() -> crate::ceph::ClusterStatus {
+    crate::ceph::test_data::healthy_status()
+}
+
+fn clean() -> PgStates {
+    PgStates {
+        ready: true,
+        num_pgs: 8,
+        by_state: vec![PgStateCount {
+            state: "active+clean".into(),
+            count: 8,
+        }],
+    }
+}
+
+fn dump() -> OsdDump {
+    let info = OsdInfo {
+        id: OsdId(3),
+        up: true,
+        is_in: true,
+        up_from: 12,
+        noout: false,
+        state: vec!["exists".into(), "up".into()],
+    };
+    OsdDump {
+        epoch: 20,
+        osds: BTreeMap::from([(OsdId(3), info)]),
+    }
+}
+
+/// osd.3 reports pod `osd-h1-sdb-x` in namespace `ceph` on node `h1`.
+fn metadata() -> BTreeMap<OsdId, OsdMetadata> {
+    BTreeMap::from([(
+        OsdId(3),
+        OsdMetadata {
+            id: OsdId(3),
+            pod_name: Some("osd-h1-sdb-x".into()),
+            pod_namespace: Some("ceph".into()),
+            hostname: Some("h1".into()),
+        },
+    )])
+}
+
+async fn ask(
+    ceph: &ScriptedCeph,
+    cr: &CephOsd,
+    observed: &[ObservedPod],
+    pods: &[Arc<Pod>],
+    question: &[GateSubject],
+) -> GateAnswer {
+    answer(ceph, cr, observed, pods, question).await
+}
+
+fn question() -> Vec<GateSubject> {
+    vec![GateSubject {
+        key: OsdKey::new("h1", "/dev/sdb"),
+        pod: Some("osd-h1-sdb-x".into()),
+    }]
+}
+
+#[tokio::test]
+async fn a_mapped_healthy_domain_is_asked_about_exactly_its_ids() {
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata()))
+        .on_ok_to_stop(Ok(OkToStop {
+            ok_to_stop: true,
+            osds: BTreeSet::from([OsdId(3)]),
+            ..OkToStop::default()
+        }));
+    let answer = ask(&ceph, &cr(), &[], &[], &question()).await;
+    assert_eq!(
+        answer.decision,
+        GateDecision::Proceed {
+            ids: BTreeSet::from([OsdId(3)])
+        }
+    );
+    assert_eq!(answer.up_from, BTreeMap::from([(OsdId(3), 12)]));
+    assert_eq!(
+        answer.learned,
+        BTreeMap::from([(OsdKey::new("h1", "/dev/sdb"), BTreeSet::from([OsdId(3)]))])
+    );
+    assert!(ceph.calls().contains(&Call::OkToStop(vec![OsdId(3)])));
+}
+
+#[tokio::test]
+async fn a_failure_to_ask_is_a_wait_that_says_why() {
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata()))
+        .on_ok_to_stop(Err(CephError::Timeout {
+            command: "osd ok-to-stop 3".into(),
+            timeout: Duration::from_secs(15),
+        }));
+    let answer = ask(&ceph, &cr(), &[], &[], &question()).await;
+    assert!(matches!(answer.decision, GateDecision::Wait { .. }));
+    assert_eq!(decision_label(&answer.decision), "CephUnavailable");
+    assert!(answer
+        .decision
+        .to_string()
+        .contains("gave no answer within 15s"));
+
+    let ceph = ScriptedCeph::default()
+        .on_status(Err(CephError::Failed {
+            command: "status".into(),
+            exit_code: Some(1),
+            stderr: "timed out".into(),
+        }))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata()));
+    let answer = ask(&ceph, &cr(), &[], &[], &question()).await;
+    assert_eq!(decision_label(&answer.decision), "CephUnavailable");
+    assert!(
+        !ceph.calls().iter().any(|c| matches!(c, Call::OkToStop(_))),
+        "nothing stopped on no answer"
+    );
+}
+
+#[tokio::test]
+async fn an_unmapped_pod_halts_without_asking_ok_to_stop() {
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(BTreeMap::new()));
+    let answer = ask(&ceph, &cr(), &[], &[], &question()).await;
+    assert_eq!(decision_label(&answer.decision), "CephOsdIdUnknown");
+    assert!(matches!(answer.decision, GateDecision::Halt { .. }));
+}
+
+#[test]
+fn stated_ids_are_a_list_of_numbers_or_nothing() {
+    let pod = |ids: &str| -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"annotations": {labels::OSD_IDS: ids}}
+        }))
+        .expect("pod")
+    };
+    assert_eq!(
+        stated_ids(&pod("3, 7")),
+        Some(BTreeSet::from([OsdId(3), OsdId(7)]))
+    );
+    assert_eq!(stated_ids(&pod("3,x")), None);
+}

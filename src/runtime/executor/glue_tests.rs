@@ -420,3 +420,100 @@ async fn an_unchanged_status_is_not_written() {
     assert!(outcome.failed.is_none() && outcome.status.is_none());
     assert!(api.sent().is_empty(), "{:?}", api.sent());
 }
+
+/// An OSD dump where `noout` is set on `with_noout` of osd.3 and osd.4.
+fn dump(with_noout: &[u32]) -> crate::ceph::OsdDump {
+    let osds = [3, 4]
+        .map(|id| {
+            let info = crate::ceph::OsdInfo {
+                id: OsdId(id),
+                up: true,
+                is_in: true,
+                up_from: 5,
+                noout: with_noout.contains(&id),
+                state: vec!["exists".into(), "up".into()],
+            };
+            (OsdId(id), info)
+        })
+        .into();
+    crate::ceph::OsdDump { epoch: 9, osds }
+}
+
+/// Records the step, sets noout on osd.3 and osd.4 and deletes a pod, Ceph's `osd dump`
+/// showing noout on `confirmed`.
+async fn gated_step(
+    confirmed: &[u32],
+) -> (
+    ScriptedApi,
+    crate::ceph::fake::ScriptedCeph,
+    Result<(), ExecuteError>,
+) {
+    let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
+    let ceph = crate::ceph::fake::ScriptedCeph::default()
+        .on_add_noout(Ok(()))
+        .on_osd_dump(Ok(dump(confirmed)));
+    let fixture = Fixture::new(&client, cr());
+    let executor = Executor {
+        ceph: Some(&ceph),
+        ..fixture.executor()
+    };
+    let actions = [
+        Action::RecordCephStep,
+        Action::SetNoout {
+            ids: vec![OsdId(3), OsdId(4)],
+        },
+        delete("osd-h1-sdb-x"),
+    ];
+    let result = executor
+        .apply_actions(&actions, &CephOsdStatus::default(), &|_| {})
+        .await;
+    (api, ceph, result)
+}
+
+#[tokio::test]
+async fn a_noout_read_back_that_disagrees_stops_before_any_delete() {
+    use crate::ceph::fake::Call;
+    let (api, ceph, result) = gated_step(&[3]).await;
+    let error = result.expect_err("noout on osd.4 is not confirmed");
+    assert_eq!(error.category(), Failure::NooutNotConfirmed);
+    assert_eq!(
+        error.summary(),
+        "noout was set on osd.3, osd.4 but `ceph osd dump` shows it missing on osd.4: no pod is \
+         taken down"
+    );
+    assert_eq!(
+        api.writes(),
+        [(
+            Method::PATCH,
+            "/apis/ceph.elemental.net/v1alpha1/namespaces/ceph/cephosds/ceph-osds/status"
+                .to_owned()
+        )],
+        "the step recorded first, then nothing"
+    );
+    assert_eq!(
+        ceph.calls(),
+        [Call::AddNoout(vec![OsdId(3), OsdId(4)]), Call::OsdDump]
+    );
+
+    // Confirmed: the delete follows.
+    let (api, _, result) = gated_step(&[3, 4]).await;
+    result.expect("applied");
+    let methods: Vec<Method> = api.writes().into_iter().map(|(m, _)| m).collect();
+    assert_eq!(methods, [Method::PATCH, Method::DELETE]);
+    assert!(api.event_reasons().contains(&"Noout".to_owned()));
+}
+
+#[tokio::test]
+async fn noout_without_ceph_configured_is_an_error_not_a_silent_skip() {
+    let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
+    let actions = [
+        Action::SetNoout {
+            ids: vec![OsdId(3)],
+        },
+        delete("osd-h1-sdb-x"),
+    ];
+    let (result, _) = apply_all(&client, &actions).await;
+    let error = result.expect_err("no Ceph");
+    assert_eq!(error.category(), Failure::Ceph);
+    assert!(api.writes().is_empty());
+}

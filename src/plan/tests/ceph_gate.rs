@@ -1,0 +1,535 @@
+//! The Ceph gate in whole plans: what a rollout step does with each answer of Ceph, an open
+//! step, the noout limit, and that no rollout pod ever goes down without Ceph's `Proceed`.
+
+use super::*;
+use crate::ceph::{Blocker, GateDecision, OsdId, StepProgress, UnknownReason};
+use crate::plan::ceph_gate::{CephInput, GateAnswer, GateOff};
+
+const HOSTS: [&str; 2] = ["w1", "w2"];
+
+fn host_cr(marker: &str) -> CephOsd {
+    cr(
+        UpdateDomain::Host,
+        &HOSTS,
+        &["/dev/sdb", "/dev/sdc"],
+        marker,
+    )
+}
+
+fn view(input: CephInput, step: Option<StepProgress>) -> CephView {
+    CephView {
+        input,
+        step,
+        ..CephView::default()
+    }
+}
+
+fn not_asked() -> CephView {
+    view(CephInput::NotAsked, None)
+}
+
+/// Ceph's answer `decision` for exactly what `plan` asked, each key mapped to `first_id`,
+/// `first_id + 1`, ….
+fn answered(plan: &Plan, decision: GateDecision, first_id: u32) -> CephView {
+    let question = plan.gate_question.clone().expect("a question");
+    let keys = (question.iter().zip(first_id..))
+        .map(|(s, id)| (s.key.clone(), BTreeSet::from([OsdId(id)])))
+        .collect();
+    let up_from = (first_id..first_id + 10)
+        .map(|id| (OsdId(id), 40))
+        .collect();
+    view(
+        CephInput::Answered(GateAnswer {
+            keys,
+            decision,
+            up_from,
+            learned: BTreeMap::new(),
+        }),
+        None,
+    )
+}
+
+fn proceed(ids: &[u32]) -> GateDecision {
+    GateDecision::Proceed {
+        ids: ids.iter().copied().map(OsdId).collect(),
+    }
+}
+
+/// A converged cluster whose template then changed, with the gate on.
+fn rolling() -> (Cluster, CephOsd) {
+    let mut cluster = converged(&host_cr("a"));
+    cluster.ceph = not_asked();
+    (cluster, host_cr("b"))
+}
+
+/// A plan with the gate `NotAsked`, not applied: the runtime asks Ceph and plans again
+/// rather than carry out a plan with a question.
+fn ask(cluster: &mut Cluster, cr: &CephOsd) -> Plan {
+    let mut cr = cr.clone();
+    cr.status = cluster.status.clone();
+    let mut observed = Observed::new(&cluster.pods, &cluster.replica_sets);
+    observed.ceph = not_asked();
+    plan(&cr, &observed, &mut cluster.suffixes, at(cluster.clock))
+}
+
+/// Asks with the gate `NotAsked`, then plans with `decision` for the question.
+fn step_with(cluster: &mut Cluster, cr: &CephOsd, decision: GateDecision) -> Plan {
+    let asked = ask(cluster, cr);
+    cluster.ceph = answered(&asked, decision, 3);
+    let plan = cluster.reconcile(cr);
+    cluster.ceph = not_asked();
+    plan
+}
+
+fn action_kinds(plan: &Plan) -> Vec<&'static str> {
+    plan.actions
+        .iter()
+        .map(|a| match a {
+            Action::Delete { .. } => "Delete",
+            Action::DeleteReplicaSet { .. } => "DeleteReplicaSet",
+            Action::Create { .. } => "Create",
+            Action::PatchState { .. } => "PatchState",
+            Action::RecordCephStep => "RecordCephStep",
+            Action::SetNoout { .. } => "SetNoout",
+            Action::ClearNoout { .. } => "ClearNoout",
+        })
+        .collect()
+}
+
+#[test]
+fn off_plans_as_without_ceph_and_says_why() {
+    let (mut cluster, cr) = rolling();
+    cluster.ceph = CephView::default();
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(deletes(&plan).len(), 2, "w1's two OSDs, as without Ceph");
+    assert!(plan.gate_question.is_none());
+    let c = condition(&plan, "CephGate");
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "NotConfigured")
+    );
+    assert!(c.message.contains("--ceph-conf"), "{}", c.message);
+
+    // A CephOSD that opts out: off too, said so, whatever the runtime passes.
+    let mut skipping = host_cr("b");
+    skipping.spec.ceph_gate = Some(crate::crd::CephGate::Skipped);
+    let (mut cluster, _) = rolling();
+    let plan = cluster.reconcile(&skipping);
+    assert_eq!(deletes(&plan).len(), 2);
+    let c = condition(&plan, "CephGate");
+    assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "Skipped"));
+}
+
+#[test]
+fn not_asked_withholds_the_deletions_and_asks_about_their_keys() {
+    let (mut cluster, cr) = rolling();
+    let plan = cluster.reconcile(&cr);
+    assert!(deletes(&plan).is_empty());
+    assert!(!plan.disrupts());
+    let question: Vec<String> = (plan.gate_question.iter().flatten())
+        .map(|s| s.key.to_string())
+        .collect();
+    assert_eq!(question, ["w1:/dev/sdb", "w1:/dev/sdc"]);
+    assert!(plan
+        .gate_question
+        .iter()
+        .flatten()
+        .all(|s| s.pod.as_deref().is_some_and(|p| p.starts_with("osd-w1-"))));
+    assert!(plan
+        .halted
+        .as_deref()
+        .is_some_and(|h| h.contains("asking Ceph")));
+    assert!(plan.status.current_update.is_empty(), "nothing started");
+    assert!(plan.status.ceph_step.is_none());
+}
+
+#[test]
+fn proceed_records_the_step_sets_noout_then_deletes_in_that_order() {
+    let (mut cluster, cr) = rolling();
+    let plan = step_with(&mut cluster, &cr, proceed(&[3, 4]));
+    // The out-of-date marks come last, as without Ceph.
+    assert_eq!(
+        action_kinds(&plan)[..5],
+        [
+            "RecordCephStep",
+            "SetNoout",
+            "Delete",
+            "Delete",
+            "PatchState"
+        ]
+    );
+    assert!(matches!(&plan.actions[1], Action::SetNoout { ids } if *ids == [OsdId(3), OsdId(4)]));
+    let step = plan.status.ceph_step.clone().expect("the step is recorded");
+    assert_eq!(step.keys, ["w1:/dev/sdb", "w1:/dev/sdc"]);
+    assert_eq!(step.noout, [3, 4]);
+    assert_eq!(
+        step.osds
+            .iter()
+            .map(|o| (o.id, o.up_from))
+            .collect::<Vec<_>>(),
+        [(3, 40), (4, 40)]
+    );
+    assert_eq!(plan.status.current_update, ["w1"]);
+    assert!(plan.gate_question.is_none());
+    assert!(plan
+        .requeue_after
+        .is_some_and(|r| r <= SignedDuration::from_secs(2)));
+}
+
+#[test]
+fn proceed_with_nothing_to_stop_deletes_without_noout_or_step() {
+    let (mut cluster, cr) = rolling();
+    let plan = step_with(&mut cluster, &cr, proceed(&[]));
+    assert_eq!(action_kinds(&plan)[..3], ["Delete", "Delete", "PatchState"]);
+    assert!(plan.status.ceph_step.is_none());
+}
+
+#[test]
+fn wait_and_halt_delete_nothing_and_say_why_with_cephs_numbers() {
+    let (mut cluster, cr) = rolling();
+    let wait = GateDecision::Wait {
+        blockers: vec![Blocker::PgsNotClean {
+            not_clean: 17,
+            num_pgs: 33,
+            states: "17 active+undersized+degraded".into(),
+        }],
+    };
+    let plan = step_with(&mut cluster, &cr, wait);
+    assert!(deletes(&plan).is_empty());
+    assert!(plan.status.ceph_step.is_none());
+    let c = condition(&plan, "CephGate");
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "CephPgsNotClean")
+    );
+    assert!(
+        c.message.contains("17 of 33 PGs are not active+clean"),
+        "{}",
+        c.message
+    );
+    assert!(plan
+        .halted
+        .as_deref()
+        .is_some_and(|h| h.contains("17 of 33")));
+    let warnings: Vec<_> = plan.events.iter().filter(|e| e.warning).collect();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].reason.as_str(), "CephGate");
+    assert!(plan.requeue_after.is_some());
+
+    // The same blocker again: no second event.
+    let again = step_with(
+        &mut cluster,
+        &cr,
+        GateDecision::Wait {
+            blockers: vec![Blocker::PgsNotClean {
+                not_clean: 9,
+                num_pgs: 33,
+                states: "9 active+undersized+degraded".into(),
+            }],
+        },
+    );
+    assert!(!event_reasons(&again).contains(&"CephGate"));
+
+    // Halt: another reason, another event.
+    let halt = GateDecision::Halt {
+        blockers: vec![Blocker::IdUnknown {
+            key: "w1:/dev/sdb".into(),
+            pod: None,
+            reason: UnknownReason::NoEvidence {
+                pod: None,
+                reported_by_down: Vec::new(),
+            },
+        }],
+    };
+    let plan = step_with(&mut cluster, &cr, halt);
+    assert!(deletes(&plan).is_empty());
+    let c = condition(&plan, "CephGate");
+    assert_eq!(c.reason, "CephOsdIdUnknown");
+    assert!(
+        c.message.contains("the OSD id of w1:/dev/sdb"),
+        "{}",
+        c.message
+    );
+    assert!(event_reasons(&plan).contains(&"CephGate"));
+}
+
+#[test]
+fn an_answer_about_other_keys_is_no_answer() {
+    let (mut cluster, cr) = rolling();
+    let asked = ask(&mut cluster, &cr);
+    let mut stale = answered(&asked, proceed(&[3, 4]), 3);
+    if let CephInput::Answered(answer) = &mut stale.input {
+        answer.keys.pop_first();
+    }
+    cluster.ceph = stale;
+    let plan = cluster.reconcile(&cr);
+    assert!(deletes(&plan).is_empty());
+    assert!(plan.gate_question.is_some(), "asked again");
+}
+
+/// A rolling cluster after a proceeded step on w1: its pods gone, replacements created.
+fn step_open() -> (Cluster, CephOsd) {
+    let (mut cluster, cr) = rolling();
+    step_with(&mut cluster, &cr, proceed(&[3, 4]));
+    cluster.finish_terminations();
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(creates(&plan).len(), 2, "replacements are never gated");
+    (cluster, cr)
+}
+
+#[test]
+fn an_open_step_blocks_every_rollout_deletion_and_says_what_ceph_lacks() {
+    let (mut cluster, cr) = step_open();
+    cluster.make_all_ready();
+    cluster.ceph = view(
+        CephInput::NotAsked,
+        Some(StepProgress::Booting {
+            pending: vec![OsdId(4)],
+        }),
+    );
+    for _ in 0..3 {
+        let plan = cluster.reconcile(&cr);
+        assert!(deletes(&plan).is_empty(), "w2 waits for the step on w1");
+        assert!(plan.gate_question.is_none(), "Ceph is not asked meanwhile");
+        assert!(plan.status.ceph_step.is_some());
+        let halted = plan.halted.clone().unwrap_or_default();
+        assert!(
+            halted.contains("no new daemon is up yet for osd.4"),
+            "{halted}"
+        );
+        assert!(plan
+            .requeue_after
+            .is_some_and(|r| r <= SignedDuration::from_secs(2)));
+        let c = condition(&plan, "CephGate");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "StepInProgress")
+        );
+    }
+}
+
+#[test]
+fn done_and_ready_clears_noout_and_the_step_then_the_next_step_is_asked() {
+    let (mut cluster, cr) = step_open();
+    cluster.ceph = view(CephInput::NotAsked, Some(StepProgress::Done));
+    // Ceph is done, the replacements are not Ready yet.
+    let plan = cluster.reconcile(&cr);
+    assert!(!action_kinds(&plan).contains(&"ClearNoout"));
+    assert!(plan.status.ceph_step.is_some());
+    assert!(plan.halted.as_deref().is_some_and(|h| h.contains("Ready")));
+
+    cluster.make_all_ready();
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(action_kinds(&plan).first(), Some(&"ClearNoout"));
+    assert!(matches!(&plan.actions[0], Action::ClearNoout { ids } if *ids == [OsdId(3), OsdId(4)]));
+    assert!(plan.status.ceph_step.is_none());
+    assert!(
+        deletes(&plan).is_empty(),
+        "the next step waits for the next reconcile"
+    );
+
+    let plan = ask(&mut cluster, &cr);
+    let question: Vec<String> = (plan.gate_question.iter().flatten())
+        .map(|s| s.key.to_string())
+        .collect();
+    assert_eq!(question, ["w2:/dev/sdb", "w2:/dev/sdc"]);
+}
+
+#[test]
+fn noout_held_too_long_is_cleared_and_the_rollout_stays_halted() {
+    let (mut cluster, cr) = step_open();
+    cluster.make_all_ready();
+    cluster.ceph = view(
+        CephInput::NotAsked,
+        Some(StepProgress::Booting {
+            pending: vec![OsdId(3)],
+        }),
+    );
+    cluster.clock += 31 * 60;
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(action_kinds(&plan).first(), Some(&"ClearNoout"));
+    assert!(deletes(&plan).is_empty());
+    assert!(event_reasons(&plan).contains(&"NooutExpired"));
+    assert!(plan
+        .events
+        .iter()
+        .any(|e| e.warning && e.note.contains("re-replicates")));
+    let step = plan.status.ceph_step.clone().expect("the step stays open");
+    assert!(step.noout.is_empty(), "cleared once");
+    assert_eq!(condition(&plan, "CephGate").reason, "NooutExpired");
+
+    let plan = cluster.reconcile(&cr);
+    assert!(!action_kinds(&plan).contains(&"ClearNoout"), "not again");
+    assert!(deletes(&plan).is_empty(), "still halted");
+}
+
+#[test]
+fn a_step_none_of_whose_pods_went_down_is_given_up_and_asked_again() {
+    let (mut cluster, cr) = rolling();
+    let asked = ask(&mut cluster, &cr);
+    cluster.ceph = answered(&asked, proceed(&[3, 4]), 3);
+    let plan = cluster.reconcile(&cr);
+    // The deletions never reached the API: undo them.
+    for pod in &mut cluster.pods {
+        pod.metadata.deletion_timestamp = None;
+    }
+    assert!(plan.status.ceph_step.is_some());
+    cluster.ceph = not_asked();
+    let plan = cluster.reconcile(&cr);
+    assert!(
+        deletes(&plan).is_empty(),
+        "an old answer takes nothing down"
+    );
+    assert!(plan.status.ceph_step.is_some());
+    cluster.clock += 31;
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(action_kinds(&plan), ["ClearNoout"]);
+    assert!(plan.status.ceph_step.is_none());
+    assert!(ask(&mut cluster, &cr).gate_question.is_some());
+}
+
+#[test]
+fn missing_pods_are_created_while_ceph_is_not_asked_or_says_wait() {
+    let cr = host_cr("a");
+    let mut cluster = converged(&cr);
+    cluster.ceph = not_asked();
+    let gone = cluster.pods.remove(0).name_any();
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(creates(&plan).len(), 1, "{gone} is recreated at once");
+    assert!(plan.gate_question.is_none());
+}
+
+#[test]
+fn skipping_with_a_step_open_clears_its_noout() {
+    let (mut cluster, _) = step_open();
+    let mut skipping = host_cr("b");
+    skipping.spec.ceph_gate = Some(crate::crd::CephGate::Skipped);
+    let plan = cluster.reconcile(&skipping);
+    assert_eq!(action_kinds(&plan).first(), Some(&"ClearNoout"));
+    assert!(plan.status.ceph_step.is_none());
+
+    // Without Ceph configured the step is kept, and said.
+    let (mut cluster, cr) = step_open();
+    cluster.ceph = view(
+        CephInput::Off {
+            why: GateOff::NotConfigured,
+        },
+        None,
+    );
+    let plan = cluster.reconcile(&cr);
+    assert!(!action_kinds(&plan).contains(&"ClearNoout"));
+    assert!(plan.status.ceph_step.is_some());
+    assert!(condition(&plan, "CephGate").message.contains("rm-noout"));
+}
+
+#[test]
+fn learnt_ids_are_kept_in_the_status_for_keys_still_run() {
+    let (mut cluster, cr) = rolling();
+    let asked = ask(&mut cluster, &cr);
+    let mut with_learnt = answered(&asked, GateDecision::no_answer(&"x"), 3);
+    if let CephInput::Answered(answer) = &mut with_learnt.input {
+        answer.learned = BTreeMap::from([
+            (OsdKey::new("w2", "/dev/sdb"), BTreeSet::from([OsdId(7)])),
+            (OsdKey::new("gone", "/dev/sdb"), BTreeSet::from([OsdId(9)])),
+        ]);
+    }
+    cluster.ceph = with_learnt;
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(
+        plan.status.osd_ids,
+        BTreeMap::from([("w2:/dev/sdb".to_owned(), vec![7])])
+    );
+    cluster.ceph = not_asked();
+    assert_eq!(cluster.reconcile(&cr).status.osd_ids.len(), 1, "kept");
+}
+
+/// What the simulated Ceph answers in the property test.
+#[derive(Clone, Debug)]
+enum Said {
+    Nothing,
+    Proceed,
+    ProceedEmpty,
+    Wait,
+    OtherKeys,
+}
+
+fn said() -> impl Strategy<Value = Said> {
+    prop_oneof![
+        Just(Said::Nothing),
+        Just(Said::Proceed),
+        Just(Said::ProceedEmpty),
+        Just(Said::Wait),
+        Just(Said::OtherKeys),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// With the gate on, a plan deletes a rollout pod only on an `Answered` `Proceed` for
+    /// exactly its keys, with no step open, after recording the step and setting noout.
+    #[test]
+    fn no_rollout_pod_goes_down_without_cephs_proceed(
+        rounds in proptest::collection::vec((said(), any::<bool>(), any::<bool>(), 0u8..4), 1..40),
+        domain in prop_oneof![Just(UpdateDomain::Host), Just(UpdateDomain::Osd)],
+    ) {
+        let make = |marker: &str| cr(domain, &HOSTS, &["/dev/sdb", "/dev/sdc"], marker);
+        let mut cluster = converged(&make("a"));
+        let mut markers = ["b", "c", "d"].into_iter().cycle();
+        let mut cr = make("a");
+        for (said, done, ready, kubelet) in rounds {
+            if kubelet == 0 {
+                cr = make(markers.next().unwrap_or("b"));
+            }
+            let step = done.then_some(StepProgress::Done);
+            cluster.ceph = view(CephInput::NotAsked, step.clone());
+            let open_before = cluster.status.as_ref().and_then(|s| s.ceph_step.clone());
+            let asked = ask(&mut cluster, &cr);
+            prop_assert!(!asked.disrupts(), "NotAsked never takes a rollout pod down");
+            if asked.gate_question.is_none() {
+                cluster.reconcile(&cr);
+            }
+            if let Some(question) = asked.gate_question.clone() {
+                prop_assert!(open_before.is_none() || asked.status.ceph_step.is_none());
+                let decision = match said {
+                    Said::Nothing => None,
+                    Said::Proceed | Said::OtherKeys => Some(proceed(&[3, 4])),
+                    Said::ProceedEmpty => Some(proceed(&[])),
+                    Said::Wait => Some(GateDecision::no_answer(&"timeout")),
+                };
+                if let Some(decision) = decision {
+                    let mut answer = answered(&asked, decision.clone(), 3);
+                    if let (Said::OtherKeys, CephInput::Answered(a)) = (&said, &mut answer.input) {
+                        a.keys.insert(OsdKey::new("elsewhere", "/dev/sdz"), BTreeSet::new());
+                    }
+                    answer.step = step;
+                    cluster.ceph = answer;
+                    let before = cluster.status.clone();
+                    let plan = cluster.reconcile(&cr);
+                    if plan.disrupts() {
+                        prop_assert!(matches!(said, Said::Proceed | Said::ProceedEmpty), "{said:?}");
+                        prop_assert!(before.and_then(|s| s.ceph_step).is_none(), "a step was open");
+                        let asked_keys: BTreeSet<String> =
+                            question.iter().map(|s| s.key.to_string()).collect();
+                        let replaced: BTreeSet<String> =
+                            plan.replacing.iter().map(ToString::to_string).collect();
+                        prop_assert!(replaced.is_subset(&asked_keys), "{replaced:?} ⊄ {asked_keys:?}");
+                        let kinds = action_kinds(&plan);
+                        if matches!(said, Said::Proceed) {
+                            prop_assert_eq!(&kinds[..2], &["RecordCephStep", "SetNoout"]);
+                        } else {
+                            prop_assert!(!kinds.contains(&"SetNoout"));
+                        }
+                    }
+                }
+            }
+            if kubelet == 1 || kubelet == 3 {
+                cluster.finish_terminations();
+            }
+            if ready || kubelet == 2 {
+                cluster.make_all_ready();
+            }
+            cluster.clock += 5;
+        }
+    }
+}
