@@ -54,7 +54,15 @@ fn render_prints_the_samples_pods_with_the_reference_hash() {
             .collect();
         assert_eq!(
             env,
-            ["TEST", "OSD_DEVICE", "OSD_DB_DEVICE", "OSD_WAL_DEVICE"]
+            [
+                "TEST",
+                "OSD_DEVICE",
+                "OSD_DB_DEVICE",
+                "OSD_WAL_DEVICE",
+                "POD_NAME",
+                "POD_NAMESPACE",
+                "NODE_NAME"
+            ]
         );
         let host = annotations["ceph.elemental.net/host"].clone();
         assert_eq!(

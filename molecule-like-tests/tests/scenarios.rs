@@ -162,7 +162,10 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
             .iter()
             .map(|e| {
                 let value = match (e["value"].as_str(), e.get("valueFrom")) {
-                    (_, Some(from)) => format!("not a plain value: {from}"),
+                    (_, Some(from)) => format!(
+                        "from {}",
+                        from["fieldRef"]["fieldPath"].as_str().unwrap_or("?")
+                    ),
                     // The API server leaves out an empty value.
                     (value, None) => value.unwrap_or_default().to_owned(),
                 };
@@ -174,6 +177,10 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
             ("OSD_DEVICE", key.data.as_str()),
             ("OSD_DB_DEVICE", sample_db(&key.data)),
             ("OSD_WAL_DEVICE", ""),
+            // The pod as its Ceph daemon reports it (`ceph osd metadata`).
+            ("POD_NAME", "from metadata.name"),
+            ("POD_NAMESPACE", "from metadata.namespace"),
+            ("NODE_NAME", "from spec.nodeName"),
         ]
         .iter()
         .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))

@@ -227,11 +227,40 @@ mod tests {
         };
         assert_eq!(
             names(&pod["spec"]["containers"][0]),
-            ["TEST", "OSD_DEVICE", "OSD_DB_DEVICE", "OSD_WAL_DEVICE"]
+            [
+                "TEST",
+                "OSD_DEVICE",
+                "OSD_DB_DEVICE",
+                "OSD_WAL_DEVICE",
+                "POD_NAME",
+                "POD_NAMESPACE",
+                "NODE_NAME"
+            ]
         );
         assert_eq!(
             names(&pod["spec"]["initContainers"][0]),
-            ["OSD_DEVICE", "OSD_DB_DEVICE", "OSD_WAL_DEVICE"]
+            [
+                "OSD_DEVICE",
+                "OSD_DB_DEVICE",
+                "OSD_WAL_DEVICE",
+                "POD_NAME",
+                "POD_NAMESPACE",
+                "NODE_NAME"
+            ]
+        );
+        // The pod as Ceph records it: from the downward API.
+        let env = &pod["spec"]["containers"][0]["env"];
+        assert_eq!(
+            env[4]["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.name"
+        );
+        assert_eq!(
+            env[5]["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.namespace"
+        );
+        assert_eq!(
+            env[6]["valueFrom"]["fieldRef"]["fieldPath"],
+            "spec.nodeName"
         );
         assert!(pod["spec"]["ephemeralContainers"][0].get("env").is_none());
         // Plain values (the operator's record of the devices), not the downward API: an
