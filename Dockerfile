@@ -6,7 +6,11 @@ WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p ceph-osd-operator
 
-FROM gcr.io/distroless/cc-debian12:nonroot
+# Debian's ceph-common: the `ceph` CLI the Ceph gate runs (ok-to-stop, noout, pg stat).
+FROM docker.io/library/debian:bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ceph-common \
+    && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/target/release/ceph-osd-operator /usr/local/bin/ceph-osd-operator
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/ceph-osd-operator"]
