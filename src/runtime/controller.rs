@@ -374,8 +374,11 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     let ceph = ctx.ceph.as_deref();
     let view = first_view(ceph, &ctx.memory, &cr, &ctx.settings.gate).await;
     let mut plan = planned(&cr, &expanded, &observation, claimed.as_deref(), &view, now);
-    // A question to Ceph is asked while the view is read again: pods go down only on both.
-    let answered = plan
+    // Pods go down only on a view as new as the decision: a plan that takes pods down, or
+    // asks Ceph whether it may, is made again from the CephOSD and its pods read again (a
+    // cache may be seconds behind, and a domain it shows available be down), and Ceph's
+    // answer, asked meanwhile.
+    let answering = plan
         .gate_question
         .clone()
         .zip(ceph)
@@ -383,60 +386,32 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
             async move { answer(ceph, &cr, &observed, &pods, &question).await }
         });
-    let mut answered = match answered {
-        Some(answering) if observation.fingerprint.is_none() => Some(answering.await),
-        Some(answering) => {
-            let crs: Api<CephOsd> = Api::namespaced(ctx.client.clone(), &namespace);
-            let name = cr.name_any();
-            let fresh_cr = crs.get(&name);
-            let subject = Subject {
-                cr: &cr,
-                expanded: &expanded,
-                claimed: claimed.as_deref(),
-            };
-            let fresh_objects = ctx.owned.fresh(&subject, &watched_pods, &replica_sets, now);
-            let (fresh_cr, fresh_objects, answer) =
-                futures::join!(fresh_cr, fresh_objects, answering);
-            let fresh_cr = fresh_cr.map_err(|source| ReconcileError::Get {
-                cr: cr_name.clone(),
-                source,
-            })?;
-            observation = fresh_objects.map_err(list_failed)?;
-            if fresh_cr.resource_version() != cr.resource_version() {
-                cr = ctx.memory.latest(Arc::new(fresh_cr));
-                if cr.metadata.deletion_timestamp.is_some() {
-                    return Ok(Action::await_change());
-                }
-                expanded = ctx.memory.expanded(&cr);
-                claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
-            }
-            Some(answer)
+    let answering = async move {
+        match answering {
+            Some(answering) => Some(answering.await),
+            None => None,
         }
-        None => None,
     };
-    if let Some(answer) = answered.take() {
-        let label = decision_label(&answer.decision);
-        ctx.metrics.gate_decided(label);
-        info!(cephosd = %cr_name, decision = %answer.decision, category = label, "asked Ceph before a rollout step");
-        let view = CephView {
-            input: CephInput::Answered(answer),
-            ..view.clone()
-        };
-        plan = planned(&cr, &expanded, &observation, claimed.as_deref(), &view, now);
-        debug!(cephosd = %cr_name, disrupts = plan.disrupts(), "planned again with Ceph's answer");
-    } else if plan.disrupts() && observation.fingerprint.is_some() {
-        // Pods go down only on a view as new as the decision: the CephOSD and its pods read
-        // again (a cache may be seconds behind, and a domain it shows available be down).
+    let read_again =
+        observation.fingerprint.is_some() && (plan.disrupts() || plan.gate_question.is_some());
+    let (fresh, answered) = if read_again {
         let crs: Api<CephOsd> = Api::namespaced(ctx.client.clone(), &namespace);
         let name = cr.name_any();
-        let fresh_cr = crs.get(&name);
         let subject = Subject {
             cr: &cr,
             expanded: &expanded,
             claimed: claimed.as_deref(),
         };
-        let fresh_objects = ctx.owned.fresh(&subject, &watched_pods, &replica_sets, now);
-        let (fresh_cr, fresh_objects) = futures::join!(fresh_cr, fresh_objects);
+        let fresh = futures::future::join(
+            crs.get(&name),
+            ctx.owned.fresh(&subject, &watched_pods, &replica_sets, now),
+        );
+        let ((fresh_cr, fresh_objects), answered) = futures::join!(fresh, answering);
+        (Some((fresh_cr, fresh_objects)), answered)
+    } else {
+        (None, answering.await)
+    };
+    if let Some((fresh_cr, fresh_objects)) = fresh {
         let fresh_cr = fresh_cr.map_err(|source| ReconcileError::Get {
             cr: cr_name.clone(),
             source,
@@ -450,8 +425,22 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             expanded = ctx.memory.expanded(&cr);
             claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
         }
+    }
+    let view = match answered {
+        Some(answer) => {
+            let label = decision_label(&answer.decision);
+            ctx.metrics.gate_decided(label);
+            info!(cephosd = %cr_name, decision = %answer.decision, category = label, "asked Ceph before a rollout step");
+            CephView {
+                input: CephInput::Answered(answer),
+                ..view
+            }
+        }
+        None => view,
+    };
+    if read_again || matches!(view.input, CephInput::Answered(_)) {
         plan = planned(&cr, &expanded, &observation, claimed.as_deref(), &view, now);
-        debug!(cephosd = %cr_name, disrupts = plan.disrupts(), "planned again from a fresh read");
+        debug!(cephosd = %cr_name, disrupts = plan.disrupts(), "planned again from a fresh read and Ceph's answer");
     }
     let s = &plan.summary;
     macro_rules! reconciled {
