@@ -901,4 +901,4 @@ fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
