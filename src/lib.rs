@@ -6,6 +6,7 @@
 //! Public: the resource types (`crd`), the label and annotation keys (`labels`), and what the
 //! binary, the end-to-end harness and the benchmarks use, re-exported below.
 
+pub mod ceph;
 pub mod crd;
 pub mod labels;
 

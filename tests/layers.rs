@@ -53,7 +53,7 @@ fn the_layers_form_no_circle() {
 
 /// The layers in order: each uses only those before it.
 const LAYERS: [&[&str]; 5] = [
-    &["labels", "hash"],
+    &["labels", "hash", "ceph"],
     &["crd"],
     &["pod", "testing"],
     &["plan"],

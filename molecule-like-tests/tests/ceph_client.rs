@@ -1,0 +1,462 @@
+//! The operator's Ceph client against real Ceph daemons (Debian's 16.2.15, cephx on), with the
+//! operator's own key and its minimal caps: every answer parsed, ok-to-stop yes for one host
+//! and no (with Ceph's numbers) for all, noout set and cleared on exactly the asked OSDs, a pod
+//! mapped to its OSD from the daemon's own report, a key without the caps refused clearly, and
+//! with the mgr or the mon stopped an error within the call's bound and no `ceph` child left.
+//!
+//! Needs only the Ceph packages (`molecule-like-tests/ceph install`), not the control plane.
+//! One cluster of 3 OSDs (one per CRUSH host, pool size 3, min_size 2) in a state dir and on a
+//! mon port of its own, brought down at the end, also when the test fails.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::needless_pass_by_value
+)]
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::ceph::{
+    confirm, gather_facts, map_osd_ids, precheck, CephClient, CephError, CephUser, CliClient,
+    CliSettings, GateDecision, IdSource, KeyIds, KeyToMap, OsdId, PgStates, PodRef, UnknownReason,
+};
+
+/// The operator's Ceph user, with the minimal caps `molecule-like-tests/ceph` gives it.
+const OPERATOR_USER: &str = "client.ceph-osd-operator";
+/// A user whose caps are too small for the operator (mon `allow r`).
+const NOCAPS_USER: &str = "client.nocaps";
+
+/// The bound of one call in this test: far above a healthy answer (~0.2 s, mon writes ~1 s),
+/// short enough for the hanging cases.
+const CALL_BOUND: Duration = Duration::from_secs(3);
+/// The bound where a call is meant to hang: the CLI's answers take 0.2-1 s here.
+const HANG_BOUND: Duration = Duration::from_secs(2);
+/// Slack on top of the bound for the kill and the reap.
+const KILL_SLACK: Duration = Duration::from_secs(1);
+
+async fn timed<T>(what: &str, call: impl Future<Output = T>) -> (T, Duration) {
+    let started = Instant::now();
+    let out = call.await;
+    let took = started.elapsed();
+    eprintln!("[ceph_client] {what}: {} ms", took.as_millis());
+    (out, took)
+}
+
+fn ids(ids: &[u32]) -> BTreeSet<OsdId> {
+    ids.iter().copied().map(OsdId).collect()
+}
+
+/// A running cluster of `molecule-like-tests/ceph`; `down` on drop.
+struct CephCluster {
+    state: PathBuf,
+    mon_port: u16,
+}
+
+impl CephCluster {
+    /// `ceph up <osds>` in `<repo>/target/ceph-<name>-<tag>` on a free port; every PG is
+    /// active+clean when it returns. The guard exists before `up`: a half-started cluster is
+    /// brought down too.
+    fn up(name: &str, osds: u32) -> Self {
+        assert!(
+            Command::new("ceph").arg("--version").output().is_ok(),
+            "the ceph CLI is not installed; run molecule-like-tests/ceph install"
+        );
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        // Short: admin sockets under it must fit a unix socket path (107 bytes).
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let tag = (std::process::id() ^ nanos) & 0xff_ffff;
+        let cluster = Self {
+            state: repo.join("target").join(format!("ceph-{name}-{tag:06x}")),
+            mon_port: std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .unwrap()
+                .port(),
+        };
+        cluster.run(&["up", &osds.to_string()]);
+        cluster
+    }
+
+    /// `molecule-like-tests/ceph <args>` on this cluster: its stdout; panics with its stderr.
+    fn run(&self, args: &[&str]) -> String {
+        let started = Instant::now();
+        let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("ceph"))
+            .args(args)
+            .env("CEPH_STATE", &self.state)
+            .env("CEPH_MON_PORT", self.mon_port.to_string())
+            .output()
+            .unwrap();
+        eprintln!(
+            "[ceph_client] molecule-like-tests/ceph {}: {} ms",
+            args.join(" "),
+            started.elapsed().as_millis()
+        );
+        assert!(
+            out.status.success(),
+            "molecule-like-tests/ceph {} failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A CLI client as `user`, each call bounded by `timeout`.
+    fn client(&self, user: &str, timeout: Duration) -> CliClient {
+        CliClient::new(CliSettings {
+            conf: Some(self.state.join("ceph.conf")),
+            keyring: Some(self.state.join(format!("{user}.keyring"))),
+            user: Some(CephUser::Name(user.to_owned())),
+            timeout,
+            ..CliSettings::default()
+        })
+    }
+
+    /// Pids of processes whose command line names this cluster's ceph.conf and `word`.
+    fn processes_with(&self, word: &str) -> Vec<u32> {
+        let conf = self.state.join("ceph.conf").to_string_lossy().into_owned();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| {
+                let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                (cmdline.contains(&conf) && cmdline.contains(word)).then_some(pid)
+            })
+            .collect()
+    }
+}
+
+impl Drop for CephCluster {
+    /// Brings the cluster down; after a failure its logs are kept beside the state dir first.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let kept = self.state.with_extension("logs");
+            let copied = Command::new("cp")
+                .arg("-a")
+                .arg(self.state.join("logs"))
+                .arg(&kept)
+                .status();
+            if copied.is_ok_and(|s| s.success()) {
+                eprintln!("[ceph_client] Ceph's logs kept in {}", kept.display());
+            }
+        }
+        let down = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("ceph"))
+            .arg("down")
+            .env("CEPH_STATE", &self.state)
+            .env("CEPH_MON_PORT", self.mon_port.to_string())
+            .status();
+        if !down.as_ref().is_ok_and(std::process::ExitStatus::success) {
+            eprintln!(
+                "[ceph_client] bringing {} down failed: {down:?}",
+                self.state.display()
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_key_against_a_real_ceph() {
+    let started = Instant::now();
+    let cluster = CephCluster::up("client", 3);
+    let op = cluster.client(OPERATOR_USER, CALL_BOUND);
+
+    answers_parse(&op).await;
+    ok_to_stop_one_host_yes_all_no(&op).await;
+    noout_on_exactly_the_asked_osds(&op).await;
+    a_pod_maps_to_the_osd_it_runs(&cluster, &op).await;
+    a_key_without_the_caps_is_refused_clearly(&cluster).await;
+    without_a_mgr_mgr_calls_time_out_and_leave_no_child(&cluster, &op).await;
+    without_a_mon_every_call_fails_within_the_bound(&cluster).await;
+
+    eprintln!(
+        "[ceph_client] checks done after {:.1} s",
+        started.elapsed().as_secs_f32()
+    );
+    drop(cluster);
+    eprintln!(
+        "[ceph_client] whole test with down: {:.1} s",
+        started.elapsed().as_secs_f32()
+    );
+}
+
+async fn answers_parse(op: &impl CephClient) {
+    let (status, _) = timed("status", op.status()).await;
+    let status = status.unwrap();
+    assert_eq!(status.quorum_names, ["a"]);
+    assert!(status.mgr_available);
+
+    let (pgs, _) = timed("pg stat", op.pg_states()).await;
+    let pgs = pgs.unwrap();
+    assert!(pgs.all_clean(), "{pgs:?}");
+    assert!(pgs.num_pgs >= 32, "{pgs:?}");
+
+    let (dump, _) = timed("osd dump", op.osd_dump()).await;
+    let dump = dump.unwrap();
+    assert_eq!(
+        dump.osds.keys().copied().collect::<BTreeSet<_>>(),
+        ids(&[0, 1, 2])
+    );
+    assert!(dump
+        .osds
+        .values()
+        .all(|o| o.up && o.is_in && !o.noout && o.up_from > 0));
+
+    let (metadata, _) = timed("osd metadata", op.osd_metadata()).await;
+    let metadata = metadata.unwrap();
+    assert_eq!(metadata.len(), 3);
+    // Started without POD_NAME: no pod in the report.
+    assert!(
+        metadata.values().all(|m| m.pod_name.is_none()),
+        "{metadata:?}"
+    );
+
+    let (facts, _) = timed("status + osd dump + pg stat in parallel", gather_facts(op)).await;
+    let facts = facts.unwrap();
+    assert!(facts.pgs.as_ref().is_some_and(PgStates::all_clean));
+}
+
+async fn ok_to_stop_one_host_yes_all_no(op: &impl CephClient) {
+    let facts = gather_facts(op).await.unwrap();
+    let domain = [KeyToMap {
+        key: "host-1:/dev/sdb".into(),
+        pod: None,
+        recorded: ids(&[1]),
+        stated: None,
+    }];
+    let mapped = map_osd_ids(&domain, &op.osd_metadata().await.unwrap(), &facts.osds);
+    let GateDecision::Proceed { ids: to_ask } = precheck(&facts, &mapped) else {
+        panic!("{}", precheck(&facts, &mapped))
+    };
+    assert_eq!(to_ask, ids(&[1]));
+    let asked: Vec<OsdId> = to_ask.iter().copied().collect();
+    let (answer, _) = timed("osd ok-to-stop 1", op.ok_to_stop(&asked)).await;
+    let answer = answer.unwrap();
+    assert!(answer.ok_to_stop, "{answer:?}");
+    assert_eq!(answer.osds, ids(&[1]));
+    assert!(
+        answer.num_ok_pgs > 0 && answer.num_not_ok_pgs == 0,
+        "{answer:?}"
+    );
+    assert_eq!(
+        confirm(&to_ask, &answer),
+        GateDecision::Proceed { ids: ids(&[1]) }
+    );
+
+    // Two hosts and more: not ok (rc 16), with Ceph's numbers.
+    let all = [OsdId(0), OsdId(1), OsdId(2)];
+    let (answer, _) = timed("osd ok-to-stop 0 1 2 (rc 16)", op.ok_to_stop(&all)).await;
+    let answer = answer.unwrap();
+    assert!(!answer.ok_to_stop);
+    assert_eq!(answer.osds, ids(&[0, 1, 2]));
+    assert!(answer.num_not_ok_pgs > 0, "{answer:?}");
+    assert!(!answer.bad_become_inactive.is_empty(), "{answer:?}");
+    let decision = confirm(&ids(&[0, 1, 2]), &answer);
+    assert!(matches!(decision, GateDecision::Wait { .. }), "{decision}");
+    let message = decision.to_string();
+    assert!(
+        message.contains(&format!(
+            "{} would become inactive",
+            answer.bad_become_inactive.len()
+        )),
+        "{message}"
+    );
+    eprintln!("[ceph_client] gate: {message}");
+    let answer = op.ok_to_stop(&[OsdId(0), OsdId(2)]).await.unwrap();
+    assert!(!answer.ok_to_stop, "{answer:?}");
+
+    // Ceph says yes for an OSD that does not exist; the gate never asks about it.
+    let answer = op.ok_to_stop(&[OsdId(99)]).await.unwrap();
+    assert!(answer.ok_to_stop);
+    let unknown = map_osd_ids(
+        &[KeyToMap {
+            key: "host-9:/dev/sdz".into(),
+            pod: None,
+            recorded: ids(&[99]),
+            stated: None,
+        }],
+        &op.osd_metadata().await.unwrap(),
+        &facts.osds,
+    );
+    let decision = precheck(&facts, &unknown);
+    assert!(matches!(decision, GateDecision::Halt { .. }), "{decision}");
+    assert_eq!(
+        decision.to_string(),
+        "osd.99 (of host-9:/dev/sdz) is not in the osdmap"
+    );
+
+    // Ids Ceph cannot read: rc 22, its stderr quoted.
+    let e = op.ok_to_stop(&[]).await.unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            CephError::Failed {
+                exit_code: Some(22),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    eprintln!("[ceph_client] ok-to-stop without ids: {e}");
+}
+
+async fn noout_on_exactly_the_asked_osds(op: &impl CephClient) {
+    let two = [OsdId(0), OsdId(2)];
+    let (r, _) = timed("osd add-noout osd.0 osd.2", op.add_noout(&two)).await;
+    r.unwrap();
+    let dump = op.osd_dump().await.unwrap();
+    assert!(dump.without_noout(&two).is_empty(), "{dump:?}");
+    assert_eq!(dump.with_noout(&ids(&[0, 1, 2])), two);
+    // Idempotent.
+    let (r, _) = timed("osd add-noout again", op.add_noout(&two)).await;
+    r.unwrap();
+    let (r, _) = timed("osd rm-noout osd.0 osd.2", op.rm_noout(&two)).await;
+    r.unwrap();
+    let dump = op.osd_dump().await.unwrap();
+    assert!(dump.with_noout(&ids(&[0, 1, 2])).is_empty(), "{dump:?}");
+    op.rm_noout(&two).await.unwrap();
+
+    // rc 0 for an OSD that does not exist: only the read-back tells.
+    op.add_noout(&[OsdId(7)]).await.unwrap();
+    let dump = op.osd_dump().await.unwrap();
+    assert_eq!(dump.without_noout(&ids(&[7])), [OsdId(7)]);
+}
+
+async fn a_pod_maps_to_the_osd_it_runs(cluster: &CephCluster, op: &impl CephClient) {
+    let id: u32 = cluster
+        .run(&["osd-create", "--host", "host-0"])
+        .trim()
+        .parse()
+        .unwrap();
+    let metadata = op.osd_metadata().await.unwrap();
+    // Created, never booted: only its id.
+    let never_booted = &metadata[&OsdId(id)];
+    assert!(never_booted.hostname.is_none() && never_booted.pod_name.is_none());
+
+    let pod = PodRef {
+        namespace: "ceph-client-test".into(),
+        name: "osd-node-x-sdb-k2x7q".into(),
+        node: "node-x".into(),
+    };
+    let started = Instant::now();
+    cluster.run(&[
+        "osd-start",
+        &id.to_string(),
+        "--host",
+        "host-0",
+        "--pod-name",
+        &pod.name,
+        "--pod-namespace",
+        &pod.namespace,
+        "--node-name",
+        &pod.node,
+        "--wait",
+    ]);
+    eprintln!(
+        "[ceph_client] osd.{id} started and up in {} ms",
+        started.elapsed().as_millis()
+    );
+    let key = |pod: Option<PodRef>| KeyToMap {
+        key: "node-x:/dev/sdb".into(),
+        pod,
+        recorded: BTreeSet::new(),
+        stated: None,
+    };
+    let (metadata, dump) = tokio::join!(op.osd_metadata(), op.osd_dump());
+    let (metadata, dump) = (metadata.unwrap(), dump.unwrap());
+    let mapped = map_osd_ids(&[key(Some(pod.clone()))], &metadata, &dump);
+    assert_eq!(
+        mapped[0].ids,
+        KeyIds::Known {
+            ids: ids(&[id]),
+            source: IdSource::Metadata
+        }
+    );
+
+    // Stopped, its report is no longer trusted.
+    cluster.run(&["osd-stop", &id.to_string()]);
+    let dump = op.osd_dump().await.unwrap();
+    assert!(!dump.osds[&OsdId(id)].up);
+    let mapped = map_osd_ids(&[key(Some(pod.clone()))], &metadata, &dump);
+    assert_eq!(
+        mapped[0].ids,
+        KeyIds::Unknown(UnknownReason::NoEvidence {
+            pod: Some(pod),
+            reported_by_down: vec![OsdId(id)]
+        })
+    );
+}
+
+async fn a_key_without_the_caps_is_refused_clearly(cluster: &CephCluster) {
+    let nocaps = cluster.client(NOCAPS_USER, CALL_BOUND);
+    nocaps.status().await.unwrap();
+    for (what, result) in [
+        ("ok-to-stop", nocaps.ok_to_stop(&[OsdId(0)]).await.err()),
+        ("pg stat", nocaps.pg_states().await.err()),
+        ("add-noout", nocaps.add_noout(&[OsdId(0)]).await.err()),
+    ] {
+        let e = result.unwrap_or_else(|| panic!("{what} succeeded without its caps"));
+        assert!(e.is_access_denied(), "{what}: {e:?}");
+        assert_eq!(e.category(), "CephAccessDenied");
+        assert!(e.to_string().contains("Error EACCES: access denied"), "{e}");
+        eprintln!("[ceph_client] {e}");
+    }
+}
+
+async fn without_a_mgr_mgr_calls_time_out_and_leave_no_child(
+    cluster: &CephCluster,
+    op: &impl CephClient,
+) {
+    cluster.run(&["mgr-stop"]);
+    // The mon answers and says no mgr: the gate waits without waiting for `pg stat`.
+    let (facts, took) = timed("gather without a mgr", gather_facts(op)).await;
+    let facts = facts.unwrap();
+    assert!(!facts.status.mgr_available && facts.pgs.is_none());
+    assert!(took < CALL_BOUND, "{took:?}");
+    let decision = precheck(&facts, &[]);
+    assert!(matches!(decision, GateDecision::Wait { .. }), "{decision}");
+    eprintln!("[ceph_client] gate: {decision}");
+
+    let hang = cluster.client(OPERATOR_USER, HANG_BOUND);
+    let ((ok_to_stop, pgs), took) = timed("ok-to-stop and pg stat without a mgr", async {
+        tokio::join!(hang.ok_to_stop(&[OsdId(0)]), hang.pg_states())
+    })
+    .await;
+    for e in [ok_to_stop.unwrap_err(), pgs.unwrap_err()] {
+        assert!(
+            matches!(e, CephError::Timeout { timeout, .. } if timeout == HANG_BOUND),
+            "{e:?}"
+        );
+        eprintln!("[ceph_client] {e}");
+    }
+    assert!(took < HANG_BOUND + KILL_SLACK, "{took:?}");
+    let left = cluster.processes_with("--format");
+    assert!(left.is_empty(), "ceph children left: {left:?}");
+}
+
+async fn without_a_mon_every_call_fails_within_the_bound(cluster: &CephCluster) {
+    cluster.run(&["mon-stop"]);
+    let hang = cluster.client(OPERATOR_USER, HANG_BOUND);
+    let ((status, dump), took) = timed("status and osd dump without a mon", async {
+        tokio::join!(hang.status(), hang.osd_dump())
+    })
+    .await;
+    for e in [status.unwrap_err(), dump.unwrap_err()] {
+        eprintln!("[ceph_client] {e}");
+    }
+    assert!(took < HANG_BOUND + KILL_SLACK, "{took:?}");
+    let left = cluster.processes_with("--format");
+    assert!(left.is_empty(), "ceph children left: {left:?}");
+
+    // Back: it answers again (and `down` stops the OSDs quickly with a mon to tell).
+    cluster.run(&["mon-start"]);
+    let (status, _) = timed("status after the mon is back", hang.status()).await;
+    assert!(status.unwrap().quorum_names == ["a"]);
+}

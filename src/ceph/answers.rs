@@ -1,0 +1,550 @@
+//! What Ceph answers, parsed: the JSON of `status`, `pg stat`, `osd dump`, `osd metadata` and
+//! `osd ok-to-stop` (`-f json`) into the few facts the rollout gate reads. Pure: bytes in,
+//! typed facts or an error naming the field out; never a panic, whatever the bytes.
+
+use super::osd_id::OsdId;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// An answer that is not the JSON expected: where (`osds[2].up_from`, `.` for the whole
+/// answer) and what serde said.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("at `{path}`: {message}")]
+pub struct ParseError {
+    pub path: String,
+    pub message: String,
+}
+
+fn parse<T: DeserializeOwned>(json: &[u8]) -> Result<T, ParseError> {
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| ParseError {
+        path: e.path().to_string(),
+        message: e.inner().to_string(),
+    })?;
+    de.end().map_err(|e| ParseError {
+        path: ".".to_owned(),
+        message: e.to_string(),
+    })?;
+    Ok(value)
+}
+
+/// `items` by their OSD id; an id listed twice is an error at `path_of(its index)`.
+fn by_id<T>(
+    items: impl IntoIterator<Item = T>,
+    id_of: impl Fn(&T) -> OsdId,
+    path_of: impl Fn(usize) -> String,
+) -> Result<BTreeMap<OsdId, T>, ParseError> {
+    let mut out = BTreeMap::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let id = id_of(&item);
+        if out.insert(id, item).is_some() {
+            return Err(ParseError {
+                path: path_of(i),
+                message: format!("{id} is listed twice"),
+            });
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// ceph status
+
+/// `ceph status` (answered by the mon): quorum and whether a mgr is available. Its PG digest
+/// is not kept: it is the mon's copy of the mgr's, stale while the mgr is down and later than
+/// `pg stat` otherwise.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterStatus {
+    /// Ranks of the mons in quorum.
+    pub quorum: Vec<u32>,
+    pub quorum_names: Vec<String>,
+    /// `mgrmap.available`: without a mgr, PG states and ok-to-stop are not answered.
+    pub mgr_available: bool,
+    /// `HEALTH_OK`, `HEALTH_WARN`, `HEALTH_ERR`.
+    pub health: String,
+    /// Health check name → its summary (`MGR_DOWN` → `no active mgr`).
+    pub health_checks: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct RawStatus {
+    quorum: Vec<u32>,
+    #[serde(default)]
+    quorum_names: Vec<String>,
+    mgrmap: RawMgrMap,
+    health: RawHealth,
+}
+
+#[derive(Deserialize)]
+struct RawMgrMap {
+    available: bool,
+}
+
+#[derive(Deserialize)]
+struct RawHealth {
+    status: String,
+    #[serde(default)]
+    checks: BTreeMap<String, RawHealthCheck>,
+}
+
+#[derive(Deserialize)]
+struct RawHealthCheck {
+    #[serde(default)]
+    summary: RawHealthSummary,
+}
+
+#[derive(Deserialize, Default)]
+struct RawHealthSummary {
+    #[serde(default)]
+    message: String,
+}
+
+pub fn parse_status(json: &[u8]) -> Result<ClusterStatus, ParseError> {
+    let raw: RawStatus = parse(json)?;
+    Ok(ClusterStatus {
+        quorum: raw.quorum,
+        quorum_names: raw.quorum_names,
+        mgr_available: raw.mgrmap.available,
+        health: raw.health.status,
+        health_checks: raw
+            .health
+            .checks
+            .into_iter()
+            .map(|(name, check)| (name, check.summary.message))
+            .collect(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// ceph pg stat
+
+/// `ceph pg stat` (answered by the mgr): how many PGs are in each state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgStates {
+    /// `pg_ready`: false right after a mgr start, before it has heard from the OSDs.
+    pub ready: bool,
+    pub num_pgs: u64,
+    /// In Ceph's order; state names as Ceph writes them (`active+undersized+degraded`).
+    pub by_state: Vec<PgStateCount>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct PgStateCount {
+    #[serde(rename = "name")]
+    pub state: String,
+    #[serde(rename = "num")]
+    pub count: u64,
+}
+
+#[derive(Deserialize)]
+struct RawPgStat {
+    pg_ready: bool,
+    pg_summary: RawPgSummary,
+}
+
+#[derive(Deserialize)]
+struct RawPgSummary {
+    num_pg_by_state: Vec<PgStateCount>,
+    /// Absent when there are no PGs.
+    #[serde(default)]
+    num_pgs: u64,
+}
+
+pub fn parse_pg_stat(json: &[u8]) -> Result<PgStates, ParseError> {
+    let raw: RawPgStat = parse(json)?;
+    Ok(PgStates {
+        ready: raw.pg_ready,
+        num_pgs: raw.pg_summary.num_pgs,
+        by_state: raw.pg_summary.num_pg_by_state,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// ceph osd dump
+
+/// `ceph osd dump` (answered by the mon): the osdmap's epoch and every OSD that exists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OsdDump {
+    pub epoch: u64,
+    pub osds: BTreeMap<OsdId, OsdInfo>,
+}
+
+/// One OSD in the osdmap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OsdInfo {
+    pub id: OsdId,
+    pub up: bool,
+    /// `in`: holds data (an OSD down longer than the down-out interval is marked out).
+    pub is_in: bool,
+    /// The epoch the OSD's current (or last) daemon booted in: a restarted daemon gets a newer one.
+    pub up_from: u64,
+    /// `noout` in the OSD's `state` (its own flag, `osd add-noout`).
+    pub noout: bool,
+    /// Ceph's `state` words (`exists`, `up`, `noout`, `destroyed`, ...).
+    pub state: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RawOsdDump {
+    epoch: u64,
+    osds: Vec<RawOsd>,
+}
+
+#[derive(Deserialize)]
+struct RawOsd {
+    osd: u32,
+    up: u8,
+    #[serde(rename = "in")]
+    is_in: u8,
+    up_from: u64,
+    state: Vec<String>,
+}
+
+pub fn parse_osd_dump(json: &[u8]) -> Result<OsdDump, ParseError> {
+    let raw: RawOsdDump = parse(json)?;
+    let osds = by_id(
+        raw.osds.into_iter().map(|osd| OsdInfo {
+            id: OsdId(osd.osd),
+            up: osd.up != 0,
+            is_in: osd.is_in != 0,
+            up_from: osd.up_from,
+            noout: osd.state.iter().any(|s| s == "noout"),
+            state: osd.state,
+        }),
+        |o| o.id,
+        |i| format!("osds[{i}].osd"),
+    )?;
+    Ok(OsdDump {
+        epoch: raw.epoch,
+        osds,
+    })
+}
+
+impl OsdDump {
+    /// Of `ids`, those without their own `noout` flag (or not in the osdmap at all).
+    pub fn without_noout<'a>(&self, ids: impl IntoIterator<Item = &'a OsdId>) -> Vec<OsdId> {
+        ids.into_iter()
+            .filter(|id| !self.osds.get(id).is_some_and(|o| o.noout))
+            .copied()
+            .collect()
+    }
+
+    /// Of `ids`, those that still carry their own `noout` flag.
+    pub fn with_noout<'a>(&self, ids: impl IntoIterator<Item = &'a OsdId>) -> Vec<OsdId> {
+        ids.into_iter()
+            .filter(|id| self.osds.get(id).is_some_and(|o| o.noout))
+            .copied()
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ceph osd metadata
+
+/// What an OSD's daemon reported about itself when it last booted (`ceph osd metadata`). It
+/// outlives the daemon: trust it only while the OSD is up. With `POD_NAME` in its env the daemon
+/// reports `pod_name` and `pod_namespace`, and `hostname` is then `NODE_NAME`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct OsdMetadata {
+    pub id: OsdId,
+    #[serde(default)]
+    pub hostname: Option<String>,
+    #[serde(default)]
+    pub pod_name: Option<String>,
+    #[serde(default)]
+    pub pod_namespace: Option<String>,
+}
+
+/// Every OSD that exists; one that never booted has only its `id`.
+pub fn parse_osd_metadata(json: &[u8]) -> Result<BTreeMap<OsdId, OsdMetadata>, ParseError> {
+    let raw: Vec<OsdMetadata> = parse(json)?;
+    by_id(raw, |m| m.id, |i| format!("[{i}].id"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// ceph osd ok-to-stop
+
+/// `ceph osd ok-to-stop <ids>` (answered by the mgr): whether stopping exactly those OSDs keeps
+/// every PG at or above `min_size`. PG lists hold PG ids (`1.a`); Ceph leaves empty ones out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct OkToStop {
+    pub ok_to_stop: bool,
+    /// The OSDs the answer is about (the ones asked, without `--max`).
+    pub osds: BTreeSet<OsdId>,
+    pub num_ok_pgs: u64,
+    pub num_not_ok_pgs: u64,
+    /// PGs whose state the mgr does not know yet (right after a mgr start; rc 11).
+    #[serde(default)]
+    pub unknown_pgs: Vec<String>,
+    #[serde(default, rename = "bad_no_pool_pgs")]
+    pub bad_no_pool: Vec<String>,
+    #[serde(default)]
+    pub bad_already_inactive: Vec<String>,
+    #[serde(default)]
+    pub bad_become_inactive: Vec<String>,
+    #[serde(default)]
+    pub ok_become_degraded: Vec<String>,
+    #[serde(default)]
+    pub ok_become_more_degraded: Vec<String>,
+}
+
+pub fn parse_ok_to_stop(json: &[u8]) -> Result<OkToStop, ParseError> {
+    parse(json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ceph::test_data::{fixture, ids};
+
+    #[test]
+    fn status_of_a_healthy_cluster() {
+        let s = parse_status(&fixture("status_healthy")).unwrap();
+        assert_eq!(s.quorum, vec![0]);
+        assert_eq!(s.quorum_names, vec!["a"]);
+        assert!(s.mgr_available);
+        assert_eq!(s.health, "HEALTH_OK");
+        assert!(s.health_checks.is_empty());
+    }
+
+    #[test]
+    fn status_with_the_mgr_down_says_so_beside_a_stale_pg_digest() {
+        let s = parse_status(&fixture("status_mgr_down")).unwrap();
+        assert!(!s.mgr_available);
+        assert_eq!(s.health, "HEALTH_WARN");
+        assert_eq!(s.health_checks["MGR_DOWN"], "no active mgr");
+    }
+
+    #[test]
+    fn status_with_an_osd_down_names_the_checks() {
+        let s = parse_status(&fixture("status_1_down")).unwrap();
+        assert!(s.mgr_available);
+        assert_eq!(s.health_checks["OSD_DOWN"], "1 osds down");
+        assert!(s.health_checks.contains_key("OSD_FLAGS"));
+    }
+
+    #[test]
+    fn pg_stat_of_a_clean_cluster() {
+        let p = parse_pg_stat(&fixture("pg_stat_clean")).unwrap();
+        assert!(p.ready);
+        assert_eq!(p.num_pgs, 33);
+        assert_eq!(
+            p.by_state,
+            vec![PgStateCount {
+                state: "active+clean".into(),
+                count: 33
+            }]
+        );
+    }
+
+    #[test]
+    fn pg_stat_right_after_a_stop_and_while_down() {
+        let p = parse_pg_stat(&fixture("pg_stat_stale_after_stop")).unwrap();
+        assert_eq!(p.by_state[0].state, "stale+active+clean");
+        assert_eq!(p.by_state[0].count, 11);
+        let p = parse_pg_stat(&fixture("pg_stat_one_osd_down")).unwrap();
+        let states: Vec<_> = p.by_state.iter().map(|s| s.state.as_str()).collect();
+        assert_eq!(states, ["active+undersized", "active+undersized+degraded"]);
+        let p = parse_pg_stat(&fixture("pg_stat_peering")).unwrap();
+        assert_eq!(p.by_state[0].state, "peering");
+    }
+
+    #[test]
+    fn pg_stat_right_after_a_mgr_start() {
+        // The shape the mgr answers before it has heard from the OSDs.
+        let json = br#"
+{"pg_ready":false,"pg_summary":{"num_pg_by_state":[{"name":"unknown","num":33}],"num_pgs":33}
+}"#;
+        let p = parse_pg_stat(json).unwrap();
+        assert!(!p.ready);
+        assert_eq!(p.by_state[0].state, "unknown");
+    }
+
+    #[test]
+    fn pg_stat_without_pgs() {
+        let p = parse_pg_stat(br#"{"pg_ready":true,"pg_summary":{"num_pg_by_state":[]}}"#).unwrap();
+        assert_eq!(p.num_pgs, 0);
+        assert!(p.by_state.is_empty());
+    }
+
+    #[test]
+    fn osd_dump_all_up() {
+        let d = parse_osd_dump(&fixture("osd_dump_all_up")).unwrap();
+        assert_eq!(d.epoch, 11);
+        assert_eq!(d.osds.len(), 3);
+        for (id, o) in &d.osds {
+            assert_eq!(*id, o.id);
+            assert!(o.up && o.is_in && !o.noout);
+            assert_eq!(o.up_from, 8);
+            assert_eq!(o.state, ["exists", "up"]);
+        }
+    }
+
+    #[test]
+    fn osd_dump_with_noout_then_down_then_up_again() {
+        let d = parse_osd_dump(&fixture("osd_dump_noout_on_1")).unwrap();
+        assert!(d.osds[&OsdId(1)].noout && d.osds[&OsdId(1)].up);
+        assert!(!d.osds[&OsdId(0)].noout);
+        assert_eq!(d.without_noout(&ids(&[0, 1, 7])), [OsdId(0), OsdId(7)]);
+        assert_eq!(d.with_noout(&ids(&[0, 1, 7])), [OsdId(1)]);
+
+        let d = parse_osd_dump(&fixture("osd_dump_1_down")).unwrap();
+        let one = &d.osds[&OsdId(1)];
+        assert!(!one.up && one.is_in && one.noout);
+        assert_eq!(one.state, ["exists", "noout"]);
+        assert_eq!(one.up_from, 8);
+
+        let d = parse_osd_dump(&fixture("osd_dump_1_up_again")).unwrap();
+        let one = &d.osds[&OsdId(1)];
+        assert!(one.up && one.noout);
+        assert_eq!(one.up_from, 16);
+    }
+
+    #[test]
+    fn osd_metadata_with_and_without_pod_names() {
+        let m = parse_osd_metadata(&fixture("osd_metadata_plain")).unwrap();
+        assert_eq!(m.len(), 3);
+        assert!(m
+            .values()
+            .all(|m| m.pod_name.is_none() && m.hostname.is_some()));
+
+        let m = parse_osd_metadata(&fixture("osd_metadata_with_pod")).unwrap();
+        let one = &m[&OsdId(1)];
+        assert_eq!(one.pod_name.as_deref(), Some("osd-host-1-data-x7k2q"));
+        assert_eq!(one.pod_namespace.as_deref(), Some("ceph-test"));
+        assert_eq!(one.hostname.as_deref(), Some("node-1"));
+        assert!(m[&OsdId(0)].pod_name.is_none());
+    }
+
+    #[test]
+    fn osd_metadata_of_an_osd_that_never_booted_has_only_its_id() {
+        let m = parse_osd_metadata(br#"[{"id":3}]"#).unwrap();
+        assert_eq!(
+            m[&OsdId(3)],
+            OsdMetadata {
+                id: OsdId(3),
+                hostname: None,
+                pod_name: None,
+                pod_namespace: None,
+            }
+        );
+    }
+
+    #[test]
+    fn ok_to_stop_answers() {
+        let a = parse_ok_to_stop(&fixture("ok_to_stop_one_osd")).unwrap();
+        assert!(a.ok_to_stop);
+        assert_eq!(a.osds, ids(&[0]));
+        assert_eq!((a.num_ok_pgs, a.num_not_ok_pgs), (33, 0));
+        assert_eq!(a.ok_become_degraded.len(), 33);
+        assert!(a.bad_become_inactive.is_empty());
+
+        let a = parse_ok_to_stop(&fixture("ok_to_stop_all_osds")).unwrap();
+        assert!(!a.ok_to_stop);
+        assert_eq!(a.osds, ids(&[0, 1, 2]));
+        assert_eq!((a.num_ok_pgs, a.num_not_ok_pgs), (0, 33));
+        assert_eq!(a.bad_become_inactive.len(), 33);
+        assert_eq!(a.bad_become_inactive[10], "1.a");
+
+        let a = parse_ok_to_stop(&fixture("ok_to_stop_after_mgr_start")).unwrap();
+        assert!(!a.ok_to_stop);
+        assert_eq!(a.unknown_pgs.len(), 33);
+
+        // An OSD that does not exist is "ok to stop": the gate never asks about one.
+        let a = parse_ok_to_stop(&fixture("ok_to_stop_missing_osd")).unwrap();
+        assert!(a.ok_to_stop);
+        assert_eq!(a.osds, ids(&[9]));
+
+        let a = parse_ok_to_stop(&fixture("ok_to_stop_other_host_while_1_down")).unwrap();
+        assert!(!a.ok_to_stop);
+        assert_eq!(a.bad_become_inactive.len(), 33);
+        let a = parse_ok_to_stop(&fixture("ok_to_stop_1_while_down")).unwrap();
+        assert!(a.ok_to_stop);
+        assert_eq!(a.num_ok_pgs, 0);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse_osd_dump(
+            br#"{"epoch":3,"osds":[{"osd":0,"up":1,"in":1,"up_from":"x","state":[]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "osds[0].up_from");
+        let e = parse_status(br#"{"quorum":[0],"health":{"status":"HEALTH_OK"}}"#).unwrap_err();
+        assert_eq!(e.path, ".");
+        assert!(e.message.contains("mgrmap"), "{e}");
+        let e = parse_pg_stat(br#"{"pg_ready":true,"pg_summary":{"num_pg_by_state":[{"name":"active+clean","num":-1}]}}"#)
+            .unwrap_err();
+        assert_eq!(e.path, "pg_summary.num_pg_by_state[0].num");
+        let e = parse_osd_dump(br#"{"epoch":3,"osds":[{"osd":0,"up":1,"in":1,"up_from":1,"state":[]},{"osd":0,"up":1,"in":1,"up_from":1,"state":[]}]}"#)
+            .unwrap_err();
+        assert_eq!(e.to_string(), "at `osds[1].osd`: osd.0 is listed twice");
+        let e = parse_osd_metadata(br#"[{"id":1},{"id":1}]"#).unwrap_err();
+        assert_eq!(e.path, "[1].id");
+    }
+
+    #[test]
+    fn empty_or_trailing_garbage_is_an_error() {
+        assert!(parse_ok_to_stop(b"").is_err());
+        assert!(parse_ok_to_stop(b"\n").is_err());
+        assert!(parse_pg_stat(&[fixture("pg_stat_clean"), b"{}".to_vec()].concat()).is_err());
+    }
+
+    mod never_panics {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+                let _ = parse_status(&bytes);
+                let _ = parse_pg_stat(&bytes);
+                let _ = parse_osd_dump(&bytes);
+                let _ = parse_osd_metadata(&bytes);
+                let _ = parse_ok_to_stop(&bytes);
+            }
+
+            #[test]
+            fn on_any_json(json in arbitrary_json()) {
+                let bytes = json.to_string().into_bytes();
+                let _ = parse_status(&bytes);
+                let _ = parse_pg_stat(&bytes);
+                let _ = parse_osd_dump(&bytes);
+                let _ = parse_osd_metadata(&bytes);
+                let _ = parse_ok_to_stop(&bytes);
+            }
+        }
+
+        fn arbitrary_json() -> impl Strategy<Value = serde_json::Value> {
+            let leaf = prop_oneof![
+                Just(serde_json::Value::Null),
+                any::<bool>().prop_map(serde_json::Value::from),
+                any::<i64>().prop_map(serde_json::Value::from),
+                any::<f64>().prop_map(serde_json::Value::from),
+                "[a-z_]{0,8}".prop_map(serde_json::Value::from),
+            ];
+            leaf.prop_recursive(4, 32, 6, |inner| {
+                let key = prop_oneof![
+                    Just("osds".to_owned()),
+                    Just("osd".to_owned()),
+                    Just("up".to_owned()),
+                    Just("in".to_owned()),
+                    Just("state".to_owned()),
+                    Just("id".to_owned()),
+                    Just("epoch".to_owned()),
+                    Just("quorum".to_owned()),
+                    Just("pg_summary".to_owned()),
+                    Just("num_pg_by_state".to_owned()),
+                    "[a-z_]{1,6}",
+                ];
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4)
+                        .prop_map(serde_json::Value::from),
+                    proptest::collection::btree_map(key, inner, 0..5)
+                        .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The questions the rollout gate asks Ceph, one method each, and how asking can fail. The
+//! trait knows no command line: the CLI implementation (`cli`) and the scripted fake of the
+//! tests implement it.
+
+use super::answers::{ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgStates};
+use super::osd_id::OsdId;
+use futures::future::BoxFuture;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Asks Ceph. Every call is bounded in time; independent calls may run at once. Futures are
+/// boxed so the operator can hold any implementation as `dyn CephClient`.
+pub trait CephClient: Send + Sync {
+    /// `status`: quorum, whether a mgr is available.
+    fn status(&self) -> BoxFuture<'_, Result<ClusterStatus, CephError>>;
+
+    /// `pg stat`: PGs by state. Hangs without a mgr: the call's bound ends it.
+    fn pg_states(&self) -> BoxFuture<'_, Result<PgStates, CephError>>;
+
+    /// `osd dump`: each OSD's up, in, `up_from` and `noout`.
+    fn osd_dump(&self) -> BoxFuture<'_, Result<OsdDump, CephError>>;
+
+    /// `osd metadata`: each OSD's pod name, pod namespace and hostname as its daemon reported.
+    fn osd_metadata(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdMetadata>, CephError>>;
+
+    /// `osd ok-to-stop <ids>`: Ceph's answer, also when it is "no" (rc 16, EBUSY) or "PG states
+    /// not known yet" (rc 11, EAGAIN); `ok_to_stop` is true only with rc 0. Ceph says yes for
+    /// ids that do not exist: ask only about mapped, existing ids. `ids` must not be empty.
+    fn ok_to_stop<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<OkToStop, CephError>>;
+
+    /// `osd add-noout <ids>`: idempotent. Success proves nothing (Ceph exits 0 for ids that do
+    /// not exist): read `osd dump` back.
+    fn add_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>>;
+
+    /// `osd rm-noout <ids>`: idempotent; read `osd dump` back.
+    fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>>;
+}
+
+/// Why a question got no usable answer. `command` is the `ceph` arguments asked
+/// (`osd ok-to-stop 0 1`).
+#[derive(Debug, thiserror::Error)]
+pub enum CephError {
+    #[error("`ceph {command}` gave no answer within {}s; it was killed", timeout.as_secs_f32())]
+    Timeout { command: String, timeout: Duration },
+
+    #[error("cannot run `{}` for `ceph {command}`: {source}", program.display())]
+    Spawn {
+        program: PathBuf,
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Ceph refused or failed; `stderr` is what it said (`Error EACCES: access denied`).
+    #[error("`ceph {command}` failed ({}): {stderr}", exit_description(*exit_code))]
+    Failed {
+        command: String,
+        /// `None`: ended by a signal.
+        exit_code: Option<i32>,
+        stderr: String,
+    },
+
+    #[error("`ceph {command}` answered JSON that is not understood {source}")]
+    NotUnderstood {
+        command: String,
+        #[source]
+        source: ParseError,
+    },
+}
+
+fn exit_description(code: Option<i32>) -> String {
+    code.map_or_else(
+        || "killed by a signal".to_owned(),
+        |c| format!("exit code {c}"),
+    )
+}
+
+/// Ceph's exit code for "permission denied" (EACCES): the key lacks a cap.
+const EACCES: i32 = 13;
+
+impl CephError {
+    /// A short name for the condition reason, the Warning event and the metric label.
+    pub const fn category(&self) -> &'static str {
+        match self {
+            Self::Timeout { .. } => "CephTimeout",
+            Self::Spawn { .. } => "CephCliMissing",
+            Self::Failed {
+                exit_code: Some(EACCES),
+                ..
+            } => "CephAccessDenied",
+            Self::Failed { .. } => "CephCommandFailed",
+            Self::NotUnderstood { .. } => "CephAnswerNotUnderstood",
+        }
+    }
+
+    /// The key lacks a cap this command needs (rc 13).
+    pub const fn is_access_denied(&self) -> bool {
+        matches!(
+            self,
+            Self::Failed {
+                exit_code: Some(EACCES),
+                ..
+            }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_quote_the_command_and_what_ceph_said() {
+        let e = CephError::Timeout {
+            command: "osd ok-to-stop 0".into(),
+            timeout: Duration::from_millis(2500),
+        };
+        assert_eq!(
+            e.to_string(),
+            "`ceph osd ok-to-stop 0` gave no answer within 2.5s; it was killed"
+        );
+        assert_eq!(e.category(), "CephTimeout");
+
+        let e = CephError::Failed {
+            command: "pg stat".into(),
+            exit_code: Some(13),
+            stderr: "Error EACCES: access denied: does your client key have mgr caps?".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "`ceph pg stat` failed (exit code 13): Error EACCES: access denied: does your client key have mgr caps?"
+        );
+        assert!(e.is_access_denied());
+        assert_eq!(e.category(), "CephAccessDenied");
+
+        let e = CephError::Failed {
+            command: "status".into(),
+            exit_code: None,
+            stderr: String::new(),
+        };
+        assert!(e.to_string().contains("killed by a signal"));
+        assert!(!e.is_access_denied());
+
+        let e = CephError::NotUnderstood {
+            command: "osd dump".into(),
+            source: ParseError {
+                path: "osds[0].up_from".into(),
+                message: "invalid type".into(),
+            },
+        };
+        assert_eq!(
+            e.to_string(),
+            "`ceph osd dump` answered JSON that is not understood at `osds[0].up_from`: invalid type"
+        );
+
+        let e = CephError::Spawn {
+            program: "/nonexistent/ceph".into(),
+            command: "status".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert!(e
+            .to_string()
+            .starts_with("cannot run `/nonexistent/ceph` for `ceph status`"));
+        assert_eq!(e.category(), "CephCliMissing");
+    }
+}

@@ -1,0 +1,110 @@
+//! One look at the cluster for the gate and the step check: `status`, `osd dump` and `pg stat`
+//! asked at once. Without a mgr `pg stat` would hang until its bound: once `status` says no mgr
+//! is available, its answer is not waited for (the call is dropped, its child killed).
+
+use super::answers::{ClusterStatus, OsdDump, PgStates};
+use super::client::{CephClient, CephError};
+
+/// What Ceph said in one look.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CephFacts {
+    pub status: ClusterStatus,
+    pub osds: OsdDump,
+    /// `None` when no mgr is available (not waited for).
+    pub pgs: Option<PgStates>,
+}
+
+/// Asks `status`, `osd dump` and `pg stat` in parallel. Fails with the first error, except that
+/// `pg stat` is given up when `status` reports no mgr.
+pub async fn gather_facts(client: &dyn CephClient) -> Result<CephFacts, CephError> {
+    let mut pgs = client.pg_states();
+    let mut pgs_answer = None;
+    let mon_answers = futures::future::try_join(client.status(), client.osd_dump());
+    tokio::pin!(mon_answers);
+    let (status, osds) = loop {
+        tokio::select! {
+            answers = &mut mon_answers => break answers?,
+            answer = &mut pgs, if pgs_answer.is_none() => pgs_answer = Some(answer),
+        }
+    };
+    let pgs = if status.mgr_available {
+        Some(match pgs_answer {
+            Some(answer) => answer?,
+            None => pgs.await?,
+        })
+    } else {
+        None
+    };
+    Ok(CephFacts { status, osds, pgs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ceph::answers::PgStateCount;
+    use crate::ceph::fake::ScriptedCeph;
+    use crate::ceph::test_data::healthy_status;
+    use std::time::Duration;
+
+    fn clean() -> PgStates {
+        PgStates {
+            ready: true,
+            num_pgs: 1,
+            by_state: vec![PgStateCount {
+                state: "active+clean".into(),
+                count: 1,
+            }],
+        }
+    }
+
+    #[tokio::test]
+    async fn asks_the_three_at_once() {
+        let fake = ScriptedCeph::default()
+            .on_status(Ok(healthy_status()))
+            .on_osd_dump(Ok(OsdDump::default()))
+            .on_pg_states(Ok(clean()));
+        let facts = gather_facts(&fake).await.unwrap();
+        assert_eq!(facts.pgs, Some(clean()));
+        assert_eq!(fake.calls().len(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn does_not_wait_for_pg_stat_without_a_mgr() {
+        let fake = ScriptedCeph::default()
+            .on_status(Ok(crate::ceph::answers::ClusterStatus {
+                mgr_available: false,
+                ..healthy_status()
+            }))
+            .on_osd_dump(Ok(OsdDump::default()))
+            .on_pg_states_hang();
+        let facts = tokio::time::timeout(Duration::from_secs(1), gather_facts(&fake))
+            .await
+            .expect("gather waited for the hanging pg stat")
+            .unwrap();
+        assert_eq!(facts.pgs, None);
+    }
+
+    #[tokio::test]
+    async fn the_first_error_wins() {
+        let fake = ScriptedCeph::default()
+            .on_status(Ok(healthy_status()))
+            .on_osd_dump(Err(CephError::Failed {
+                command: "osd dump".into(),
+                exit_code: Some(13),
+                stderr: "Error EACCES: access denied".into(),
+            }))
+            .on_pg_states(Ok(clean()));
+        let e = gather_facts(&fake).await.unwrap_err();
+        assert!(e.is_access_denied());
+
+        let fake = ScriptedCeph::default()
+            .on_status(Ok(healthy_status()))
+            .on_osd_dump(Ok(OsdDump::default()))
+            .on_pg_states(Err(CephError::Timeout {
+                command: "pg stat".into(),
+                timeout: Duration::from_secs(15),
+            }));
+        let e = gather_facts(&fake).await.unwrap_err();
+        assert_eq!(e.category(), "CephTimeout");
+    }
+}

@@ -1,0 +1,201 @@
+//! A scripted `CephClient` for unit tests: each method answers from its own queue, in order
+//! (independent calls may come in any order), and every call is recorded. A call with nothing
+//! scripted fails the test.
+
+use super::answers::{ClusterStatus, OkToStop, OsdDump, OsdMetadata, PgStates};
+use super::client::{CephClient, CephError};
+use super::osd_id::OsdId;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Mutex;
+
+/// A call as the fake saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Call {
+    Status,
+    PgStates,
+    OsdDump,
+    OsdMetadata,
+    OkToStop(Vec<OsdId>),
+    AddNoout(Vec<OsdId>),
+    RmNoout(Vec<OsdId>),
+}
+
+/// One scripted answer: a result, or no answer ever (a mgr command without a mgr).
+enum Scripted<T> {
+    Answer(Result<T, CephError>),
+    Hang,
+}
+
+type Queue<T> = Mutex<VecDeque<Scripted<T>>>;
+
+#[derive(Default)]
+pub(crate) struct ScriptedCeph {
+    status: Queue<ClusterStatus>,
+    pg_states: Queue<PgStates>,
+    osd_dump: Queue<OsdDump>,
+    osd_metadata: Queue<BTreeMap<OsdId, OsdMetadata>>,
+    ok_to_stop: Queue<OkToStop>,
+    add_noout: Queue<()>,
+    rm_noout: Queue<()>,
+    calls: Mutex<Vec<Call>>,
+}
+
+fn push<T>(queue: &Queue<T>, item: Scripted<T>) {
+    queue.lock().unwrap().push_back(item);
+}
+
+impl ScriptedCeph {
+    pub(crate) fn on_status(self, answer: Result<ClusterStatus, CephError>) -> Self {
+        push(&self.status, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_pg_states(self, answer: Result<PgStates, CephError>) -> Self {
+        push(&self.pg_states, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_pg_states_hang(self) -> Self {
+        push(&self.pg_states, Scripted::Hang);
+        self
+    }
+
+    pub(crate) fn on_osd_dump(self, answer: Result<OsdDump, CephError>) -> Self {
+        push(&self.osd_dump, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_osd_metadata(
+        self,
+        answer: Result<BTreeMap<OsdId, OsdMetadata>, CephError>,
+    ) -> Self {
+        push(&self.osd_metadata, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_ok_to_stop(self, answer: Result<OkToStop, CephError>) -> Self {
+        push(&self.ok_to_stop, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_ok_to_stop_hang(self) -> Self {
+        push(&self.ok_to_stop, Scripted::Hang);
+        self
+    }
+
+    pub(crate) fn on_add_noout(self, answer: Result<(), CephError>) -> Self {
+        push(&self.add_noout, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_rm_noout(self, answer: Result<(), CephError>) -> Self {
+        push(&self.rm_noout, Scripted::Answer(answer));
+        self
+    }
+
+    /// The calls so far, in the order they were made.
+    pub(crate) fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn answer<T: Send + 'static>(
+        &self,
+        call: Call,
+        queue: &Queue<T>,
+    ) -> BoxFuture<'static, Result<T, CephError>> {
+        let next = queue.lock().unwrap().pop_front();
+        let answer = match next {
+            Some(Scripted::Answer(answer)) => futures::future::ready(answer).boxed(),
+            Some(Scripted::Hang) => futures::future::pending().boxed(),
+            None => panic!("unexpected Ceph call {call:?}: nothing scripted"),
+        };
+        self.calls.lock().unwrap().push(call);
+        answer
+    }
+}
+
+impl CephClient for ScriptedCeph {
+    fn status(&self) -> BoxFuture<'_, Result<ClusterStatus, CephError>> {
+        self.answer(Call::Status, &self.status)
+    }
+
+    fn pg_states(&self) -> BoxFuture<'_, Result<PgStates, CephError>> {
+        self.answer(Call::PgStates, &self.pg_states)
+    }
+
+    fn osd_dump(&self) -> BoxFuture<'_, Result<OsdDump, CephError>> {
+        self.answer(Call::OsdDump, &self.osd_dump)
+    }
+
+    fn osd_metadata(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdMetadata>, CephError>> {
+        self.answer(Call::OsdMetadata, &self.osd_metadata)
+    }
+
+    fn ok_to_stop<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<OkToStop, CephError>> {
+        self.answer(Call::OkToStop(ids.to_vec()), &self.ok_to_stop)
+    }
+
+    fn add_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.answer(Call::AddNoout(ids.to_vec()), &self.add_noout)
+    }
+
+    fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.answer(Call::RmNoout(ids.to_vec()), &self.rm_noout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn answers_in_order_and_records_calls() {
+        let fake = ScriptedCeph::default()
+            .on_ok_to_stop(Ok(OkToStop {
+                ok_to_stop: false,
+                ..OkToStop::default()
+            }))
+            .on_ok_to_stop(Ok(OkToStop {
+                ok_to_stop: true,
+                ..OkToStop::default()
+            }))
+            .on_add_noout(Ok(()))
+            .on_rm_noout(Ok(()))
+            .on_osd_metadata(Ok(BTreeMap::new()));
+        assert!(!fake.ok_to_stop(&[OsdId(1)]).await.unwrap().ok_to_stop);
+        assert!(fake.ok_to_stop(&[OsdId(1)]).await.unwrap().ok_to_stop);
+        fake.add_noout(&[OsdId(1)]).await.unwrap();
+        fake.rm_noout(&[OsdId(1)]).await.unwrap();
+        assert!(fake.osd_metadata().await.unwrap().is_empty());
+        assert_eq!(
+            fake.calls(),
+            [
+                Call::OkToStop(vec![OsdId(1)]),
+                Call::OkToStop(vec![OsdId(1)]),
+                Call::AddNoout(vec![OsdId(1)]),
+                Call::RmNoout(vec![OsdId(1)]),
+                Call::OsdMetadata,
+            ]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hanging_answer_never_comes() {
+        let fake = ScriptedCeph::default().on_ok_to_stop_hang();
+        let r = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            fake.ok_to_stop(&[OsdId(0)]),
+        )
+        .await;
+        assert!(r.is_err());
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "nothing scripted")]
+    async fn an_unscripted_call_fails_the_test() {
+        let fake = ScriptedCeph::default();
+        let _ = fake.osd_metadata().await;
+    }
+}

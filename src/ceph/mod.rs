@@ -1,0 +1,31 @@
+//! Asking Ceph before a rollout stops OSDs: the questions (`CephClient`) and their CLI
+//! implementation, the answers parsed, which OSD ids a pod runs, the gate's decision and the
+//! end of a step. Only `cli` runs processes; everything else is pure. This module decides
+//! nothing about pods: the controller calls it.
+
+mod answers;
+mod clean;
+mod cli;
+mod client;
+mod facts;
+#[cfg(test)]
+mod fake;
+mod gate;
+mod osd_id;
+mod pod_map;
+mod step_done;
+#[cfg(test)]
+mod test_data;
+
+pub use answers::{
+    parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_status,
+    ClusterStatus, OkToStop, OsdDump, OsdInfo, OsdMetadata, ParseError, PgStateCount, PgStates,
+};
+pub use clean::is_clean_state;
+pub use cli::{CephUser, CliClient, CliSettings, DEFAULT_CALL_TIMEOUT};
+pub use client::{CephClient, CephError};
+pub use facts::{gather_facts, CephFacts};
+pub use gate::{confirm, precheck, Blocker, GateDecision, Severity};
+pub use osd_id::OsdId;
+pub use pod_map::{map_osd_ids, IdSource, KeyIds, KeyToMap, MappedKey, PodRef, UnknownReason};
+pub use step_done::{StepProgress, StepWatch, DEFAULT_PG_STATS_LAG};

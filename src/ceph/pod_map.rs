@@ -1,0 +1,558 @@
+//! Which OSD ids an OSD key (`host:data`) stands for, from what the daemons reported
+//! (`osd metadata`: pod name, namespace and node, trusted only while that OSD is up), the ids
+//! recorded in the CephOSD's status, and ids an admin stated by annotation. Pure. Never a
+//! guess: without evidence, or with contradicting evidence, the key's ids are unknown, and an
+//! unknown id is never asked about (`ok-to-stop` says yes for ids that do not exist).
+
+use super::answers::{OsdDump, OsdMetadata};
+use super::osd_id::{self, OsdId};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// A pod as the daemon in it reports it (`POD_NAMESPACE`, `POD_NAME`, `NODE_NAME`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PodRef {
+    pub namespace: String,
+    pub name: String,
+    pub node: String,
+}
+
+impl fmt::Display for PodRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// What the operator knows of one OSD key before asking Ceph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyToMap {
+    /// `host:data`.
+    pub key: String,
+    /// The key's pod now, if any.
+    pub pod: Option<PodRef>,
+    /// Ids recorded for this key in the CephOSD's status (learnt earlier, kept over restarts).
+    pub recorded: BTreeSet<OsdId>,
+    /// Ids an admin stated by annotation.
+    pub stated: Option<BTreeSet<OsdId>>,
+}
+
+/// Where a key's ids come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdSource {
+    /// Up OSDs whose daemon reports the key's pod.
+    Metadata,
+    /// The CephOSD's status.
+    Recorded,
+    /// The admin's annotation.
+    Stated,
+}
+
+/// Why a key's ids are unknown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UnknownReason {
+    /// No up OSD reports the key's pod, nothing is recorded or stated. `reported_by_down`: OSDs
+    /// whose last report named the pod but that are down now (their metadata may be stale).
+    NoEvidence {
+        pod: Option<PodRef>,
+        reported_by_down: Vec<OsdId>,
+    },
+    /// The admin stated ids other than those whose up daemons report the key's pod.
+    StatedContradictsMetadata {
+        stated: BTreeSet<OsdId>,
+        reported: BTreeSet<OsdId>,
+    },
+    /// A recorded or stated id is up in another pod (or in a pod while the key has none).
+    IdInOtherPod { id: OsdId, pod: PodRef },
+    /// The same id came out for another key too.
+    IdSharedWith { id: OsdId, other_key: String },
+}
+
+impl fmt::Display for UnknownReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoEvidence {
+                pod,
+                reported_by_down,
+            } => {
+                match pod {
+                    Some(pod) => write!(f, "no up OSD reports pod {pod} on node {}", pod.node)?,
+                    None => f.write_str("no pod runs")?,
+                }
+                if !reported_by_down.is_empty() {
+                    write!(
+                        f,
+                        " ({} reported it but {} down)",
+                        osd_id::list(reported_by_down),
+                        if reported_by_down.len() == 1 {
+                            "is"
+                        } else {
+                            "are"
+                        }
+                    )?;
+                }
+                f.write_str(", no OSD id is recorded for it and none is stated by annotation")
+            }
+            Self::StatedContradictsMetadata { stated, reported } => write!(
+                f,
+                "the annotation states {} but the pod runs {}",
+                osd_id::list(stated),
+                osd_id::list(reported)
+            ),
+            Self::IdInOtherPod { id, pod } => {
+                write!(f, "{id} is up in pod {pod} on node {}", pod.node)
+            }
+            Self::IdSharedWith { id, other_key } => {
+                write!(f, "{id} is also the OSD of {other_key}")
+            }
+        }
+    }
+}
+
+/// A key's ids, or why they are unknown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyIds {
+    Known {
+        ids: BTreeSet<OsdId>,
+        source: IdSource,
+    },
+    Unknown(UnknownReason),
+}
+
+/// The outcome for one key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MappedKey {
+    pub key: String,
+    pub pod: Option<PodRef>,
+    pub ids: KeyIds,
+}
+
+/// Maps every key to its ids. Pass all the keys the operator runs (not only those about to be
+/// stopped): an id that comes out for two keys is unknown for both.
+///
+/// Per key, in order: ids stated by annotation (unless up daemons of the key's pod report
+/// others); else the up OSDs whose metadata names the key's pod, namespace and node; else the
+/// recorded ids; else unknown. A recorded or stated id whose up daemon reports another pod is
+/// unknown.
+pub fn map_osd_ids(
+    keys: &[KeyToMap],
+    metadata: &BTreeMap<OsdId, OsdMetadata>,
+    dump: &OsdDump,
+) -> Vec<MappedKey> {
+    let mut mapped: Vec<MappedKey> = keys
+        .iter()
+        .map(|k| MappedKey {
+            key: k.key.clone(),
+            pod: k.pod.clone(),
+            ids: map_one(k, metadata, dump),
+        })
+        .collect();
+    unmap_shared_ids(&mut mapped);
+    mapped
+}
+
+fn is_up(dump: &OsdDump, id: OsdId) -> bool {
+    dump.osds.get(&id).is_some_and(|o| o.up)
+}
+
+/// The pod a daemon reported, when it reported all three of namespace, name and node.
+fn reported_pod(m: &OsdMetadata) -> Option<PodRef> {
+    Some(PodRef {
+        namespace: m.pod_namespace.clone()?,
+        name: m.pod_name.clone()?,
+        node: m.hostname.clone()?,
+    })
+}
+
+fn map_one(k: &KeyToMap, metadata: &BTreeMap<OsdId, OsdMetadata>, dump: &OsdDump) -> KeyIds {
+    let reporting: Vec<OsdId> = k.pod.as_ref().map_or_else(Vec::new, |pod| {
+        metadata
+            .values()
+            .filter(|m| reported_pod(m).as_ref() == Some(pod))
+            .map(|m| m.id)
+            .collect()
+    });
+    let (reported, reported_by_down): (BTreeSet<OsdId>, Vec<OsdId>) = {
+        let (up, down): (Vec<OsdId>, Vec<OsdId>) =
+            reporting.into_iter().partition(|id| is_up(dump, *id));
+        (up.into_iter().collect(), down)
+    };
+    let known = |ids: &BTreeSet<OsdId>, source| {
+        if source == IdSource::Metadata {
+            return KeyIds::Known {
+                ids: ids.clone(),
+                source,
+            };
+        }
+        for &id in ids {
+            let other_pod = metadata
+                .get(&id)
+                .filter(|_| is_up(dump, id))
+                .and_then(reported_pod)
+                .filter(|pod| Some(pod) != k.pod.as_ref());
+            if let Some(pod) = other_pod {
+                return KeyIds::Unknown(UnknownReason::IdInOtherPod { id, pod });
+            }
+        }
+        KeyIds::Known {
+            ids: ids.clone(),
+            source,
+        }
+    };
+    match &k.stated {
+        Some(stated) if !reported.is_empty() && *stated != reported => {
+            KeyIds::Unknown(UnknownReason::StatedContradictsMetadata {
+                stated: stated.clone(),
+                reported,
+            })
+        }
+        Some(stated) if !stated.is_empty() => known(stated, IdSource::Stated),
+        _ if !reported.is_empty() => known(&reported, IdSource::Metadata),
+        _ if !k.recorded.is_empty() => known(&k.recorded, IdSource::Recorded),
+        _ => KeyIds::Unknown(UnknownReason::NoEvidence {
+            pod: k.pod.clone(),
+            reported_by_down,
+        }),
+    }
+}
+
+fn unmap_shared_ids(mapped: &mut [MappedKey]) {
+    let mut keys_of: BTreeMap<OsdId, Vec<usize>> = BTreeMap::new();
+    for (i, m) in mapped.iter().enumerate() {
+        if let KeyIds::Known { ids, .. } = &m.ids {
+            for id in ids {
+                keys_of.entry(*id).or_default().push(i);
+            }
+        }
+    }
+    for (id, holders) in keys_of {
+        for &this in &holders {
+            let Some(other) = holders.iter().copied().find(|&o| o != this) else {
+                continue;
+            };
+            if matches!(mapped[this].ids, KeyIds::Known { .. }) {
+                mapped[this].ids = KeyIds::Unknown(UnknownReason::IdSharedWith {
+                    id,
+                    other_key: mapped[other].key.clone(),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ceph::answers::{parse_osd_dump, parse_osd_metadata, OsdInfo};
+    use crate::ceph::test_data::{fixture, ids};
+
+    fn pod(name: &str, node: &str) -> PodRef {
+        PodRef {
+            namespace: "ceph".into(),
+            name: name.into(),
+            node: node.into(),
+        }
+    }
+
+    fn key(k: &str, pod: Option<PodRef>) -> KeyToMap {
+        KeyToMap {
+            key: k.into(),
+            pod,
+            recorded: BTreeSet::new(),
+            stated: None,
+        }
+    }
+
+    fn dump(osds: &[(u32, bool)]) -> OsdDump {
+        OsdDump {
+            epoch: 20,
+            osds: osds
+                .iter()
+                .map(|&(id, up)| {
+                    (
+                        OsdId(id),
+                        OsdInfo {
+                            id: OsdId(id),
+                            up,
+                            is_in: true,
+                            up_from: 5,
+                            noout: false,
+                            state: vec!["exists".into()],
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn reports(entries: &[(u32, &PodRef)]) -> BTreeMap<OsdId, OsdMetadata> {
+        entries
+            .iter()
+            .map(|&(id, p)| {
+                (
+                    OsdId(id),
+                    OsdMetadata {
+                        id: OsdId(id),
+                        hostname: Some(p.node.clone()),
+                        pod_name: Some(p.name.clone()),
+                        pod_namespace: Some(p.namespace.clone()),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn one(k: KeyToMap, metadata: &BTreeMap<OsdId, OsdMetadata>, d: &OsdDump) -> KeyIds {
+        map_osd_ids(&[k], metadata, d).remove(0).ids
+    }
+
+    #[test]
+    fn the_real_metadata_maps_the_pod_that_osd_1_runs_in() {
+        let metadata = parse_osd_metadata(&fixture("osd_metadata_with_pod")).unwrap();
+        let up = parse_osd_dump(&fixture("osd_dump_1_up_again")).unwrap();
+        let p = PodRef {
+            namespace: "ceph-test".into(),
+            name: "osd-host-1-data-x7k2q".into(),
+            node: "node-1".into(),
+        };
+        assert_eq!(
+            one(key("node-1:/dev/sdb", Some(p.clone())), &metadata, &up),
+            KeyIds::Known {
+                ids: ids(&[1]),
+                source: IdSource::Metadata
+            }
+        );
+        // The same report while osd.1 is down is not trusted.
+        let down = parse_osd_dump(&fixture("osd_dump_1_down")).unwrap();
+        let got = one(key("node-1:/dev/sdb", Some(p)), &metadata, &down);
+        assert_eq!(
+            got,
+            KeyIds::Unknown(UnknownReason::NoEvidence {
+                pod: Some(PodRef {
+                    namespace: "ceph-test".into(),
+                    name: "osd-host-1-data-x7k2q".into(),
+                    node: "node-1".into(),
+                }),
+                reported_by_down: vec![OsdId(1)]
+            })
+        );
+        let KeyIds::Unknown(reason) = got else {
+            unreachable!()
+        };
+        assert_eq!(
+            reason.to_string(),
+            "no up OSD reports pod ceph-test/osd-host-1-data-x7k2q on node node-1 (osd.1 reported it but is down), no OSD id is recorded for it and none is stated by annotation"
+        );
+    }
+
+    #[test]
+    fn several_osds_on_one_device_map_together() {
+        let p = pod("osd-a-sdb-1", "a");
+        let got = one(
+            key("a:/dev/sdb", Some(p.clone())),
+            &reports(&[(2, &p), (5, &p)]),
+            &dump(&[(2, true), (5, true)]),
+        );
+        assert_eq!(
+            got,
+            KeyIds::Known {
+                ids: ids(&[2, 5]),
+                source: IdSource::Metadata
+            }
+        );
+    }
+
+    #[test]
+    fn metadata_must_match_namespace_name_and_node() {
+        let p = pod("osd-a-sdb-1", "a");
+        let d = dump(&[(1, true)]);
+        for other in [
+            PodRef {
+                namespace: "other".into(),
+                ..p.clone()
+            },
+            pod("osd-a-sdb-2", "a"),
+            pod("osd-a-sdb-1", "b"),
+        ] {
+            assert!(matches!(
+                one(
+                    key("a:/dev/sdb", Some(p.clone())),
+                    &reports(&[(1, &other)]),
+                    &d
+                ),
+                KeyIds::Unknown(UnknownReason::NoEvidence { .. })
+            ));
+        }
+        // Metadata without a pod name (a daemon started without POD_NAME) matches nothing.
+        let md = BTreeMap::from([(
+            OsdId(1),
+            OsdMetadata {
+                id: OsdId(1),
+                hostname: Some("a".into()),
+                pod_name: None,
+                pod_namespace: None,
+            },
+        )]);
+        assert!(matches!(
+            one(key("a:/dev/sdb", Some(p)), &md, &d),
+            KeyIds::Unknown(UnknownReason::NoEvidence { .. })
+        ));
+    }
+
+    #[test]
+    fn recorded_ids_map_a_pod_without_reports() {
+        // An adopted pod (no POD_NAME yet), a crash-looping one (down), or no pod at all.
+        for p in [Some(pod("osd-a-sdb-1", "a")), None] {
+            let mut k = key("a:/dev/sdb", p);
+            k.recorded = ids(&[4]);
+            assert_eq!(
+                one(k, &BTreeMap::new(), &dump(&[(4, false)])),
+                KeyIds::Known {
+                    ids: ids(&[4]),
+                    source: IdSource::Recorded
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn live_reports_win_over_recorded_ids() {
+        // The disk was replaced: a new OSD id runs in the key's pod.
+        let p = pod("osd-a-sdb-2", "a");
+        let mut k = key("a:/dev/sdb", Some(p.clone()));
+        k.recorded = ids(&[4]);
+        assert_eq!(
+            one(k, &reports(&[(9, &p)]), &dump(&[(4, false), (9, true)])),
+            KeyIds::Known {
+                ids: ids(&[9]),
+                source: IdSource::Metadata
+            }
+        );
+    }
+
+    #[test]
+    fn stated_ids_win_unless_reports_contradict_them() {
+        let p = pod("osd-a-sdb-1", "a");
+        let mut k = key("a:/dev/sdb", Some(p.clone()));
+        k.recorded = ids(&[4]);
+        k.stated = Some(ids(&[6]));
+        assert_eq!(
+            one(k.clone(), &BTreeMap::new(), &dump(&[(4, true), (6, false)])),
+            KeyIds::Known {
+                ids: ids(&[6]),
+                source: IdSource::Stated
+            }
+        );
+        assert_eq!(
+            one(k.clone(), &reports(&[(6, &p)]), &dump(&[(6, true)])),
+            KeyIds::Known {
+                ids: ids(&[6]),
+                source: IdSource::Stated
+            }
+        );
+        let got = one(k, &reports(&[(7, &p)]), &dump(&[(7, true)]));
+        assert_eq!(
+            got,
+            KeyIds::Unknown(UnknownReason::StatedContradictsMetadata {
+                stated: ids(&[6]),
+                reported: ids(&[7])
+            })
+        );
+        let KeyIds::Unknown(reason) = got else {
+            unreachable!()
+        };
+        assert_eq!(
+            reason.to_string(),
+            "the annotation states osd.6 but the pod runs osd.7"
+        );
+    }
+
+    #[test]
+    fn an_empty_statement_is_no_statement() {
+        let mut k = key("a:/dev/sdb", None);
+        k.stated = Some(BTreeSet::new());
+        k.recorded = ids(&[3]);
+        assert_eq!(
+            one(k, &BTreeMap::new(), &dump(&[(3, true)])),
+            KeyIds::Known {
+                ids: ids(&[3]),
+                source: IdSource::Recorded
+            }
+        );
+    }
+
+    #[test]
+    fn a_recorded_or_stated_id_running_in_another_pod_is_unknown() {
+        let mine = pod("osd-a-sdb-1", "a");
+        let theirs = pod("osd-b-sdc-1", "b");
+        for stated in [None, Some(ids(&[3]))] {
+            let mut k = key("a:/dev/sdb", Some(mine.clone()));
+            k.recorded = ids(&[3]);
+            k.stated = stated;
+            let got = one(k, &reports(&[(3, &theirs)]), &dump(&[(3, true)]));
+            assert_eq!(
+                got,
+                KeyIds::Unknown(UnknownReason::IdInOtherPod {
+                    id: OsdId(3),
+                    pod: theirs.clone()
+                })
+            );
+            assert_eq!(
+                match got {
+                    KeyIds::Unknown(r) => r.to_string(),
+                    KeyIds::Known { .. } => String::new(),
+                },
+                "osd.3 is up in pod ceph/osd-b-sdc-1 on node b"
+            );
+        }
+        // The other pod's report is stale once osd.3 is down: the record stands.
+        let mut k = key("a:/dev/sdb", Some(mine));
+        k.recorded = ids(&[3]);
+        assert!(matches!(
+            one(k, &reports(&[(3, &theirs)]), &dump(&[(3, false)])),
+            KeyIds::Known { .. }
+        ));
+    }
+
+    #[test]
+    fn an_id_of_two_keys_is_unknown_for_both() {
+        let mut first = key("a:/dev/sdb", None);
+        first.recorded = ids(&[1, 3]);
+        let mut second = key("b:/dev/sdb", None);
+        second.stated = Some(ids(&[3]));
+        let mut third = key("c:/dev/sdb", None);
+        third.recorded = ids(&[3]);
+        let without = key("d:/dev/sdb", None);
+        let got = map_osd_ids(
+            &[first, second, third, without],
+            &BTreeMap::new(),
+            &dump(&[(1, true), (3, true)]),
+        );
+        let reasons: Vec<String> = got
+            .iter()
+            .map(|m| match &m.ids {
+                KeyIds::Unknown(r) => r.to_string(),
+                KeyIds::Known { ids, .. } => osd_id::list(ids),
+            })
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                "osd.3 is also the OSD of b:/dev/sdb",
+                "osd.3 is also the OSD of a:/dev/sdb",
+                "osd.3 is also the OSD of a:/dev/sdb",
+                "no pod runs, no OSD id is recorded for it and none is stated by annotation",
+            ]
+        );
+    }
+
+    #[test]
+    fn ids_are_kept_even_when_absent_from_the_osdmap() {
+        // Whether they exist is the gate's question; the mapping only says which they are.
+        let mut k = key("a:/dev/sdb", None);
+        k.recorded = ids(&[8]);
+        assert!(matches!(
+            one(k, &BTreeMap::new(), &dump(&[])),
+            KeyIds::Known { .. }
+        ));
+    }
+}

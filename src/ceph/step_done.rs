@@ -1,0 +1,304 @@
+//! When a step is over, pure: every stopped OSD runs a new daemon and the PGs are clean by a
+//! PG digest that cannot predate that daemon.
+//!
+//! The rule: each stopped OSD is up with an `up_from` newer than recorded before the stop (the
+//! new daemon booted, not the old one's state), then two consecutive looks find every PG clean
+//! (quorum, a mgr, `pg_ready`), the later one taken at least `pg_stats_lag` after the first look
+//! that found all of them up. PG states trail the osdmap by up to the mgr's stats period: right
+//! after a stop `stale+active+clean` (not clean), right after a restart the states of while the
+//! OSD was down, and after a stop shorter than that period the pre-stop `active+clean` itself.
+//! Waiting one stats period past the boot leaves only states the OSDs reported after it.
+
+use super::facts::CephFacts;
+use super::gate::{cluster_blockers, Blocker};
+use super::osd_id::OsdId;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Default of `pg_stats_lag`: Ceph's `mgr_stats_period` (5 s) and a second.
+pub const DEFAULT_PG_STATS_LAG: Duration = Duration::from_secs(6);
+
+/// Follows one step from its stop to its end. A new leader rebuilds it from the `up_from`s
+/// recorded before the stop; it then waits the lag again, which is only later, never wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepWatch {
+    up_from_before: BTreeMap<OsdId, u64>,
+    pg_stats_lag: Duration,
+    /// When a look first found every stopped OSD back (reset when one is not).
+    all_booted_at: Option<Instant>,
+    /// Consecutive looks, since then, that found every PG clean.
+    clean_looks: u32,
+}
+
+/// Where the step stands after a look.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepProgress {
+    /// These stopped OSDs have no new daemon up yet.
+    Booting { pending: Vec<OsdId> },
+    /// The new daemons are up; the cluster is not clean.
+    Recovering { blockers: Vec<Blocker> },
+    /// Clean, not yet confirmed by a second look taken late enough.
+    Confirming {
+        clean_looks: u32,
+        wait_at_least: Duration,
+    },
+    /// Every stopped OSD runs a new daemon and every PG is clean: clear `noout`, go on.
+    Done,
+}
+
+impl StepWatch {
+    /// `up_from_before`: each OSD to be stopped and its `up_from` read before the stop.
+    pub fn new(up_from_before: BTreeMap<OsdId, u64>, pg_stats_lag: Duration) -> Self {
+        Self {
+            up_from_before,
+            pg_stats_lag,
+            all_booted_at: None,
+            clean_looks: 0,
+        }
+    }
+
+    /// Takes one look (`at`: when its calls were started) and says where the step stands.
+    pub fn observe(&mut self, at: Instant, facts: &CephFacts) -> StepProgress {
+        let pending: Vec<OsdId> = self
+            .up_from_before
+            .iter()
+            .filter(|(id, before)| {
+                !facts
+                    .osds
+                    .osds
+                    .get(id)
+                    .is_some_and(|o| o.up && o.up_from > **before)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        if !pending.is_empty() {
+            self.all_booted_at = None;
+            self.clean_looks = 0;
+            return StepProgress::Booting { pending };
+        }
+        let booted_at = *self.all_booted_at.get_or_insert(at);
+        let blockers = cluster_blockers(facts);
+        if !blockers.is_empty() {
+            self.clean_looks = 0;
+            return StepProgress::Recovering { blockers };
+        }
+        self.clean_looks = self.clean_looks.saturating_add(1);
+        let since_boot = at.saturating_duration_since(booted_at);
+        if self.clean_looks >= 2 && since_boot >= self.pg_stats_lag {
+            StepProgress::Done
+        } else {
+            StepProgress::Confirming {
+                clean_looks: self.clean_looks,
+                wait_at_least: self.pg_stats_lag.saturating_sub(since_boot),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ceph::answers::{parse_osd_dump, parse_pg_stat, OsdDump, PgStates};
+    use crate::ceph::test_data::{fixture, healthy_status};
+
+    fn dump(name: &str) -> OsdDump {
+        parse_osd_dump(&fixture(name)).unwrap()
+    }
+
+    fn pgs(name: &str) -> PgStates {
+        parse_pg_stat(&fixture(name)).unwrap()
+    }
+
+    fn look(osds: &str, pg: &str) -> CephFacts {
+        CephFacts {
+            status: healthy_status(),
+            osds: dump(osds),
+            pgs: Some(pgs(pg)),
+        }
+    }
+
+    const LAG: Duration = Duration::from_secs(2);
+
+    /// osd.1 (up_from 8) stopped and started again, as recorded from the real cluster.
+    fn watch() -> StepWatch {
+        StepWatch::new(BTreeMap::from([(OsdId(1), 8)]), LAG)
+    }
+
+    #[test]
+    fn a_restart_as_ceph_showed_it() {
+        let t0 = Instant::now();
+        let s = |ms| t0 + Duration::from_millis(ms);
+        let mut w = watch();
+        // Right after the stop: still up in the dump (old up_from), PGs stale.
+        assert_eq!(
+            w.observe(
+                s(0),
+                &look("osd_dump_noout_on_1", "pg_stat_stale_after_stop")
+            ),
+            StepProgress::Booting {
+                pending: vec![OsdId(1)]
+            }
+        );
+        assert!(matches!(
+            w.observe(s(500), &look("osd_dump_1_down", "pg_stat_one_osd_down")),
+            StepProgress::Booting { .. }
+        ));
+        // Up again with up_from 16; PG states still those of while it was down, then peering.
+        assert!(matches!(
+            w.observe(
+                s(4000),
+                &look("osd_dump_1_up_again", "pg_stat_one_osd_down")
+            ),
+            StepProgress::Recovering { .. }
+        ));
+        let StepProgress::Recovering { blockers } =
+            w.observe(s(4500), &look("osd_dump_1_up_again", "pg_stat_peering"))
+        else {
+            panic!()
+        };
+        assert_eq!(
+            blockers.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["33 of 33 PGs are not active+clean: 33 peering"]
+        );
+        assert_eq!(
+            w.observe(s(5000), &look("osd_dump_1_up_again", "pg_stat_clean")),
+            StepProgress::Confirming {
+                clean_looks: 1,
+                wait_at_least: Duration::from_secs(1)
+            }
+        );
+        assert_eq!(
+            w.observe(s(6000), &look("osd_dump_1_up_again", "pg_stat_clean")),
+            StepProgress::Done
+        );
+    }
+
+    #[test]
+    fn a_pre_stop_clean_digest_right_after_the_boot_is_not_enough() {
+        // The stop was shorter than the stats period: the mgr never showed it.
+        let t0 = Instant::now();
+        let mut w = watch();
+        let up_and_clean = look("osd_dump_1_up_again", "pg_stat_clean");
+        assert!(matches!(
+            w.observe(t0, &up_and_clean),
+            StepProgress::Confirming { clean_looks: 1, .. }
+        ));
+        assert_eq!(
+            w.observe(t0 + Duration::from_millis(300), &up_and_clean),
+            StepProgress::Confirming {
+                clean_looks: 2,
+                wait_at_least: Duration::from_millis(1700)
+            }
+        );
+        assert_eq!(w.observe(t0 + LAG, &up_and_clean), StepProgress::Done);
+    }
+
+    #[test]
+    fn one_clean_look_is_not_enough_even_late() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        assert!(matches!(
+            w.observe(t0, &look("osd_dump_1_up_again", "pg_stat_peering")),
+            StepProgress::Recovering { .. }
+        ));
+        assert!(matches!(
+            w.observe(t0 + 10 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            StepProgress::Confirming { clean_looks: 1, .. }
+        ));
+        // A relapse starts the count again.
+        assert!(matches!(
+            w.observe(
+                t0 + 11 * LAG,
+                &look("osd_dump_1_up_again", "pg_stat_stale_after_stop")
+            ),
+            StepProgress::Recovering { .. }
+        ));
+        assert!(matches!(
+            w.observe(t0 + 12 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            StepProgress::Confirming { clean_looks: 1, .. }
+        ));
+        assert_eq!(
+            w.observe(t0 + 13 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            StepProgress::Done
+        );
+    }
+
+    #[test]
+    fn the_old_daemons_state_never_counts() {
+        // Up with the up_from of before the stop (the stop is not in the osdmap yet).
+        let t0 = Instant::now();
+        let mut w = watch();
+        for i in 0..5 {
+            assert_eq!(
+                w.observe(t0 + i * LAG, &look("osd_dump_all_up", "pg_stat_clean")),
+                StepProgress::Booting {
+                    pending: vec![OsdId(1)]
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn going_down_again_starts_over() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        w.observe(t0, &look("osd_dump_1_up_again", "pg_stat_clean"));
+        w.observe(t0 + LAG / 2, &look("osd_dump_1_up_again", "pg_stat_clean"));
+        assert!(matches!(
+            w.observe(t0 + LAG, &look("osd_dump_1_down", "pg_stat_clean")),
+            StepProgress::Booting { .. }
+        ));
+        // Back: the lag counts from this look on.
+        let back = t0 + 2 * LAG;
+        w.observe(back, &look("osd_dump_1_up_again", "pg_stat_clean"));
+        assert!(matches!(
+            w.observe(
+                back + LAG / 2,
+                &look("osd_dump_1_up_again", "pg_stat_clean")
+            ),
+            StepProgress::Confirming { .. }
+        ));
+        assert_eq!(
+            w.observe(back + LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            StepProgress::Done
+        );
+    }
+
+    #[test]
+    fn no_mgr_or_pg_states_unknown_is_not_clean() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        let mut no_mgr = look("osd_dump_1_up_again", "pg_stat_clean");
+        no_mgr.status.mgr_available = false;
+        no_mgr.pgs = None;
+        let mut not_ready = look("osd_dump_1_up_again", "pg_stat_clean");
+        not_ready.pgs = Some(PgStates {
+            ready: false,
+            ..pgs("pg_stat_clean")
+        });
+        for (i, facts) in [&no_mgr, &not_ready, &no_mgr, &not_ready]
+            .into_iter()
+            .enumerate()
+        {
+            let at = t0 + LAG * u32::try_from(i).unwrap();
+            assert!(
+                matches!(w.observe(at, facts), StepProgress::Recovering { .. }),
+                "{i}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_osd_missing_from_the_osdmap_has_not_booted() {
+        let mut w = StepWatch::new(BTreeMap::from([(OsdId(1), 8), (OsdId(7), 3)]), LAG);
+        assert_eq!(
+            w.observe(
+                Instant::now(),
+                &look("osd_dump_1_up_again", "pg_stat_clean")
+            ),
+            StepProgress::Booting {
+                pending: vec![OsdId(7)]
+            }
+        );
+    }
+}

@@ -1,0 +1,32 @@
+//! The unit tests' data: answers recorded from the test cluster (`tests/data/ceph/`, Ceph
+//! 16.2.15, the operator's key) and small builders.
+
+use super::answers::ClusterStatus;
+use super::osd_id::OsdId;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The path of the recorded answer `name` (`pg_stat_clean`).
+pub(crate) fn fixture_path(name: &str) -> String {
+    format!("{}/tests/data/ceph/{name}.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The recorded answer `name`, as the CLI printed it.
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
+    let path = fixture_path(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+pub(crate) fn ids(ids: &[u32]) -> BTreeSet<OsdId> {
+    ids.iter().copied().map(OsdId).collect()
+}
+
+/// A status with quorum and a mgr.
+pub(crate) fn healthy_status() -> ClusterStatus {
+    ClusterStatus {
+        quorum: vec![0],
+        quorum_names: vec!["a".into()],
+        mgr_available: true,
+        health: "HEALTH_OK".into(),
+        health_checks: BTreeMap::new(),
+    }
+}
