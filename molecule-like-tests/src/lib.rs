@@ -4,7 +4,11 @@
 //!
 //! - [`scenario`]: a namespace, its nodes, the operator under test, recorders and checks;
 //! - [`nodes`]: the fake Nodes (managed by KWOK) that the CephOSDs' hosts name;
-//! - [`rbac`]: deploy/'s RBAC objects, applied where a test needs them.
+//! - [`rbac`]: deploy/'s RBAC objects, applied where a test needs them;
+//! - [`ceph`]: a real Ceph cluster of the scenario (`molecule-like-tests/ceph`), and Ceph's view;
+//! - [`ceph_recorder`]: Ceph's own view recorded (OSDs up, noout, PG states) and its checks;
+//! - [`ceph_bridge`]: runs a real `ceph-osd` for each OSD pod KWOK runs, stops it when the pod
+//!   is deleted.
 
 #![allow(
     clippy::unwrap_used,
@@ -13,6 +17,9 @@
     clippy::needless_pass_by_value
 )]
 
+pub mod ceph;
+pub mod ceph_bridge;
+pub mod ceph_recorder;
 pub mod nodes;
 pub mod rbac;
 pub mod scenario;
