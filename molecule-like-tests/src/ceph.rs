@@ -63,6 +63,17 @@ pub struct OsdMap {
     /// CRUSH host → its OSDs (from `ceph osd tree`).
     #[serde(default)]
     pub hosts: BTreeMap<String, Vec<i64>>,
+    /// Pool id → its replication.
+    #[serde(default)]
+    pub pools: BTreeMap<u64, PoolInfo>,
+}
+
+/// A pool's replication.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+pub struct PoolInfo {
+    pub size: u64,
+    /// A PG serves I/O only with at least this many copies up.
+    pub min_size: u64,
 }
 
 impl OsdMap {
@@ -134,8 +145,21 @@ impl OsdMap {
                 Some((n["name"].as_str()?.to_owned(), ids))
             })
             .collect();
+        let pools = dump["pools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| {
+                let info = PoolInfo {
+                    size: p["size"].as_u64()?,
+                    min_size: p["min_size"].as_u64()?,
+                };
+                Some((p["pool"].as_u64()?, info))
+            })
+            .collect();
         Ok(Self {
             epoch: dump["epoch"].as_u64().unwrap_or(0),
+            pools,
             flags: dump["flags"].as_str().unwrap_or("").to_owned(),
             osds,
             crush_node_flags: serde_json::from_value(dump["crush_node_flags"].clone())
@@ -145,7 +169,7 @@ impl OsdMap {
     }
 }
 
-/// `ceph pg stat`: the mgr's PG states.
+/// The mgr's PG states: `ceph pg stat`, or `pg dump pgs_brief` with each PG.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 pub struct PgStat {
     /// False right after a mgr start (states `unknown`).
@@ -153,6 +177,27 @@ pub struct PgStat {
     pub num_pgs: u64,
     /// State (`active+clean`, `stale+active+clean`, `peering`, …) → number of PGs.
     pub by_state: BTreeMap<String, u64>,
+    /// Each PG (from `pg dump pgs_brief`; empty from `pg stat`).
+    #[serde(default)]
+    pub pgs: Vec<PgBrief>,
+}
+
+/// One PG as last reported by its primary.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct PgBrief {
+    /// `<pool id>.<hex>`.
+    pub pgid: String,
+    pub state: String,
+    /// The OSDs that serve it, as last reported.
+    #[serde(default)]
+    pub acting: Vec<u32>,
+}
+
+impl PgBrief {
+    /// The id of its pool.
+    pub fn pool(&self) -> Option<u64> {
+        self.pgid.split('.').next()?.parse().ok()
+    }
 }
 
 impl PgStat {
@@ -168,6 +213,7 @@ impl PgStat {
                 .flatten()
                 .filter_map(|s| Some((s["name"].as_str()?.to_owned(), s["num"].as_u64()?)))
                 .collect(),
+            pgs: Vec::new(),
         }
     }
 
@@ -535,6 +581,7 @@ mod tests {
     #[test]
     fn osd_dump_is_read_with_hosts_and_noout() {
         let dump = json!({"epoch": 21, "flags": "sortbitwise,noout", "crush_node_flags": {"node-b": ["noout"]},
+            "pools": [{"pool": 1, "pool_name": "test", "size": 3, "min_size": 2}],
             "osds": [{"osd": 0, "up": 1, "in": 1, "up_from": 15, "state": ["exists", "up"]},
                      {"osd": 1, "up": 0, "in": 1, "up_from": 8, "state": ["exists", "noout"]}]});
         let tree = json!({"nodes": [{"id": -1, "name": "default", "type": "root", "children": [-3, -5]},
@@ -548,6 +595,13 @@ mod tests {
         let osd1 = map.osd(1).expect("osd.1");
         assert!(!osd1.up && osd1.in_ && osd1.noout && osd1.up_from == 8);
         assert_eq!(map.noout(), ["cluster", "osd.1", "node-b"]);
+        assert_eq!(
+            map.pools[&1],
+            PoolInfo {
+                size: 3,
+                min_size: 2
+            }
+        );
     }
 
     #[test]

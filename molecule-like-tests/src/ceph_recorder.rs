@@ -1,6 +1,6 @@
-//! Ceph's own view, recorded: [`CephRecorder`] reads `ceph watch` (the osdmap and the PG states,
-//! each every 0.25 s over one librados connection) and keeps every sample, on a clock shared
-//! with the pod recorder. The checks replay the samples:
+//! Ceph's own view, recorded: [`CephRecorder`] reads `ceph watch` (the osdmap and each PG's
+//! state and acting set, each every 0.25 s over one librados connection) and keeps every
+//! sample, on a clock shared with the pod recorder. The checks replay the samples:
 //!
 //! - **hosts down** ([`CephRecording::check_hosts_down_at_most`]): a CRUSH host is down while
 //!   one of its OSDs is down in the osdmap (an OSD in no CRUSH host yet counts as a host of its
@@ -11,6 +11,10 @@
 //!   its last report; `stale+peering` is not). Then:
 //!   - `peered`, `down` or `incomplete`: **unavailable** (fewer than `min_size` copies up, or
 //!     none: I/O blocks until an OSD returns);
+//!   - any other state while fewer than its pool's `min_size` OSDs of its last reported acting
+//!     set are up in the latest osdmap: **unavailable** too. PG stats trail the osdmap: with
+//!     every copy down no OSD reports the PG, which keeps its last state (`stale+peering`, even
+//!     `peering`) and never shows `peered`;
 //!   - `active`: active;
 //!   - `unknown`: not known (a mgr that just started);
 //!   - anything else (`peering`, `activating`, …): **inactive**. Every OSD stop and start
@@ -26,11 +30,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _};
-use serde::Deserialize;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 
-use crate::ceph::{CephCluster, OsdMap, PgStat};
+use crate::ceph::{CephCluster, OsdMap, PgBrief, PgStat};
 
 /// How often `ceph watch` samples.
 pub const SAMPLE_INTERVAL: &str = "0.25";
@@ -59,12 +62,25 @@ pub struct CephState {
     pub pgs: Option<(Duration, PgStat)>,
 }
 
-#[derive(Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-enum Line {
-    Osdmap(OsdMap),
-    Pgs(PgStat),
-    Error { error: String },
+/// One line of `ceph watch`.
+fn parse_line(line: &str) -> Result<Observed, String> {
+    // Through a Value: an internally tagged enum would buffer the map keys and refuse the pool
+    // ids as numbers.
+    let value: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let kind = value["kind"].as_str().unwrap_or_default().to_owned();
+    let read = |e: serde_json::Error| e.to_string();
+    match kind.as_str() {
+        "osdmap" => serde_json::from_value(value)
+            .map(Observed::OsdMap)
+            .map_err(read),
+        "pgs" => serde_json::from_value(value)
+            .map(Observed::Pgs)
+            .map_err(read),
+        "error" => Ok(Observed::Error(
+            value["error"].as_str().unwrap_or_default().to_owned(),
+        )),
+        other => Err(format!("unknown kind {other:?}")),
+    }
 }
 
 /// Records Ceph's view until dropped (see the module docs).
@@ -112,10 +128,8 @@ impl CephRecorder {
             let mut lines = tokio::io::BufReader::new(stdout).lines();
             loop {
                 let (observed, end) = match lines.next_line().await {
-                    Ok(Some(line)) => match serde_json::from_str::<Line>(&line) {
-                        Ok(Line::Osdmap(map)) => (Observed::OsdMap(map), false),
-                        Ok(Line::Pgs(pgs)) => (Observed::Pgs(pgs), false),
-                        Ok(Line::Error { error }) => (Observed::Error(error), false),
+                    Ok(Some(line)) => match parse_line(&line) {
+                        Ok(observed) => (observed, false),
                         Err(e) => (
                             Observed::Error(format!("unreadable sample {line:?}: {e}")),
                             false,
@@ -242,11 +256,40 @@ pub fn classify(state: &str) -> PgClass {
     }
 }
 
-/// PGs of a sample per class.
-fn count_classes(pgs: &PgStat) -> BTreeMap<PgClass, u64> {
+/// The class of one PG given the osdmap of the moment: its state's, or unavailable when fewer
+/// than its pool's `min_size` OSDs of its acting set are up.
+pub fn pg_class(pg: &PgBrief, map: Option<&OsdMap>) -> PgClass {
+    let class = classify(&pg.state);
+    if matches!(class, PgClass::Unavailable | PgClass::Unknown) || pg.acting.is_empty() {
+        return class;
+    }
+    let min_size = map.and_then(|m| Some((m, m.pools.get(&pg.pool()?)?.min_size)));
+    let Some((map, min_size)) = min_size else {
+        return class;
+    };
+    let up = pg
+        .acting
+        .iter()
+        .filter(|id| map.osd(**id).is_some_and(|o| o.up))
+        .count();
+    if (up as u64) < min_size {
+        PgClass::Unavailable
+    } else {
+        class
+    }
+}
+
+/// PGs of a sample per class (by each PG when the sample has them, else by state).
+fn count_classes(pgs: &PgStat, map: Option<&OsdMap>) -> BTreeMap<PgClass, u64> {
     let mut out = BTreeMap::new();
-    for (state, n) in &pgs.by_state {
-        *out.entry(classify(state)).or_default() += n;
+    if pgs.pgs.is_empty() {
+        for (state, n) in &pgs.by_state {
+            *out.entry(classify(state)).or_default() += n;
+        }
+    } else {
+        for pg in &pgs.pgs {
+            *out.entry(pg_class(pg, map)).or_default() += 1;
+        }
     }
     out
 }
@@ -288,17 +331,20 @@ impl CephRecording {
         out
     }
 
-    /// The PG samples from `from` on, led by the last one before it (timed at `from`).
-    fn pgs_from(&self, from: Duration) -> Vec<(Duration, &PgStat)> {
-        let mut out: Vec<(Duration, &PgStat)> = Vec::new();
+    /// The PG samples from `from` on, led by the last one before it (timed at `from`), each
+    /// with the latest osdmap then.
+    fn pgs_from(&self, from: Duration) -> Vec<(Duration, &PgStat, Option<&OsdMap>)> {
+        let mut out: Vec<(Duration, &PgStat, Option<&OsdMap>)> = Vec::new();
+        let mut map = None;
         for e in &self.events {
-            if let Observed::Pgs(p) = &e.observed {
-                if e.at < from {
+            match &e.observed {
+                Observed::OsdMap(m) => map = Some(m),
+                Observed::Pgs(p) if e.at < from => {
                     out.clear();
-                    out.push((from, p));
-                } else {
-                    out.push((e.at, p));
+                    out.push((from, p, map));
                 }
+                Observed::Pgs(p) => out.push((e.at, p, map)),
+                Observed::Error(_) => {}
             }
         }
         out
@@ -383,8 +429,8 @@ impl CephRecording {
     pub fn pg_spans(&self, from: Duration) -> Vec<PgSpan> {
         let mut out: Vec<PgSpan> = Vec::new();
         let mut current: Option<PgSpan> = None;
-        for (at, pgs) in self.pgs_from(from) {
-            let classes = count_classes(pgs);
+        for (at, pgs, map) in self.pgs_from(from) {
+            let classes = count_classes(pgs, map);
             let unavailable = classes.get(&PgClass::Unavailable).copied().unwrap_or(0);
             let not_active = unavailable + classes.get(&PgClass::Inactive).copied().unwrap_or(0);
             if not_active == 0 {
@@ -405,7 +451,7 @@ impl CephRecording {
             span.states.extend(
                 pgs.by_state
                     .keys()
-                    .filter(|s| matches!(classify(s), PgClass::Inactive | PgClass::Unavailable))
+                    .filter(|s| classify(s) != PgClass::Active)
                     .cloned(),
             );
         }
@@ -490,10 +536,17 @@ impl CephRecording {
         let mut last_pgs = String::new();
         let mut map_line = String::from("-");
         let mut pgs_line = String::from("-");
-        for e in self.events.iter().filter(|e| e.at >= from) {
+        let mut latest_map = None;
+        for e in &self.events {
+            if let Observed::OsdMap(map) = &e.observed {
+                latest_map = Some(map);
+            }
+            if e.at < from {
+                continue;
+            }
             match &e.observed {
                 Observed::OsdMap(map) => map_line = describe_osdmap(map),
-                Observed::Pgs(pgs) => pgs_line = describe_pgs(pgs),
+                Observed::Pgs(pgs) => pgs_line = describe_pgs(pgs, latest_map),
                 Observed::Error(error) => {
                     out.push_str(&format!("  {:>8.2}s error: {error}\n", e.at.as_secs_f64()));
                     continue;
@@ -577,7 +630,7 @@ impl CephRecording {
             .map(|s| s.span.length(end))
             .sum();
         out.push_str(&format!(
-            "time with PGs unavailable (spans with peered/down/incomplete): {:.2}s\n",
+            "time with PGs unavailable: {:.2}s\n",
             unavailable.as_secs_f64()
         ));
         out.push_str(&format!(
@@ -628,15 +681,24 @@ fn describe_osdmap(map: &OsdMap) -> String {
     )
 }
 
-fn describe_pgs(pgs: &PgStat) -> String {
+fn describe_pgs(pgs: &PgStat, map: Option<&OsdMap>) -> String {
     let states: Vec<String> = pgs
         .by_state
         .iter()
         .map(|(s, n)| format!("{n} {s}"))
         .collect();
+    let unavailable = count_classes(pgs, map)
+        .get(&PgClass::Unavailable)
+        .copied()
+        .unwrap_or(0);
     format!(
-        "{}{}",
+        "{}{}{}",
         states.join(", "),
+        if unavailable > 0 {
+            format!(" [{unavailable} unavailable]")
+        } else {
+            String::new()
+        },
         if pgs.ready { "" } else { " (not ready)" }
     )
 }
@@ -672,6 +734,7 @@ mod tests {
             ready: true,
             num_pgs: states.iter().map(|(_, n)| n).sum(),
             by_state: states.iter().map(|(s, n)| ((*s).to_owned(), *n)).collect(),
+            pgs: Vec::new(),
         })
     }
 
@@ -685,6 +748,25 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn watch_lines_are_read() {
+        let line = r#"{"kind":"osdmap","epoch":18,"flags":"sortbitwise","crush_node_flags":{},"hosts":{"a":[1]},"pools":{"1":{"size":3,"min_size":2}},"osds":[{"id":1,"up":true,"in":true,"up_from":15,"noout":false}],"t":1.5}"#;
+        let Ok(Observed::OsdMap(map)) = parse_line(line) else {
+            panic!("{:?}", parse_line(line))
+        };
+        assert_eq!(map.pools[&1].min_size, 2);
+        assert_eq!(map.host_of(1), Some("a"));
+        let line = r#"{"kind":"pgs","ready":true,"num_pgs":1,"by_state":{"peering":1},"pgs":[{"pgid":"1.0","state":"peering","acting":[1]}],"t":1.5}"#;
+        let Ok(Observed::Pgs(pgs)) = parse_line(line) else {
+            panic!("{:?}", parse_line(line))
+        };
+        assert_eq!(pgs.pgs[0].pool(), Some(1));
+        assert_eq!(
+            parse_line(r#"{"kind":"error","error":"pgs: rc 110"}"#),
+            Ok(Observed::Error("pgs: rc 110".into()))
+        );
     }
 
     #[test]
@@ -772,6 +854,62 @@ mod tests {
             .check_pgs_never_unavailable(Duration::ZERO)
             .expect_err("peered");
         assert!(err.to_string().contains("31 PGs unavailable"), "{err}");
+    }
+
+    #[test]
+    fn a_pg_whose_acting_set_is_down_is_unavailable_whatever_it_last_said() {
+        let brief = |pgid: &str, state: &str, acting: &[u32]| PgBrief {
+            pgid: pgid.to_owned(),
+            state: state.to_owned(),
+            acting: acting.to_vec(),
+        };
+        let Observed::OsdMap(mut map) = map(9, &[(0, false, 5), (1, false, 5), (2, true, 5)])
+        else {
+            unreachable!()
+        };
+        map.pools.insert(
+            1,
+            crate::ceph::PoolInfo {
+                size: 3,
+                min_size: 2,
+            },
+        );
+        let cases = [
+            (brief("1.0", "stale+peering", &[2]), PgClass::Unavailable),
+            (brief("1.1", "peering", &[2]), PgClass::Unavailable),
+            (
+                brief("1.2", "stale+active+clean", &[0, 1, 2]),
+                PgClass::Unavailable,
+            ),
+            (brief("1.3", "unknown", &[]), PgClass::Unknown),
+            // A pool the osdmap does not know: the state alone.
+            (brief("7.0", "peering", &[2]), PgClass::Inactive),
+        ];
+        for (pg, want) in &cases {
+            assert_eq!(pg_class(pg, Some(&map)), *want, "{pg:?}");
+        }
+        map.osds[0].up = true;
+        assert_eq!(
+            pg_class(&brief("1.2", "stale+active+clean", &[0, 1, 2]), Some(&map)),
+            PgClass::Active
+        );
+        let sample = PgStat {
+            ready: true,
+            num_pgs: 2,
+            by_state: [("stale+peering".to_owned(), 2)].into(),
+            pgs: vec![
+                brief("1.0", "stale+peering", &[2]),
+                brief("1.1", "stale+peering", &[0, 2]),
+            ],
+        };
+        let r = recording(vec![
+            (0, Observed::OsdMap(map.clone())),
+            (10, Observed::Pgs(sample.clone())),
+        ]);
+        let err = r
+            .check_pgs_never_unavailable(Duration::ZERO)
+            .expect_err("1.0 has one copy up");
+        assert!(err.to_string().contains("1 PGs unavailable"), "{err}");
     }
 
     #[test]
