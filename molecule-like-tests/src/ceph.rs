@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
@@ -241,7 +242,8 @@ pub struct CephCluster {
     _port_lock: File,
     /// Names this process as the cluster's owner.
     owner_file: PathBuf,
-    down: bool,
+    /// Brought down by [`Self::down`].
+    down: AtomicBool,
 }
 
 impl CephCluster {
@@ -279,7 +281,7 @@ impl CephCluster {
                 mon_port,
                 _port_lock: lock,
                 owner_file,
-                down: false,
+                down: AtomicBool::new(false),
             };
             match cluster.run(&["up", &osds.to_string()], UP_TIMEOUT).await {
                 Ok(_) => return Ok(cluster),
@@ -413,9 +415,10 @@ impl CephCluster {
         self.cli_json(&["osd", "metadata", &id.to_string()]).await
     }
 
-    /// Stops every daemon and removes the state dir.
-    pub fn down(mut self) -> anyhow::Result<()> {
-        self.down = true;
+    /// Stops every daemon and removes the state dir (a shared cluster too: its other users
+    /// find it gone).
+    pub fn down(&self) -> anyhow::Result<()> {
+        self.down.store(true, Ordering::SeqCst);
         self.bring_down(false)
     }
 
@@ -442,7 +445,7 @@ impl CephCluster {
 
 impl Drop for CephCluster {
     fn drop(&mut self) {
-        if self.down {
+        if self.down.load(Ordering::SeqCst) {
             return;
         }
         // Not brought down by the test: it failed. Keep the logs for its report.
@@ -558,6 +561,11 @@ fn reap_orphans() {
         if alive {
             continue;
         }
+        // Claimed by renaming: of two processes reaping at once, one brings it down.
+        let claimed = owner.with_extension(format!("owner.reaping-{}", std::process::id()));
+        if std::fs::rename(&owner, &claimed).is_err() {
+            continue;
+        }
         let state = dir.path().join("ceph");
         let status = std::process::Command::new(script_path())
             .args(["down", "--keep-logs"])
@@ -569,7 +577,7 @@ fn reap_orphans() {
             "ceph cluster {} outlived its test process: brought down ({status:?})",
             state.display()
         );
-        let _ = std::fs::remove_file(&owner);
+        let _ = std::fs::remove_file(&claimed);
     }
 }
 

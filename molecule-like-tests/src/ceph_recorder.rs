@@ -302,6 +302,8 @@ pub struct PgSpan {
     pub max_not_active: u64,
     /// The most PGs unavailable in one sample.
     pub max_unavailable: u64,
+    /// How long some PG was unavailable in it (from each such sample to the next).
+    pub unavailable_for: Duration,
     /// Every state not active seen in it.
     pub states: BTreeSet<String>,
 }
@@ -429,10 +431,18 @@ impl CephRecording {
     pub fn pg_spans(&self, from: Duration) -> Vec<PgSpan> {
         let mut out: Vec<PgSpan> = Vec::new();
         let mut current: Option<PgSpan> = None;
+        // Since when some PG has been unavailable, while it lasts.
+        let mut unavailable_since: Option<Duration> = None;
         for (at, pgs, map) in self.pgs_from(from) {
             let classes = count_classes(pgs, map);
             let unavailable = classes.get(&PgClass::Unavailable).copied().unwrap_or(0);
             let not_active = unavailable + classes.get(&PgClass::Inactive).copied().unwrap_or(0);
+            if let (Some(since), Some(span)) = (unavailable_since.take(), current.as_mut()) {
+                span.unavailable_for += at.saturating_sub(since);
+            }
+            if unavailable > 0 {
+                unavailable_since = Some(at);
+            }
             if not_active == 0 {
                 if let Some(mut span) = current.take() {
                     span.span.to = Some(at);
@@ -444,6 +454,7 @@ impl CephRecording {
                 span: Span { from: at, to: None },
                 max_not_active: 0,
                 max_unavailable: 0,
+                unavailable_for: Duration::ZERO,
                 states: BTreeSet::new(),
             });
             span.max_not_active = span.max_not_active.max(not_active);
@@ -455,11 +466,14 @@ impl CephRecording {
                     .cloned(),
             );
         }
+        if let (Some(since), Some(span)) = (unavailable_since, current.as_mut()) {
+            span.unavailable_for += self.end().saturating_sub(since);
+        }
         out.extend(current);
         out
     }
 
-    /// No PG ever unavailable (`peered`, `down`, `incomplete`) from `from` on.
+    /// No PG ever unavailable from `from` on (see [`pg_class`]).
     pub fn check_pgs_never_unavailable(&self, from: Duration) -> anyhow::Result<()> {
         if let Some(span) = self
             .pg_spans(from)
@@ -616,19 +630,16 @@ impl CephRecording {
         }
         for s in &pg_spans {
             out.push_str(&format!(
-                "  {:.2}s for {:.2}s: up to {} PGs not active, {} unavailable; {:?}\n",
+                "  {:.2}s for {:.2}s: up to {} PGs not active; up to {} unavailable for {:.2}s; {:?}\n",
                 s.span.from.as_secs_f64(),
                 s.span.length(end).as_secs_f64(),
                 s.max_not_active,
                 s.max_unavailable,
+                s.unavailable_for.as_secs_f64(),
                 s.states
             ));
         }
-        let unavailable: Duration = pg_spans
-            .iter()
-            .filter(|s| s.max_unavailable > 0)
-            .map(|s| s.span.length(end))
-            .sum();
+        let unavailable: Duration = pg_spans.iter().map(|s| s.unavailable_for).sum();
         out.push_str(&format!(
             "time with PGs unavailable: {:.2}s\n",
             unavailable.as_secs_f64()
@@ -850,6 +861,11 @@ mod tests {
                 pgs(&[("undersized+degraded+peered", 31), ("peering", 2)]),
             ),
         ]);
+        assert_eq!(
+            below_min_size.pg_spans(Duration::ZERO)[0].unavailable_for,
+            Duration::ZERO,
+            "the recording ends at the sample"
+        );
         let err = below_min_size
             .check_pgs_never_unavailable(Duration::ZERO)
             .expect_err("peered");
@@ -905,7 +921,13 @@ mod tests {
         let r = recording(vec![
             (0, Observed::OsdMap(map.clone())),
             (10, Observed::Pgs(sample.clone())),
+            (260, Observed::Pgs(sample.clone())),
+            (510, pgs(&[("active+clean", 2)])),
         ]);
+        assert_eq!(
+            r.pg_spans(Duration::ZERO)[0].unavailable_for,
+            Duration::from_millis(500)
+        );
         let err = r
             .check_pgs_never_unavailable(Duration::ZERO)
             .expect_err("1.0 has one copy up");
