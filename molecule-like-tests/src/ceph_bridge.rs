@@ -756,30 +756,35 @@ impl Bridge {
 
     /// Deletes a terminated pod with grace 0 (its daemon has exited), as a kubelet does.
     fn remove_pod(&mut self, osd: u32, h: &Holder) {
-        self.busy += 1;
-        let (api, ops, log, clock) = (
-            self.api.clone(),
-            self.ops.clone(),
-            Arc::clone(&self.log),
-            self.clock,
-        );
-        let (pod, uid) = (h.pod.clone(), h.uid.clone());
-        tokio::spawn(async move {
-            let params = DeleteParams {
-                grace_period_seconds: Some(0),
-                preconditions: Some(Preconditions {
-                    uid: Some(uid.clone()),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            let kind = match api.delete(&pod, &params).await {
+        let (api, pod, uid) = (self.api.clone(), h.pod.clone(), h.uid.clone());
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: Some(uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        self.spawn_recorded(osd, h, async move {
+            match api.delete(&pod, &params).await {
                 Ok(_) => Some(BridgeEventKind::Removed),
                 // Gone already, or another pod of that name now.
                 Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => None,
                 Err(e) => Some(BridgeEventKind::Error(format!("deleting pod {pod}: {e}"))),
-            };
-            if let Some(kind) = kind {
+            }
+        });
+    }
+
+    /// Runs an API call about `h`'s pod in the background and records what it returns.
+    fn spawn_recorded<F>(&mut self, osd: u32, h: &Holder, call: F)
+    where
+        F: std::future::Future<Output = Option<BridgeEventKind>> + Send + 'static,
+    {
+        self.busy += 1;
+        let (ops, log, clock) = (self.ops.clone(), Arc::clone(&self.log), self.clock);
+        let (pod, uid) = (h.pod.clone(), h.uid.clone());
+        tokio::spawn(async move {
+            if let Some(kind) = call.await {
                 locked(&log).push(BridgeEvent {
                     at: clock.elapsed(),
                     osd: Some(osd),
@@ -835,36 +840,24 @@ impl Bridge {
                 .is_some_and(|p| annotation(p, READY_ANNOTATION) == Some(READY_WHEN_OSD_UP));
             if wants {
                 h.marked = true;
-                to_mark.push((*id, h.pod.clone(), h.uid.clone()));
+                to_mark.push((*id, h.clone()));
             }
         }
-        for (osd, pod, uid) in to_mark {
-            self.busy += 1;
-            let (api, ops, log, clock) = (
-                self.api.clone(),
-                self.ops.clone(),
-                Arc::clone(&self.log),
-                self.clock,
-            );
-            tokio::spawn(async move {
+        for (osd, h) in to_mark {
+            let (api, pod, uid) = (self.api.clone(), h.pod.clone(), h.uid.clone());
+            self.spawn_recorded(osd, &h, async move {
                 // The uid in the patch: never another pod of that name.
                 let patch =
                     json!({"metadata": {"uid": uid, "annotations": {OSD_UP_ANNOTATION: "true"}}});
-                let kind = match api
-                    .patch(&pod, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    Ok(_) => BridgeEventKind::MarkedUp,
-                    Err(e) => BridgeEventKind::Error(format!("marking pod {pod} up: {e}")),
-                };
-                locked(&log).push(BridgeEvent {
-                    at: clock.elapsed(),
-                    osd: Some(osd),
-                    pod,
-                    uid,
-                    kind,
-                });
-                let _ = ops.send(Done::Other);
+                Some(
+                    match api
+                        .patch(&pod, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                    {
+                        Ok(_) => BridgeEventKind::MarkedUp,
+                        Err(e) => BridgeEventKind::Error(format!("marking pod {pod} up: {e}")),
+                    },
+                )
             });
         }
     }
