@@ -44,7 +44,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 
 use crate::ceph::{CephCluster, OsdStart};
-use crate::ceph_recorder::CephState;
+use crate::ceph_recorder::{CephRecorder, CephState};
 use crate::scenario::{annotation, is_ready, READY_ANNOTATION};
 
 /// Value of `testing.local/ready` for pods Ready once their OSD is up in Ceph.
@@ -98,7 +98,7 @@ pub enum BridgeEventKind {
 /// One event of the bridge.
 #[derive(Clone, Debug)]
 pub struct BridgeEvent {
-    /// On the clock given to [`CephBridge::start`].
+    /// On the Ceph recorder's clock.
     pub at: Duration,
     pub osd: Option<u32>,
     pub pod: String,
@@ -134,15 +134,15 @@ impl Drop for CephBridge {
 
 impl CephBridge {
     /// Starts bridging the pods of `pods` (one namespace) to `cluster`'s OSDs by `osds`
-    /// (`host:data` → OSD id). `ceph` is the Ceph recorder's view (boots are read from it);
-    /// events are timed from `clock`. Returns once the pod watch is open.
+    /// (`host:data` → OSD id). Boots are read from `ceph`'s view, events timed on its clock.
+    /// Returns once the pod watch is open.
     pub async fn start(
         pods: Api<Pod>,
         cluster: Arc<CephCluster>,
         osds: &BTreeMap<OsdKey, u32>,
-        ceph: watch::Receiver<CephState>,
-        clock: Instant,
+        ceph: &CephRecorder,
     ) -> anyhow::Result<Self> {
+        let clock = ceph.clock();
         let log: Log = Arc::default();
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut stream = watcher(pods.clone(), watcher::Config::default())
@@ -171,7 +171,7 @@ impl CephBridge {
             slots: osds.values().map(|id| (*id, None)).collect(),
             finished: BTreeSet::new(),
             reported: BTreeSet::new(),
-            ceph,
+            ceph: ceph.subscribe(),
             ops,
             busy: 0,
         };
@@ -199,7 +199,8 @@ impl CephBridge {
 
     /// The bridge's invariants over its events (see the module docs).
     pub fn check(&self) -> anyhow::Result<()> {
-        check(&locked(&self.log)).map_err(|e| anyhow!("{e}\n{}", self.render()))
+        let events = self.events();
+        check(&events).map_err(|e| anyhow!("{e}\n{}", render(&events)))
     }
 
     /// Per OSD, its daemons in order: (pod, started, booted, stopped), times on the clock.

@@ -169,6 +169,11 @@ impl CephRecorder {
         self.clock.elapsed()
     }
 
+    /// The recorder's clock: the instant its samples are timed from.
+    pub fn clock(&self) -> Instant {
+        self.clock
+    }
+
     /// The latest view.
     pub fn latest(&self) -> CephState {
         self.state.borrow().clone()

@@ -2,26 +2,33 @@
 //! started when the pod runs, stopped before the pod is gone), on a real Ceph (mon, mgr,
 //! BlueStore OSDs) of the scenario's own, beside the real Kubernetes.
 //!
-//! The operator has no Ceph gate yet: these tests assert the bridge's rules only, and print
-//! what an ungated rollout did in Ceph's view (hosts down, PGs not active).
+//! The operator has no Ceph gate yet: these tests assert the bridge's rules only (one daemon
+//! per OSD id, each stopped before its pod is gone), and print what an ungated rollout did in
+//! Ceph's view (hosts down, PGs not active or unavailable).
 //!
 //! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::ceph::CephCluster;
-use molecule_like_tests::ceph_bridge::{ready_when_osd_up, BridgeEventKind, CephBridge};
+use molecule_like_tests::ceph_bridge::{
+    ready_when_osd_up, BridgeEvent, BridgeEventKind, CephBridge,
+};
 use molecule_like_tests::ceph_recorder::CephRecorder;
+use molecule_like_tests::nodes::ensure_nodes;
 use molecule_like_tests::scenario::{
-    cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Scenario, CR, ROLLOUT,
+    cephosd, fast_sample_template, hold, keys, storage, with_kubelet_knobs, Scenario, CR,
+    READY_AFTER_ANNOTATION, ROLLOUT,
 };
 use serde_json::json;
 
@@ -52,14 +59,7 @@ async fn roll_real_osds(name: &str, ready_by_ceph: bool) -> anyhow::Result<()> {
         .checked_sub(s.recorder()?.elapsed())
         .ok_or_else(|| anyhow::anyhow!("no clock"))?;
     let ceph = CephRecorder::start(&cluster, clock).await?;
-    let bridge = CephBridge::start(
-        s.pods.clone(),
-        Arc::clone(&cluster),
-        &table,
-        ceph.subscribe(),
-        clock,
-    )
-    .await?;
+    let bridge = CephBridge::start(s.pods.clone(), Arc::clone(&cluster), &table, &ceph).await?;
 
     let mut template = with_kubelet_knobs(fast_sample_template()?, 1, false, GRACE_SECONDS);
     if ready_by_ceph {
@@ -234,4 +234,133 @@ async fn bridged_osds_roll_host_by_host_ready_when_up_in_ceph() -> anyhow::Resul
 #[tokio::test]
 async fn bridged_osds_roll_host_by_host_ready_by_kwok_timing() -> anyhow::Result<()> {
     roll_real_osds("cephbridge-kwok", false).await
+}
+
+/// Waits until the bridge has recorded an event `matches` accepts; its events so far.
+async fn wait_for_event(
+    bridge: &CephBridge,
+    what: &str,
+    matches: impl Fn(&BridgeEvent) -> bool,
+) -> anyhow::Result<Vec<BridgeEvent>> {
+    let deadline = Instant::now() + Duration::from_mins(1);
+    loop {
+        let events = bridge.events();
+        if events.iter().any(&matches) {
+            return Ok(events);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}\n{}",
+            bridge.render()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A plain pod on `node` whose container runs the OSD on `data` (as the operator's would).
+fn osd_pod(name: &str, node: &str, data: &str) -> anyhow::Result<Pod> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": {READY_AFTER_ANNOTATION: "1"}},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": GRACE_SECONDS,
+            "containers": [{"name": "osd", "image": "busybox",
+                            "env": [{"name": "OSD_DEVICE", "value": data}]}],
+        },
+    }))?)
+}
+
+/// Two pods on one disk: the second is a violation and gets no daemon while the first's runs;
+/// once the first pod is deleted (its daemon stopped first) the second gets the daemon.
+#[tokio::test]
+async fn a_second_pod_on_a_disk_gets_no_second_daemon() -> anyhow::Result<()> {
+    let s = Scenario::create("cephbridge-claim").await?;
+    let node = s.host("ceph-a");
+    ensure_nodes(&s.client, &BTreeSet::from([node.clone()])).await?;
+    let cluster = Arc::new(CephCluster::for_scenario(&s, 0).await?);
+    let id = cluster.osd_create(&node).await?;
+    let ceph = CephRecorder::start(&cluster, Instant::now()).await?;
+    let table = BTreeMap::from([(OsdKey::new(&node, DATA), id)]);
+    let bridge = CephBridge::start(s.pods.clone(), Arc::clone(&cluster), &table, &ceph).await?;
+    let is = |pod: &'static str, kind: fn(&BridgeEventKind) -> bool| {
+        move |e: &BridgeEvent| e.pod == pod && kind(&e.kind)
+    };
+
+    s.pods
+        .create(&PostParams::default(), &osd_pod("first", &node, DATA)?)
+        .await?;
+    wait_for_event(
+        &bridge,
+        "first's daemon booted",
+        is("first", |k| matches!(k, BridgeEventKind::Booted { .. })),
+    )
+    .await?;
+
+    // Another spelling of the same disk.
+    s.pods
+        .create(
+            &PostParams::default(),
+            &osd_pod("second", &node, "/dev//sdb")?,
+        )
+        .await?;
+    wait_for_event(
+        &bridge,
+        "second's claim recorded as a violation",
+        is("second", |k| matches!(k, BridgeEventKind::Violation(_))),
+    )
+    .await?;
+    hold(Duration::from_secs(2), || async {
+        anyhow::ensure!(
+            !bridge
+                .events()
+                .iter()
+                .any(|e| e.pod == "second" && matches!(e.kind, BridgeEventKind::Started { .. })),
+            "a second daemon on osd.{id}\n{}",
+            bridge.render()
+        );
+        Ok(())
+    })
+    .await?;
+    let meta = cluster.osd_metadata(id).await?;
+    anyhow::ensure!(meta["pod_name"] == "first", "osd.{id}: {meta}");
+
+    // The first pod goes: its daemon stops first, then the second pod's starts.
+    s.pods.delete("first", &DeleteParams::default()).await?;
+    let events = wait_for_event(
+        &bridge,
+        "second's daemon booted",
+        is("second", |k| matches!(k, BridgeEventKind::Booted { .. })),
+    )
+    .await?;
+    let meta = cluster.osd_metadata(id).await?;
+    anyhow::ensure!(meta["pod_name"] == "second", "osd.{id}: {meta}");
+    let daemons = bridge.daemons();
+    let list = &daemons[&id];
+    let names: Vec<&str> = list.iter().map(|d| d.pod.as_str()).collect();
+    anyhow::ensure!(names == ["first", "second"], "{names:?}");
+    anyhow::ensure!(
+        list[0].stopped.is_some()
+            && list[0].stopped <= list[0].gone
+            && list[0].stopped <= list[1].started,
+        "the first daemon stopped before its pod was gone and before the second started: {list:?}"
+    );
+    let err = bridge.check().expect_err("the claim is a violation");
+    anyhow::ensure!(
+        err.to_string().contains("claims osd."),
+        "unexpected check failure: {err:#}"
+    );
+    println!("==== two pods on one disk:\n{}", render(&events));
+
+    bridge.stop().await?;
+    drop(ceph);
+    s.destroy().await?;
+    cluster.down()?;
+    Ok(())
+}
+
+fn render(events: &[BridgeEvent]) -> String {
+    events
+        .iter()
+        .map(|e| format!("  {:>6.2}s {} {:?}\n", e.at.as_secs_f64(), e.pod, e.kind))
+        .collect()
 }
