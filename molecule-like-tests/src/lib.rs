@@ -11,7 +11,11 @@
 //! - [`operator`]: the operator under test as a child process;
 //! - [`paths`]: the workspace, the build output, the binaries;
 //! - [`nodes`]: the fake Nodes (managed by KWOK) that the CephOSDs' hosts name;
-//! - [`rbac`]: deploy/'s RBAC objects, applied where a test needs them.
+//! - [`rbac`]: deploy/'s RBAC objects, applied where a test needs them;
+//! - [`ceph`]: a real Ceph cluster of the scenario (`molecule-like-tests/ceph`), and Ceph's view;
+//! - [`ceph_recorder`]: Ceph's own view recorded (OSDs up, noout, PG states) and its checks;
+//! - [`ceph_bridge`]: runs a real `ceph-osd` for each OSD pod KWOK runs, stops it when the pod
+//!   is deleted.
 
 #![allow(
     clippy::unwrap_used,
@@ -20,6 +24,9 @@
     clippy::needless_pass_by_value
 )]
 
+pub mod ceph;
+pub mod ceph_bridge;
+pub mod ceph_recorder;
 pub mod manifests;
 pub mod nodes;
 pub mod operator;

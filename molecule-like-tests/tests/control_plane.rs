@@ -1,5 +1,6 @@
 //! The local Kubernetes the scenarios rely on: KWOK's stages play the kubelet (Ready after the
-//! annotated delay, never Ready, Failed, graceful deletion), the scheduler binds pods to the
+//! annotated delay, never Ready, Ready while the Ceph bridge says its OSD is up, Failed,
+//! graceful deletion), the scheduler binds pods to the
 //! node their affinity names, and the operator's identity has exactly `deploy/`'s RBAC.
 //!
 //! Needs a running control plane:
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
+use molecule_like_tests::ceph_bridge::{OSD_UP_ANNOTATION, READY_WHEN_OSD_UP};
 use molecule_like_tests::manifests::{
     random_suffix, FAIL_ANNOTATION, READY_AFTER_ANNOTATION, READY_ANNOTATION,
 };
@@ -159,6 +161,48 @@ async fn kwok_makes_pods_ready_late_never_or_failed() {
         "Ready after the annotation is removed",
         |p| p.is_some_and(is_ready),
     )
+    .await;
+    delete_namespace(&client, &ns).await;
+}
+
+#[tokio::test]
+async fn kwok_makes_ceph_bridged_pods_ready_while_their_osd_is_up() {
+    let (client, api, ns) = setup("kwok-ceph").await;
+    create(
+        &api,
+        &pod("osd", json!({READY_ANNOTATION: READY_WHEN_OSD_UP}), 0),
+    )
+    .await;
+    wait_for(&api, "osd", 20, "Running", |p| {
+        p.is_some_and(|p| phase(p).as_deref() == Some("Running"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !is_ready(&api.get("osd").await.expect("get")),
+        "Ready before the bridge said its OSD is up"
+    );
+    let up = |value: Value| {
+        let api = api.clone();
+        async move {
+            api.patch(
+                "osd",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {OSD_UP_ANNOTATION: value}}})),
+            )
+            .await
+            .expect("patch");
+        }
+    };
+    up(json!("true")).await;
+    wait_for(&api, "osd", 20, "Ready once its OSD is up", |p| {
+        p.is_some_and(is_ready)
+    })
+    .await;
+    up(Value::Null).await;
+    wait_for(&api, "osd", 20, "not Ready once its OSD is not", |p| {
+        p.is_some_and(|p| !is_ready(p))
+    })
     .await;
     delete_namespace(&client, &ns).await;
 }

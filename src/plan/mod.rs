@@ -1031,4 +1031,4 @@ fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -27,7 +27,7 @@ pub(super) fn template(marker: &str) -> Value {
            "spec": {"containers": [{"name": "osd", "image": "ceph", "env": [{"name": "M", "value": marker}]}]}})
 }
 
-pub(super) fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &str) -> CephOsd {
+pub(crate) fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &str) -> CephOsd {
     CephOsdBuilder::new("ceph-osds")
         .storage(hosts, datas)
         .update_domain(domain)
@@ -41,14 +41,14 @@ pub(super) fn cr(domain: UpdateDomain, hosts: &[&str], datas: &[&str], marker: &
 
 /// A tiny in-memory cluster: applies plans, plays kubelet, finishes terminations.
 #[derive(Default)]
-pub(super) struct Cluster {
-    pub(super) pods: Vec<Pod>,
+pub(crate) struct Cluster {
+    pub(crate) pods: Vec<Pod>,
     /// ReplicaSets of the Ansible operator (see `run_replica_set_controller`).
     pub(super) replica_sets: Vec<ReplicaSet>,
     suffixes: CountingSuffix,
     uid: u32,
     /// The CR's status as last written by a plan.
-    pub(super) status: Option<crate::crd::CephOsdStatus>,
+    pub(crate) status: Option<crate::crd::CephOsdStatus>,
     /// Seconds since the epoch: the simulated clock.
     pub(super) clock: i64,
     /// What the planner is told of Ceph (default: no Ceph configured).
@@ -334,7 +334,7 @@ pub(super) fn patches(plan: &Plan) -> Vec<(String, PodState)> {
         .collect()
 }
 
-pub(super) fn converged(cr: &CephOsd) -> Cluster {
+pub(crate) fn converged(cr: &CephOsd) -> Cluster {
     let mut cluster = Cluster::default();
     cluster.settle(cr);
     cluster

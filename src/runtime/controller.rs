@@ -520,3 +520,6 @@ fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> 
     warn!(cephosd = %object, category = %error.category(), retry_in = ?delay, %error, "reconcile failed");
     Action::requeue(delay)
 }
+
+#[cfg(test)]
+mod fresh_read_tests;

@@ -19,4 +19,6 @@ mod owned_objects;
 pub(crate) mod permissions;
 pub(crate) mod probes;
 mod review_cache;
+#[cfg(test)]
+mod scripted_api;
 mod watched_pod;

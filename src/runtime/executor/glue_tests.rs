@@ -4,74 +4,42 @@
 use super::*;
 use crate::crd::osd::OsdKey;
 use crate::plan::actions::{CreateReason, DeleteReason};
+use crate::runtime::scripted_api::{scripted_client, Received, Sent};
 use crate::testing::CephOsdBuilder;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, StatusCode};
 use kube::runtime::events::Reporter;
-use serde_json::Value;
 use std::sync::{Arc, Mutex};
-
-/// One request the executor sent: method, path and its JSON body.
-#[derive(Clone, Debug)]
-struct Sent {
-    method: Method,
-    path: String,
-    body: Value,
-}
 
 /// A scripted API: answers each request with `answer(method, path)` (a status code and a
 /// message; success echoes the request body back, or for a status patch the CephOSD with
 /// that status), and records what was sent.
 #[derive(Clone)]
 struct ScriptedApi {
-    sent: Arc<Mutex<Vec<Sent>>>,
+    received: Received,
 }
 
 impl ScriptedApi {
     fn client(answer: fn(&Method, &str) -> (StatusCode, &'static str)) -> (Self, kube::Client) {
-        let api = Self {
-            sent: Arc::default(),
-        };
-        let sent = api.sent.clone();
-        let service = tower::service_fn(move |request: Request<kube::client::Body>| {
-            let sent = sent.clone();
-            async move {
-                let (parts, body) = request.into_parts();
-                let bytes = body
-                    .collect()
-                    .await
-                    .map_err(tower::BoxError::from)?
-                    .to_bytes();
-                let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                let path = parts.uri.path().to_owned();
-                let (code, message) = answer(&parts.method, &path);
-                sent.lock().expect("lock").push(Sent {
-                    method: parts.method.clone(),
-                    path: path.clone(),
-                    body: body.clone(),
-                });
-                let reply = if code.is_success() && path.ends_with("/status") {
-                    let mut cr = serde_json::to_value(cr()).expect("cr");
-                    cr["status"] = body["status"].clone();
-                    cr
-                } else if code.is_success() {
-                    body
-                } else {
-                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                           "message": message, "reason": code.canonical_reason(),
-                           "code": code.as_u16()})
-                };
-                let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
-                *response.status_mut() = code;
-                Ok::<_, tower::BoxError>(response)
-            }
+        let (received, client) = scripted_client("ceph", move |sent: Sent| async move {
+            let (code, message) = answer(&sent.method, &sent.path);
+            let reply = if code.is_success() && sent.path.ends_with("/status") {
+                let mut cr = serde_json::to_value(cr()).expect("cr");
+                cr["status"] = sent.body["status"].clone();
+                cr
+            } else if code.is_success() {
+                sent.body
+            } else {
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                       "message": message, "reason": code.canonical_reason(),
+                       "code": code.as_u16()})
+            };
+            (code, reply)
         });
-        (api, kube::Client::new(service, "ceph"))
+        (Self { received }, client)
     }
 
     fn sent(&self) -> Vec<Sent> {
-        self.sent.lock().expect("lock").clone()
+        self.received.all()
     }
 
     /// (method, path) of each request other than Events.
@@ -214,16 +182,10 @@ async fn writes_start_alone_and_widen_with_each_success_up_to_the_cap() {
     let (in_flight, succeeded) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (counters, record) = ((in_flight.clone(), succeeded.clone()), seen.clone());
-    let service = tower::service_fn(move |request: Request<kube::client::Body>| {
+    let (_, client) = scripted_client("ceph", move |sent: Sent| {
         let ((in_flight, succeeded), record) = (counters.clone(), record.clone());
         async move {
-            let creation = request.uri().path() == "/api/v1/namespaces/ceph/pods";
-            let body = request
-                .into_body()
-                .collect()
-                .await
-                .map_err(tower::BoxError::from)?;
-            if creation {
+            if sent.path == "/api/v1/namespaces/ceph/pods" {
                 let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                 record
                     .lock()
@@ -233,12 +195,9 @@ async fn writes_start_alone_and_widen_with_each_success_up_to_the_cap() {
                 in_flight.fetch_sub(1, Ordering::SeqCst);
                 succeeded.fetch_add(1, Ordering::SeqCst);
             }
-            let mut response = Response::new(Full::new(body.to_bytes()));
-            *response.status_mut() = StatusCode::CREATED;
-            Ok::<_, tower::BoxError>(response)
+            (StatusCode::CREATED, sent.body)
         }
     });
-    let client = kube::Client::new(service, "ceph");
     let actions: Vec<Action> = (0..300).map(|i| create(&format!("sd{i}"))).collect();
     let (result, told) = apply_all(&client, &actions).await;
     assert!(result.is_ok());

@@ -5,12 +5,10 @@
 use super::*;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::probes::{serve, Health};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper::{Request, Response};
+use crate::runtime::scripted_api::{scripted_client, Received};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -29,27 +27,19 @@ enum Script {
     Hanging,
 }
 
-/// The requests the scripted API received: path and JSON body.
-#[derive(Clone, Default)]
-struct Sent(Arc<Mutex<Vec<(String, Value)>>>);
+/// The requests the scripted API received.
+#[derive(Clone)]
+struct Sent(Received);
 
 impl Sent {
     fn paths(&self) -> Vec<String> {
-        self.0
-            .lock()
-            .expect("lock")
-            .iter()
-            .map(|(p, _)| p.clone())
-            .collect()
+        self.0.all().into_iter().map(|s| s.path).collect()
     }
 
     fn bodies(&self, path: &str) -> Vec<Value> {
-        self.0
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(p, _)| p == path)
-            .map(|(_, b)| b.clone())
+        (self.0.all().into_iter())
+            .filter(|s| s.path == path)
+            .map(|s| s.body)
             .collect()
     }
 }
@@ -83,39 +73,18 @@ fn answer(path: &str, body: &Value) -> (StatusCode, Value) {
 }
 
 fn scripted(script: Script) -> (Sent, kube::Client) {
-    let sent = Sent::default();
-    let record = sent.clone();
-    let service = tower::service_fn(move |request: Request<kube::client::Body>| {
-        let record = record.clone();
-        async move {
-            let (parts, body) = request.into_parts();
-            let bytes = body
-                .collect()
-                .await
-                .map_err(tower::BoxError::from)?
-                .to_bytes();
-            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            let path = parts.uri.path().to_owned();
-            record
-                .0
-                .lock()
-                .expect("lock")
-                .push((path.clone(), body.clone()));
-            let (code, reply) = match script {
-                Script::Reviews => answer(&path, &body),
-                Script::Failing => (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                           "message": "etcdserver: request timed out", "code": 500}),
-                ),
-                Script::Hanging => std::future::pending().await,
-            };
-            let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
-            *response.status_mut() = code;
-            Ok::<_, tower::BoxError>(response)
+    let (received, client) = scripted_client("default", move |sent| async move {
+        match script {
+            Script::Reviews => answer(&sent.path, &sent.body),
+            Script::Failing => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                       "message": "etcdserver: request timed out", "code": 500}),
+            ),
+            Script::Hanging => std::future::pending().await,
         }
     });
-    (sent, kube::Client::new(service, "default"))
+    (Sent(received), client)
 }
 
 /// An HTTP endpoint whose `/metrics` is checked against the scripted API.

@@ -1,0 +1,957 @@
+//! Ceph's own view, recorded: [`CephRecorder`] reads `ceph watch` (the osdmap and each PG's
+//! state and acting set, each every 0.25 s over one librados connection) and keeps every
+//! sample, on a clock shared with the pod recorder. The checks replay the samples:
+//!
+//! - **hosts down** ([`CephRecording::check_hosts_down_at_most`]): a CRUSH host is down while
+//!   one of its OSDs is down in the osdmap (an OSD in no CRUSH host yet counts as a host of its
+//!   own, `osd.N`).
+//! - **PG states** ([`classify`]): a state is read flag by flag (`+`), with `stale` set aside:
+//!   `stale` says only that the PG's primary has not reported since the osdmap changed, so the
+//!   rest is its last reported state (`stale+active+clean` right after a stop is active per
+//!   its last report; `stale+peering` is not). Then:
+//!   - `peered`, `down` or `incomplete`: **unavailable** (fewer than `min_size` copies up, or
+//!     none: I/O blocks until an OSD returns);
+//!   - any other state while fewer than its pool's `min_size` OSDs of its last reported acting
+//!     set are up in the latest osdmap: **unavailable** too. PG stats trail the osdmap: with
+//!     every copy down no OSD reports the PG, which keeps its last state (`stale+peering`, even
+//!     `peering`) and never shows `peered`;
+//!   - `active`: active;
+//!   - `unknown`: not known (a mgr that just started);
+//!   - anything else (`peering`, `activating`, …): **inactive**. Every OSD stop and start
+//!     re-peers the PGs it serves: `peering` shows for 1-2 s even when one host restarts
+//!     alone, so a check bounds inactive spans by a duration
+//!     ([`CephRecording::check_pgs_inactive_at_most`]) and forbids unavailable ones
+//!     ([`CephRecording::check_pgs_never_unavailable`]).
+//! - **noout** ([`CephRecording::check_no_noout_at_end`]): in the last osdmap, no `noout` on
+//!   the cluster, an OSD or a CRUSH node.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::watch;
+
+use crate::ceph::{CephCluster, OsdMap, PgBrief, PgStat};
+
+/// How often `ceph watch` samples.
+pub const SAMPLE_INTERVAL: &str = "0.25";
+
+/// One sample of Ceph's view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Observed {
+    OsdMap(OsdMap),
+    Pgs(PgStat),
+    /// A sample that failed (mon or mgr away, a timeout).
+    Error(String),
+}
+
+/// One recorded sample.
+#[derive(Clone, Debug)]
+pub struct CephEvent {
+    /// On the recorder's clock (see [`CephRecorder::start`]).
+    pub at: Duration,
+    pub observed: Observed,
+}
+
+/// The latest osdmap and PG states, with when they were seen.
+#[derive(Clone, Debug, Default)]
+pub struct CephState {
+    pub osdmap: Option<(Duration, OsdMap)>,
+    pub pgs: Option<(Duration, PgStat)>,
+}
+
+/// One line of `ceph watch`.
+fn parse_line(line: &str) -> Result<Observed, String> {
+    // Through a Value: an internally tagged enum would buffer the map keys and refuse the pool
+    // ids as numbers.
+    let value: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let kind = value["kind"].as_str().unwrap_or_default().to_owned();
+    let read = |e: serde_json::Error| e.to_string();
+    match kind.as_str() {
+        "osdmap" => serde_json::from_value(value)
+            .map(Observed::OsdMap)
+            .map_err(read),
+        "pgs" => serde_json::from_value(value)
+            .map(Observed::Pgs)
+            .map_err(read),
+        "error" => Ok(Observed::Error(
+            value["error"].as_str().unwrap_or_default().to_owned(),
+        )),
+        other => Err(format!("unknown kind {other:?}")),
+    }
+}
+
+/// Records Ceph's view until dropped (see the module docs).
+pub struct CephRecorder {
+    events: Arc<Mutex<Vec<CephEvent>>>,
+    state: watch::Receiver<CephState>,
+    clock: Instant,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for CephRecorder {
+    fn drop(&mut self) {
+        // The task owns the child (killed on drop; it also exits when its stdin closes).
+        self.task.abort();
+    }
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl CephRecorder {
+    /// Starts `ceph watch` for `cluster`; samples are timed from `clock` (e.g. the pod
+    /// recorder's start: `Instant::now() - recorder.elapsed()`). Returns once the first
+    /// osdmap is in.
+    pub async fn start(cluster: &CephCluster, clock: Instant) -> anyhow::Result<Self> {
+        let stderr = std::fs::File::create(cluster.log_dir().join("watch.stderr"))?;
+        let mut child = cluster
+            .command(&["watch", SAMPLE_INTERVAL])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .context("starting ceph watch")?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow!("ceph watch without stdout"))?;
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let (tx, state) = watch::channel(CephState::default());
+        let sink = Arc::clone(&events);
+        let task = tokio::spawn(async move {
+            // Holds the child (and its stdin) for as long as the recorder lives.
+            let _child = child;
+            let mut lines = tokio::io::BufReader::new(stdout).lines();
+            loop {
+                let (observed, end) = match lines.next_line().await {
+                    Ok(Some(line)) => match parse_line(&line) {
+                        Ok(observed) => (observed, false),
+                        Err(e) => (
+                            Observed::Error(format!("unreadable sample {line:?}: {e}")),
+                            false,
+                        ),
+                    },
+                    Ok(None) => (Observed::Error("ceph watch exited".to_owned()), true),
+                    Err(e) => (Observed::Error(format!("reading ceph watch: {e}")), true),
+                };
+                let at = clock.elapsed();
+                tx.send_modify(|s| match &observed {
+                    Observed::OsdMap(map) => s.osdmap = Some((at, map.clone())),
+                    Observed::Pgs(pgs) => s.pgs = Some((at, pgs.clone())),
+                    Observed::Error(_) => {}
+                });
+                locked(&sink).push(CephEvent { at, observed });
+                if end {
+                    return;
+                }
+            }
+        });
+        let recorder = Self {
+            events,
+            state,
+            clock,
+            task,
+        };
+        recorder
+            .wait_until("the first osdmap sample", Duration::from_secs(30), |s| {
+                s.osdmap.is_some()
+            })
+            .await?;
+        Ok(recorder)
+    }
+
+    /// Now on the recorder's clock.
+    pub fn elapsed(&self) -> Duration {
+        self.clock.elapsed()
+    }
+
+    /// The recorder's clock: the instant its samples are timed from.
+    pub fn clock(&self) -> Instant {
+        self.clock
+    }
+
+    /// The latest view.
+    pub fn latest(&self) -> CephState {
+        self.state.borrow().clone()
+    }
+
+    /// A receiver of every new view.
+    pub fn subscribe(&self) -> watch::Receiver<CephState> {
+        self.state.clone()
+    }
+
+    /// Waits until `done` holds for the latest view; fails after `timeout` with `what`.
+    pub async fn wait_until(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut done: impl FnMut(&CephState) -> bool,
+    ) -> anyhow::Result<CephState> {
+        let mut rx = self.state.clone();
+        let waited = tokio::time::timeout(timeout, async {
+            loop {
+                let now = rx.borrow_and_update().clone();
+                if done(&now) {
+                    return Ok(now);
+                }
+                if rx.changed().await.is_err() {
+                    bail!("the ceph recorder stopped");
+                }
+            }
+        })
+        .await;
+        if let Ok(result) = waited {
+            return result;
+        }
+        let last = self.recording().events.last().cloned();
+        bail!(
+            "timed out after {timeout:?} waiting for {what} in Ceph's view (last sample: {last:?})"
+        )
+    }
+
+    /// Every sample so far.
+    pub fn recording(&self) -> CephRecording {
+        CephRecording {
+            events: locked(&self.events).clone(),
+        }
+    }
+}
+
+/// A time span on the recorder's clock; `to` is None while it lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub from: Duration,
+    pub to: Option<Duration>,
+}
+
+impl Span {
+    /// Its length, an open span counted until `end`.
+    pub fn length(&self, end: Duration) -> Duration {
+        self.to.unwrap_or(end).saturating_sub(self.from)
+    }
+}
+
+/// What a PG state says about availability (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PgClass {
+    Active,
+    Unknown,
+    Inactive,
+    Unavailable,
+}
+
+/// The class of one PG state string.
+pub fn classify(state: &str) -> PgClass {
+    let flags: BTreeSet<&str> = state.split('+').filter(|f| *f != "stale").collect();
+    if ["peered", "down", "incomplete"]
+        .iter()
+        .any(|f| flags.contains(f))
+    {
+        PgClass::Unavailable
+    } else if flags.contains("active") {
+        PgClass::Active
+    } else if flags.contains("unknown") {
+        PgClass::Unknown
+    } else {
+        PgClass::Inactive
+    }
+}
+
+/// The class of one PG given the osdmap of the moment: its state's, or unavailable when fewer
+/// than its pool's `min_size` OSDs of its acting set are up.
+pub fn pg_class(pg: &PgBrief, map: Option<&OsdMap>) -> PgClass {
+    let class = classify(&pg.state);
+    if matches!(class, PgClass::Unavailable | PgClass::Unknown) || pg.acting.is_empty() {
+        return class;
+    }
+    let min_size = map.and_then(|m| Some((m, m.pools.get(&pg.pool()?)?.min_size)));
+    let Some((map, min_size)) = min_size else {
+        return class;
+    };
+    let up = pg
+        .acting
+        .iter()
+        .filter(|id| map.osd(**id).is_some_and(|o| o.up))
+        .count();
+    if (up as u64) < min_size {
+        PgClass::Unavailable
+    } else {
+        class
+    }
+}
+
+/// PGs of a sample per class (by each PG when the sample has them, else by state).
+fn count_classes(pgs: &PgStat, map: Option<&OsdMap>) -> BTreeMap<PgClass, u64> {
+    let mut out = BTreeMap::new();
+    if pgs.pgs.is_empty() {
+        for (state, n) in &pgs.by_state {
+            *out.entry(classify(state)).or_default() += n;
+        }
+    } else {
+        for pg in &pgs.pgs {
+            *out.entry(pg_class(pg, map)).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// A span during which some PG was inactive or unavailable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgSpan {
+    pub span: Span,
+    /// The most PGs inactive (unavailable ones included) in one sample.
+    pub max_not_active: u64,
+    /// The most PGs unavailable in one sample.
+    pub max_unavailable: u64,
+    /// How long some PG was unavailable in it (from each such sample to the next).
+    pub unavailable_for: Duration,
+    /// Every state not active seen in it.
+    pub states: BTreeSet<String>,
+}
+
+/// A recording of Ceph's view (a copy: replay it as often as needed).
+#[derive(Clone, Debug, Default)]
+pub struct CephRecording {
+    pub events: Vec<CephEvent>,
+}
+
+impl CephRecording {
+    /// The osdmap samples from `from` on, led by the last one before it (timed at `from`).
+    fn osdmaps_from(&self, from: Duration) -> Vec<(Duration, &OsdMap)> {
+        let maps = self.events.iter().filter_map(|e| match &e.observed {
+            Observed::OsdMap(m) => Some((e.at, m)),
+            _ => None,
+        });
+        let mut out: Vec<(Duration, &OsdMap)> = Vec::new();
+        for (at, map) in maps {
+            if at < from {
+                out.clear();
+                out.push((from, map));
+            } else {
+                out.push((at, map));
+            }
+        }
+        out
+    }
+
+    /// The PG samples from `from` on, led by the last one before it (timed at `from`), each
+    /// with the latest osdmap then.
+    fn pgs_from(&self, from: Duration) -> Vec<(Duration, &PgStat, Option<&OsdMap>)> {
+        let mut out: Vec<(Duration, &PgStat, Option<&OsdMap>)> = Vec::new();
+        let mut map = None;
+        for e in &self.events {
+            match &e.observed {
+                Observed::OsdMap(m) => map = Some(m),
+                Observed::Pgs(p) if e.at < from => {
+                    out.clear();
+                    out.push((from, p, map));
+                }
+                Observed::Pgs(p) => out.push((e.at, p, map)),
+                Observed::Error(_) => {}
+            }
+        }
+        out
+    }
+
+    /// The end of the recording.
+    pub fn end(&self) -> Duration {
+        self.events.last().map_or(Duration::ZERO, |e| e.at)
+    }
+
+    /// Spans during which `down(sample)` named each item, from `from` on.
+    fn spans_by<F>(&self, from: Duration, down: F) -> BTreeMap<String, Vec<Span>>
+    where
+        F: Fn(&OsdMap) -> BTreeSet<String>,
+    {
+        let mut out: BTreeMap<String, Vec<Span>> = BTreeMap::new();
+        let mut open: BTreeMap<String, Duration> = BTreeMap::new();
+        for (at, map) in self.osdmaps_from(from) {
+            let now = down(map);
+            for name in &now {
+                open.entry(name.clone()).or_insert(at);
+            }
+            let ended: Vec<String> = open.keys().filter(|n| !now.contains(*n)).cloned().collect();
+            for name in ended {
+                if let Some(start) = open.remove(&name) {
+                    out.entry(name).or_default().push(Span {
+                        from: start,
+                        to: Some(at),
+                    });
+                }
+            }
+        }
+        for (name, start) in open {
+            out.entry(name).or_default().push(Span {
+                from: start,
+                to: None,
+            });
+        }
+        out
+    }
+
+    /// Per OSD (`osd.N`), the spans it was down in the osdmap, from `from` on.
+    pub fn osd_down_spans(&self, from: Duration) -> BTreeMap<String, Vec<Span>> {
+        self.spans_by(from, |map| {
+            map.osds
+                .iter()
+                .filter(|o| !o.up)
+                .map(|o| format!("osd.{}", o.id))
+                .collect()
+        })
+    }
+
+    /// Per CRUSH host, the spans it was down (one of its OSDs down), from `from` on.
+    pub fn host_down_spans(&self, from: Duration) -> BTreeMap<String, Vec<Span>> {
+        self.spans_by(from, hosts_down)
+    }
+
+    /// The sample with the most CRUSH hosts down from `from` on: (when, the hosts).
+    pub fn most_hosts_down(&self, from: Duration) -> Option<(Duration, BTreeSet<String>)> {
+        self.osdmaps_from(from)
+            .into_iter()
+            .map(|(at, map)| (at, hosts_down(map)))
+            .max_by_key(|(at, hosts)| (hosts.len(), std::cmp::Reverse(*at)))
+    }
+
+    /// Never more than `max` CRUSH hosts down at once from `from` on.
+    pub fn check_hosts_down_at_most(&self, max: usize, from: Duration) -> anyhow::Result<()> {
+        if let Some((at, hosts)) = self.most_hosts_down(from) {
+            if hosts.len() > max {
+                bail!(
+                    "{} CRUSH hosts down at once at {:.2}s (at most {max}): {hosts:?}\n{}",
+                    hosts.len(),
+                    at.as_secs_f64(),
+                    self.render(from)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The spans during which some PG was inactive or unavailable, from `from` on.
+    pub fn pg_spans(&self, from: Duration) -> Vec<PgSpan> {
+        let mut out: Vec<PgSpan> = Vec::new();
+        let mut current: Option<PgSpan> = None;
+        // Since when some PG has been unavailable, while it lasts.
+        let mut unavailable_since: Option<Duration> = None;
+        for (at, pgs, map) in self.pgs_from(from) {
+            let classes = count_classes(pgs, map);
+            let unavailable = classes.get(&PgClass::Unavailable).copied().unwrap_or(0);
+            let not_active = unavailable + classes.get(&PgClass::Inactive).copied().unwrap_or(0);
+            if let (Some(since), Some(span)) = (unavailable_since.take(), current.as_mut()) {
+                span.unavailable_for += at.saturating_sub(since);
+            }
+            if unavailable > 0 {
+                unavailable_since = Some(at);
+            }
+            if not_active == 0 {
+                if let Some(mut span) = current.take() {
+                    span.span.to = Some(at);
+                    out.push(span);
+                }
+                continue;
+            }
+            let span = current.get_or_insert_with(|| PgSpan {
+                span: Span { from: at, to: None },
+                max_not_active: 0,
+                max_unavailable: 0,
+                unavailable_for: Duration::ZERO,
+                states: BTreeSet::new(),
+            });
+            span.max_not_active = span.max_not_active.max(not_active);
+            span.max_unavailable = span.max_unavailable.max(unavailable);
+            span.states.extend(
+                pgs.by_state
+                    .keys()
+                    .filter(|s| classify(s) != PgClass::Active)
+                    .cloned(),
+            );
+        }
+        if let (Some(since), Some(span)) = (unavailable_since, current.as_mut()) {
+            span.unavailable_for += self.end().saturating_sub(since);
+        }
+        out.extend(current);
+        out
+    }
+
+    /// No PG ever unavailable from `from` on (see [`pg_class`]).
+    pub fn check_pgs_never_unavailable(&self, from: Duration) -> anyhow::Result<()> {
+        if let Some(span) = self
+            .pg_spans(from)
+            .into_iter()
+            .find(|s| s.max_unavailable > 0)
+        {
+            bail!(
+                "{} PGs unavailable from {:.2}s ({:?})\n{}",
+                span.max_unavailable,
+                span.span.from.as_secs_f64(),
+                span.states,
+                self.render(from)
+            );
+        }
+        Ok(())
+    }
+
+    /// No span of inactive PGs longer than `max` from `from` on.
+    pub fn check_pgs_inactive_at_most(&self, max: Duration, from: Duration) -> anyhow::Result<()> {
+        let end = self.end();
+        if let Some(span) = self
+            .pg_spans(from)
+            .into_iter()
+            .find(|s| s.span.length(end) > max)
+        {
+            bail!(
+                "PGs inactive for {:.2}s from {:.2}s (at most {max:?}; up to {} PGs, {:?})\n{}",
+                span.span.length(end).as_secs_f64(),
+                span.span.from.as_secs_f64(),
+                span.max_not_active,
+                span.states,
+                self.render(from)
+            );
+        }
+        Ok(())
+    }
+
+    /// No `noout` anywhere in the last osdmap.
+    pub fn check_no_noout_at_end(&self) -> anyhow::Result<()> {
+        let last = self.events.iter().rev().find_map(|e| match &e.observed {
+            Observed::OsdMap(m) => Some(m),
+            _ => None,
+        });
+        let Some(map) = last else {
+            bail!("no osdmap was recorded");
+        };
+        let noout = map.noout();
+        if !noout.is_empty() {
+            bail!("noout left at the end on {noout:?}");
+        }
+        Ok(())
+    }
+
+    /// OSD `id`'s `up_from` each time it came up: (when seen, up_from).
+    pub fn boots(&self, id: u32) -> Vec<(Duration, u64)> {
+        let mut out: Vec<(Duration, u64)> = Vec::new();
+        for (at, map) in self.osdmaps_from(Duration::ZERO) {
+            if let Some(osd) = map.osd(id).filter(|o| o.up) {
+                if out
+                    .last()
+                    .is_none_or(|(_, up_from)| *up_from != osd.up_from)
+                {
+                    out.push((at, osd.up_from));
+                }
+            }
+        }
+        out
+    }
+
+    /// The recording from `from` on, one line per change of the view.
+    pub fn render(&self, from: Duration) -> String {
+        let mut out = String::from("Ceph's view (changes only):\n");
+        let mut last_map = String::new();
+        let mut last_pgs = String::new();
+        let mut map_line = String::from("-");
+        let mut pgs_line = String::from("-");
+        let mut latest_map = None;
+        for e in &self.events {
+            if let Observed::OsdMap(map) = &e.observed {
+                latest_map = Some(map);
+            }
+            if e.at < from {
+                continue;
+            }
+            match &e.observed {
+                Observed::OsdMap(map) => map_line = describe_osdmap(map),
+                Observed::Pgs(pgs) => pgs_line = describe_pgs(pgs, latest_map),
+                Observed::Error(error) => {
+                    out.push_str(&format!("  {:>8.2}s error: {error}\n", e.at.as_secs_f64()));
+                    continue;
+                }
+            }
+            if map_line != last_map || pgs_line != last_pgs {
+                out.push_str(&format!(
+                    "  {:>8.2}s {map_line} | {pgs_line}\n",
+                    e.at.as_secs_f64()
+                ));
+                last_map.clone_from(&map_line);
+                last_pgs.clone_from(&pgs_line);
+            }
+        }
+        out
+    }
+
+    /// A summary from `from` on: how long each host and OSD was down, the most hosts down at
+    /// once, the spans of inactive PGs, noout at the end.
+    pub fn summary(&self, from: Duration) -> String {
+        let end = self.end();
+        let mut out = String::new();
+        let spans = |title: &str, all: BTreeMap<String, Vec<Span>>, out: &mut String| {
+            out.push_str(&format!("{title}:\n"));
+            if all.is_empty() {
+                out.push_str("  (none)\n");
+            }
+            for (name, spans) in all {
+                let listed: Vec<String> = spans
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{:.2}s..{} ({:.2}s)",
+                            s.from.as_secs_f64(),
+                            s.to.map_or_else(
+                                || "open".to_owned(),
+                                |t| format!("{:.2}s", t.as_secs_f64())
+                            ),
+                            s.length(end).as_secs_f64()
+                        )
+                    })
+                    .collect();
+                out.push_str(&format!("  {name}: {}\n", listed.join(", ")));
+            }
+        };
+        spans(
+            "CRUSH hosts down in Ceph's view",
+            self.host_down_spans(from),
+            &mut out,
+        );
+        spans(
+            "OSDs down in Ceph's view",
+            self.osd_down_spans(from),
+            &mut out,
+        );
+        if let Some((at, hosts)) = self.most_hosts_down(from) {
+            out.push_str(&format!(
+                "most CRUSH hosts down at once: {} at {:.2}s {hosts:?}\n",
+                hosts.len(),
+                at.as_secs_f64()
+            ));
+        }
+        out.push_str("PGs not active:\n");
+        let pg_spans = self.pg_spans(from);
+        if pg_spans.is_empty() {
+            out.push_str("  (never)\n");
+        }
+        for s in &pg_spans {
+            out.push_str(&format!(
+                "  {:.2}s for {:.2}s: up to {} PGs not active; up to {} unavailable for {:.2}s; {:?}\n",
+                s.span.from.as_secs_f64(),
+                s.span.length(end).as_secs_f64(),
+                s.max_not_active,
+                s.max_unavailable,
+                s.unavailable_for.as_secs_f64(),
+                s.states
+            ));
+        }
+        let unavailable: Duration = pg_spans.iter().map(|s| s.unavailable_for).sum();
+        out.push_str(&format!(
+            "time with PGs unavailable: {:.2}s\n",
+            unavailable.as_secs_f64()
+        ));
+        out.push_str(&format!(
+            "noout at the end: {}\n",
+            self.check_no_noout_at_end()
+                .map_or_else(|e| e.to_string(), |()| "none".to_owned())
+        ));
+        out
+    }
+}
+
+/// The CRUSH hosts with an OSD down (an OSD in no host counts as `osd.N`).
+fn hosts_down(map: &OsdMap) -> BTreeSet<String> {
+    map.osds
+        .iter()
+        .filter(|o| !o.up)
+        .map(|o| {
+            map.host_of(o.id)
+                .map_or_else(|| format!("osd.{}", o.id), str::to_owned)
+        })
+        .collect()
+}
+
+fn describe_osdmap(map: &OsdMap) -> String {
+    let osds: Vec<String> = map
+        .osds
+        .iter()
+        .map(|o| {
+            format!(
+                "osd.{}{}@{}{}",
+                o.id,
+                if o.up { "↑" } else { "↓" },
+                o.up_from,
+                if o.noout { "(noout)" } else { "" }
+            )
+        })
+        .collect();
+    let noout = map.noout();
+    format!(
+        "e{} {}{}",
+        map.epoch,
+        osds.join(" "),
+        if noout.is_empty() {
+            String::new()
+        } else {
+            format!(" noout {noout:?}")
+        }
+    )
+}
+
+fn describe_pgs(pgs: &PgStat, map: Option<&OsdMap>) -> String {
+    let states: Vec<String> = pgs
+        .by_state
+        .iter()
+        .map(|(s, n)| format!("{n} {s}"))
+        .collect();
+    let unavailable = count_classes(pgs, map)
+        .get(&PgClass::Unavailable)
+        .copied()
+        .unwrap_or(0);
+    format!(
+        "{}{}{}",
+        states.join(", "),
+        if unavailable > 0 {
+            format!(" [{unavailable} unavailable]")
+        } else {
+            String::new()
+        },
+        if pgs.ready { "" } else { " (not ready)" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ceph::OsdInfo;
+
+    fn map(epoch: u64, up: &[(u32, bool, u64)]) -> Observed {
+        Observed::OsdMap(OsdMap {
+            epoch,
+            osds: up
+                .iter()
+                .map(|&(id, up, up_from)| OsdInfo {
+                    id,
+                    up,
+                    in_: true,
+                    up_from,
+                    noout: false,
+                })
+                .collect(),
+            hosts: [("a", 0), ("b", 1), ("c", 2)]
+                .into_iter()
+                .map(|(h, id)| (h.to_owned(), vec![id]))
+                .collect(),
+            ..OsdMap::default()
+        })
+    }
+
+    fn pgs(states: &[(&str, u64)]) -> Observed {
+        Observed::Pgs(PgStat {
+            ready: true,
+            num_pgs: states.iter().map(|(_, n)| n).sum(),
+            by_state: states.iter().map(|(s, n)| ((*s).to_owned(), *n)).collect(),
+            pgs: Vec::new(),
+        })
+    }
+
+    fn recording(list: Vec<(u64, Observed)>) -> CephRecording {
+        CephRecording {
+            events: list
+                .into_iter()
+                .map(|(ms, observed)| CephEvent {
+                    at: Duration::from_millis(ms),
+                    observed,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn watch_lines_are_read() {
+        let line = r#"{"kind":"osdmap","epoch":18,"flags":"sortbitwise","crush_node_flags":{},"hosts":{"a":[1]},"pools":{"1":{"size":3,"min_size":2}},"osds":[{"id":1,"up":true,"in":true,"up_from":15,"noout":false}],"t":1.5}"#;
+        let Ok(Observed::OsdMap(map)) = parse_line(line) else {
+            panic!("{:?}", parse_line(line))
+        };
+        assert_eq!(map.pools[&1].min_size, 2);
+        assert_eq!(map.host_of(1), Some("a"));
+        let line = r#"{"kind":"pgs","ready":true,"num_pgs":1,"by_state":{"peering":1},"pgs":[{"pgid":"1.0","state":"peering","acting":[1]}],"t":1.5}"#;
+        let Ok(Observed::Pgs(pgs)) = parse_line(line) else {
+            panic!("{:?}", parse_line(line))
+        };
+        assert_eq!(pgs.pgs[0].pool(), Some(1));
+        assert_eq!(
+            parse_line(r#"{"kind":"error","error":"pgs: rc 110"}"#),
+            Ok(Observed::Error("pgs: rc 110".into()))
+        );
+    }
+
+    #[test]
+    fn pg_states_are_classified_by_their_last_report() {
+        assert_eq!(classify("active+clean"), PgClass::Active);
+        assert_eq!(classify("stale+active+clean"), PgClass::Active);
+        assert_eq!(classify("active+undersized+degraded"), PgClass::Active);
+        assert_eq!(classify("peering"), PgClass::Inactive);
+        assert_eq!(classify("stale+peering"), PgClass::Inactive);
+        assert_eq!(classify("activating+undersized"), PgClass::Inactive);
+        assert_eq!(classify("undersized+degraded+peered"), PgClass::Unavailable);
+        assert_eq!(classify("stale+down"), PgClass::Unavailable);
+        assert_eq!(classify("unknown"), PgClass::Unknown);
+    }
+
+    #[test]
+    fn two_hosts_down_at_once_are_caught() {
+        let one_at_a_time = recording(vec![
+            (0, map(1, &[(0, true, 5), (1, true, 5), (2, true, 5)])),
+            (250, map(2, &[(0, false, 5), (1, true, 5), (2, true, 5)])),
+            (500, map(3, &[(0, true, 9), (1, true, 5), (2, true, 5)])),
+            (750, map(4, &[(0, true, 9), (1, false, 5), (2, true, 5)])),
+            (1000, map(5, &[(0, true, 9), (1, true, 11), (2, true, 5)])),
+        ]);
+        one_at_a_time
+            .check_hosts_down_at_most(1, Duration::ZERO)
+            .expect("one host at a time");
+        let spans = one_at_a_time.host_down_spans(Duration::ZERO);
+        assert_eq!(
+            spans["a"],
+            [Span {
+                from: Duration::from_millis(250),
+                to: Some(Duration::from_millis(500))
+            }]
+        );
+        assert_eq!(
+            one_at_a_time.boots(0),
+            [(Duration::ZERO, 5), (Duration::from_millis(500), 9)]
+        );
+        let overlapping = recording(vec![
+            (0, map(1, &[(0, true, 5), (1, true, 5), (2, true, 5)])),
+            (250, map(2, &[(0, false, 5), (1, true, 5), (2, true, 5)])),
+            (500, map(3, &[(0, false, 5), (1, false, 5), (2, true, 5)])),
+        ]);
+        let err = overlapping
+            .check_hosts_down_at_most(1, Duration::ZERO)
+            .expect_err("two hosts");
+        assert!(err.to_string().contains("2 CRUSH hosts down"), "{err}");
+        // Before `from` it does not count; the state at `from` does.
+        overlapping
+            .check_hosts_down_at_most(1, Duration::from_millis(600))
+            .expect_err("still two hosts down at 600 ms");
+    }
+
+    #[test]
+    fn inactive_and_unavailable_pgs_are_told_apart() {
+        let r = recording(vec![
+            (0, pgs(&[("active+clean", 33)])),
+            (
+                250,
+                pgs(&[("active+clean", 22), ("stale+active+clean", 11)]),
+            ),
+            (500, pgs(&[("peering", 33)])),
+            (2000, pgs(&[("active+undersized+degraded", 33)])),
+            (2250, pgs(&[("active+clean", 33)])),
+        ]);
+        let spans = r.pg_spans(Duration::ZERO);
+        assert_eq!(spans.len(), 1, "{spans:?}");
+        assert_eq!(spans[0].span.length(r.end()), Duration::from_millis(1500));
+        r.check_pgs_never_unavailable(Duration::ZERO)
+            .expect("peering is not unavailable");
+        r.check_pgs_inactive_at_most(Duration::from_secs(2), Duration::ZERO)
+            .expect("1.5 s");
+        assert!(r
+            .check_pgs_inactive_at_most(Duration::from_secs(1), Duration::ZERO)
+            .is_err());
+        let below_min_size = recording(vec![
+            (0, pgs(&[("active+clean", 33)])),
+            (
+                250,
+                pgs(&[("undersized+degraded+peered", 31), ("peering", 2)]),
+            ),
+        ]);
+        assert_eq!(
+            below_min_size.pg_spans(Duration::ZERO)[0].unavailable_for,
+            Duration::ZERO,
+            "the recording ends at the sample"
+        );
+        let err = below_min_size
+            .check_pgs_never_unavailable(Duration::ZERO)
+            .expect_err("peered");
+        assert!(err.to_string().contains("31 PGs unavailable"), "{err}");
+    }
+
+    #[test]
+    fn a_pg_whose_acting_set_is_down_is_unavailable_whatever_it_last_said() {
+        let brief = |pgid: &str, state: &str, acting: &[u32]| PgBrief {
+            pgid: pgid.to_owned(),
+            state: state.to_owned(),
+            acting: acting.to_vec(),
+        };
+        let Observed::OsdMap(mut map) = map(9, &[(0, false, 5), (1, false, 5), (2, true, 5)])
+        else {
+            unreachable!()
+        };
+        map.pools.insert(
+            1,
+            crate::ceph::PoolInfo {
+                size: 3,
+                min_size: 2,
+            },
+        );
+        let cases = [
+            (brief("1.0", "stale+peering", &[2]), PgClass::Unavailable),
+            (brief("1.1", "peering", &[2]), PgClass::Unavailable),
+            (
+                brief("1.2", "stale+active+clean", &[0, 1, 2]),
+                PgClass::Unavailable,
+            ),
+            (brief("1.3", "unknown", &[]), PgClass::Unknown),
+            // A pool the osdmap does not know: the state alone.
+            (brief("7.0", "peering", &[2]), PgClass::Inactive),
+        ];
+        for (pg, want) in &cases {
+            assert_eq!(pg_class(pg, Some(&map)), *want, "{pg:?}");
+        }
+        map.osds[0].up = true;
+        assert_eq!(
+            pg_class(&brief("1.2", "stale+active+clean", &[0, 1, 2]), Some(&map)),
+            PgClass::Active
+        );
+        let sample = PgStat {
+            ready: true,
+            num_pgs: 2,
+            by_state: [("stale+peering".to_owned(), 2)].into(),
+            pgs: vec![
+                brief("1.0", "stale+peering", &[2]),
+                brief("1.1", "stale+peering", &[0, 2]),
+            ],
+        };
+        let r = recording(vec![
+            (0, Observed::OsdMap(map.clone())),
+            (10, Observed::Pgs(sample.clone())),
+            (260, Observed::Pgs(sample.clone())),
+            (510, pgs(&[("active+clean", 2)])),
+        ]);
+        assert_eq!(
+            r.pg_spans(Duration::ZERO)[0].unavailable_for,
+            Duration::from_millis(500)
+        );
+        let err = r
+            .check_pgs_never_unavailable(Duration::ZERO)
+            .expect_err("1.0 has one copy up");
+        assert!(err.to_string().contains("1 PGs unavailable"), "{err}");
+    }
+
+    #[test]
+    fn noout_left_at_the_end_is_caught() {
+        let Observed::OsdMap(mut with_noout) = map(1, &[(0, true, 5)]) else {
+            unreachable!()
+        };
+        with_noout.osds[0].noout = true;
+        let r = recording(vec![(0, Observed::OsdMap(with_noout.clone()))]);
+        assert!(r.check_no_noout_at_end().is_err());
+        with_noout.osds[0].noout = false;
+        let r = recording(vec![
+            (0, r.events[0].observed.clone()),
+            (1, Observed::OsdMap(with_noout)),
+        ]);
+        r.check_no_noout_at_end().expect("cleared");
+    }
+}
