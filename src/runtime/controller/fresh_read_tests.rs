@@ -5,6 +5,7 @@
 use super::*;
 use crate::crd::UpdateDomain;
 use crate::plan::tests::{converged, cr};
+use crate::runtime::ceph_gate::GateSettings;
 use crate::runtime::memory::Memory;
 use crate::runtime::scripted_api::{scripted_client, Received, Sent};
 use hyper::{Method, StatusCode};
@@ -81,6 +82,8 @@ fn context(client: Client, cr: &CephOsd, cached_pods: Vec<Pod>) -> Arc<Context> 
             namespace: Some("ceph".into()),
             resync: Duration::from_secs(300),
             retry: Duration::from_secs(5),
+            ceph: None,
+            gate: GateSettings::default(),
         },
         backoff: Backoff::new(Duration::from_secs(5), Duration::from_secs(300)),
         metrics: Arc::new(Metrics::default()),
@@ -92,6 +95,7 @@ fn context(client: Client, cr: &CephOsd, cached_pods: Vec<Pod>) -> Arc<Context> 
         memory,
         crs: synced_store(vec![cr.clone()]),
         claims: Arc::new(ClaimsRegistry::default()),
+        ceph: None,
     })
 }
 
