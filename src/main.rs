@@ -1,6 +1,6 @@
 //! The `ceph-osd-operator` command: argument parsing only; the work is in the library.
 
-use ceph_osd_operator::ceph::{CephUser, CliSettings, DEFAULT_CALL_TIMEOUT};
+use ceph_osd_operator::ceph::{CephUser, CliSettings, DEFAULT_CALL_TIMEOUT, DEFAULT_PG_STATS_LAG};
 use ceph_osd_operator::{
     counted_client, crd, lease_namespace, parse_cephosd, preview_pods, read_manifest,
     report_missing_permissions, serve, GateSettings, Health, LeaseSettings, Metrics, MetricsAuth,
@@ -85,6 +85,10 @@ enum Command {
         /// Ceph re-replicates, and the rollout stays halted.
         #[arg(long, default_value_t = 1800)]
         ceph_max_noout_seconds: u64,
+        /// Seconds PG states may trail the osdmap (Ceph's `mgr_stats_period` and a margin): a
+        /// step ends only on clean PGs seen this long after its OSDs were back.
+        #[arg(long, default_value_t = DEFAULT_PG_STATS_LAG.as_secs())]
+        ceph_pg_stats_lag_seconds: u64,
     },
     /// Print the CustomResourceDefinition YAML.
     Crd,
@@ -133,6 +137,7 @@ fn main() -> ExitCode {
             ceph_id,
             ceph_timeout,
             ceph_max_noout_seconds,
+            ceph_pg_stats_lag_seconds,
         } => {
             let lease = if leader_elect {
                 match lease_namespace(lease_ns.as_deref(), namespace.as_deref()) {
@@ -165,7 +170,7 @@ fn main() -> ExitCode {
                 }),
                 gate: GateSettings {
                     max_noout: Duration::from_secs(ceph_max_noout_seconds),
-                    ..GateSettings::default()
+                    pg_stats_lag: Duration::from_secs(ceph_pg_stats_lag_seconds),
                 },
             };
             let http = http_address.map(|address| Http {

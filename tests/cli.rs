@@ -273,3 +273,17 @@ fn run_without_a_lease_namespace_refuses_to_start_and_says_which_flag_to_set() {
         "{stderr}"
     );
 }
+
+#[test]
+fn run_takes_the_gates_pg_stats_lag_in_whole_seconds() {
+    let help = operator(&["run", "--help"]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("--ceph-pg-stats-lag-seconds") && text.contains("[default: 6]"),
+        "{text}"
+    );
+    let out = operator(&["run", "--ceph-pg-stats-lag-seconds", "0.5"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--ceph-pg-stats-lag-seconds"), "{stderr}");
+}
