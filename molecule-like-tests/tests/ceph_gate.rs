@@ -1,0 +1,478 @@
+//! The Ceph gate end to end: the operator runs with `--ceph-conf`/`--ceph-keyring`/`--ceph-id`
+//! (the key with the operator's minimal caps) against a real Ceph whose OSD daemons the bridge
+//! runs for KWOK's pods. A rollout by host must then hold in Ceph's own view: at most one host's
+//! OSDs down, no PG unavailable, each step's new daemons booted and every PG clean before the
+//! next host stops, no `noout` left.
+//!
+//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::crd::{CephOsd, UpdateDomain};
+use ceph_osd_operator::OsdKey;
+use kube::api::Api;
+use kube::ResourceExt;
+use molecule_like_tests::ceph::{CephCluster, OsdStart};
+use molecule_like_tests::ceph_bridge::{ready_when_osd_up, CephBridge};
+use molecule_like_tests::ceph_recorder::{CephRecorder, Observed};
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
+};
+use molecule_like_tests::operator::OperatorOptions;
+use molecule_like_tests::scenario::{hold, Converged, Scenario, ROLLOUT};
+use serde_json::json;
+
+const DATA: &str = "/dev/sdb";
+/// Longer than any daemon stop: the bridge removes a pod once its daemon has exited.
+const GRACE_SECONDS: i64 = 30;
+/// The test cluster's `mgr stats period` is 1 s: PG states trail the osdmap by about that.
+const PG_STATS_LAG_SECONDS: &str = "2";
+
+/// One sample of the CephOSD's gate status, on the recorders' clock.
+#[derive(Clone, Debug, PartialEq)]
+struct GateSample {
+    at: Duration,
+    /// `status.cephStep`: its keys and OSD ids, None when no step is open.
+    step: Option<(Vec<String>, Vec<u32>)>,
+    /// The `CephGate` condition: (status, reason, message).
+    condition: Option<(String, String, String)>,
+}
+
+/// Polls the CephOSD's gate status every 200 ms and keeps each change.
+struct GateWatch {
+    samples: Arc<Mutex<Vec<GateSample>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl GateWatch {
+    fn start(crs: Api<CephOsd>, clock: Instant) -> Self {
+        let samples: Arc<Mutex<Vec<GateSample>>> = Arc::default();
+        let out = Arc::clone(&samples);
+        let task = tokio::spawn(async move {
+            loop {
+                if let Ok(cr) = crs.get(CR).await {
+                    let status = cr.status.unwrap_or_default();
+                    let sample = GateSample {
+                        at: clock.elapsed(),
+                        step: status
+                            .ceph_step
+                            .map(|s| (s.keys, s.osds.iter().map(|o| o.id).collect::<Vec<u32>>())),
+                        condition: status
+                            .conditions
+                            .iter()
+                            .find(|c| c.type_ == "CephGate")
+                            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone())),
+                    };
+                    let mut all = out.lock().unwrap();
+                    if all
+                        .last()
+                        .is_none_or(|l| l.step != sample.step || l.condition != sample.condition)
+                    {
+                        all.push(sample);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+        Self { samples, task }
+    }
+
+    fn samples(&self) -> Vec<GateSample> {
+        self.samples.lock().unwrap().clone()
+    }
+
+    fn render(&self) -> String {
+        self.samples()
+            .iter()
+            .map(|s| {
+                format!(
+                    "  {:>8.2}s step {:?} | CephGate {:?}\n",
+                    s.at.as_secs_f64(),
+                    s.step,
+                    s.condition
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for GateWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// 3 hosts × 1 OSD with real daemons, the gated operator, the CephOSD converged with pods Ready
+/// when their OSD is up, the pool active+clean.
+struct Gated {
+    s: Scenario,
+    cluster: Arc<CephCluster>,
+    ceph: CephRecorder,
+    bridge: CephBridge,
+    gate: GateWatch,
+    table: BTreeMap<OsdKey, u32>,
+    want: std::collections::BTreeSet<OsdKey>,
+    converged: Converged,
+}
+
+impl Gated {
+    async fn up(name: &str) -> anyhow::Result<Self> {
+        let mut s = Scenario::create(name).await?;
+        s.start_recorder().await?;
+        let hosts = s.hosts(["ceph-a", "ceph-b", "ceph-c"]);
+        let want = keys(&hosts, &[DATA]);
+        let cluster = Arc::new(CephCluster::for_scenario(&s, 0).await?);
+        let ids =
+            futures::future::try_join_all(want.iter().map(|k| cluster.osd_create(&k.host))).await?;
+        let table: BTreeMap<OsdKey, u32> = want.iter().cloned().zip(ids).collect();
+        let clock = Instant::now()
+            .checked_sub(s.recorder()?.elapsed())
+            .ok_or_else(|| anyhow::anyhow!("no clock"))?;
+        let ceph = CephRecorder::start(&cluster, clock).await?;
+        let bridge = CephBridge::start(s.pods.clone(), Arc::clone(&cluster), &table, &ceph).await?;
+
+        // The operator asks Ceph as client.ceph-osd-operator, with its minimal caps.
+        let conf = cluster.conf().display().to_string();
+        let keyring = cluster
+            .keyring("client.ceph-osd-operator")
+            .display()
+            .to_string();
+        s.start_operator_with_args(
+            &OperatorOptions::default(),
+            &[
+                "--ceph-conf",
+                &conf,
+                "--ceph-keyring",
+                &keyring,
+                "--ceph-id",
+                "ceph-osd-operator",
+                "--ceph-timeout",
+                "10",
+                "--ceph-pg-stats-lag-seconds",
+                PG_STATS_LAG_SECONDS,
+            ],
+        )?;
+        let gate = GateWatch::start(s.crs.clone(), clock);
+
+        let template = ready_when_osd_up(with_kubelet_knobs(
+            fast_sample_template()?,
+            Knobs {
+                ready_after: 1,
+                never_ready: false,
+                grace: GRACE_SECONDS,
+            },
+        ));
+        let manifest = cephosd(CR, storage(&hosts, &[DATA]), "Host", template);
+        // Creating missing pods is never gated: their daemons are down already.
+        let converged = s.create_converged(&manifest, want.clone()).await?;
+        cluster.pool_create().await?;
+        let g = Self {
+            s,
+            cluster,
+            ceph,
+            bridge,
+            gate,
+            table,
+            want,
+            converged,
+        };
+        g.wait_gate_idle(Duration::from_mins(1)).await?;
+        Ok(g)
+    }
+
+    /// Waits until no step is open and `CephGate` is True `CephIdle`.
+    async fn wait_gate_idle(&self, timeout: Duration) -> anyhow::Result<()> {
+        let r = self
+            .s
+            .wait_until("CephGate True CephIdle, no cephStep", timeout, || async {
+                let status = self.s.cr_status(CR).await?.unwrap_or_default();
+                let idle = status.ceph_step.is_none()
+                    && status.conditions.iter().any(|c| {
+                        c.type_ == "CephGate" && c.status == "True" && c.reason == "CephIdle"
+                    });
+                Ok(idle.then_some(()))
+            })
+            .await;
+        r.map_err(|e| anyhow::anyhow!("{e:#}\ngate status:\n{}", self.gate.render()))
+    }
+
+    async fn down(self) -> anyhow::Result<()> {
+        self.bridge.stop().await?;
+        drop(self.ceph);
+        drop(self.gate);
+        self.s.destroy().await?;
+        self.cluster.down()?;
+        Ok(())
+    }
+}
+
+/// Seconds from `from` to `at`, `-` when it never happened.
+fn secs(at: Option<Duration>, from: Duration) -> String {
+    at.map_or_else(
+        || "-".into(),
+        |at| format!("{:+.2}s", at.as_secs_f64() - from.as_secs_f64()),
+    )
+}
+
+/// A template change with the gate on: host by host, each host's new daemon booted and every
+/// PG clean before the next host stops; at most one host down in Ceph's view, no PG
+/// unavailable, no `noout` left, the gate idle at the end.
+#[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one journey: roll, then the pods', Ceph's and the gate's records"
+)]
+async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
+    let g = Gated::up("cephgate-roll").await?;
+    let map = g.cluster.osd_dump().await?;
+    let before: BTreeMap<u32, u64> = g
+        .table
+        .values()
+        .map(|id| (*id, map.osd(*id).map_or(0, |o| o.up_from)))
+        .collect();
+
+    let from = g.ceph.elapsed();
+    let t_roll = Instant::now();
+    let (_, hash) =
+        g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+            .await?;
+    let rolled = g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
+    let pods_converged = t_roll.elapsed();
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let gate_idle = t_roll.elapsed();
+    g.cluster.wait_clean(Duration::from_mins(1)).await?;
+
+    // The pods: one per disk at any time, host by host, each host's replacement Ready first.
+    g.s.assert_one_pod_per_key().await?;
+    let old: BTreeMap<String, OsdKey> = g
+        .converged
+        .pods
+        .iter()
+        .map(|(k, p)| (p.name_any(), k.clone()))
+        .collect();
+    g.s.recorder()?
+        .timeline()
+        .check_rollout(&old, UpdateDomain::Host)?;
+    g.bridge.check()?;
+
+    // Ceph's view: one host down at most, no PG unavailable, no noout at the end.
+    let recording = g.ceph.recording();
+    let report = format!(
+        "{}{}{}gate status:\n{}",
+        recording.summary(from),
+        recording.render(from),
+        g.bridge.render(),
+        g.gate.render()
+    );
+    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
+    recording.check_hosts_down_at_most(1, from).map_err(fail)?;
+    recording.check_pgs_never_unavailable(from).map_err(fail)?;
+    recording.check_no_noout_at_end().map_err(fail)?;
+
+    // Per OSD in the order the rollout stopped them: the old daemon stopped, the new one
+    // booted with a newer up_from, then every PG clean, all before the next host's stop.
+    let daemons = g.bridge.daemons();
+    let mut steps: Vec<(Duration, OsdKey, u32)> = Vec::new();
+    for (key, id) in &g.table {
+        let list = daemons.get(id).cloned().unwrap_or_default();
+        let names: Vec<&str> = list.iter().map(|d| d.pod.as_str()).collect();
+        let (old_pod, new_pod) = (g.converged.pods[key].name_any(), rolled[key].name_any());
+        anyhow::ensure!(
+            names == [old_pod.as_str(), new_pod.as_str()],
+            "osd.{id}: daemons of {names:?}, expected {old_pod} then {new_pod}\n{report}"
+        );
+        let stopping = list[0]
+            .stopping
+            .ok_or_else(|| anyhow::anyhow!("osd.{id}: never stopped\n{report}"))?;
+        steps.push((stopping, key.clone(), *id));
+    }
+    steps.sort();
+    let gate_samples = g.gate.samples();
+    let mut lines = Vec::new();
+    for (i, (stopping, key, id)) in steps.iter().enumerate() {
+        let list = &daemons[id];
+        let (booted_at, up_from) = list[1]
+            .booted
+            .ok_or_else(|| anyhow::anyhow!("osd.{id}: new daemon never booted\n{report}"))?;
+        anyhow::ensure!(up_from > before[id], "osd.{id}: up_from {up_from}");
+        let down_at = recording
+            .osd_down_spans(*stopping)
+            .get(&format!("osd.{id}"))
+            .and_then(|spans| spans.first().map(|s| s.from));
+        let up_seen = recording
+            .boots(*id)
+            .into_iter()
+            .find(|(_, u)| *u == up_from)
+            .map(|(at, _)| at);
+        // The first PG sample after the boot with every PG active+clean.
+        let clean_at = recording.events.iter().find_map(|e| match &e.observed {
+            Observed::Pgs(p) if e.at > booted_at && p.all_clean() => Some(e.at),
+            _ => None,
+        });
+        // The operator's step: opened with this OSD, closed when no longer open.
+        let opened = gate_samples
+            .iter()
+            .find(|s| s.step.as_ref().is_some_and(|(_, ids)| ids.contains(id)))
+            .map(|s| s.at);
+        let closed = opened.and_then(|o| {
+            gate_samples
+                .iter()
+                .find(|s| s.at > o && !s.step.as_ref().is_some_and(|(_, ids)| ids.contains(id)))
+                .map(|s| s.at)
+        });
+        if let Some((next_stop, next_key, next_id)) = steps.get(i + 1) {
+            anyhow::ensure!(
+                booted_at < *next_stop,
+                "osd.{id} ({key}) booted at {:.2}s, after osd.{next_id} ({next_key}) was \
+                 stopped at {:.2}s\n{report}",
+                booted_at.as_secs_f64(),
+                next_stop.as_secs_f64()
+            );
+            anyhow::ensure!(
+                clean_at.is_some_and(|c| c < *next_stop),
+                "every PG clean after osd.{id}'s boot only at {clean_at:?}, osd.{next_id} \
+                 stopped at {:.2}s\n{report}",
+                next_stop.as_secs_f64()
+            );
+        }
+        lines.push(format!(
+            "  osd.{id} on {}: operator's step open {} → closed {} | Ceph: stop requested \
+             {:.2}s, down {}, new daemon booted {} (up_from {} → {up_from}, seen up {}), every \
+             PG clean {}",
+            key.host,
+            secs(opened, *stopping),
+            secs(closed, *stopping),
+            stopping.as_secs_f64(),
+            secs(down_at, *stopping),
+            secs(Some(booted_at), *stopping),
+            before[id],
+            secs(up_seen, *stopping),
+            secs(clean_at, *stopping),
+        ));
+    }
+
+    // The gate at the end: idle, no step, noout on no OSD.
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    anyhow::ensure!(status.ceph_step.is_none(), "{status:?}");
+    println!(
+        "==== gated rollout by host: pods converged {:.1}s, gate idle {:.1}s after the template \
+         change\nsteps (times from each stop request):\n{}\n{report}",
+        pods_converged.as_secs_f64(),
+        gate_idle.as_secs_f64(),
+        lines.join("\n"),
+    );
+    g.down().await
+}
+
+/// An OSD killed outside any rollout (its pod stays Ready: only Ceph knows): a template change
+/// starts no step, `CephGate` names the OSD; once its daemon runs again the rollout resumes and
+/// completes.
+#[tokio::test]
+async fn an_osd_down_outside_the_rollout_halts_it_until_it_is_back() -> anyhow::Result<()> {
+    let g = Gated::up("cephgate-down").await?;
+    // The last host in the rollout's order: the first step would stop another host.
+    let (key, id) = g
+        .table
+        .iter()
+        .next_back()
+        .map(|(k, id)| (k.clone(), *id))
+        .unwrap();
+    let pod = g.converged.pods[&key].name_any();
+    g.cluster.osd_stop(id, true).await?;
+    g.ceph
+        .wait_until("the killed OSD down", Duration::from_mins(1), |v| {
+            v.osdmap
+                .as_ref()
+                .is_some_and(|(_, m)| m.osd(id).is_some_and(|o| !o.up))
+        })
+        .await?;
+
+    let from = g.ceph.elapsed();
+    let (_, hash) =
+        g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+            .await?;
+    let osd = format!("osd.{id}");
+    let r =
+        g.s.wait_until(
+            "CephGate False naming the OSD down",
+            Duration::from_secs(30),
+            || async {
+                let status = g.s.cr_status(CR).await?.unwrap_or_default();
+                Ok(status
+                    .conditions
+                    .iter()
+                    .find(|c| {
+                        c.type_ == "CephGate" && c.status == "False" && c.message.contains(&osd)
+                    })
+                    .map(|c| (c.reason.clone(), c.message.clone())))
+            },
+        )
+        .await;
+    let (reason, message) =
+        r.map_err(|e| anyhow::anyhow!("{e:#}\ngate status:\n{}", g.gate.render()))?;
+    // Nothing goes down while the OSD is: every old pod stays.
+    let old: Vec<String> = g
+        .converged
+        .pods
+        .values()
+        .map(ResourceExt::name_any)
+        .collect();
+    hold(Duration::from_secs(5), || async {
+        let pods = g.s.owned_pods(CR).await?;
+        for p in &pods {
+            anyhow::ensure!(
+                old.contains(&p.name_any()) && p.metadata.deletion_timestamp.is_none(),
+                "pod {} changed while osd.{id} was down\n{}",
+                p.name_any(),
+                g.gate.render()
+            );
+        }
+        Ok(())
+    })
+    .await?;
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    anyhow::ensure!(status.ceph_step.is_none(), "a step opened: {status:?}");
+    let halted_at = g.ceph.elapsed();
+
+    // Back as its pod's daemon: the rollout resumes and completes.
+    g.cluster
+        .osd_start(
+            id,
+            &OsdStart {
+                host: &key.host,
+                pod_name: Some(&pod),
+                pod_namespace: Some(&g.s.namespace),
+                node_name: Some(&key.host),
+            },
+        )
+        .await?;
+    let restarted = g.ceph.elapsed();
+    g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let done = g.ceph.elapsed();
+    let recording = g.ceph.recording();
+    let report = format!(
+        "{}{}gate status:\n{}",
+        recording.summary(from),
+        recording.render(from),
+        g.gate.render()
+    );
+    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
+    recording.check_hosts_down_at_most(1, from).map_err(fail)?;
+    recording.check_pgs_never_unavailable(from).map_err(fail)?;
+    recording.check_no_noout_at_end().map_err(fail)?;
+    println!(
+        "==== osd.{id} killed before the rollout: CephGate False {reason}: {message}\nhalted \
+         (checked for 5 s) until {:.2}s, restarted {:.2}s, rollout done and gate idle {:.2}s \
+         after the restart\n{report}",
+        halted_at.as_secs_f64(),
+        restarted.as_secs_f64(),
+        done.as_secs_f64() - restarted.as_secs_f64(),
+    );
+    g.down().await
+}
