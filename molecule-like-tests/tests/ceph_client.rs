@@ -4,7 +4,10 @@
 //! mapped to its OSD from the daemon's own report, a key without the caps refused clearly, and
 //! with the mgr or the mon stopped an error within the call's bound and no `ceph` child left.
 //!
-//! Needs only the Ceph packages (`molecule-like-tests/ceph install`), not the control plane.
+//! Needs only the Ceph packages (`molecule-like-tests/ceph install`), not the control plane:
+//! no pod exists and nothing is rolled out, so there is no pod watch to record here (the
+//! rollouts over real daemons, with their recorded pod watches, are `ceph_bridge` and
+//! `ceph_gate`).
 //! One cluster of 3 OSDs (one per CRUSH host, pool size 3, min_size 2) in a state dir and on a
 //! mon port of its own, brought down at the end, also when the test fails.
 

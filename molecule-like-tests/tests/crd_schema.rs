@@ -317,7 +317,11 @@ impl Field {
 /// A CephOSD with the given number spellings (the others integers), as the raw JSON body of
 /// a create request and as a YAML file: both carry each number exactly as spelled (`1.0`
 /// stays `1.0`: the body is text, never a serialised f64).
-fn numbers_manifest(name: &str, spellings: &[(Field, &str)]) -> anyhow::Result<(String, String)> {
+fn numbers_manifest(
+    host: &str,
+    name: &str,
+    spellings: &[(Field, &str)],
+) -> anyhow::Result<(String, String)> {
     let mut template = with_kubelet_knobs(
         json!({
             "apiVersion": "v1",
@@ -342,7 +346,7 @@ fn numbers_manifest(name: &str, spellings: &[(Field, &str)]) -> anyhow::Result<(
     template["spec"]["terminationGracePeriodSeconds"] = json!(Field::Grace.placeholder());
     let mut manifest = cephosd(
         name,
-        json!([{"hosts": ["node-a"], "osds": [{"data": "/dev/sdb"}]}]),
+        json!([{"hosts": [host], "osds": [{"data": "/dev/sdb"}]}]),
         "OSD",
         template,
     );
@@ -427,14 +431,15 @@ fn render(s: &Scenario, name: &str, yaml: &str) -> anyhow::Result<Result<String,
 #[tokio::test]
 async fn render_hashes_whole_floats_as_the_api_server_stores_them() -> anyhow::Result<()> {
     let s = Scenario::converge("numbers").await?;
-    ensure_nodes(&s.client, &["node-a".to_owned()].into()).await?;
+    let host = s.host("node-a");
+    ensure_nodes(&s.client, &[host.clone()].into()).await?;
     let floats = [
         (Field::Cpu, "1.0"),
         (Field::Port, "6800.0"),
         (Field::Grace, "1e1"),
         (Field::Memory, "1e3"),
     ];
-    let (body, yaml) = numbers_manifest("floats", &floats)?;
+    let (body, yaml) = numbers_manifest(&host, "floats", &floats)?;
     let created = create_raw(&s, body)
         .await?
         .map_err(|message| anyhow::anyhow!("rejected: {message}"))?;
@@ -486,8 +491,11 @@ async fn render_hashes_whole_floats_as_the_api_server_stores_them() -> anyhow::R
         reported == rendered,
         "operator {reported} != render {rendered}"
     );
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
 
-    let (body, yaml) = numbers_manifest("fractional", &[(Field::Cpu, "0.5")])?;
+    let (body, yaml) = numbers_manifest(&host, "fractional", &[(Field::Cpu, "0.5")])?;
     let Err(message) = create_raw(&s, body).await? else {
         anyhow::bail!("the API server accepted cpu: 0.5");
     };
@@ -541,7 +549,7 @@ async fn render_and_the_api_server_agree_on_every_number_spelling() -> anyhow::R
     for (index, (field, spelled, expected)) in cases.iter().enumerate() {
         let case = format!("{}: {spelled}", field.key());
         let name = format!("case-{index}");
-        let (body, yaml) = numbers_manifest(&name, &[(*field, spelled)])?;
+        let (body, yaml) = numbers_manifest(&s.host("node-a"), &name, &[(*field, spelled)])?;
         let server = create_raw(&s, body).await?;
         let rendered = render(&s, &name, &yaml)?;
         match (expected, server, rendered) {
