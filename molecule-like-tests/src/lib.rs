@@ -15,7 +15,8 @@
 //! - [`ceph`]: a real Ceph cluster of the scenario (`molecule-like-tests/ceph`), and Ceph's view;
 //! - [`ceph_recorder`]: Ceph's own view recorded (OSDs up, noout, PG states) and its checks;
 //! - [`ceph_bridge`]: runs a real `ceph-osd` for each OSD pod KWOK runs, stops it when the pod
-//!   is deleted.
+//!   is deleted;
+//! - [`gated`]: a scenario with the Ceph gate on over real OSD daemons, and its status recorded.
 
 #![allow(
     clippy::unwrap_used,
@@ -27,6 +28,7 @@
 pub mod ceph;
 pub mod ceph_bridge;
 pub mod ceph_recorder;
+pub mod gated;
 pub mod manifests;
 pub mod nodes;
 pub mod operator;

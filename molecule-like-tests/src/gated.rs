@@ -1,0 +1,283 @@
+//! A gated scenario: a real Ceph whose OSD daemons the bridge runs for KWOK's pods, the
+//! operator asking that Ceph before each rollout step (`--ceph-conf`/`--ceph-keyring`/
+//! `--ceph-id`, by default with the operator's minimal caps), a CephOSD converged with its
+//! pods Ready when their OSD is up, the pool active+clean; and the gate's status recorded.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::crd::CephOsd;
+use ceph_osd_operator::OsdKey;
+use kube::api::Api;
+
+use crate::ceph::CephCluster;
+use crate::ceph_bridge::{ready_when_osd_up, CephBridge};
+use crate::ceph_recorder::CephRecorder;
+use crate::manifests::{
+    cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
+};
+use crate::operator::OperatorOptions;
+use crate::scenario::{Converged, Scenario};
+
+/// Longer than any daemon stop: the bridge removes a pod once its daemon has exited.
+pub const GRACE_SECONDS: i64 = 30;
+/// The test cluster's `mgr stats period` is 1 s: PG states trail the osdmap by about that.
+pub const PG_STATS_LAG_SECONDS: &str = "2";
+/// The operator's Ceph user, with the minimal caps `molecule-like-tests/ceph` gives it.
+pub const OPERATOR_USER: &str = "client.ceph-osd-operator";
+
+/// One sample of the CephOSD's gate status, on the recorders' clock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateSample {
+    pub at: Duration,
+    /// `status.cephStep`: its keys and OSD ids, None when no step is open.
+    pub step: Option<(Vec<String>, Vec<u32>)>,
+    /// `status.cephStep.noout`.
+    pub noout: Vec<u32>,
+    /// The `CephGate` condition: (status, reason, message).
+    pub condition: Option<(String, String, String)>,
+}
+
+/// Polls the CephOSD's gate status every 200 ms and keeps each change.
+pub struct GateWatch {
+    samples: Arc<Mutex<Vec<GateSample>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl GateWatch {
+    pub fn start(crs: Api<CephOsd>, name: &str, clock: Instant) -> Self {
+        let samples: Arc<Mutex<Vec<GateSample>>> = Arc::default();
+        let out = Arc::clone(&samples);
+        let name = name.to_owned();
+        let task = tokio::spawn(async move {
+            loop {
+                if let Ok(cr) = crs.get(&name).await {
+                    let status = cr.status.unwrap_or_default();
+                    let sample = GateSample {
+                        at: clock.elapsed(),
+                        noout: status
+                            .ceph_step
+                            .as_ref()
+                            .map(|s| s.noout.clone())
+                            .unwrap_or_default(),
+                        step: status
+                            .ceph_step
+                            .map(|s| (s.keys, s.osds.iter().map(|o| o.id).collect::<Vec<u32>>())),
+                        condition: status
+                            .conditions
+                            .iter()
+                            .find(|c| c.type_ == "CephGate")
+                            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone())),
+                    };
+                    let mut all = out.lock().unwrap();
+                    if all.last().is_none_or(|l| {
+                        l.step != sample.step
+                            || l.noout != sample.noout
+                            || l.condition != sample.condition
+                    }) {
+                        all.push(sample);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+        Self { samples, task }
+    }
+
+    pub fn samples(&self) -> Vec<GateSample> {
+        self.samples.lock().unwrap().clone()
+    }
+
+    pub fn render(&self) -> String {
+        self.samples()
+            .iter()
+            .map(|s| {
+                format!(
+                    "  {:>8.2}s step {:?} noout {:?} | CephGate {:?}\n",
+                    s.at.as_secs_f64(),
+                    s.step,
+                    s.noout,
+                    s.condition
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for GateWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What a gated scenario runs.
+pub struct GatedOptions<'a> {
+    /// Host bases (made the scenario's own), each with `data` OSDs.
+    pub hosts: &'a [&'a str],
+    pub data: &'a [&'a str],
+    /// `Host` or `OSD`.
+    pub update_domain: &'a str,
+    /// Added to `spec` (e.g. `{"maxUnavailable": 2}`).
+    pub spec_patch: Option<serde_json::Value>,
+    /// The Ceph user the operator asks as (its keyring from the cluster).
+    pub ceph_user: &'a str,
+    /// Operator flags besides the Ceph connection.
+    pub extra_args: &'a [&'a str],
+}
+
+impl Default for GatedOptions<'_> {
+    fn default() -> Self {
+        Self {
+            hosts: &["ceph-a", "ceph-b", "ceph-c"],
+            data: &["/dev/sdb"],
+            update_domain: "Host",
+            spec_patch: None,
+            ceph_user: OPERATOR_USER,
+            extra_args: &[],
+        }
+    }
+}
+
+/// A gated scenario, converged.
+pub struct Gated {
+    pub s: Scenario,
+    pub cluster: Arc<CephCluster>,
+    pub ceph: CephRecorder,
+    pub bridge: CephBridge,
+    pub gate: GateWatch,
+    /// Each key's OSD id.
+    pub table: BTreeMap<OsdKey, u32>,
+    pub want: BTreeSet<OsdKey>,
+    pub converged: Converged,
+    /// The operator's flags (to start another operator process like it).
+    pub operator_args: Vec<String>,
+}
+
+impl Gated {
+    /// 3 hosts × 1 OSD by host, the operator's minimal caps.
+    pub async fn up(name: &str) -> anyhow::Result<Self> {
+        Self::up_with(name, &GatedOptions::default()).await
+    }
+
+    pub async fn up_with(name: &str, options: &GatedOptions<'_>) -> anyhow::Result<Self> {
+        let mut s = Scenario::create(name).await?;
+        s.start_recorder().await?;
+        let hosts: Vec<String> = options.hosts.iter().map(|h| s.host(h)).collect();
+        let want = keys(&hosts, options.data);
+        let cluster = Arc::new(CephCluster::for_scenario(&s, 0).await?);
+        let ids =
+            futures::future::try_join_all(want.iter().map(|k| cluster.osd_create(&k.host))).await?;
+        let table: BTreeMap<OsdKey, u32> = want.iter().cloned().zip(ids).collect();
+        let clock = Instant::now()
+            .checked_sub(s.recorder()?.elapsed())
+            .ok_or_else(|| anyhow::anyhow!("no clock"))?;
+        let ceph = CephRecorder::start(&cluster, clock).await?;
+        let bridge = CephBridge::start(s.pods.clone(), Arc::clone(&cluster), &table, &ceph).await?;
+
+        let id = options
+            .ceph_user
+            .strip_prefix("client.")
+            .unwrap_or(options.ceph_user);
+        let mut operator_args: Vec<String> = vec![
+            "--ceph-conf".into(),
+            cluster.conf().display().to_string(),
+            "--ceph-keyring".into(),
+            cluster.keyring(options.ceph_user).display().to_string(),
+            "--ceph-id".into(),
+            id.into(),
+            "--ceph-timeout".into(),
+            "10".into(),
+            "--ceph-pg-stats-lag-seconds".into(),
+            PG_STATS_LAG_SECONDS.into(),
+        ];
+        operator_args.extend(options.extra_args.iter().map(|a| (*a).to_owned()));
+        let args: Vec<&str> = operator_args.iter().map(String::as_str).collect();
+        s.start_operator_with_args(&OperatorOptions::default(), &args)?;
+        let gate = GateWatch::start(s.crs.clone(), CR, clock);
+
+        let template = ready_when_osd_up(with_kubelet_knobs(
+            fast_sample_template()?,
+            Knobs {
+                ready_after: 1,
+                never_ready: false,
+                grace: GRACE_SECONDS,
+            },
+        ));
+        let mut manifest = cephosd(
+            CR,
+            storage(&hosts, options.data),
+            options.update_domain,
+            template,
+        );
+        if let Some(serde_json::Value::Object(patch)) = &options.spec_patch {
+            for (k, v) in patch {
+                manifest["spec"][k] = v.clone();
+            }
+        }
+        // Creating missing pods is never gated: their daemons are down already.
+        let converged = s.create_converged(&manifest, want.clone()).await?;
+        cluster.pool_create().await?;
+        let g = Self {
+            s,
+            cluster,
+            ceph,
+            bridge,
+            gate,
+            table,
+            want,
+            converged,
+            operator_args,
+        };
+        g.wait_gate_idle(Duration::from_mins(1)).await?;
+        Ok(g)
+    }
+
+    /// Waits until no step is open and `CephGate` is True `CephIdle`.
+    pub async fn wait_gate_idle(&self, timeout: Duration) -> anyhow::Result<()> {
+        self.wait_gate("CephGate True CephIdle, no cephStep", timeout, |status| {
+            status.ceph_step.is_none()
+                && status
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "CephGate" && c.status == "True" && c.reason == "CephIdle")
+        })
+        .await
+    }
+
+    /// Waits until the CephOSD's status satisfies `done`; the error shows the gate's record.
+    pub async fn wait_gate(
+        &self,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&ceph_osd_operator::crd::CephOsdStatus) -> bool,
+    ) -> anyhow::Result<()> {
+        let r = self
+            .s
+            .wait_until(what, timeout, || async {
+                let status = self.s.cr_status(CR).await?.unwrap_or_default();
+                Ok(done(&status).then_some(()))
+            })
+            .await;
+        r.map_err(|e| anyhow::anyhow!("{e:#}\ngate status:\n{}", self.gate.render()))
+    }
+
+    /// The `CephGate` condition now: (status, reason, message).
+    pub async fn gate_condition(&self) -> anyhow::Result<Option<(String, String, String)>> {
+        let status = self.s.cr_status(CR).await?.unwrap_or_default();
+        Ok(status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "CephGate")
+            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone())))
+    }
+
+    pub async fn down(self) -> anyhow::Result<()> {
+        self.bridge.stop().await?;
+        drop(self.ceph);
+        drop(self.gate);
+        self.s.destroy().await?;
+        self.cluster.down()?;
+        Ok(())
+    }
+}
