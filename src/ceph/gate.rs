@@ -323,7 +323,10 @@ pub fn precheck(facts: &CephFacts, domain: &[MappedKey]) -> GateDecision {
             .collect();
         return GateDecision::from_blockers(ids, blockers);
     }
-    let mut blockers = cluster_blockers(facts);
+    // PGs not clean come last: a down OSD explains them, and the condition names the first.
+    let (pgs_not_clean, mut blockers): (Vec<_>, Vec<_>) = cluster_blockers(facts)
+        .into_iter()
+        .partition(|b| matches!(b, Blocker::PgsNotClean { .. }));
     let mut ids = BTreeSet::new();
     for mapped in domain {
         match &mapped.ids {
@@ -358,6 +361,7 @@ pub fn precheck(facts: &CephFacts, domain: &[MappedKey]) -> GateDecision {
             .filter(|o| !o.up && o.is_in && !ids.contains(&o.id))
             .map(|o| Blocker::OtherOsdDown { id: o.id }),
     );
+    blockers.extend(pgs_not_clean);
     GateDecision::from_blockers(ids, blockers)
 }
 

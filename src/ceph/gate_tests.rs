@@ -218,6 +218,12 @@ fn another_osd_down_and_in_waits_down_and_out_does_not() {
     facts.osds = parse_osd_dump(&fixture("osd_dump_1_down")).unwrap();
     let d = precheck(&facts, &[known("host-2:/dev/sdb", &[2])]);
     assert_eq!(messages(&d), ["osd.1 is down and still in"]);
+    // Its PGs degraded too: the condition names the down OSD, the cause.
+    let mut degraded = facts.clone();
+    degraded.pgs = Some(parse_pg_stat(&fixture("pg_stat_one_osd_down")).unwrap());
+    let d = precheck(&degraded, &[known("host-2:/dev/sdb", &[2])]);
+    assert_eq!(d.blockers()[0].category(), "CephOsdDown");
+    assert_eq!(d.blockers().len(), 2);
     facts.osds.osds.get_mut(&OsdId(1)).unwrap().is_in = false;
     assert_eq!(
         precheck(&facts, &[known("host-2:/dev/sdb", &[2])]),
@@ -236,13 +242,13 @@ fn every_blocker_is_listed_halting_first() {
         messages(&d),
         [
             "osd.7 (of b) is not in the osdmap",
-            "33 of 33 PGs are not active+clean: 5 active+undersized, 28 active+undersized+degraded",
             "osd.1 is down and still in",
+            "33 of 33 PGs are not active+clean: 5 active+undersized, 28 active+undersized+degraded",
         ]
     );
     assert_eq!(
         d.to_string(),
-        "osd.7 (of b) is not in the osdmap; 33 of 33 PGs are not active+clean: 5 active+undersized, 28 active+undersized+degraded; osd.1 is down and still in"
+        "osd.7 (of b) is not in the osdmap; osd.1 is down and still in; 33 of 33 PGs are not active+clean: 5 active+undersized, 28 active+undersized+degraded"
     );
 }
 

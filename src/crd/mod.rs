@@ -213,7 +213,8 @@ pub struct CephStep {
     /// is up with a newer one (a new daemon booted) and every PG is clean.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub osds: Vec<StepOsd>,
-    /// The OSD ids this step set `noout` on (cleared when it ends or is held too long).
+    /// The OSD ids whose `noout` this step set or took over from the step before it: cleared
+    /// when it ends or is held too long.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub noout: Vec<u32>,
     /// When the step started.

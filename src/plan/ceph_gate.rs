@@ -161,7 +161,10 @@ fn list(ids: &[u32]) -> String {
     osd_list(&ids_of(ids))
 }
 
-/// The gate's rules, in order: off; a step open; a proposal; nothing to gate.
+const IDLE: &str = "Ceph is asked before each rollout step";
+
+/// The gate's rules, in order: off; a step open (and, when it ends, the next one asked about
+/// in the same plan); a proposal; nothing to gate.
 pub(crate) fn gate(input: &GateInput<'_>) -> GateOutcome {
     let off = match &input.view.input {
         CephInput::Off { why } => Some(*why),
@@ -172,16 +175,40 @@ pub(crate) fn gate(input: &GateInput<'_>) -> GateOutcome {
         return gate_off(why, input.open);
     }
     if let Some(open) = input.open {
-        return step_open(input, open);
+        let ended = step_open(input, open);
+        if ended.step.is_some() || input.proposed.is_empty() {
+            return ended;
+        }
+        return next_step(input, open, ended);
     }
     if input.proposed.is_empty() {
-        return GateOutcome::new(says(
-            true,
-            ConditionReason::CephIdle,
-            "Ceph is asked before each rollout step",
-        ));
+        return GateOutcome::new(says(true, ConditionReason::CephIdle, IDLE));
     }
     proposal(input)
+}
+
+/// The step `ended` and the rollout has more: the next step is asked about at once. Its
+/// `SetNoout` clears the ended step's `noout` too, and its record keeps those ids until it
+/// ends (a new leader then clears them again: clearing is idempotent); without a next step
+/// the ended one's `noout` is cleared alone.
+fn next_step(input: &GateInput<'_>, ended: &CephStep, closing: GateOutcome) -> GateOutcome {
+    let mut next = proposal(input);
+    let clearing = ids_of(&ended.noout);
+    let set_noout = next.first.iter_mut().find_map(|a| match a {
+        Action::SetNoout { clearing, .. } => Some(clearing),
+        _ => None,
+    });
+    match (set_noout, &mut next.step) {
+        (Some(taken_over), Some(step)) if !clearing.is_empty() => {
+            taken_over.clone_from(&clearing);
+            step.noout.extend(&ended.noout);
+            step.noout.sort_unstable();
+            step.noout.dedup();
+        }
+        _ => next.first = [closing.first, next.first].concat(),
+    }
+    next.events = [closing.events, next.events].concat();
+    next
 }
 
 /// Off: as without Ceph. A step left open is cleared when the CephOSD opts out (the operator
@@ -224,10 +251,11 @@ fn gate_off(why: GateOff, open: Option<&CephStep>) -> GateOutcome {
 /// are Ready; `noout` is cleared past `max_noout`; a step none of whose pods went down is
 /// given up after a while.
 fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
+    let keys = open.keys.join(", ");
     let mut out = GateOutcome::new(says(
         true,
         ConditionReason::StepInProgress,
-        format!("a step is under way on {}", open.keys.join(", ")),
+        format!("a step is under way on {keys}"),
     ));
     out.requeue_after = Some(STEP_REQUEUE);
     out.step = Some(open.clone());
@@ -240,27 +268,25 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
             });
         }
         out.step = None;
-        out.condition.message = if done {
-            format!("the step on {} is done", open.keys.join(", "))
+        out.requeue_after = None;
+        let ended = if done {
+            format!("the step on {keys} is done")
         } else {
             format!(
-                "no pod of the step on {} went down within {}s: asking Ceph again",
-                open.keys.join(", "),
+                "no pod of the step on {keys} went down within {}s: it was given up",
                 UNTOUCHED_STEP_LIMIT.as_secs()
             )
         };
+        out.condition = says(true, ConditionReason::CephIdle, format!("{ended}; {IDLE}"));
         return out;
     }
-    let waiting = match &input.view.step {
-        _ if done => "its replacements to become Ready".to_owned(),
+    let state = match &input.view.step {
+        _ if done => "Ceph is done, its replacements are not Ready yet".to_owned(),
         Some(progress) => describe_progress(progress),
-        None => "Ceph to be looked at".to_owned(),
+        None => "Ceph was not looked at yet".to_owned(),
     };
-    out.halted = Some(format!(
-        "waiting for the step on {} to end: {waiting}",
-        open.keys.join(", ")
-    ));
-    out.condition.message = format!("{}; waiting for {waiting}", out.condition.message);
+    out.halted = Some(format!("the step on {keys} has not ended: {state}"));
+    out.condition.message = format!("a step is under way on {keys}: {state}");
     if !open.noout.is_empty() && held >= input.view.max_noout {
         out.first.push(Action::ClearNoout {
             ids: ids_of(&open.noout),
@@ -290,7 +316,7 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
 fn describe_progress(progress: &StepProgress) -> String {
     match progress {
         StepProgress::Booting { pending } => {
-            format!("no new daemon is up yet for {}", osd_list(pending))
+            format!("the new daemon of {} is not up yet", osd_list(pending))
         }
         StepProgress::Recovering { blockers } => blockers
             .iter()
@@ -301,7 +327,7 @@ fn describe_progress(progress: &StepProgress) -> String {
             clean_looks,
             wait_at_least,
         } => format!(
-            "every PG clean in {clean_looks} look(s); confirming for at least {}ms more",
+            "every PG active+clean in {clean_looks} look(s), confirming for at least {} ms more",
             wait_at_least.as_millis()
         ),
         StepProgress::Done => "nothing".to_owned(),
@@ -363,6 +389,7 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
                 Action::RecordCephStep,
                 Action::SetNoout {
                     ids: ids.iter().copied().collect(),
+                    clearing: Vec::new(),
                 },
             ];
             out.requeue_after = Some(STEP_REQUEUE);

@@ -82,7 +82,7 @@ fn an_open_step_not_looked_at_waits_and_says_so() {
     assert!(out
         .halted
         .unwrap_or_default()
-        .contains("Ceph to be looked at"));
+        .contains("Ceph was not looked at yet"));
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn each_progress_is_quoted() {
             StepProgress::Booting {
                 pending: vec![OsdId(3)],
             },
-            "no new daemon is up yet for osd.3",
+            "the new daemon of osd.3 is not up yet",
         ),
         (
             StepProgress::Recovering {
@@ -108,9 +108,12 @@ fn each_progress_is_quoted() {
                 clean_looks: 1,
                 wait_at_least: std::time::Duration::from_millis(1500),
             },
-            "every PG clean in 1 look(s); confirming for at least 1500ms more",
+            "every PG active+clean in 1 look(s), confirming for at least 1500 ms more",
         ),
-        (StepProgress::Done, "its replacements to become Ready"),
+        (
+            StepProgress::Done,
+            "Ceph is done, its replacements are not Ready yet",
+        ),
     ] {
         let view = on(Some(progress));
         let out = gate(&input(&view, Some(&open), &[]));
@@ -129,10 +132,13 @@ fn done_and_settled_clears_exactly_the_steps_noout() {
     let out = gate(&settled);
     assert!(matches!(&out.first[..], [Action::ClearNoout { ids }] if *ids == [OsdId(3), OsdId(7)]));
     assert_eq!(out.step, None);
-    assert!(
-        !out.deletions_allowed,
-        "the next step is asked about next time"
+    assert!(!out.deletions_allowed, "nothing more to take down");
+    assert_eq!(out.condition.reason, ConditionReason::CephIdle);
+    assert_eq!(
+        out.condition.message,
+        "the step on h:/dev/sdb is done; Ceph is asked before each rollout step"
     );
+    assert_eq!(out.requeue_after, None);
 
     // A step whose noout was cleared already ends without another clear.
     let open = step(&[]);
@@ -140,6 +146,64 @@ fn done_and_settled_clears_exactly_the_steps_noout() {
     settled.settled = true;
     let out = gate(&settled);
     assert!(out.first.is_empty() && out.step.is_none());
+}
+
+#[test]
+fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
+    let open = step(&[3]);
+    let next = vec![GateSubject {
+        key: OsdKey::new("i", "/dev/sdb"),
+        pod: Some("osd-i-sdb-y".into()),
+    }];
+    // Not asked yet: the next step is asked about, the ended step's noout cleared meanwhile.
+    let view = on(Some(StepProgress::Done));
+    let mut ended = input(&view, Some(&open), &next);
+    ended.settled = true;
+    let out = gate(&ended);
+    assert_eq!(out.question.as_deref(), Some(&next[..]));
+    assert!(matches!(&out.first[..], [Action::ClearNoout { ids }] if *ids == [OsdId(3)]));
+    assert_eq!((out.step, out.deletions_allowed), (None, false));
+    assert_eq!(out.condition.reason, ConditionReason::Asking);
+
+    // Ceph says go: one SetNoout sets the next step's and clears the ended one's, and the
+    // record keeps both until that is confirmed by the step's end.
+    let view = CephView {
+        input: CephInput::Answered(GateAnswer {
+            keys: BTreeMap::from([(OsdKey::new("i", "/dev/sdb"), BTreeSet::from([OsdId(4)]))]),
+            decision: GateDecision::Proceed {
+                ids: BTreeSet::from([OsdId(4)]),
+            },
+            up_from: BTreeMap::from([(OsdId(4), 9)]),
+            learned: BTreeMap::new(),
+        }),
+        ..on(Some(StepProgress::Done))
+    };
+    let mut ended = input(&view, Some(&open), &next);
+    ended.settled = true;
+    let out = gate(&ended);
+    assert!(out.deletions_allowed);
+    assert!(matches!(
+        &out.first[..],
+        [Action::RecordCephStep, Action::SetNoout { ids, clearing }]
+            if *ids == [OsdId(4)] && *clearing == [OsdId(3)]
+    ));
+    let recorded = out.step.expect("the next step");
+    assert_eq!(recorded.keys, ["i:/dev/sdb"]);
+    assert_eq!(recorded.noout, [3, 4]);
+    assert_eq!(recorded.osds, [StepOsd { id: 4, up_from: 9 }]);
+
+    // Not done yet: nothing of the next step.
+    let view = on(Some(StepProgress::Booting {
+        pending: vec![OsdId(3)],
+    }));
+    let mut booting = input(&view, Some(&open), &next);
+    booting.settled = true;
+    let out = gate(&booting);
+    assert!(out.question.is_none() && !out.deletions_allowed && out.first.is_empty());
+    assert_eq!(
+        out.condition.message,
+        "a step is under way on h:/dev/sdb: the new daemon of osd.3 is not up yet"
+    );
 }
 
 #[test]

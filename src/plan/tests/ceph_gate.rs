@@ -158,7 +158,9 @@ fn proceed_records_the_step_sets_noout_then_deletes_in_that_order() {
             "PatchState"
         ]
     );
-    assert!(matches!(&plan.actions[1], Action::SetNoout { ids } if *ids == [OsdId(3), OsdId(4)]));
+    assert!(
+        matches!(&plan.actions[1], Action::SetNoout { ids, clearing } if *ids == [OsdId(3), OsdId(4)] && clearing.is_empty())
+    );
     let step = plan.status.ceph_step.clone().expect("the step is recorded");
     assert_eq!(step.keys, ["w1:/dev/sdb", "w1:/dev/sdc"]);
     assert_eq!(step.noout, [3, 4]);
@@ -294,7 +296,7 @@ fn an_open_step_blocks_every_rollout_deletion_and_says_what_ceph_lacks() {
         assert!(plan.status.ceph_step.is_some());
         let halted = plan.halted.clone().unwrap_or_default();
         assert!(
-            halted.contains("no new daemon is up yet for osd.4"),
+            halted.contains("the new daemon of osd.4 is not up yet"),
             "{halted}"
         );
         assert!(plan
@@ -508,7 +510,29 @@ proptest! {
                     let plan = cluster.reconcile(&cr);
                     if plan.disrupts() {
                         prop_assert!(matches!(said, Said::Proceed | Said::ProceedEmpty), "{said:?}");
-                        prop_assert!(before.and_then(|s| s.ceph_step).is_none(), "a step was open");
+                        // A step open before must have ended: its noout is cleared with the
+                        // next step's set, and kept in the next record until then.
+                        if let Some(open) = before.and_then(|s| s.ceph_step) {
+                            let held = cluster.clock - open.started.0.as_second();
+                            prop_assert!(done || held >= 30, "a step open, not done nor given up");
+                            if matches!(said, Said::Proceed) {
+                                let cleared = plan.actions.iter().find_map(|a| match a {
+                                    Action::SetNoout { clearing, .. } => Some(
+                                        clearing.iter().map(|id| id.0).collect::<Vec<u32>>(),
+                                    ),
+                                    _ => None,
+                                });
+                                prop_assert_eq!(cleared.as_ref(), Some(&open.noout));
+                                let kept = plan.status.ceph_step.as_ref().map(|s| &s.noout);
+                                prop_assert!(
+                                    kept.is_some_and(|k| open.noout.iter().all(|id| k.contains(id))),
+                                    "{kept:?}"
+                                );
+                            } else {
+                                let kinds = action_kinds(&plan);
+                                prop_assert_eq!(kinds.first(), Some(&"ClearNoout"));
+                            }
+                        }
                         let asked_keys: BTreeSet<String> =
                             question.iter().map(|s| s.key.to_string()).collect();
                         let replaced: BTreeSet<String> =

@@ -420,6 +420,7 @@ async fn gated_step(
         Action::RecordCephStep,
         Action::SetNoout {
             ids: vec![OsdId(3), OsdId(4)],
+            clearing: vec![],
         },
         delete("osd-h1-sdb-x"),
     ];
@@ -468,6 +469,7 @@ async fn noout_without_ceph_configured_is_an_error_not_a_silent_skip() {
     let actions = [
         Action::SetNoout {
             ids: vec![OsdId(3)],
+            clearing: vec![],
         },
         delete("osd-h1-sdb-x"),
     ];
@@ -475,4 +477,53 @@ async fn noout_without_ceph_configured_is_an_error_not_a_silent_skip() {
     let error = result.expect_err("no Ceph");
     assert_eq!(error.category(), Failure::Ceph);
     assert!(api.writes().is_empty());
+}
+
+#[tokio::test]
+async fn a_step_handed_over_sets_and_clears_noout_at_once_and_reads_back_once() {
+    use crate::ceph::fake::Call;
+    let setting_and_clearing = |dumped: &[u32]| {
+        crate::ceph::fake::ScriptedCeph::default()
+            .on_add_noout(Ok(()))
+            .on_rm_noout(Ok(()))
+            .on_osd_dump(Ok(dump(dumped)))
+    };
+    let actions = [
+        Action::SetNoout {
+            ids: vec![OsdId(4)],
+            clearing: vec![OsdId(3)],
+        },
+        delete("osd-h1-sdb-x"),
+    ];
+    let actions = &actions[..];
+    let run = |ceph: crate::ceph::fake::ScriptedCeph| async move {
+        let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
+        let fixture = Fixture::new(&client, cr());
+        let executor = Executor {
+            ceph: Some(&ceph),
+            ..fixture.executor()
+        };
+        let result = executor
+            .apply_actions(actions, &CephOsdStatus::default(), &|_| {})
+            .await;
+        (api, ceph.calls(), result)
+    };
+    let (api, mut calls, result) = run(setting_and_clearing(&[4])).await;
+    result.expect("confirmed");
+    calls.sort_by_key(|c| format!("{c:?}"));
+    assert_eq!(
+        calls,
+        [
+            Call::AddNoout(vec![OsdId(4)]),
+            Call::OsdDump,
+            Call::RmNoout(vec![OsdId(3)]),
+        ]
+    );
+    assert!(api.event_reasons().contains(&"Noout".to_owned()));
+
+    // The ended step's noout still shows: nothing is taken down.
+    let (api, _, result) = run(setting_and_clearing(&[3, 4])).await;
+    let error = result.expect_err("osd.3 still has noout");
+    assert_eq!(error.category(), Failure::NooutNotConfirmed);
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
 }
