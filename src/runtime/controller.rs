@@ -20,6 +20,7 @@ use crate::runtime::ceph_gate::{answer, decision_label, first_view, GateSettings
 use crate::runtime::claims_registry::ClaimsRegistry;
 use crate::runtime::executor::{ExecuteError, Executor};
 use crate::runtime::memory::Memory;
+use crate::runtime::metered_ceph::MeteredCeph;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::owned_objects::{
     is_osd_pod, strip_replica_set, Observation, OwnedObjects, Snapshot, Subject,
@@ -172,10 +173,12 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
         memory,
         crs: store.clone(),
         claims: claims.clone(),
-        ceph: settings
-            .ceph
-            .clone()
-            .map(|s| Arc::new(CliClient::new(s)) as Arc<dyn CephClient>),
+        ceph: settings.ceph.clone().map(|s| {
+            Arc::new(MeteredCeph {
+                inner: Arc::new(CliClient::new(s)),
+                metrics: metrics.clone(),
+            }) as Arc<dyn CephClient>
+        }),
         settings,
     });
     let pods_of = {

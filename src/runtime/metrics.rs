@@ -8,6 +8,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 /// The `state` label values of `osd_pods`.
@@ -40,6 +41,12 @@ struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CephCommandLabels {
+    /// `osd dump`, `osd ok-to-stop`, … (without ids).
+    command: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct GateLabels {
     /// `Proceed`, or the first blocker's category.
     decision: &'static str,
@@ -63,6 +70,8 @@ pub struct Metrics {
     leader: Gauge,
     api_requests: Family<RequestLabels, Counter>,
     gate_decisions: Family<GateLabels, Counter>,
+    ceph_commands: Family<CephCommandLabels, Counter>,
+    ceph_command_seconds: Family<CephCommandLabels, Counter<f64, AtomicU64>>,
 }
 
 impl Default for Metrics {
@@ -78,6 +87,18 @@ impl Default for Metrics {
         let leader = Gauge::default();
         let api_requests = Family::<RequestLabels, Counter>::default();
         let gate_decisions = Family::<GateLabels, Counter>::default();
+        let ceph_commands = Family::<CephCommandLabels, Counter>::default();
+        let ceph_command_seconds = Family::<CephCommandLabels, Counter<f64, AtomicU64>>::default();
+        registry.register(
+            "ceph_commands",
+            "Ceph CLI commands run by the gate, answered or not",
+            ceph_commands.clone(),
+        );
+        registry.register(
+            "ceph_command_seconds",
+            "Time spent in Ceph CLI commands of the gate",
+            ceph_command_seconds.clone(),
+        );
         registry.register(
             "ceph_gate_decisions",
             "Answers of the Ceph gate before a rollout step: Proceed, or why not",
@@ -128,6 +149,8 @@ impl Default for Metrics {
             leader,
             api_requests,
             gate_decisions,
+            ceph_commands,
+            ceph_command_seconds,
         }
     }
 }
@@ -199,6 +222,15 @@ impl Metrics {
     }
 
     /// Counts one answer of the Ceph gate (`Proceed` or a blocker's category).
+    /// Counts one Ceph CLI command and the time it took.
+    pub(crate) fn ceph_command(&self, command: &'static str, took: Duration) {
+        let labels = CephCommandLabels { command };
+        self.ceph_commands.get_or_create(&labels).inc();
+        self.ceph_command_seconds
+            .get_or_create(&labels)
+            .inc_by(took.as_secs_f64());
+    }
+
     pub(crate) fn gate_decided(&self, decision: &'static str) {
         self.gate_decisions
             .get_or_create(&GateLabels { decision })

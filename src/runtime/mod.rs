@@ -12,6 +12,7 @@ pub(crate) mod expectations;
 pub(crate) mod lease;
 mod locked;
 mod memory;
+pub(crate) mod metered_ceph;
 pub(crate) mod metrics;
 pub(crate) mod metrics_auth;
 pub(crate) mod operator;

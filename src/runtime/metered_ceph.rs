@@ -1,0 +1,98 @@
+//! The Ceph client the operator runs: every command counted and timed in the metrics
+//! (`ceph_osd_operator_ceph_commands_total`, `…_ceph_command_seconds_total`), by command.
+
+use crate::ceph::{
+    CephClient, CephError, ClusterStatus, OkToStop, OsdDump, OsdId, OsdMetadata, PgStates,
+};
+use crate::runtime::metrics::Metrics;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(crate) struct MeteredCeph {
+    pub inner: Arc<dyn CephClient>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl MeteredCeph {
+    fn timed<'a, T: Send + 'a>(
+        &'a self,
+        command: &'static str,
+        call: impl Future<Output = T> + Send + 'a,
+    ) -> BoxFuture<'a, T> {
+        async move {
+            let started = Instant::now();
+            let out = call.await;
+            self.metrics.ceph_command(command, started.elapsed());
+            out
+        }
+        .boxed()
+    }
+}
+
+impl CephClient for MeteredCeph {
+    fn status(&self) -> BoxFuture<'_, Result<ClusterStatus, CephError>> {
+        self.timed("status", self.inner.status())
+    }
+
+    fn pg_states(&self) -> BoxFuture<'_, Result<PgStates, CephError>> {
+        self.timed("pg stat", self.inner.pg_states())
+    }
+
+    fn osd_dump(&self) -> BoxFuture<'_, Result<OsdDump, CephError>> {
+        self.timed("osd dump", self.inner.osd_dump())
+    }
+
+    fn osd_metadata(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdMetadata>, CephError>> {
+        self.timed("osd metadata", self.inner.osd_metadata())
+    }
+
+    fn ok_to_stop<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<OkToStop, CephError>> {
+        self.timed("osd ok-to-stop", self.inner.ok_to_stop(ids))
+    }
+
+    fn add_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.timed("osd add-noout", self.inner.add_noout(ids))
+    }
+
+    fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.timed("osd rm-noout", self.inner.rm_noout(ids))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ceph::fake::ScriptedCeph;
+
+    #[tokio::test]
+    async fn each_command_is_counted_and_timed_answered_or_not() {
+        let metrics = Arc::new(Metrics::default());
+        let ceph = MeteredCeph {
+            inner: Arc::new(
+                ScriptedCeph::default()
+                    .on_add_noout(Ok(()))
+                    .on_add_noout(Ok(()))
+                    .on_rm_noout(Err(CephError::Timeout {
+                        command: "osd rm-noout 3".into(),
+                        timeout: std::time::Duration::from_secs(1),
+                    })),
+            ),
+            metrics: Arc::clone(&metrics),
+        };
+        ceph.add_noout(&[OsdId(3)]).await.unwrap();
+        ceph.add_noout(&[OsdId(3)]).await.unwrap();
+        ceph.rm_noout(&[OsdId(3)]).await.unwrap_err();
+        let text = metrics.encode();
+        assert!(
+            text.contains(r#"ceph_osd_operator_ceph_commands_total{command="osd add-noout"} 2"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"ceph_osd_operator_ceph_commands_total{command="osd rm-noout"} 1"#));
+        assert!(text
+            .contains(r#"ceph_osd_operator_ceph_command_seconds_total{command="osd add-noout"}"#));
+    }
+}
