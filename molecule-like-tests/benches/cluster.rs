@@ -402,10 +402,6 @@ async fn converge(
 }
 
 #[tokio::main]
-#[expect(
-    clippy::too_many_lines,
-    reason = "the benchmark's runs in order, each writing its section"
-)]
 async fn main() -> anyhow::Result<()> {
     let sizes = sizes()?;
     let rollouts = env_or("BENCH_ROLLOUT", 1) != 0;
@@ -505,13 +501,10 @@ async fn main() -> anyhow::Result<()> {
     section += &rollout_tables;
     section += LIMITS;
     print!("{section}");
-    let path = molecule_like_tests::paths::workspace_root().join("BENCHMARKS.md");
-    let doc = std::fs::read_to_string(&path).unwrap_or_default();
-    let kept = doc
-        .split("\n## The operator on the local control plane")
-        .next()
-        .unwrap_or_default();
-    std::fs::write(&path, format!("{}\n\n{section}", kept.trim_end()))?;
+    molecule_like_tests::paths::write_benchmarks_section(
+        "## The operator on the local control plane",
+        &section,
+    )?;
     Ok(())
 }
 

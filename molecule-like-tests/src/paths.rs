@@ -106,3 +106,50 @@ pub fn tail(path: &Path, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
+
+/// Replaces the section of `BENCHMARKS.md` that starts with `header` (a `## ` line) up to the
+/// next `## ` heading, or appends it: each benchmark writes its own section, keeps the others.
+pub fn write_benchmarks_section(header: &str, section: &str) -> anyhow::Result<()> {
+    let path = workspace_root().join("BENCHMARKS.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_default();
+    std::fs::write(&path, with_section(&doc, header, section))?;
+    Ok(())
+}
+
+fn with_section(doc: &str, header: &str, section: &str) -> String {
+    let section = section.trim();
+    match doc.find(header) {
+        Some(start) => {
+            let after = start + header.len();
+            let end = doc[after..]
+                .find("\n## ")
+                .map_or(doc.len(), |n| after + n + 1);
+            let rest = &doc[end..];
+            let gap = if rest.is_empty() { "\n" } else { "\n\n" };
+            format!("{}{section}{gap}{rest}", &doc[..start])
+        }
+        None => format!("{}\n\n{section}\n", doc.trim_end()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_section;
+
+    #[test]
+    fn a_section_is_replaced_in_place_or_appended() {
+        let doc = "# B\n\nintro\n\n## One\n\nold one\n\n## Two\n\nold two\n";
+        assert_eq!(
+            with_section(doc, "## One", "## One\n\nnew one\n"),
+            "# B\n\nintro\n\n## One\n\nnew one\n\n## Two\n\nold two\n"
+        );
+        assert_eq!(
+            with_section(doc, "## Two", "## Two\n\nnew two"),
+            "# B\n\nintro\n\n## One\n\nold one\n\n## Two\n\nnew two\n"
+        );
+        assert_eq!(
+            with_section("# B\n", "## Three", "## Three\n\nthree"),
+            "# B\n\n## Three\n\nthree\n"
+        );
+    }
+}
