@@ -81,11 +81,34 @@ impl Default for CephView {
     }
 }
 
-/// A key whose pods the rollout would take down, and its pod (if one runs).
+/// A key whose pods the rollout would take down, its pod (if one runs) and its update domain.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GateSubject {
     pub key: OsdKey,
     pub pod: Option<String>,
+    pub domain: String,
+}
+
+/// The subjects of the first `n` update domains of `proposed` (in the order they come), for
+/// each `n` from all of them down to one: the sets Ceph may be asked about, largest first.
+pub(crate) fn domain_prefixes(proposed: &[GateSubject]) -> Vec<Vec<GateSubject>> {
+    let mut domains: Vec<&str> = Vec::new();
+    for s in proposed {
+        if !domains.contains(&s.domain.as_str()) {
+            domains.push(&s.domain);
+        }
+    }
+    (1..=domains.len())
+        .rev()
+        .map(|n| {
+            let within = &domains[..n];
+            proposed
+                .iter()
+                .filter(|s| within.contains(&s.domain.as_str()))
+                .cloned()
+                .collect()
+        })
+        .collect()
 }
 
 /// The `CephGate` condition.
@@ -119,6 +142,9 @@ pub(crate) struct GateOutcome {
     pub first: Vec<Action>,
     /// Whether the rollout's deletions go ahead (after `first`).
     pub deletions_allowed: bool,
+    /// Only these update domains' deletions go ahead (Ceph allowed the first of several
+    /// domains proposed together); None: all of them.
+    pub allowed_domains: Option<BTreeSet<String>>,
     /// `status.cephStep` after this plan.
     pub step: Option<CephStep>,
     /// Keys to ask Ceph about before planning again.
@@ -135,6 +161,7 @@ impl GateOutcome {
         Self {
             first: Vec::new(),
             deletions_allowed: false,
+            allowed_domains: None,
             step: None,
             question: None,
             halted: None,
@@ -335,9 +362,20 @@ fn describe_progress(progress: &StepProgress) -> String {
 }
 
 /// No step open and the rollout chose deletions: they go only on Ceph's `Proceed` for
-/// exactly their keys.
+/// exactly their keys, or for the keys of their first update domains (Ceph refused the
+/// whole set: the runtime asked about fewer domains).
 fn proposal(input: &GateInput<'_>) -> GateOutcome {
-    let asked: BTreeSet<&OsdKey> = input.proposed.iter().map(|s| &s.key).collect();
+    let answered = match &input.view.input {
+        CephInput::Answered(answer) => {
+            let keys: BTreeSet<&OsdKey> = answer.keys.keys().collect();
+            domain_prefixes(input.proposed)
+                .into_iter()
+                .find(|prefix| prefix.iter().map(|s| &s.key).collect::<BTreeSet<_>>() == keys)
+        }
+        _ => None,
+    };
+    let subjects = answered.as_deref().unwrap_or(input.proposed);
+    let asked: BTreeSet<&OsdKey> = subjects.iter().map(|s| &s.key).collect();
     let keys_text = || {
         asked
             .iter()
@@ -346,9 +384,7 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
             .join(", ")
     };
     let answer = match &input.view.input {
-        CephInput::Answered(answer) if answer.keys.keys().collect::<BTreeSet<_>>() == asked => {
-            answer
-        }
+        CephInput::Answered(answer) if answered.is_some() => answer,
         _ => {
             let mut out = GateOutcome::new(says(
                 true,
@@ -369,6 +405,9 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
                 format!("Ceph says {} may stop ({})", keys_text(), answer.decision),
             ));
             out.deletions_allowed = true;
+            if subjects.len() < input.proposed.len() {
+                out.allowed_domains = Some(subjects.iter().map(|s| s.domain.clone()).collect());
+            }
             if ids.is_empty() {
                 return out;
             }

@@ -20,6 +20,7 @@ fn subjects() -> Vec<GateSubject> {
     vec![GateSubject {
         key: OsdKey::new("h", "/dev/sdb"),
         pod: Some("osd-h-sdb-x".into()),
+        domain: "h".into(),
     }]
 }
 
@@ -154,6 +155,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
     let next = vec![GateSubject {
         key: OsdKey::new("i", "/dev/sdb"),
         pod: Some("osd-i-sdb-y".into()),
+        domain: "i".into(),
     }];
     // Not asked yet: the next step is asked about, the ended step's noout cleared meanwhile.
     let view = on(Some(StepProgress::Done));
@@ -264,4 +266,49 @@ fn learnt_ids_replace_recorded_ones_and_only_kept_keys_stay() {
             ("d:/dev/sdb".to_owned(), vec![4]),
         ])
     );
+}
+
+#[test]
+fn an_answer_for_the_first_domains_lets_only_those_go() {
+    let subject = |host: &str| GateSubject {
+        key: OsdKey::new(host, "/dev/sdb"),
+        pod: Some(format!("osd-{host}-sdb-x")),
+        domain: host.into(),
+    };
+    let proposed = vec![subject("a"), subject("b"), subject("c")];
+    let prefixes = domain_prefixes(&proposed);
+    assert_eq!(
+        prefixes.iter().map(Vec::len).collect::<Vec<_>>(),
+        [3, 2, 1],
+        "largest first"
+    );
+    let answer_for = |keys: &[&str]| CephView {
+        input: CephInput::Answered(GateAnswer {
+            keys: keys
+                .iter()
+                .map(|h| (OsdKey::new(*h, "/dev/sdb"), BTreeSet::from([OsdId(1)])))
+                .collect(),
+            decision: GateDecision::Proceed {
+                ids: BTreeSet::from([OsdId(1)]),
+            },
+            up_from: BTreeMap::new(),
+            learned: BTreeMap::new(),
+        }),
+        ..on(None)
+    };
+    let view = answer_for(&["a"]);
+    let out = gate(&input(&view, None, &proposed));
+    assert!(out.deletions_allowed);
+    assert_eq!(out.allowed_domains, Some(BTreeSet::from(["a".to_owned()])));
+    assert_eq!(out.step.expect("a step").keys, ["a:/dev/sdb"]);
+
+    let view = answer_for(&["a", "b", "c"]);
+    let out = gate(&input(&view, None, &proposed));
+    assert!(out.deletions_allowed && out.allowed_domains.is_none());
+
+    // Not a prefix: asked again, nothing goes.
+    let view = answer_for(&["b"]);
+    let out = gate(&input(&view, None, &proposed));
+    assert!(!out.deletions_allowed);
+    assert_eq!(out.question.as_deref(), Some(&proposed[..]));
 }

@@ -173,6 +173,10 @@ pub fn plan_expanded(
     let open_step = seen.previous.ceph_step.as_ref();
     let gated = gate_rollout(&seen, &observed.ceph, &step, now);
     let mut replacing = Vec::new();
+    let mut step = step;
+    if let Some(allowed) = &gated.allowed_domains {
+        step.keep_domains(allowed, |key| seen.domain_of(key));
+    }
     if gated.deletions_allowed {
         replacing = step.replacing;
         actions.extend(step.actions);
@@ -748,6 +752,8 @@ fn tampered_events(seen: &Seen<'_>, patches: &[Action]) -> Vec<PlannedEvent> {
 /// The rollout step's outcome.
 struct Rollout {
     actions: Vec<Action>,
+    /// The update domain of each of `actions`.
+    action_domains: Vec<String>,
     /// The OSDs whose pods go now, in order.
     replacing: Vec<OsdKey>,
     /// The update domains started now.
@@ -821,7 +827,11 @@ fn rollout(
         };
         if subjects.iter().all(|s| s.key != key) {
             let pod = pod_of(seen, &candidates[i], &key);
-            subjects.push(GateSubject { key, pod });
+            subjects.push(GateSubject {
+                key,
+                pod,
+                domain: candidates[i].domain.clone(),
+            });
         }
     }
     let standing = (candidates.iter())
@@ -834,10 +844,30 @@ fn rollout(
         actions: chosen()
             .map(|(pod, reason)| delete(pod, reason.clone()))
             .collect(),
+        action_domains: (step.chosen.iter())
+            .map(|&i| candidates[i].domain.clone())
+            .collect(),
         replacing: chosen().filter_map(|(pod, _)| pod.key.clone()).collect(),
         domains: step.domains,
         halted: step.halted,
         unavailable: step.unavailable,
+    }
+}
+
+impl Rollout {
+    /// Only the deletions of the update domains `allowed` (Ceph let the first go).
+    fn keep_domains(&mut self, allowed: &BTreeSet<String>, domain_of: impl Fn(&OsdKey) -> String) {
+        let actions = std::mem::take(&mut self.actions);
+        let domains = std::mem::take(&mut self.action_domains);
+        for (action, domain) in actions.into_iter().zip(domains) {
+            if allowed.contains(&domain) {
+                self.actions.push(action);
+                self.action_domains.push(domain);
+            }
+        }
+        self.domains.retain(|d| allowed.contains(d));
+        self.subjects.retain(|s| allowed.contains(&s.domain));
+        self.replacing.retain(|k| allowed.contains(&domain_of(k)));
     }
 }
 

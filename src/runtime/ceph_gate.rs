@@ -3,13 +3,14 @@
 //! pod goes down on no answer.
 
 use crate::ceph::{
-    confirm, gather_facts, map_osd_ids, precheck, Blocker, CephClient, GateDecision, IdSource,
-    KeyIds, KeyToMap, OsdId, PodRef, StepProgress,
+    confirm, gather_facts, map_osd_ids, precheck, Blocker, CephClient, CephFacts, GateDecision,
+    IdSource, KeyIds, KeyToMap, MappedKey, OsdId, PodRef, StepProgress,
 };
+use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
 use crate::labels;
 use crate::plan::ceph_gate::{
-    CephInput, CephView, GateAnswer, GateOff, GateSubject, DEFAULT_MAX_NOOUT,
+    domain_prefixes, CephInput, CephView, GateAnswer, GateOff, GateSubject, DEFAULT_MAX_NOOUT,
 };
 use crate::plan::ObservedPod;
 use crate::runtime::memory::Memory;
@@ -160,7 +161,6 @@ pub(crate) async fn answer(
     question: &[GateSubject],
 ) -> GateAnswer {
     let keys = keys_to_map(cr, observed, pods, question);
-    let asked: BTreeSet<String> = question.iter().map(|s| s.key.to_string()).collect();
     let mut answer = GateAnswer {
         keys: question
             .iter()
@@ -179,6 +179,7 @@ pub(crate) async fn answer(
         }
     };
     let mapped = map_osd_ids(&keys, &metadata, &facts.osds);
+    let mut known: BTreeMap<OsdKey, BTreeSet<OsdId>> = BTreeMap::new();
     for m in &mapped {
         let KeyIds::Known { ids, source } = &m.ids else {
             continue;
@@ -194,17 +195,44 @@ pub(crate) async fn answer(
         if *source == IdSource::Metadata {
             answer.learned.insert(key.clone(), ids.clone());
         }
-        if let Some(entry) = answer.keys.get_mut(key) {
-            entry.clone_from(ids);
+        known.insert(key.clone(), ids.clone());
+    }
+    // Several update domains proposed together that Ceph does not let go at once: fewer of
+    // them, the first ones, down to the first alone (whose answer then stands).
+    for subjects in domain_prefixes(question) {
+        let asked: BTreeSet<String> = subjects.iter().map(|s| s.key.to_string()).collect();
+        let domain: Vec<_> = mapped
+            .iter()
+            .filter(|m| asked.contains(&m.key))
+            .cloned()
+            .collect();
+        answer.keys = subjects
+            .iter()
+            .map(|s| {
+                (
+                    s.key.clone(),
+                    known.get(&s.key).cloned().unwrap_or_default(),
+                )
+            })
+            .collect();
+        (answer.decision, answer.up_from) = decide(ceph, &facts, &domain).await;
+        if matches!(answer.decision, GateDecision::Proceed { .. }) {
+            break;
         }
     }
-    let domain: Vec<_> = mapped
-        .into_iter()
-        .filter(|m| asked.contains(&m.key))
-        .collect();
-    answer.decision = match precheck(&facts, &domain) {
+    answer
+}
+
+/// The precheck of `domain` on `facts`, then `ok-to-stop` for its ids (unless all are down
+/// already), with each id's `up_from` before the stop.
+async fn decide(
+    ceph: &dyn CephClient,
+    facts: &CephFacts,
+    domain: &[MappedKey],
+) -> (GateDecision, BTreeMap<OsdId, u64>) {
+    match precheck(facts, domain) {
         GateDecision::Proceed { ids } if !ids.is_empty() => {
-            answer.up_from = ids
+            let up_from = ids
                 .iter()
                 .filter_map(|id| Some((*id, facts.osds.osds.get(id)?.up_from)))
                 .collect();
@@ -213,14 +241,13 @@ pub(crate) async fn answer(
                 .all(|id| facts.osds.osds.get(id).is_some_and(|o| !o.up));
             if all_down {
                 // Nothing up to stop: ok-to-stop has nothing to say.
-                GateDecision::Proceed { ids }
+                (GateDecision::Proceed { ids }, up_from)
             } else {
-                ask_ok_to_stop(ceph, &ids).await
+                (ask_ok_to_stop(ceph, &ids).await, up_from)
             }
         }
-        decision => decision,
-    };
-    answer
+        decision => (decision, BTreeMap::new()),
+    }
 }
 
 /// `ok-to-stop` for exactly `ids`, confirmed.

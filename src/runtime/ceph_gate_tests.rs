@@ -73,6 +73,7 @@ fn question() -> Vec<GateSubject> {
     vec![GateSubject {
         key: OsdKey::new("h1", "/dev/sdb"),
         pod: Some("osd-h1-sdb-x".into()),
+        domain: "h1".into(),
     }]
 }
 
@@ -164,4 +165,100 @@ fn stated_ids_are_a_list_of_numbers_or_nothing() {
         Some(BTreeSet::from([OsdId(3), OsdId(7)]))
     );
     assert_eq!(stated_ids(&pod("3,x")), None);
+}
+
+/// osd.3 on h1 and osd.4 on h2, both up, each reporting its pod.
+fn two_hosts() -> (OsdDump, BTreeMap<OsdId, OsdMetadata>) {
+    let mut dump = dump();
+    let mut four = dump.osds[&OsdId(3)].clone();
+    four.id = OsdId(4);
+    dump.osds.insert(OsdId(4), four);
+    let mut metadata = metadata();
+    metadata.insert(
+        OsdId(4),
+        OsdMetadata {
+            id: OsdId(4),
+            pod_name: Some("osd-h2-sdb-y".into()),
+            pod_namespace: Some("ceph".into()),
+            hostname: Some("h2".into()),
+        },
+    );
+    (dump, metadata)
+}
+
+fn two_domains() -> Vec<GateSubject> {
+    let mut subjects = question();
+    subjects.push(GateSubject {
+        key: OsdKey::new("h2", "/dev/sdb"),
+        pod: Some("osd-h2-sdb-y".into()),
+        domain: "h2".into(),
+    });
+    subjects
+}
+
+fn ok_to_stop(ok: bool, ids: &[u32]) -> OkToStop {
+    OkToStop {
+        ok_to_stop: ok,
+        osds: ids.iter().copied().map(OsdId).collect(),
+        num_not_ok_pgs: if ok { 0 } else { 8 },
+        ..OkToStop::default()
+    }
+}
+
+#[tokio::test]
+async fn two_domains_refused_together_are_asked_again_as_the_first_alone() {
+    let (dump, metadata) = two_hosts();
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump.clone()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata.clone()))
+        .on_ok_to_stop(Ok(ok_to_stop(false, &[3, 4])))
+        .on_ok_to_stop(Ok(ok_to_stop(true, &[3])));
+    let answer = ask(&ceph, &cr(), &[], &[], &two_domains()).await;
+    assert_eq!(
+        answer.decision,
+        GateDecision::Proceed {
+            ids: BTreeSet::from([OsdId(3)])
+        }
+    );
+    assert_eq!(
+        answer.keys,
+        BTreeMap::from([(OsdKey::new("h1", "/dev/sdb"), BTreeSet::from([OsdId(3)]))])
+    );
+    let asked: Vec<Call> = ceph
+        .calls()
+        .into_iter()
+        .filter(|c| matches!(c, Call::OkToStop(_)))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            Call::OkToStop(vec![OsdId(3), OsdId(4)]),
+            Call::OkToStop(vec![OsdId(3)])
+        ]
+    );
+
+    // The pair is ok: one question, both domains.
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump.clone()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata.clone()))
+        .on_ok_to_stop(Ok(ok_to_stop(true, &[3, 4])));
+    let answer = ask(&ceph, &cr(), &[], &[], &two_domains()).await;
+    assert_eq!(answer.keys.len(), 2);
+    assert!(matches!(answer.decision, GateDecision::Proceed { .. }));
+
+    // The first alone refused too: its answer stands.
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata))
+        .on_ok_to_stop(Ok(ok_to_stop(false, &[3, 4])))
+        .on_ok_to_stop(Ok(ok_to_stop(false, &[3])));
+    let answer = ask(&ceph, &cr(), &[], &[], &two_domains()).await;
+    assert_eq!(decision_label(&answer.decision), "CephNotOkToStop");
+    assert_eq!(answer.keys.len(), 1);
 }

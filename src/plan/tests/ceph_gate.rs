@@ -557,3 +557,42 @@ proptest! {
         }
     }
 }
+
+/// `maxUnavailable: 2` proposes two hosts; Ceph lets only the first go (the runtime asked
+/// again about it alone): one host's pods go, the step records only its keys.
+#[test]
+fn two_domains_proposed_only_the_first_let_go_goes() {
+    let mut old = host_cr("a");
+    old.spec.max_unavailable = Some(2);
+    let mut cluster = converged(&old);
+    cluster.ceph = not_asked();
+    let mut cr = host_cr("b");
+    cr.spec.max_unavailable = Some(2);
+    let asked = ask(&mut cluster, &cr);
+    let question = asked.gate_question.clone().expect("a question");
+    let domains: BTreeSet<&str> = question.iter().map(|s| s.domain.as_str()).collect();
+    assert_eq!(domains, BTreeSet::from(["w1", "w2"]), "both hosts asked");
+    let first: Vec<_> = question.iter().filter(|s| s.domain == "w1").collect();
+    cluster.ceph = view(
+        CephInput::Answered(GateAnswer {
+            keys: (first.iter().zip(3..))
+                .map(|(s, id)| (s.key.clone(), BTreeSet::from([OsdId(id)])))
+                .collect(),
+            decision: proceed(&[3, 4]),
+            up_from: BTreeMap::from([(OsdId(3), 40), (OsdId(4), 40)]),
+            learned: BTreeMap::new(),
+        }),
+        None,
+    );
+    let plan = cluster.reconcile(&cr);
+    let deleted = deletes(&plan);
+    assert_eq!(deleted.len(), 2, "{deleted:?}");
+    assert!(
+        deleted.iter().all(|(name, _)| name.contains("w1")),
+        "{deleted:?}"
+    );
+    assert!(plan.replacing.iter().all(|k| k.host == "w1"));
+    let step = plan.status.ceph_step.expect("the step");
+    assert_eq!(step.keys, ["w1:/dev/sdb", "w1:/dev/sdc"]);
+    assert_eq!(plan.status.current_update, ["w1"]);
+}
