@@ -17,7 +17,7 @@ use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
 use molecule_like_tests::ceph::OsdStart;
 use molecule_like_tests::ceph_recorder::Observed;
-use molecule_like_tests::gated::Gated;
+use molecule_like_tests::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::scenario::{hold, ROLLOUT};
 use serde_json::json;
@@ -284,6 +284,65 @@ async fn an_osd_down_outside_the_rollout_halts_it_until_it_is_back() -> anyhow::
         halted_at.as_secs_f64(),
         restarted.as_secs_f64(),
         done.as_secs_f64() - restarted.as_secs_f64(),
+    );
+    g.down().await
+}
+
+/// By OSD with `maxUnavailable: 2` over 3 hosts × 1 OSD (pool size 3, min_size 2): the
+/// rollout proposes two OSDs at once; Ceph refuses the pair (two copies of every PG down),
+/// so the operator asks about the first alone and stops only it. In Ceph's view one host
+/// down at most and no PG unavailable; the rollout completes.
+#[tokio::test]
+async fn by_osd_two_at_once_only_when_ceph_lets_the_pair_go() -> anyhow::Result<()> {
+    let g = Gated::up_with(
+        "cephgate-pair",
+        &GatedOptions {
+            update_domain: "OSD",
+            spec_patch: Some(json!({"maxUnavailable": 2})),
+            ..GatedOptions::default()
+        },
+    )
+    .await?;
+    let from = g.ceph.elapsed();
+    let (_, hash) =
+        g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+            .await?;
+    g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let recording = g.ceph.recording();
+    let report = format!(
+        "{}{}{}gate status:\n{}",
+        recording.summary(from),
+        recording.render(from),
+        g.bridge.render(),
+        g.gate.render()
+    );
+    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
+    recording.check_hosts_down_at_most(1, from).map_err(fail)?;
+    recording.check_pgs_never_unavailable(from).map_err(fail)?;
+    recording.check_no_noout_at_end().map_err(fail)?;
+    g.s.assert_one_pod_per_key().await?;
+    // Every step the operator recorded held one OSD: the pair was never let go.
+    let steps: Vec<Vec<u32>> = g
+        .gate
+        .samples()
+        .into_iter()
+        .filter_map(|s| s.step.map(|(_, ids)| ids))
+        .collect();
+    anyhow::ensure!(
+        !steps.is_empty() && steps.iter().all(|ids| ids.len() == 1),
+        "steps {steps:?}\n{report}"
+    );
+    // The operator did propose pairs, and Ceph refused them.
+    let log = g.s.operator_log();
+    let refused = log
+        .lines()
+        .filter(|l| l.contains("does not let these update domains stop together"))
+        .count();
+    anyhow::ensure!(refused >= 1, "no pair was asked about\n{report}");
+    println!(
+        "==== by OSD, maxUnavailable 2, 3 hosts × 1 OSD: steps {steps:?}; {refused} pairs \
+         refused by Ceph, each step then its first OSD alone\n{report}"
     );
     g.down().await
 }

@@ -219,6 +219,10 @@ pub(crate) async fn answer(
         if matches!(answer.decision, GateDecision::Proceed { .. }) {
             break;
         }
+        let domains: BTreeSet<&str> = subjects.iter().map(|s| s.domain.as_str()).collect();
+        if domains.len() > 1 {
+            tracing::info!(cephosd = %cr.object_key(), domains = domains.len(), decision = %answer.decision, "Ceph does not let these update domains stop together: asking about fewer");
+        }
     }
     answer
 }
