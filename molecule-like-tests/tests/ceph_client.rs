@@ -221,6 +221,18 @@ async fn answers_parse(op: &impl CephClient) {
         "{metadata:?}"
     );
 
+    // Every PG on osd.0, each with the epoch of its report; osd.0's PGs peered with it after
+    // it booted, so no report predates its up_from.
+    let (on_0, _) = timed("pg ls-by-osd", op.pgs_on_osd(OsdId(0))).await;
+    let on_0 = on_0.unwrap();
+    assert!(!on_0.is_empty());
+    let up_from = dump.osds[&OsdId(0)].up_from;
+    assert!(
+        on_0.iter()
+            .all(|p| p.state == "active+clean" && p.reported_epoch >= up_from),
+        "{on_0:?}"
+    );
+
     let (facts, _) = timed("status + osd dump + pg stat in parallel", gather_facts(op)).await;
     let facts = facts.unwrap();
     assert!(facts.pgs.as_ref().is_some_and(PgStates::all_clean));

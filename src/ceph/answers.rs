@@ -1,5 +1,5 @@
-//! What Ceph answers, parsed: the JSON of `status`, `pg stat`, `osd dump`, `osd metadata` and
-//! `osd ok-to-stop` (`-f json`) into the few facts the rollout gate reads. Pure: bytes in,
+//! What Ceph answers, parsed: the JSON of `status`, `pg stat`, `pg ls-by-osd`, `osd dump`,
+//! `osd metadata` and `osd ok-to-stop` (`-f json`) into the few facts the rollout gate reads. Pure: bytes in,
 //! typed facts or an error naming the field out; never a panic, whatever the bytes.
 
 use super::osd_id::OsdId;
@@ -157,6 +157,34 @@ pub fn parse_pg_stat(json: &[u8]) -> Result<PgStates, ParseError> {
         ready: raw.pg_ready,
         num_pgs: raw.pg_summary.num_pgs,
         by_state: raw.pg_summary.num_pg_by_state,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// ceph pg ls-by-osd
+
+/// One PG of `ceph pg ls-by-osd osd.N` (answered by the mgr from the OSDs' reports).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct PgBrief {
+    pub pgid: String,
+    pub state: String,
+    /// The osdmap epoch of the OSD that reported this state: a report older than an OSD's
+    /// `up_from` predates that OSD's boot.
+    pub reported_epoch: u64,
+}
+
+/// Pacific and later print an object; earlier releases a bare list.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawPgLs {
+    Object { pg_stats: Vec<PgBrief> },
+    List(Vec<PgBrief>),
+}
+
+pub fn parse_pgs_on_osd(json: &[u8]) -> Result<Vec<PgBrief>, ParseError> {
+    Ok(match parse(json)? {
+        RawPgLs::Object { pg_stats } => pg_stats,
+        RawPgLs::List(pgs) => pgs,
     })
 }
 

@@ -4,8 +4,8 @@
 //! not bound it). A call dropped half-way kills its child too.
 
 use super::answers::{
-    parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_status,
-    ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgStates,
+    parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_pgs_on_osd,
+    parse_status, ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgBrief, PgStates,
 };
 use super::client::{CephClient, CephError};
 use super::osd_id::OsdId;
@@ -248,6 +248,17 @@ impl CephClient for CliClient {
 
     fn pg_states(&self) -> BoxFuture<'_, Result<PgStates, CephError>> {
         async move { self.ask(&command(&["pg", "stat"], []), parse_pg_stat).await }.boxed()
+    }
+
+    fn pgs_on_osd(&self, id: OsdId) -> BoxFuture<'_, Result<Vec<PgBrief>, CephError>> {
+        async move {
+            self.ask(
+                &command(&["pg", "ls-by-osd"], [format!("osd.{}", id.0)]),
+                parse_pgs_on_osd,
+            )
+            .await
+        }
+        .boxed()
     }
 
     fn osd_dump(&self) -> BoxFuture<'_, Result<OsdDump, CephError>> {

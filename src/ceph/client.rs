@@ -2,7 +2,9 @@
 //! trait knows no command line: the CLI implementation (`cli`) and the scripted fake of the
 //! tests implement it.
 
-use super::answers::{ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgStates};
+use super::answers::{
+    ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgBrief, PgStates,
+};
 use super::osd_id::OsdId;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
@@ -17,6 +19,10 @@ pub trait CephClient: Send + Sync {
 
     /// `pg stat`: PGs by state. Hangs without a mgr: the call's bound ends it.
     fn pg_states(&self) -> BoxFuture<'_, Result<PgStates, CephError>>;
+
+    /// `pg ls-by-osd osd.<id>`: the PGs on that OSD, each with its state and the epoch it was
+    /// reported in. Refused (EAGAIN) while the OSD is down.
+    fn pgs_on_osd(&self, id: OsdId) -> BoxFuture<'_, Result<Vec<PgBrief>, CephError>>;
 
     /// `osd dump`: each OSD's up, in, `up_from` and `noout`.
     fn osd_dump(&self) -> BoxFuture<'_, Result<OsdDump, CephError>>;

@@ -2,8 +2,10 @@
 //! asked at once. Without a mgr `pg stat` would hang until its bound: once `status` says no mgr
 //! is available, its answer is not waited for (the call is dropped, its child killed).
 
-use super::answers::{ClusterStatus, OsdDump, PgStates};
+use super::answers::{ClusterStatus, OsdDump, PgBrief, PgStates};
 use super::client::{CephClient, CephError};
+use super::osd_id::OsdId;
+use std::collections::BTreeMap;
 
 /// What Ceph said in one look.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +40,26 @@ pub async fn gather_facts(client: &dyn CephClient) -> Result<CephFacts, CephErro
     Ok(CephFacts { status, osds, pgs })
 }
 
+/// The PGs on each of `ids` as reported (`pg ls-by-osd`), asked at once; an id whose
+/// question failed (down, or the key lacks the cap) is left out.
+pub type PgsOnOsds = BTreeMap<OsdId, Vec<PgBrief>>;
+
+/// [`gather_facts`] and, at the same time, the PGs on each of `ids`.
+pub async fn gather_step_facts(
+    client: &dyn CephClient,
+    ids: &[OsdId],
+) -> Result<(CephFacts, PgsOnOsds), CephError> {
+    let pgs_on = futures::future::join_all(ids.iter().map(|&id| async move {
+        let pgs = client.pgs_on_osd(id).await;
+        if let Err(error) = &pgs {
+            tracing::debug!(osd = %id, %error, "no PGs by OSD");
+        }
+        pgs.ok().map(|pgs| (id, pgs))
+    }));
+    let (facts, pgs_on) = futures::future::join(gather_facts(client), pgs_on).await;
+    Ok((facts?, pgs_on.into_iter().flatten().collect()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +88,32 @@ mod tests {
         let facts = gather_facts(&fake).await.unwrap();
         assert_eq!(facts.pgs, Some(clean()));
         assert_eq!(fake.calls().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_steps_look_adds_the_pgs_on_its_osds_those_refused_left_out() {
+        let pg = PgBrief {
+            pgid: "1.0".into(),
+            state: "active+clean".into(),
+            reported_epoch: 24,
+        };
+        let fake = ScriptedCeph::default()
+            .on_status(Ok(healthy_status()))
+            .on_osd_dump(Ok(OsdDump::default()))
+            .on_pg_states(Ok(clean()))
+            .on_pgs_on_osd(Ok(vec![pg.clone()]))
+            .on_pgs_on_osd(Err(CephError::Failed {
+                command: "pg ls-by-osd osd.4".into(),
+                exit_code: Some(11),
+                stderr: "Error EAGAIN: osd 4 is not up".into(),
+            }));
+        let (facts, pgs_on) = gather_step_facts(&fake, &[OsdId(3), OsdId(4)])
+            .await
+            .unwrap();
+        assert_eq!(facts.pgs, Some(clean()));
+        assert_eq!(pgs_on.len(), 1, "{pgs_on:?}");
+        assert_eq!(pgs_on.values().next(), Some(&vec![pg]));
+        assert_eq!(fake.calls().len(), 5);
     }
 
     #[tokio::test(start_paused = true)]

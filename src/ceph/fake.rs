@@ -2,7 +2,7 @@
 //! (independent calls may come in any order), and every call is recorded. A call with nothing
 //! scripted fails the test.
 
-use super::answers::{ClusterStatus, OkToStop, OsdDump, OsdMetadata, PgStates};
+use super::answers::{ClusterStatus, OkToStop, OsdDump, OsdMetadata, PgBrief, PgStates};
 use super::client::{CephClient, CephError};
 use super::osd_id::OsdId;
 use futures::future::BoxFuture;
@@ -15,6 +15,7 @@ use std::sync::Mutex;
 pub(crate) enum Call {
     Status,
     PgStates,
+    PgsOnOsd(OsdId),
     OsdDump,
     OsdMetadata,
     OkToStop(Vec<OsdId>),
@@ -34,6 +35,7 @@ type Queue<T> = Mutex<VecDeque<Scripted<T>>>;
 pub(crate) struct ScriptedCeph {
     status: Queue<ClusterStatus>,
     pg_states: Queue<PgStates>,
+    pgs_on_osd: Queue<Vec<PgBrief>>,
     osd_dump: Queue<OsdDump>,
     osd_metadata: Queue<BTreeMap<OsdId, OsdMetadata>>,
     ok_to_stop: Queue<OkToStop>,
@@ -85,6 +87,11 @@ impl ScriptedCeph {
         self
     }
 
+    pub(crate) fn on_pgs_on_osd(self, answer: Result<Vec<PgBrief>, CephError>) -> Self {
+        push(&self.pgs_on_osd, Scripted::Answer(answer));
+        self
+    }
+
     pub(crate) fn on_add_noout(self, answer: Result<(), CephError>) -> Self {
         push(&self.add_noout, Scripted::Answer(answer));
         self
@@ -123,6 +130,10 @@ impl CephClient for ScriptedCeph {
 
     fn pg_states(&self) -> BoxFuture<'_, Result<PgStates, CephError>> {
         self.answer(Call::PgStates, &self.pg_states)
+    }
+
+    fn pgs_on_osd(&self, id: OsdId) -> BoxFuture<'_, Result<Vec<PgBrief>, CephError>> {
+        self.answer(Call::PgsOnOsd(id), &self.pgs_on_osd)
     }
 
     fn osd_dump(&self) -> BoxFuture<'_, Result<OsdDump, CephError>> {

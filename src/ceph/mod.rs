@@ -18,13 +18,14 @@ mod step_done;
 pub(crate) mod test_data;
 
 pub use answers::{
-    parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_status,
-    ClusterStatus, OkToStop, OsdDump, OsdInfo, OsdMetadata, ParseError, PgStateCount, PgStates,
+    parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_pgs_on_osd,
+    parse_status, ClusterStatus, OkToStop, OsdDump, OsdInfo, OsdMetadata, ParseError, PgBrief,
+    PgStateCount, PgStates,
 };
 pub use clean::is_clean_state;
 pub use cli::{CephUser, CliClient, CliSettings, DEFAULT_CALL_TIMEOUT};
 pub use client::{CephClient, CephError};
-pub use facts::{gather_facts, CephFacts};
+pub use facts::{gather_facts, gather_step_facts, CephFacts, PgsOnOsds};
 pub use gate::{confirm, precheck, Blocker, GateDecision, Severity};
 pub(crate) use osd_id::list as osd_list;
 pub use osd_id::OsdId;

@@ -2,14 +2,20 @@
 //! PG digest that cannot predate that daemon.
 //!
 //! The rule: each stopped OSD is up with an `up_from` newer than recorded before the stop (the
-//! new daemon booted, not the old one's state), then two consecutive looks find every PG clean
-//! (quorum, a mgr, `pg_ready`), the later one taken at least `pg_stats_lag` after the first look
-//! that found all of them up. PG states trail the osdmap by up to the mgr's stats period: right
-//! after a stop `stale+active+clean` (not clean), right after a restart the states of while the
-//! OSD was down, and after a stop shorter than that period the pre-stop `active+clean` itself.
-//! Waiting one stats period past the boot leaves only states the OSDs reported after it.
+//! new daemon booted, not the old one's state), every PG is clean (quorum, a mgr, `pg_ready`),
+//! and the PGs are known to be clean *since* the boot, by either signal:
+//! - every PG on each stopped OSD (`pg ls-by-osd`) is clean in a report of an epoch at least
+//!   that OSD's new `up_from` (the reporting OSD knew the new daemon was up: the PG peered
+//!   with it). Exact, and as soon as Ceph itself knows;
+//! - or, when those reports cannot be had (the key lacks the cap), two consecutive looks find
+//!   every PG clean, the later one taken at least `pg_stats_lag` after the first look that
+//!   found all of them up. PG states trail the osdmap by up to the mgr's stats period: right
+//!   after a stop `stale+active+clean` (not clean), right after a restart the states of while
+//!   the OSD was down, and after a stop shorter than that period the pre-stop `active+clean`
+//!   itself. Waiting one stats period past the boot leaves only states reported after it.
 
-use super::facts::CephFacts;
+use super::clean::is_clean_state;
+use super::facts::{CephFacts, PgsOnOsds};
 use super::gate::{cluster_blockers, Blocker};
 use super::osd_id::OsdId;
 use std::collections::BTreeMap;
@@ -57,8 +63,9 @@ impl StepWatch {
         }
     }
 
-    /// Takes one look (`at`: when its calls were started) and says where the step stands.
-    pub fn observe(&mut self, at: Instant, facts: &CephFacts) -> StepProgress {
+    /// Takes one look (`at`: when its calls were started; `pgs_on`: the PGs on the stopped
+    /// OSDs, as far as asked) and says where the step stands.
+    pub fn observe(&mut self, at: Instant, facts: &CephFacts, pgs_on: &PgsOnOsds) -> StepProgress {
         let pending: Vec<OsdId> = self
             .up_from_before
             .iter()
@@ -84,7 +91,9 @@ impl StepWatch {
         }
         self.clean_looks = self.clean_looks.saturating_add(1);
         let since_boot = at.saturating_duration_since(booted_at);
-        if self.clean_looks >= 2 && since_boot >= self.pg_stats_lag {
+        if self.reported_clean_since_boot(facts, pgs_on)
+            || self.clean_looks >= 2 && since_boot >= self.pg_stats_lag
+        {
             StepProgress::Done
         } else {
             StepProgress::Confirming {
@@ -92,6 +101,19 @@ impl StepWatch {
                 wait_at_least: self.pg_stats_lag.saturating_sub(since_boot),
             }
         }
+    }
+}
+
+impl StepWatch {
+    /// Every PG on each stopped OSD clean in a report at least as new as its boot.
+    fn reported_clean_since_boot(&self, facts: &CephFacts, pgs_on: &PgsOnOsds) -> bool {
+        self.up_from_before.keys().all(|id| {
+            let (Some(osd), Some(pgs)) = (facts.osds.osds.get(id), pgs_on.get(id)) else {
+                return false;
+            };
+            pgs.iter()
+                .all(|pg| is_clean_state(&pg.state) && pg.reported_epoch >= osd.up_from)
+        })
     }
 }
 
@@ -119,6 +141,17 @@ mod tests {
 
     const LAG: Duration = Duration::from_secs(2);
 
+    /// A look without `pg ls-by-osd` (the key lacks the cap): the lag rule alone.
+    trait WithoutReports {
+        fn observe_without_reports(&mut self, at: Instant, facts: &CephFacts) -> StepProgress;
+    }
+
+    impl WithoutReports for StepWatch {
+        fn observe_without_reports(&mut self, at: Instant, facts: &CephFacts) -> StepProgress {
+            self.observe(at, facts, &PgsOnOsds::new())
+        }
+    }
+
     /// osd.1 (up_from 8) stopped and started again, as recorded from the real cluster.
     fn watch() -> StepWatch {
         StepWatch::new(BTreeMap::from([(OsdId(1), 8)]), LAG)
@@ -131,7 +164,7 @@ mod tests {
         let mut w = watch();
         // Right after the stop: still up in the dump (old up_from), PGs stale.
         assert_eq!(
-            w.observe(
+            w.observe_without_reports(
                 s(0),
                 &look("osd_dump_noout_on_1", "pg_stat_stale_after_stop")
             ),
@@ -140,19 +173,19 @@ mod tests {
             }
         );
         assert!(matches!(
-            w.observe(s(500), &look("osd_dump_1_down", "pg_stat_one_osd_down")),
+            w.observe_without_reports(s(500), &look("osd_dump_1_down", "pg_stat_one_osd_down")),
             StepProgress::Booting { .. }
         ));
         // Up again with up_from 16; PG states still those of while it was down, then peering.
         assert!(matches!(
-            w.observe(
+            w.observe_without_reports(
                 s(4000),
                 &look("osd_dump_1_up_again", "pg_stat_one_osd_down")
             ),
             StepProgress::Recovering { .. }
         ));
         let StepProgress::Recovering { blockers } =
-            w.observe(s(4500), &look("osd_dump_1_up_again", "pg_stat_peering"))
+            w.observe_without_reports(s(4500), &look("osd_dump_1_up_again", "pg_stat_peering"))
         else {
             panic!()
         };
@@ -161,14 +194,14 @@ mod tests {
             ["33 of 33 PGs are not active+clean: 33 peering"]
         );
         assert_eq!(
-            w.observe(s(5000), &look("osd_dump_1_up_again", "pg_stat_clean")),
+            w.observe_without_reports(s(5000), &look("osd_dump_1_up_again", "pg_stat_clean")),
             StepProgress::Confirming {
                 clean_looks: 1,
                 wait_at_least: Duration::from_secs(1)
             }
         );
         assert_eq!(
-            w.observe(s(6000), &look("osd_dump_1_up_again", "pg_stat_clean")),
+            w.observe_without_reports(s(6000), &look("osd_dump_1_up_again", "pg_stat_clean")),
             StepProgress::Done
         );
     }
@@ -180,17 +213,20 @@ mod tests {
         let mut w = watch();
         let up_and_clean = look("osd_dump_1_up_again", "pg_stat_clean");
         assert!(matches!(
-            w.observe(t0, &up_and_clean),
+            w.observe_without_reports(t0, &up_and_clean),
             StepProgress::Confirming { clean_looks: 1, .. }
         ));
         assert_eq!(
-            w.observe(t0 + Duration::from_millis(300), &up_and_clean),
+            w.observe_without_reports(t0 + Duration::from_millis(300), &up_and_clean),
             StepProgress::Confirming {
                 clean_looks: 2,
                 wait_at_least: Duration::from_millis(1700)
             }
         );
-        assert_eq!(w.observe(t0 + LAG, &up_and_clean), StepProgress::Done);
+        assert_eq!(
+            w.observe_without_reports(t0 + LAG, &up_and_clean),
+            StepProgress::Done
+        );
     }
 
     #[test]
@@ -198,27 +234,27 @@ mod tests {
         let t0 = Instant::now();
         let mut w = watch();
         assert!(matches!(
-            w.observe(t0, &look("osd_dump_1_up_again", "pg_stat_peering")),
+            w.observe_without_reports(t0, &look("osd_dump_1_up_again", "pg_stat_peering")),
             StepProgress::Recovering { .. }
         ));
         assert!(matches!(
-            w.observe(t0 + 10 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            w.observe_without_reports(t0 + 10 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
             StepProgress::Confirming { clean_looks: 1, .. }
         ));
         // A relapse starts the count again.
         assert!(matches!(
-            w.observe(
+            w.observe_without_reports(
                 t0 + 11 * LAG,
                 &look("osd_dump_1_up_again", "pg_stat_stale_after_stop")
             ),
             StepProgress::Recovering { .. }
         ));
         assert!(matches!(
-            w.observe(t0 + 12 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            w.observe_without_reports(t0 + 12 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
             StepProgress::Confirming { clean_looks: 1, .. }
         ));
         assert_eq!(
-            w.observe(t0 + 13 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            w.observe_without_reports(t0 + 13 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
             StepProgress::Done
         );
     }
@@ -230,7 +266,7 @@ mod tests {
         let mut w = watch();
         for i in 0..5 {
             assert_eq!(
-                w.observe(t0 + i * LAG, &look("osd_dump_all_up", "pg_stat_clean")),
+                w.observe_without_reports(t0 + i * LAG, &look("osd_dump_all_up", "pg_stat_clean")),
                 StepProgress::Booting {
                     pending: vec![OsdId(1)]
                 }
@@ -242,24 +278,24 @@ mod tests {
     fn going_down_again_starts_over() {
         let t0 = Instant::now();
         let mut w = watch();
-        w.observe(t0, &look("osd_dump_1_up_again", "pg_stat_clean"));
-        w.observe(t0 + LAG / 2, &look("osd_dump_1_up_again", "pg_stat_clean"));
+        w.observe_without_reports(t0, &look("osd_dump_1_up_again", "pg_stat_clean"));
+        w.observe_without_reports(t0 + LAG / 2, &look("osd_dump_1_up_again", "pg_stat_clean"));
         assert!(matches!(
-            w.observe(t0 + LAG, &look("osd_dump_1_down", "pg_stat_clean")),
+            w.observe_without_reports(t0 + LAG, &look("osd_dump_1_down", "pg_stat_clean")),
             StepProgress::Booting { .. }
         ));
         // Back: the lag counts from this look on.
         let back = t0 + 2 * LAG;
-        w.observe(back, &look("osd_dump_1_up_again", "pg_stat_clean"));
+        w.observe_without_reports(back, &look("osd_dump_1_up_again", "pg_stat_clean"));
         assert!(matches!(
-            w.observe(
+            w.observe_without_reports(
                 back + LAG / 2,
                 &look("osd_dump_1_up_again", "pg_stat_clean")
             ),
             StepProgress::Confirming { .. }
         ));
         assert_eq!(
-            w.observe(back + LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            w.observe_without_reports(back + LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
             StepProgress::Done
         );
     }
@@ -282,7 +318,10 @@ mod tests {
         {
             let at = t0 + LAG * u32::try_from(i).unwrap();
             assert!(
-                matches!(w.observe(at, facts), StepProgress::Recovering { .. }),
+                matches!(
+                    w.observe_without_reports(at, facts),
+                    StepProgress::Recovering { .. }
+                ),
                 "{i}"
             );
         }
@@ -292,7 +331,7 @@ mod tests {
     fn an_osd_missing_from_the_osdmap_has_not_booted() {
         let mut w = StepWatch::new(BTreeMap::from([(OsdId(1), 8), (OsdId(7), 3)]), LAG);
         assert_eq!(
-            w.observe(
+            w.observe_without_reports(
                 Instant::now(),
                 &look("osd_dump_1_up_again", "pg_stat_clean")
             ),
@@ -300,5 +339,81 @@ mod tests {
                 pending: vec![OsdId(7)]
             }
         );
+    }
+
+    /// The PGs on osd.1 as `pg ls-by-osd` reported them, recorded from the real cluster where
+    /// osd.1 was restarted and came back with up_from 23.
+    fn on_osd_1(name: &str) -> PgsOnOsds {
+        let pgs = crate::ceph::answers::parse_pgs_on_osd(&fixture(name)).unwrap();
+        PgsOnOsds::from([(OsdId(1), pgs)])
+    }
+
+    /// osd.1 up again with up_from 23 (the epoch of the recorded reports).
+    fn up_again_at_23() -> CephFacts {
+        let mut facts = look("osd_dump_1_up_again", "pg_stat_clean");
+        facts.osds.osds.get_mut(&OsdId(1)).unwrap().up_from = 23;
+        facts
+    }
+
+    #[test]
+    fn the_recorded_reports_parse() {
+        let before = &on_osd_1("pg_ls_by_osd_before_stop")[&OsdId(1)];
+        assert_eq!(before.len(), 33);
+        assert!(before
+            .iter()
+            .all(|p| p.reported_epoch == 19 && p.state == "active+clean"));
+        let peering = &on_osd_1("pg_ls_by_osd_peering_after_boot")[&OsdId(1)];
+        assert_eq!(peering.iter().filter(|p| p.state == "peering").count(), 11);
+    }
+
+    #[test]
+    fn clean_reports_since_the_boot_end_the_step_at_the_first_look() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        assert_eq!(
+            w.observe(
+                t0,
+                &up_again_at_23(),
+                &on_osd_1("pg_ls_by_osd_clean_after_boot")
+            ),
+            StepProgress::Done,
+            "no lag, no second look: every PG reported clean in epoch 24 >= up_from 23"
+        );
+    }
+
+    #[test]
+    fn reports_older_than_the_boot_or_not_clean_do_not_count() {
+        let t0 = Instant::now();
+        // Clean, but reported in epoch 19, before the boot in 23: the old daemon's state.
+        let mut w = watch();
+        assert!(matches!(
+            w.observe(t0, &up_again_at_23(), &on_osd_1("pg_ls_by_osd_before_stop")),
+            StepProgress::Confirming { clean_looks: 1, .. }
+        ));
+        // Since the boot, but 11 PGs still peering (pg stat already said clean).
+        let mut w = watch();
+        assert!(matches!(
+            w.observe(
+                t0,
+                &up_again_at_23(),
+                &on_osd_1("pg_ls_by_osd_peering_after_boot")
+            ),
+            StepProgress::Confirming { clean_looks: 1, .. }
+        ));
+        // No reports for a stopped OSD (the key lacks the cap): the lag rule decides.
+        let mut w = watch();
+        let none = PgsOnOsds::from([(OsdId(7), Vec::new())]);
+        assert!(matches!(
+            w.observe(t0, &up_again_at_23(), &none),
+            StepProgress::Confirming { .. }
+        ));
+        // Clean reports, but the cluster is not clean (pg stat): not done.
+        let mut w = watch();
+        let mut unclean = up_again_at_23();
+        unclean.pgs = Some(pgs("pg_stat_peering"));
+        assert!(matches!(
+            w.observe(t0, &unclean, &on_osd_1("pg_ls_by_osd_clean_after_boot")),
+            StepProgress::Recovering { .. }
+        ));
     }
 }

@@ -3,8 +3,8 @@
 //! pod goes down on no answer.
 
 use crate::ceph::{
-    confirm, gather_facts, map_osd_ids, precheck, Blocker, CephClient, CephFacts, GateDecision,
-    IdSource, KeyIds, KeyToMap, MappedKey, OsdId, PodRef, StepProgress,
+    confirm, gather_facts, gather_step_facts, map_osd_ids, precheck, Blocker, CephClient,
+    CephFacts, GateDecision, IdSource, KeyIds, KeyToMap, MappedKey, OsdId, PodRef, StepProgress,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
@@ -68,10 +68,13 @@ pub(crate) async fn first_view(
         }
         Some(open) => {
             let at = Instant::now();
-            let progress = match gather_facts(ceph).await {
-                Ok(facts) => memory.step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
-                    watch.observe(at, &facts)
-                }),
+            let ids: Vec<OsdId> = open.osds.iter().map(|o| OsdId(o.id)).collect();
+            let progress = match gather_step_facts(ceph, &ids).await {
+                Ok((facts, pgs_on)) => {
+                    memory.step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
+                        watch.observe(at, &facts, &pgs_on)
+                    })
+                }
                 Err(error) => Some(StepProgress::Recovering {
                     blockers: vec![Blocker::NoAnswer {
                         error: error.to_string(),

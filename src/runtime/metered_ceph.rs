@@ -2,7 +2,7 @@
 //! (`ceph_osd_operator_ceph_commands_total`, `…_ceph_command_seconds_total`), by command.
 
 use crate::ceph::{
-    CephClient, CephError, ClusterStatus, OkToStop, OsdDump, OsdId, OsdMetadata, PgStates,
+    CephClient, CephError, ClusterStatus, OkToStop, OsdDump, OsdId, OsdMetadata, PgBrief, PgStates,
 };
 use crate::runtime::metrics::Metrics;
 use futures::future::BoxFuture;
@@ -40,6 +40,10 @@ impl CephClient for MeteredCeph {
 
     fn pg_states(&self) -> BoxFuture<'_, Result<PgStates, CephError>> {
         self.timed("pg stat", self.inner.pg_states())
+    }
+
+    fn pgs_on_osd(&self, id: OsdId) -> BoxFuture<'_, Result<Vec<PgBrief>, CephError>> {
+        self.timed("pg ls-by-osd", self.inner.pgs_on_osd(id))
     }
 
     fn osd_dump(&self) -> BoxFuture<'_, Result<OsdDump, CephError>> {
