@@ -353,16 +353,21 @@ pub fn precheck(facts: &CephFacts, domain: &[MappedKey]) -> GateDecision {
             }
         }
     }
-    blockers.extend(
-        facts
-            .osds
-            .osds
-            .values()
-            .filter(|o| !o.up && o.is_in && !ids.contains(&o.id))
-            .map(|o| Blocker::OtherOsdDown { id: o.id }),
-    );
+    blockers.extend(others_down(facts, &ids));
     blockers.extend(pgs_not_clean);
     GateDecision::from_blockers(ids, blockers)
+}
+
+/// OSDs down and still in, besides `ids`: their PGs are degraded, and stopping more could
+/// make them unavailable.
+pub(crate) fn others_down(facts: &CephFacts, ids: &BTreeSet<OsdId>) -> Vec<Blocker> {
+    facts
+        .osds
+        .osds
+        .values()
+        .filter(|o| !o.up && o.is_in && !ids.contains(&o.id))
+        .map(|o| Blocker::OtherOsdDown { id: o.id })
+        .collect()
 }
 
 /// The ids of `domain` when every key is mapped and every id is in the osdmap and down.

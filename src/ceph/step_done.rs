@@ -16,9 +16,9 @@
 
 use super::clean::is_clean_state;
 use super::facts::{CephFacts, PgsOnOsds};
-use super::gate::{cluster_blockers, Blocker};
+use super::gate::{cluster_blockers, others_down, Blocker};
 use super::osd_id::OsdId;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// Default of `pg_stats_lag`: Ceph's `mgr_stats_period` (5 s) and a second.
@@ -84,7 +84,13 @@ impl StepWatch {
             return StepProgress::Booting { pending };
         }
         let booted_at = *self.all_booted_at.get_or_insert(at);
-        let blockers = cluster_blockers(facts);
+        // An OSD down outside the step is named before the PGs it leaves unclean.
+        let (pgs_not_clean, mut blockers): (Vec<_>, Vec<_>) = cluster_blockers(facts)
+            .into_iter()
+            .partition(|b| matches!(b, Blocker::PgsNotClean { .. }));
+        let stopped: BTreeSet<OsdId> = self.up_from_before.keys().copied().collect();
+        blockers.extend(others_down(facts, &stopped));
+        blockers.extend(pgs_not_clean);
         if !blockers.is_empty() {
             self.clean_looks = 0;
             return StepProgress::Recovering { blockers };
@@ -415,5 +421,18 @@ mod tests {
             w.observe(t0, &unclean, &on_osd_1("pg_ls_by_osd_clean_after_boot")),
             StepProgress::Recovering { .. }
         ));
+    }
+
+    #[test]
+    fn an_osd_down_outside_the_step_is_named_before_the_unclean_pgs() {
+        let t0 = Instant::now();
+        // osd.0's step: osd.0 back with a newer up_from; osd.1, outside it, down and in.
+        let mut w = StepWatch::new(BTreeMap::from([(OsdId(0), 1)]), LAG);
+        let facts = look("osd_dump_1_down", "pg_stat_one_osd_down");
+        let StepProgress::Recovering { blockers } = w.observe(t0, &facts, &PgsOnOsds::new()) else {
+            panic!("not recovering");
+        };
+        assert_eq!(blockers[0], Blocker::OtherOsdDown { id: OsdId(1) });
+        assert!(matches!(blockers[1], Blocker::PgsNotClean { .. }));
     }
 }

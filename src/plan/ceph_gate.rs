@@ -335,6 +335,19 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
             step.noout.clear();
         }
         out.condition = says(false, ConditionReason::NooutExpired, note);
+    } else if open.noout.is_empty() && !open.osds.is_empty() && held >= input.view.max_noout {
+        // Cleared by the limit before (a step's OSDs always get noout): still said.
+        let ids: Vec<u32> = open.osds.iter().map(|o| o.id).collect();
+        out.condition = says(
+            false,
+            ConditionReason::NooutExpired,
+            format!(
+                "noout on {} was cleared after the {}s allowed; the rollout stays halted until \
+                 the step on {keys} ends: {state}",
+                list(&ids),
+                input.view.max_noout.as_secs()
+            ),
+        );
     }
     out
 }

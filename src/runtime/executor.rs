@@ -346,7 +346,7 @@ impl Executor<'_> {
             },
             reason: event.reason.as_str().to_owned(),
             note: Some(event.note.clone()),
-            action: event.reason.as_str().to_owned(),
+            action: action_of(event),
             // The pod as `related` object also keeps the recorder from folding events about
             // different pods into one series.
             secondary: event.pod.as_ref().map(|name| ObjectReference {
@@ -396,6 +396,23 @@ fn runs(actions: &[Action]) -> Vec<std::ops::Range<usize>> {
         start = end;
     }
     out
+}
+
+/// Longest `action` the events API takes.
+const MAX_ACTION_LEN: usize = 128;
+
+/// The event's `action`: its note, cut to what the API takes. The recorder folds events of
+/// one (type, reason, action, regarding, related) into a series that keeps the first note, so
+/// the action carries the note: the same note again is a series, another note a new event.
+fn action_of(event: &PlannedEvent) -> String {
+    if event.note.is_empty() {
+        return event.reason.as_str().to_owned();
+    }
+    let mut end = event.note.len().min(MAX_ACTION_LEN);
+    while !event.note.is_char_boundary(end) {
+        end -= 1;
+    }
+    event.note[..end].to_owned()
 }
 
 /// Deletes only the object planned for (the uid precondition): never a newer one that reuses
@@ -598,6 +615,25 @@ mod tests {
             "cannot create the pod of OSD h1:/dev/sdb: spec.containers[0].image: Required value"
         );
         assert!(!rejected("x").may_have_applied());
+    }
+
+    #[test]
+    fn an_events_action_is_its_note_cut_to_the_apis_limit() {
+        let event = |note: &str| PlannedEvent {
+            warning: true,
+            reason: EventReason::NooutExpired,
+            note: note.to_owned(),
+            pod: None,
+        };
+        assert_eq!(
+            action_of(&event("noout on osd.3 was held")),
+            "noout on osd.3 was held"
+        );
+        assert_eq!(action_of(&event("")), "NooutExpired");
+        let long = "é".repeat(100);
+        let action = action_of(&event(&long));
+        assert!(action.len() <= MAX_ACTION_LEN && action.chars().all(|c| c == 'é'));
+        assert_eq!(action.chars().count(), 64);
     }
 
     #[test]

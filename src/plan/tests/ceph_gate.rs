@@ -363,6 +363,19 @@ fn noout_held_too_long_is_cleared_and_the_rollout_stays_halted() {
     let plan = cluster.reconcile(&cr);
     assert!(!action_kinds(&plan).contains(&"ClearNoout"), "not again");
     assert!(deletes(&plan).is_empty(), "still halted");
+    assert!(!event_reasons(&plan).contains(&"NooutExpired"), "said once");
+    let said = condition(&plan, "CephGate");
+    assert_eq!(
+        (said.status.as_str(), said.reason.as_str()),
+        ("False", "NooutExpired"),
+        "still said while the step stays open"
+    );
+    assert!(
+        said.message
+            .contains("the new daemon of osd.3 is not up yet"),
+        "{}",
+        said.message
+    );
 }
 
 #[test]
