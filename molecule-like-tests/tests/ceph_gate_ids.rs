@@ -397,7 +397,10 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
             at(s.at)
         );
     }
-    let asked_after = ceph_calls(&g, "osd ok-to-stop", log_at_annotation);
+    let mut asked_after = ceph_calls(&g, "osd ok-to-stop", log_at_annotation);
+    if asked_after.is_empty() {
+        asked_after.push(format!("  (none: osd.{id} was down, nothing to ask)"));
+    }
     println!(
         "==== a Ready pod whose OSD never booted: set up {:.1}s; CephGate {gate_status} {reason}: \
          {message}\nhalted at {} ({:.1}s after the template change, 3 hosts rolled), status.osdIds {:?}, \
