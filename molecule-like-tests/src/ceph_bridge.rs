@@ -24,6 +24,13 @@
 //!   (a readiness probe that asks the daemon). Such a pod Ready before that is a violation:
 //!   the control plane's KWOK stages predate that stage (restart the control plane).
 //!
+//! - Faults on demand, per disk: [`CephBridge::withhold`] starts no daemon for its pods (a
+//!   daemon that never boots: its pod Running, never Ready by its OSD; such a pod, once
+//!   terminating, is deleted at once as a kubelet does with no container to stop) until
+//!   [`CephBridge::release`]; [`CephBridge::anonymous`] starts its daemons without
+//!   `POD_NAME`/`POD_NAMESPACE` (a daemon that reports no pod, as one started by an older
+//!   image). By default neither.
+//!
 //! [`CephBridge::check`] replays the events: no violation or error, every pod that ran got its
 //! daemon, every pod gone had its daemon stopped first.
 
@@ -92,6 +99,10 @@ pub enum BridgeEventKind {
     Unmapped {
         disk: String,
     },
+    /// The pod's disk is withheld ([`CephBridge::withhold`]): no daemon is started for it.
+    Withheld,
+    /// The daemon is started without the pod's name and namespace ([`CephBridge::anonymous`]).
+    Anonymous,
     Violation(String),
     Error(String),
 }
@@ -117,6 +128,7 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// before the pods are cleaned up; dropped without that (a failed test), it prints its events.
 pub struct CephBridge {
     log: Log,
+    controls: watch::Sender<Controls>,
     shutdown: watch::Sender<bool>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -161,6 +173,7 @@ impl CephBridge {
             }
         }
         let (ops, ops_rx) = mpsc::unbounded_channel();
+        let (controls, controls_rx) = watch::channel(Controls::default());
         let mut bridge = Bridge {
             api: pods,
             cluster,
@@ -175,6 +188,8 @@ impl CephBridge {
             ceph: ceph.subscribe(),
             ops,
             busy: 0,
+            controls: controls_rx,
+            removed: BTreeSet::new(),
         };
         for pod in initial {
             bridge.apply(pod);
@@ -183,9 +198,33 @@ impl CephBridge {
         let task = tokio::spawn(bridge.run(stream, ops_rx, shutdown_rx));
         Ok(Self {
             log,
+            controls,
             shutdown,
             task: Some(task),
         })
+    }
+
+    /// From now on no daemon is started for pods of `key`'s disk (a daemon that never boots);
+    /// a daemon running already is left alone. Such a pod, once terminating, is deleted at once.
+    pub fn withhold(&self, key: &OsdKey) {
+        self.controls.send_modify(|c| {
+            c.withheld.insert(disk_of(key));
+        });
+    }
+
+    /// Daemons for pods of `key`'s disk are started again ([`Self::withhold`] undone).
+    pub fn release(&self, key: &OsdKey) {
+        self.controls.send_modify(|c| {
+            c.withheld.remove(&disk_of(key));
+        });
+    }
+
+    /// From now on the daemons of `key`'s disk start without `POD_NAME` and `POD_NAMESPACE`:
+    /// their `osd metadata` names no pod (`NODE_NAME` and the CRUSH host stay).
+    pub fn anonymous(&self, key: &OsdKey) {
+        self.controls.send_modify(|c| {
+            c.anonymous.insert(disk_of(key));
+        });
     }
 
     /// Every event so far.
@@ -322,6 +361,13 @@ enum Phase {
     Stopping,
 }
 
+/// Faults asked for by disk (see [`CephBridge::withhold`], [`CephBridge::anonymous`]).
+#[derive(Clone, Debug, Default)]
+struct Controls {
+    withheld: BTreeSet<Disk>,
+    anonymous: BTreeSet<Disk>,
+}
+
 /// An operation that ended.
 enum Done {
     Started {
@@ -355,6 +401,9 @@ struct Bridge {
     ops: mpsc::UnboundedSender<Done>,
     /// Operations under way.
     busy: usize,
+    controls: watch::Receiver<Controls>,
+    /// Pods (uid) without a daemon the bridge deleted (grace 0) once terminating.
+    removed: BTreeSet<String>,
 }
 
 /// A disk, whatever the spelling of its key (`OsdKey::device_id`, displayed).
@@ -462,6 +511,7 @@ impl Bridge {
                     }
                 },
                 Some(done) = ops_rx.recv() => self.finish(done),
+                Ok(()) = self.controls.changed() => {}
                 changed = self.ceph.changed() => {
                     if changed.is_err() {
                         self.record(None, "-", "-", BridgeEventKind::Error("the ceph recorder stopped".into()));
@@ -567,8 +617,14 @@ impl Bridge {
                 continue;
             }
             let disk = self.disks.get(&uid).cloned().flatten();
-            if let Some(id) = disk.as_ref().and_then(|d| self.table.get(d)) {
-                claims.entry(*id).or_default().push(pod);
+            let withheld = disk
+                .as_ref()
+                .is_some_and(|d| self.controls.borrow().withheld.contains(d));
+            let id = disk.as_ref().and_then(|d| self.table.get(d)).copied();
+            if withheld && !self.holds(&uid) {
+                self.record_once("withheld", id, &pod, BridgeEventKind::Withheld);
+            } else if let Some(id) = id {
+                claims.entry(id).or_default().push(pod);
             } else {
                 let disk = disk.unwrap_or_else(|| "(none)".to_owned());
                 self.record_once("unmapped", None, &pod, BridgeEventKind::Unmapped { disk });
@@ -628,12 +684,64 @@ impl Bridge {
                 self.start_daemon(id, first);
             }
         }
+        self.remove_withheld();
         self.mark_booted();
+    }
+
+    /// Whether pod `uid`'s daemon starts, runs or stops.
+    fn holds(&self, uid: &str) -> bool {
+        self.slots.values().flatten().any(|h| h.uid == uid)
+    }
+
+    /// Deletes (grace 0) terminating pods of withheld disks that have no daemon, as a kubelet
+    /// does with a pod none of whose containers runs.
+    fn remove_withheld(&mut self) {
+        let withheld = self.controls.borrow().withheld.clone();
+        let doomed: Vec<Pod> = self
+            .pods
+            .values()
+            .filter(|p| p.metadata.deletion_timestamp.is_some())
+            .filter(|p| {
+                let uid = p.uid().unwrap_or_default();
+                !self.holds(&uid)
+                    && !self.removed.contains(&uid)
+                    && self
+                        .disks
+                        .get(&uid)
+                        .cloned()
+                        .flatten()
+                        .is_some_and(|d| withheld.contains(&d))
+            })
+            .cloned()
+            .collect();
+        for pod in doomed {
+            let uid = pod.uid().unwrap_or_default();
+            self.removed.insert(uid.clone());
+            let h = Holder {
+                uid,
+                pod: pod.name_any(),
+                phase: Phase::Stopping,
+                up_from_before: 0,
+                booted: false,
+                marked: false,
+            };
+            let osd = self.osd_of(&h.uid);
+            self.remove_pod(osd, &h);
+        }
     }
 
     fn start_daemon(&mut self, osd: u32, pod: &Pod) {
         let (uid, name, node) = (pod.uid().unwrap_or_default(), pod.name_any(), node_of(pod));
         let namespace = pod.namespace().unwrap_or_default();
+        let anonymous = self
+            .disks
+            .get(&uid)
+            .cloned()
+            .flatten()
+            .is_some_and(|d| self.controls.borrow().anonymous.contains(&d));
+        if anonymous {
+            self.record(Some(osd), &name, &uid, BridgeEventKind::Anonymous);
+        }
         self.slots.insert(
             osd,
             Some(Holder {
@@ -660,8 +768,8 @@ impl Bridge {
                     .unwrap_or(0);
                 let start = OsdStart {
                     host: &node,
-                    pod_name: Some(&name),
-                    pod_namespace: Some(&namespace),
+                    pod_name: (!anonymous).then_some(name.as_str()),
+                    pod_namespace: (!anonymous).then_some(namespace.as_str()),
                     node_name: Some(&node),
                 };
                 cluster.osd_start(osd, &start).await?;
@@ -743,7 +851,8 @@ impl Bridge {
                     Ok(()) => {
                         self.record(Some(osd), &h.pod, &h.uid, BridgeEventKind::Stopped);
                         if remove {
-                            self.remove_pod(osd, &h);
+                            self.removed.insert(h.uid.clone());
+                            self.remove_pod(Some(osd), &h);
                         }
                     }
                     Err(e) => {
@@ -757,7 +866,7 @@ impl Bridge {
     }
 
     /// Deletes a terminated pod with grace 0 (its daemon has exited), as a kubelet does.
-    fn remove_pod(&mut self, osd: u32, h: &Holder) {
+    fn remove_pod(&mut self, osd: Option<u32>, h: &Holder) {
         let (api, pod, uid) = (self.api.clone(), h.pod.clone(), h.uid.clone());
         let params = DeleteParams {
             grace_period_seconds: Some(0),
@@ -778,7 +887,7 @@ impl Bridge {
     }
 
     /// Runs an API call about `h`'s pod in the background and records what it returns.
-    fn spawn_recorded<F>(&mut self, osd: u32, h: &Holder, call: F)
+    fn spawn_recorded<F>(&mut self, osd: Option<u32>, h: &Holder, call: F)
     where
         F: std::future::Future<Output = Option<BridgeEventKind>> + Send + 'static,
     {
@@ -789,7 +898,7 @@ impl Bridge {
             if let Some(kind) = call.await {
                 locked(&log).push(BridgeEvent {
                     at: clock.elapsed(),
-                    osd: Some(osd),
+                    osd,
                     pod,
                     uid,
                     kind,
@@ -847,7 +956,7 @@ impl Bridge {
         }
         for (osd, h) in to_mark {
             let (api, pod, uid) = (self.api.clone(), h.pod.clone(), h.uid.clone());
-            self.spawn_recorded(osd, &h, async move {
+            self.spawn_recorded(Some(osd), &h, async move {
                 // The uid in the patch: never another pod of that name.
                 let patch =
                     json!({"metadata": {"uid": uid, "annotations": {OSD_UP_ANNOTATION: "true"}}});

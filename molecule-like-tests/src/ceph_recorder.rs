@@ -432,6 +432,39 @@ impl CephRecording {
         Ok(())
     }
 
+    /// As [`Self::check_hosts_down_at_most`], counting only the OSDs down and still in: an OSD
+    /// marked out holds no PG, its host down takes no copy away.
+    pub fn check_in_hosts_down_at_most(&self, max: usize, from: Duration) -> anyhow::Result<()> {
+        let most = self
+            .osdmaps_from(from)
+            .into_iter()
+            .map(|(at, map)| {
+                let hosts: BTreeSet<String> = map
+                    .osds
+                    .iter()
+                    .filter(|o| !o.up && o.in_)
+                    .map(|o| {
+                        map.host_of(o.id)
+                            .map_or_else(|| format!("osd.{}", o.id), str::to_owned)
+                    })
+                    .collect();
+                (at, hosts)
+            })
+            .max_by_key(|(at, hosts)| (hosts.len(), std::cmp::Reverse(*at)));
+        if let Some((at, hosts)) = most {
+            if hosts.len() > max {
+                bail!(
+                    "{} CRUSH hosts with an OSD down and in at once at {:.2}s (at most {max}): \
+                     {hosts:?}\n{}",
+                    hosts.len(),
+                    at.as_secs_f64(),
+                    self.render(from)
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The spans during which some PG was inactive or unavailable, from `from` on.
     pub fn pg_spans(&self, from: Duration) -> Vec<PgSpan> {
         let mut out: Vec<PgSpan> = Vec::new();

@@ -24,6 +24,13 @@ impl Default for OperatorOptions {
     }
 }
 
+/// The operator's `RUST_LOG`: `MLT_OPERATOR_LOG`, else info and DEBUG of the controller
+/// (scenarios count every reconcile, no-op ones included).
+pub fn operator_log_filter() -> String {
+    std::env::var("MLT_OPERATOR_LOG")
+        .unwrap_or_else(|_| "info,ceph_osd_operator::runtime::controller=debug".into())
+}
+
 /// Runs `ceph-osd-operator run` for `namespace`, stdout and stderr appended to `log_path`.
 pub(crate) fn spawn_operator_process(
     namespace: Option<&str>,
@@ -60,12 +67,7 @@ pub(crate) fn spawn_operator_process(
         .env("NO_COLOR", "1")
         .env_remove("POD_NAME")
         .env_remove("POD_NAMESPACE")
-        .env(
-            "RUST_LOG",
-            // DEBUG of the controller: scenarios count every reconcile, no-op ones included.
-            std::env::var("MLT_OPERATOR_LOG")
-                .unwrap_or_else(|_| "info,ceph_osd_operator::runtime::controller=debug".into()),
-        );
+        .env("RUST_LOG", operator_log_filter());
     for (k, v) in env {
         command.env(k, v);
     }

@@ -302,12 +302,22 @@ impl Scenario {
         options: &OperatorOptions,
         extra_args: &[&str],
     ) -> anyhow::Result<()> {
+        self.start_operator_with_env(options, extra_args, &[])
+    }
+
+    /// [`Self::start_operator_with_args`] with environment variables (e.g. `RUST_LOG`).
+    pub fn start_operator_with_env(
+        &mut self,
+        options: &OperatorOptions,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<()> {
         let child = spawn_operator_process(
             Some(&self.namespace),
             &self.log_path,
             options,
             extra_args,
-            &[],
+            env,
         )?;
         *self
             .operator
