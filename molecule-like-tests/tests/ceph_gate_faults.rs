@@ -33,8 +33,7 @@ const LONG: Duration = Duration::from_mins(5);
 /// How long a fault is held while checking that nothing more goes down.
 const HELD: Duration = Duration::from_secs(12);
 
-/// The `CephGate` condition's changes of (status, reason) from `from` on, with the first
-/// message of each: (when, status, reason, message).
+/// The `CephGate` condition's changes from `from` on: (when, status, reason, message).
 fn condition_sequence(
     samples: &[GateSample],
     from: Duration,
@@ -46,7 +45,7 @@ fn condition_sequence(
         };
         if out
             .last()
-            .is_none_or(|(_, st, r, _)| st != status || r != reason)
+            .is_none_or(|(_, st, r, m)| st != status || r != reason || m != message)
         {
             out.push((s.at, status.clone(), reason.clone(), message.clone()));
         }
@@ -227,6 +226,7 @@ fn old_daemon_stops(g: &Gated) -> BTreeMap<u32, Option<Duration>> {
 )]
 async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_are_back(
 ) -> anyhow::Result<()> {
+    let t0 = Instant::now();
     let g = Gated::up("gatefault-mgr").await?;
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
@@ -357,6 +357,7 @@ async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_ar
     // Last: what the condition said while they were away.
     mgr_condition.map_err(fail)?;
     mon_condition.map_err(fail)?;
+    println!("==== the scenario took {:.1}s", t0.elapsed().as_secs_f64());
     g.down().await
 }
 
@@ -371,6 +372,7 @@ async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_ar
 )]
 async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
 ) -> anyhow::Result<()> {
+    let t0 = Instant::now();
     let mut g = Gated::up("gatefault-kill").await?;
     // An OSD no pod runs, on a CRUSH host of its own, with the admin's noout.
     let admin_host = g.s.host("ceph-admin");
@@ -568,6 +570,7 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
         lines.join("\n"),
         render_sequence(&sequence),
     );
+    println!("==== the scenario took {:.1}s", t0.elapsed().as_secs_f64());
     g.down().await
 }
 
@@ -603,6 +606,7 @@ const NAMED_WITHIN: Duration = Duration::from_mins(1);
     reason = "one journey: the kill mid-step, the hold, the restart, then the records"
 )]
 async fn osd_killed_mid_step(name: &str, must_name_it: bool) -> anyhow::Result<()> {
+    let t0 = Instant::now();
     let g = Gated::up(name).await?;
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
@@ -743,5 +747,6 @@ async fn osd_killed_mid_step(name: &str, must_name_it: bool) -> anyhow::Result<(
             held_for.as_secs_f64()
         );
     }
+    println!("==== the scenario took {:.1}s", t0.elapsed().as_secs_f64());
     g.down().await
 }
