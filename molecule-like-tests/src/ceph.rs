@@ -384,6 +384,37 @@ impl CephCluster {
         self.run(&args, Duration::from_mins(1)).await.map(drop)
     }
 
+    /// Stops the mgr (`mgr-stop`): by default the mon is told at once (`mgr fail`: `status`
+    /// says no mgr available); `silent` leaves it to find out after its beacon grace (30 s).
+    pub async fn mgr_stop(&self, silent: bool) -> anyhow::Result<()> {
+        let mut args = vec!["mgr-stop"];
+        if silent {
+            args.push("--silent");
+        }
+        self.run(&args, Duration::from_mins(1)).await.map(drop)
+    }
+
+    /// Starts the mgr again (returns at once; it is available a few seconds later).
+    pub async fn mgr_start(&self) -> anyhow::Result<()> {
+        self.run(&["mgr-start"], Duration::from_secs(30))
+            .await
+            .map(drop)
+    }
+
+    /// Stops the mon (SIGTERM; returns once it has exited): no quorum, nothing answers.
+    pub async fn mon_stop(&self) -> anyhow::Result<()> {
+        self.run(&["mon-stop"], Duration::from_mins(1))
+            .await
+            .map(drop)
+    }
+
+    /// Starts the mon again; returns once it answers.
+    pub async fn mon_start(&self) -> anyhow::Result<()> {
+        self.run(&["mon-start"], Duration::from_mins(4))
+            .await
+            .map(drop)
+    }
+
     /// The test pool with data (`pool-create`): every OSD created must run; returns once every
     /// PG is active+clean.
     pub async fn pool_create(&self) -> anyhow::Result<()> {
@@ -463,7 +494,11 @@ impl Drop for CephCluster {
     }
 }
 
-fn script_command(state: &Path, mon_port: u16, args: &[&str]) -> tokio::process::Command {
+pub(crate) fn script_command(
+    state: &Path,
+    mon_port: u16,
+    args: &[&str],
+) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(script_path());
     command
         .args(args)

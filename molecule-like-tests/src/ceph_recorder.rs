@@ -33,7 +33,7 @@ use anyhow::{anyhow, bail, Context as _};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 
-use crate::ceph::{CephCluster, OsdMap, PgBrief, PgStat};
+use crate::ceph::{script_command, CephCluster, OsdMap, PgBrief, PgStat};
 
 /// How often `ceph watch` samples.
 pub const SAMPLE_INTERVAL: &str = "0.25";
@@ -107,47 +107,77 @@ impl CephRecorder {
     /// recorder's start: `Instant::now() - recorder.elapsed()`). Returns once the first
     /// osdmap is in.
     pub async fn start(cluster: &CephCluster, clock: Instant) -> anyhow::Result<Self> {
-        let stderr = std::fs::File::create(cluster.log_dir().join("watch.stderr"))?;
-        let mut child = cluster
-            .command(&["watch", SAMPLE_INTERVAL])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .context("starting ceph watch")?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow!("ceph watch without stdout"))?;
+        let (state, mon_port) = (cluster.state_dir().to_path_buf(), cluster.mon_port());
+        let stderr_path = cluster.log_dir().join("watch.stderr");
+        // `ceph watch` over librados may die when the mon goes away (a scenario's fault):
+        // it is started again, the gap recorded as an error sample.
+        let spawn =
+            move || -> anyhow::Result<(tokio::process::Child, tokio::process::ChildStdout)> {
+                let stderr = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&stderr_path)?;
+                let mut child = script_command(&state, mon_port, &["watch", SAMPLE_INTERVAL])
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(stderr)
+                    .spawn()
+                    .context("starting ceph watch")?;
+                let stdout = child
+                    .stdout
+                    .take()
+                    .ok_or_else(|| anyhow!("ceph watch without stdout"))?;
+                Ok((child, stdout))
+            };
+        let mut first = Some(spawn()?);
         let events = Arc::new(Mutex::new(Vec::new()));
         let (tx, state) = watch::channel(CephState::default());
         let sink = Arc::clone(&events);
         let task = tokio::spawn(async move {
-            // Holds the child (and its stdin) for as long as the recorder lives.
-            let _child = child;
-            let mut lines = tokio::io::BufReader::new(stdout).lines();
             loop {
-                let (observed, end) = match lines.next_line().await {
-                    Ok(Some(line)) => match parse_line(&line) {
-                        Ok(observed) => (observed, false),
-                        Err(e) => (
-                            Observed::Error(format!("unreadable sample {line:?}: {e}")),
-                            false,
-                        ),
-                    },
-                    Ok(None) => (Observed::Error("ceph watch exited".to_owned()), true),
-                    Err(e) => (Observed::Error(format!("reading ceph watch: {e}")), true),
+                let started = match first.take().map_or_else(&spawn, Ok) {
+                    Ok(started) => started,
+                    Err(e) => {
+                        let observed = Observed::Error(format!("starting ceph watch: {e:#}"));
+                        let at = clock.elapsed();
+                        locked(&sink).push(CephEvent { at, observed });
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
                 };
-                let at = clock.elapsed();
-                tx.send_modify(|s| match &observed {
-                    Observed::OsdMap(map) => s.osdmap = Some((at, map.clone())),
-                    Observed::Pgs(pgs) => s.pgs = Some((at, pgs.clone())),
-                    Observed::Error(_) => {}
-                });
-                locked(&sink).push(CephEvent { at, observed });
-                if end {
-                    return;
+                // Holds the child (and its stdin) while its lines are read.
+                let (_child, stdout) = started;
+                let mut lines = tokio::io::BufReader::new(stdout).lines();
+                loop {
+                    let (observed, end) = match lines.next_line().await {
+                        Ok(Some(line)) => match parse_line(&line) {
+                            Ok(observed) => (observed, false),
+                            Err(e) => (
+                                Observed::Error(format!("unreadable sample {line:?}: {e}")),
+                                false,
+                            ),
+                        },
+                        Ok(None) => (
+                            Observed::Error("ceph watch exited: started again".to_owned()),
+                            true,
+                        ),
+                        Err(e) => (
+                            Observed::Error(format!("reading ceph watch: {e}: started again")),
+                            true,
+                        ),
+                    };
+                    let at = clock.elapsed();
+                    tx.send_modify(|s| match &observed {
+                        Observed::OsdMap(map) => s.osdmap = Some((at, map.clone())),
+                        Observed::Pgs(pgs) => s.pgs = Some((at, pgs.clone())),
+                        Observed::Error(_) => {}
+                    });
+                    locked(&sink).push(CephEvent { at, observed });
+                    if end {
+                        break;
+                    }
                 }
+                tokio::time::sleep(Duration::from_millis(500)).await;
             }
         });
         let recorder = Self {
