@@ -575,37 +575,25 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
 }
 
 /// An OSD outside the step killed while the step's OSDs are down: the next step does not
-/// start while it is down (the next host's pod stays); started again as its pod's daemon, the
-/// rollout resumes and completes. Two hosts are down meanwhile (the step's and the killed
-/// one's): that is the fault, the operator takes nothing more down. Prints whether `CephGate`
-/// named the OSD while it was down ([`the_gate_names_an_osd_killed_outside_the_step`]
-/// requires it).
+/// start while it is down (the next host's pod stays) and `CephGate` names the killed OSD
+/// (`osd.N`) within a minute; started again as its pod's daemon, the rollout resumes and
+/// completes. Two hosts are down meanwhile (the step's and the killed one's): that is the
+/// fault, the operator takes nothing more down.
 #[tokio::test]
-async fn an_osd_killed_outside_the_step_holds_the_next_step_until_it_is_back() -> anyhow::Result<()>
-{
-    Box::pin(osd_killed_mid_step("gatefault-osd", false)).await
-}
-
-/// As [`an_osd_killed_outside_the_step_holds_the_next_step_until_it_is_back`], and `CephGate`
-/// names the killed OSD (`osd.N`) within a minute while it is down, whatever its status.
-#[tokio::test]
-#[ignore = "operator bug: while a step is open the CephGate condition (and Progressing) say \
-            only 'N of M PGs are not active+clean' for as long as an OSD outside the step is \
-            down, never naming it: the step's watch (StepWatch::observe) asks cluster_blockers, \
-            not the precheck's OtherOsdDown"]
-async fn the_gate_names_an_osd_killed_outside_the_step() -> anyhow::Result<()> {
-    Box::pin(osd_killed_mid_step("gatefault-name", true)).await
+async fn an_osd_killed_outside_the_step_is_named_and_holds_the_next_step_until_it_is_back(
+) -> anyhow::Result<()> {
+    Box::pin(osd_killed_mid_step("gatefault-osd")).await
 }
 
 /// How long `CephGate` may take to name an OSD down outside the step.
 const NAMED_WITHIN: Duration = Duration::from_mins(1);
 
-/// The journey of the two tests above; `must_name_it`: `CephGate` names the killed OSD.
+/// The journey of the test above.
 #[expect(
     clippy::too_many_lines,
     reason = "one journey: the kill mid-step, the hold, the restart, then the records"
 )]
-async fn osd_killed_mid_step(name: &str, must_name_it: bool) -> anyhow::Result<()> {
+async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let g = Gated::up(name).await?;
     let from = g.ceph.elapsed();
@@ -646,8 +634,8 @@ async fn osd_killed_mid_step(name: &str, must_name_it: bool) -> anyhow::Result<(
         .await?;
     let seen_down = g.ceph.elapsed();
     let osd = format!("osd.{id}");
-    // Nothing more goes down while it is down: checked for HELD, or (when the gate must name
-    // it) until the gate names it, NAMED_WITHIN at most.
+    // Nothing more goes down while it is down: checked for HELD and until the gate names it,
+    // NAMED_WITHIN at most.
     let holding = Instant::now();
     let mut named = None;
     loop {
@@ -659,7 +647,7 @@ async fn osd_killed_mid_step(name: &str, must_name_it: bool) -> anyhow::Result<(
                 .filter(|(_, _, message)| message.contains(&osd));
         }
         let waited = holding.elapsed();
-        if waited >= HELD && (named.is_some() || !must_name_it || waited >= NAMED_WITHIN) {
+        if waited >= HELD && (named.is_some() || waited >= NAMED_WITHIN) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -740,13 +728,11 @@ async fn osd_killed_mid_step(name: &str, must_name_it: bool) -> anyhow::Result<(
         done.as_secs_f64(),
         render_sequence(&sequence),
     );
-    if must_name_it {
-        anyhow::ensure!(
-            named.is_some() && named_at.is_some(),
-            "CephGate never named {osd} in the {:.0}s it was checked while it was down\n{report}",
-            held_for.as_secs_f64()
-        );
-    }
+    anyhow::ensure!(
+        named.is_some() && named_at.is_some(),
+        "CephGate never named {osd} in the {:.0}s it was checked while it was down\n{report}",
+        held_for.as_secs_f64()
+    );
     println!("==== the scenario took {:.1}s", t0.elapsed().as_secs_f64());
     g.down().await
 }
