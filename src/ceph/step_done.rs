@@ -34,6 +34,8 @@ pub struct StepWatch {
     all_booted_at: Option<Instant>,
     /// Consecutive looks, since then, that found every PG clean.
     clean_looks: u32,
+    /// The last look: when its calls were started, and what it found.
+    last: Option<(Instant, StepProgress)>,
 }
 
 /// Where the step stands after a look.
@@ -60,12 +62,28 @@ impl StepWatch {
             pg_stats_lag,
             all_booted_at: None,
             clean_looks: 0,
+            last: None,
         }
+    }
+
+    /// What the last look found, if it was started less than `within` before `now`: a
+    /// reconcile brought by a pod's event then needs no look of its own.
+    pub fn recent(&self, now: Instant, within: Duration) -> Option<StepProgress> {
+        self.last
+            .as_ref()
+            .filter(|(at, _)| now.saturating_duration_since(*at) < within)
+            .map(|(_, progress)| progress.clone())
     }
 
     /// Takes one look (`at`: when its calls were started; `pgs_on`: the PGs on the stopped
     /// OSDs, as far as asked) and says where the step stands.
     pub fn observe(&mut self, at: Instant, facts: &CephFacts, pgs_on: &PgsOnOsds) -> StepProgress {
+        let progress = self.progress(at, facts, pgs_on);
+        self.last = Some((at, progress.clone()));
+        progress
+    }
+
+    fn progress(&mut self, at: Instant, facts: &CephFacts, pgs_on: &PgsOnOsds) -> StepProgress {
         let pending: Vec<OsdId> = self
             .up_from_before
             .iter()
@@ -434,5 +452,19 @@ mod tests {
         };
         assert_eq!(blockers[0], Blocker::OtherOsdDown { id: OsdId(1) });
         assert!(matches!(blockers[1], Blocker::PgsNotClean { .. }));
+    }
+
+    #[test]
+    fn the_last_look_is_recent_only_within_the_limit() {
+        let t0 = Instant::now();
+        let mut w = watch();
+        assert_eq!(w.recent(t0, LAG), None, "no look yet");
+        let found = w.observe(
+            t0,
+            &up_again_at_23(),
+            &on_osd_1("pg_ls_by_osd_clean_after_boot"),
+        );
+        assert_eq!(w.recent(t0 + LAG / 2, LAG), Some(found));
+        assert_eq!(w.recent(t0 + LAG, LAG), None);
     }
 }

@@ -39,14 +39,20 @@ impl Default for GateSettings {
     }
 }
 
+/// A look at an open step started this recently stands for the next reconcile too (one
+/// brought by a pod's event): looks follow each other about a second apart anyway.
+const RECENT_LOOK: Duration = Duration::from_millis(800);
+
 /// The view of Ceph a first plan of `cr` gets: off (no Ceph, or the CephOSD skips it), else
-/// not asked, with where its open step stands (one look at Ceph fed to the step's watch).
+/// not asked, with where its open step stands (one look at Ceph fed to the step's watch, or
+/// the last one when recent); with the facts of that look when one was taken (an answer
+/// asked in the same reconcile starts from them).
 pub(crate) async fn first_view(
     ceph: Option<&dyn CephClient>,
     memory: &Memory,
     cr: &CephOsd,
     settings: &GateSettings,
-) -> CephView {
+) -> (CephView, Option<CephFacts>) {
     let max_noout = SignedDuration::try_from(settings.max_noout).unwrap_or(SignedDuration::MAX);
     let off = |why| CephView {
         input: CephInput::Off { why },
@@ -54,11 +60,12 @@ pub(crate) async fn first_view(
         max_noout,
     };
     let Some(ceph) = ceph else {
-        return off(GateOff::NotConfigured);
+        return (off(GateOff::NotConfigured), None);
     };
     if cr.spec.skips_ceph_gate() {
-        return off(GateOff::Skipped);
+        return (off(GateOff::Skipped), None);
     }
+    let mut looked = None;
     let open = cr.status.as_ref().and_then(|s| s.ceph_step.as_ref());
     let key = cr.object_key();
     let step = match open {
@@ -68,13 +75,25 @@ pub(crate) async fn first_view(
         }
         Some(open) => {
             let at = Instant::now();
+            let recent = memory
+                .step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
+                    watch.recent(at, RECENT_LOOK)
+                })
+                .flatten();
             let ids: Vec<OsdId> = open.osds.iter().map(|o| OsdId(o.id)).collect();
-            let progress = match gather_step_facts(ceph, &ids).await {
-                Ok((facts, pgs_on)) => {
-                    memory.step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
-                        watch.observe(at, &facts, &pgs_on)
-                    })
-                }
+            let progress = match recent {
+                Some(progress) => Ok(Some(progress)),
+                None => gather_step_facts(ceph, &ids).await.map(|(facts, pgs_on)| {
+                    let progress =
+                        memory.step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
+                            watch.observe(at, &facts, &pgs_on)
+                        });
+                    looked = Some(facts);
+                    progress
+                }),
+            };
+            let progress = match progress {
+                Ok(progress) => progress,
                 Err(error) => Some(StepProgress::Recovering {
                     blockers: vec![Blocker::NoAnswer {
                         error: error.to_string(),
@@ -85,11 +104,12 @@ pub(crate) async fn first_view(
             progress
         }
     };
-    CephView {
+    let view = CephView {
         input: CephInput::NotAsked,
         step,
         max_noout,
-    }
+    };
+    (view, looked)
 }
 
 /// Ids an admin stated on a pod (`ceph.elemental.net/osd-ids: "3,7"`); none when absent or
@@ -154,14 +174,16 @@ fn keys_to_map(
 }
 
 /// Asks Ceph about `question` (the keys a plan of `observed` proposes to take down): one look at the
-/// cluster and `osd metadata` at once, every key the operator runs mapped to its ids, the
-/// precheck, then `ok-to-stop` for exactly the ids to stop.
+/// cluster (`looked`, when one was just taken in this reconcile) and `osd metadata` at once,
+/// every key the operator runs mapped to its ids, the precheck, then `ok-to-stop` for exactly
+/// the ids to stop.
 pub(crate) async fn answer(
     ceph: &dyn CephClient,
     cr: &CephOsd,
     observed: &[ObservedPod],
     pods: &[Arc<Pod>],
     question: &[GateSubject],
+    looked: Option<CephFacts>,
 ) -> GateAnswer {
     let keys = keys_to_map(cr, observed, pods, question);
     let mut answer = GateAnswer {
@@ -173,7 +195,13 @@ pub(crate) async fn answer(
         up_from: BTreeMap::new(),
         learned: BTreeMap::new(),
     };
-    let looked = futures::future::try_join(gather_facts(ceph), ceph.osd_metadata()).await;
+    let facts = async {
+        match looked {
+            Some(facts) => Ok(facts),
+            None => gather_facts(ceph).await,
+        }
+    };
+    let looked = futures::future::try_join(facts, ceph.osd_metadata()).await;
     let (facts, metadata) = match looked {
         Ok(looked) => looked,
         Err(error) => {

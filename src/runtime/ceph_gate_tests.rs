@@ -66,7 +66,7 @@ async fn ask(
     pods: &[Arc<Pod>],
     question: &[GateSubject],
 ) -> GateAnswer {
-    answer(ceph, cr, observed, pods, question).await
+    answer(ceph, cr, observed, pods, question, None).await
 }
 
 fn question() -> Vec<GateSubject> {
@@ -261,4 +261,23 @@ async fn two_domains_refused_together_are_asked_again_as_the_first_alone() {
     let answer = ask(&ceph, &cr(), &[], &[], &two_domains()).await;
     assert_eq!(decision_label(&answer.decision), "CephNotOkToStop");
     assert_eq!(answer.keys.len(), 1);
+}
+
+#[tokio::test]
+async fn an_answer_starts_from_a_look_just_taken() {
+    let ceph = ScriptedCeph::default()
+        .on_osd_metadata(Ok(metadata()))
+        .on_ok_to_stop(Ok(ok_to_stop(true, &[3])));
+    let looked = crate::ceph::CephFacts {
+        status: healthy(),
+        osds: dump(),
+        pgs: Some(clean()),
+    };
+    let answer = answer(&ceph, &cr(), &[], &[], &question(), Some(looked)).await;
+    assert!(matches!(answer.decision, GateDecision::Proceed { .. }));
+    assert_eq!(
+        ceph.calls(),
+        [Call::OsdMetadata, Call::OkToStop(vec![OsdId(3)])],
+        "no second look"
+    );
 }

@@ -375,7 +375,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         Snapshot::Lagging => return Ok(Action::requeue(Duration::from_secs(1))),
     };
     let ceph = ctx.ceph.as_deref();
-    let view = first_view(ceph, &ctx.memory, &cr, &ctx.settings.gate).await;
+    let (view, looked) = first_view(ceph, &ctx.memory, &cr, &ctx.settings.gate).await;
     let mut plan = planned(&cr, &expanded, &observation, claimed.as_deref(), &view, now);
     // Pods go down only on a view as new as the decision: a plan that takes pods down, or
     // asks Ceph whether it may, is made again from the CephOSD and its pods read again (a
@@ -387,7 +387,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .zip(ceph)
         .map(|(question, ceph)| {
             let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
-            async move { answer(ceph, &cr, &observed, &pods, &question).await }
+            async move { answer(ceph, &cr, &observed, &pods, &question, looked).await }
         });
     let answering = async move {
         match answering {
