@@ -33,6 +33,19 @@ use serde_json::json;
 
 const HEADER: &str = "## The Ceph gate over real OSD daemons";
 
+const LIMITS: &str = "\nWhat limits these figures: every Ceph question is a `ceph` CLI process (Python, about \
+    0.2 s on a quiet machine, 0.6-0.8 s while a run shares the 2 cores: most of the per-call \
+    times above), and a step needs several in a row: the look that finds it over (about one a \
+    second while a step is open), the question about the next step (`osd metadata` beside that \
+    look's facts, then `ok-to-stop`), `noout` set and cleared (the mon commits each change in a \
+    proposal: up to a second) and read back from `osd dump`, then the deletion. The operator's \
+    time per step is over its 1 s target; next: one long-lived Ceph connection instead of a \
+    process per question, and `ok-to-stop` asked beside `osd metadata` when the status already \
+    maps the ids. A step no longer waits a PG stats period: it ends once every PG on its OSDs \
+    is reported clean in an epoch at least their new `up_from` (`pg ls-by-osd`). Ceph's own \
+    steps here are 7-9 s, mostly the new daemon's start (BlueStore on a file) and the peering \
+    after it.\n";
+
 /// The first PG sample after `after` with every PG active+clean.
 fn clean_after(recording: &CephRecording, after: Duration) -> Option<Duration> {
     recording.events.iter().find_map(|e| match &e.observed {
@@ -268,8 +281,8 @@ async fn main() -> anyhow::Result<()> {
          new one's boot and the PGs' peering until the first clean sample. Kubernetes: the old \
          pod removed once its daemon exited, the replacement scheduled and started. The \
          operator: the rest — the replacement created once the old pod is gone, and from every \
-         PG clean to the next stop (confirming the step over a PG stats period, asking Ceph, \
-         noout set and read back, the deletion).\n\n\
+         PG clean to the next stop (the next look at the step, asking Ceph, noout set and read \
+         back, the deletion).\n\n\
          | step | wall | Ceph | Kubernetes | operator | of which: clean → next stop | of which: pod gone → replacement created |\n\
          |---|---|---|---|---|---|---|\n"
     );
@@ -321,6 +334,7 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
+    section += LIMITS;
     print!("{section}");
     molecule_like_tests::paths::write_benchmarks_section(HEADER, &section)
 }
