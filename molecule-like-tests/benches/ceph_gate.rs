@@ -33,7 +33,8 @@ use serde_json::json;
 
 const HEADER: &str = "## The Ceph gate over real OSD daemons";
 
-const LIMITS: &str = "\nWhat limits these figures: every Ceph question is a `ceph` CLI process (Python, about \
+const LIMITS: &str =
+    "\nWhat limits these figures: every Ceph question is a `ceph` CLI process (Python, about \
     0.2 s on a quiet machine, 0.6-0.8 s while a run shares the 2 cores: most of the per-call \
     times above), and a step needs several in a row: the look that finds it over (about one a \
     second while a step is open), the question about the next step (`osd metadata` beside that \

@@ -294,6 +294,34 @@ impl Gated {
             .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone())))
     }
 
+    /// Ceph's recording from `from` (its summary, then every change), the bridge's record
+    /// and the gate's status samples: what a failure message shows.
+    pub fn report(&self, from: Duration) -> String {
+        let recording = self.ceph.recording();
+        format!(
+            "{}{}{}gate status:\n{}",
+            recording.summary(from),
+            recording.render(from),
+            self.bridge.render(),
+            self.gate.render()
+        )
+    }
+
+    /// Starts OSD `id` again as the daemon of `key`'s pod `pod` (its name, namespace, node).
+    pub async fn start_as_pod(&self, id: u32, key: &OsdKey, pod: &str) -> anyhow::Result<()> {
+        self.cluster
+            .osd_start(
+                id,
+                &crate::ceph::OsdStart {
+                    host: &key.host,
+                    pod_name: Some(pod),
+                    pod_namespace: Some(&self.s.namespace),
+                    node_name: Some(&key.host),
+                },
+            )
+            .await
+    }
+
     pub async fn down(self) -> anyhow::Result<()> {
         self.bridge.stop().await?;
         drop(self.ceph);

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::OsdStart;
 use molecule_like_tests::ceph_recorder::Observed;
 use molecule_like_tests::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
@@ -73,13 +72,7 @@ async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
 
     // Ceph's view: one host down at most, no PG unavailable, no noout at the end.
     let recording = g.ceph.recording();
-    let report = format!(
-        "{}{}{}gate status:\n{}",
-        recording.summary(from),
-        recording.render(from),
-        g.bridge.render(),
-        g.gate.render()
-    );
+    let report = g.report(from);
     let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
     recording.check_hosts_down_at_most(1, from).map_err(fail)?;
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
@@ -251,28 +244,13 @@ async fn an_osd_down_outside_the_rollout_halts_it_until_it_is_back() -> anyhow::
     let halted_at = g.ceph.elapsed();
 
     // Back as its pod's daemon: the rollout resumes and completes.
-    g.cluster
-        .osd_start(
-            id,
-            &OsdStart {
-                host: &key.host,
-                pod_name: Some(&pod),
-                pod_namespace: Some(&g.s.namespace),
-                node_name: Some(&key.host),
-            },
-        )
-        .await?;
+    g.start_as_pod(id, &key, &pod).await?;
     let restarted = g.ceph.elapsed();
     g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
     let done = g.ceph.elapsed();
     let recording = g.ceph.recording();
-    let report = format!(
-        "{}{}gate status:\n{}",
-        recording.summary(from),
-        recording.render(from),
-        g.gate.render()
-    );
+    let report = g.report(from);
     let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
     recording.check_hosts_down_at_most(1, from).map_err(fail)?;
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
@@ -310,13 +288,7 @@ async fn by_osd_two_at_once_only_when_ceph_lets_the_pair_go() -> anyhow::Result<
     g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
     let recording = g.ceph.recording();
-    let report = format!(
-        "{}{}{}gate status:\n{}",
-        recording.summary(from),
-        recording.render(from),
-        g.bridge.render(),
-        g.gate.render()
-    );
+    let report = g.report(from);
     let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
     recording.check_hosts_down_at_most(1, from).map_err(fail)?;
     recording.check_pgs_never_unavailable(from).map_err(fail)?;

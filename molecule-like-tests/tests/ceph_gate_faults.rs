@@ -300,11 +300,8 @@ async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_ar
     let recording = g.ceph.recording();
     let sequence = condition_sequence(&g.gate.samples(), from);
     let report = format!(
-        "{}{}{}gate status:\n{}CephGate sequence:\n{}",
-        recording.summary(from),
-        recording.render(from),
-        g.bridge.render(),
-        g.gate.render(),
+        "{}CephGate sequence:\n{}",
+        g.report(from),
         render_sequence(&sequence)
     );
     let fail = |e: anyhow::Error| anyhow!("{e:#}\n{report}");
@@ -450,11 +447,8 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
     let recording = g.ceph.recording();
     let sequence = condition_sequence(&g.gate.samples(), from);
     let report = format!(
-        "{}{}{}gate status:\n{}CephGate sequence:\n{}operator log (starts, steps, noout):\n{}",
-        recording.summary(from),
-        recording.render(from),
-        g.bridge.render(),
-        g.gate.render(),
+        "{}CephGate sequence:\n{}operator log (starts, steps, noout):\n{}",
+        g.report(from),
         render_sequence(&sequence),
         gate_log(&g)
     );
@@ -656,17 +650,7 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     let held_for = holding.elapsed();
 
     // Back as its pod's daemon.
-    g.cluster
-        .osd_start(
-            id,
-            &OsdStart {
-                host: &key.host,
-                pod_name: Some(&pod),
-                pod_namespace: Some(&g.s.namespace),
-                node_name: Some(&key.host),
-            },
-        )
-        .await?;
+    g.start_as_pod(id, &key, &pod).await?;
     let restarted = g.ceph.elapsed();
     g.s.wait_converged(CR, &g.want, &hash, LONG).await?;
     g.wait_gate_idle(LONG).await?;
@@ -676,11 +660,8 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     let recording = g.ceph.recording();
     let sequence = condition_sequence(&g.gate.samples(), from);
     let report = format!(
-        "{}{}{}gate status:\n{}CephGate sequence:\n{}",
-        recording.summary(from),
-        recording.render(from),
-        g.bridge.render(),
-        g.gate.render(),
+        "{}CephGate sequence:\n{}",
+        g.report(from),
         render_sequence(&sequence)
     );
     let fail = |e: anyhow::Error| anyhow!("{e:#}\n{report}");

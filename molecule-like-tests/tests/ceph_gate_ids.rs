@@ -138,13 +138,9 @@ async fn events_with_series(g: &Gated) -> String {
 
 /// Everything recorded since `from`: Ceph's view, the bridge, the gate, the CephOSD's events.
 async fn report(g: &Gated, from: Duration) -> String {
-    let recording = g.ceph.recording();
     format!(
-        "{}{}{}gate status:\n{}CephOSD events:\n{}",
-        recording.summary(from),
-        recording.render(from),
-        g.bridge.render(),
-        g.gate.render(),
+        "{}CephOSD events:\n{}",
+        g.report(from),
         events_with_series(g).await
     )
 }
