@@ -182,8 +182,8 @@ fn first_map(
     })
 }
 
-/// The operator log's lines about its start, the gate's answers, the steps, `noout` and pod
-/// deletions (each reconcile's summary left out).
+/// The operator log's lines about its start, the gate's answers, the steps, `noout`, pods
+/// deleted and created, Ceph calls timed out (each reconcile's summary left out).
 fn gate_log(g: &Gated) -> String {
     let words = [
         "press ctrl+c",
@@ -191,6 +191,8 @@ fn gate_log(g: &Gated) -> String {
         "Ceph step",
         "noout",
         "deleted pod",
+        "created pod",
+        "timed out",
     ];
     g.s.operator_log()
         .lines()
@@ -218,16 +220,38 @@ fn old_daemon_stops(g: &Gated) -> BTreeMap<u32, Option<Duration>> {
 
 /// The mgr stopped once a step is under way, then the mon too: nothing more goes down while
 /// they are away, `CephGate` says why; once the mon and then the mgr are back the rollout
-/// completes with one host down at most, no PG unavailable, no `noout` left.
+/// completes with one host down at most, no PG unavailable, no `noout` left. Prints how long
+/// the step's replacement pod took without a mgr
+/// ([`a_mgr_away_does_not_hold_back_the_steps_replacement_pod`] bounds it).
 #[tokio::test]
+async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_are_back(
+) -> anyhow::Result<()> {
+    Box::pin(mgr_then_mon_away("gatefault-mgr", None)).await
+}
+
+/// As [`the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_are_back`], and
+/// the step's replacement (never gated) is not held back by the mgr's absence: its daemon
+/// starts within [`REPLACED_WITHIN`] of its old pod being gone (1.4-2.8 s with a mgr).
+#[tokio::test]
+#[ignore = "operator bug: without a mgr every look at the open step waits --ceph-timeout for \
+            `pg ls-by-osd` (gather_step_facts joins it although `status` said no mgr), so each \
+            reconcile takes that long and the step's replacement pod is created ~20 s late"]
+async fn a_mgr_away_does_not_hold_back_the_steps_replacement_pod() -> anyhow::Result<()> {
+    Box::pin(mgr_then_mon_away("gatefault-repl", Some(REPLACED_WITHIN))).await
+}
+
+/// How long after its old pod is gone the step's new daemon may start (the scenarios'
+/// `--ceph-timeout` is 10 s).
+const REPLACED_WITHIN: Duration = Duration::from_secs(8);
+
+/// The journey of the two tests above; `replaced_within`: bound the step's replacement.
 #[expect(
     clippy::too_many_lines,
     reason = "one journey: the faults in order, then the pods', Ceph's and the gate's records"
 )]
-async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_are_back(
-) -> anyhow::Result<()> {
+async fn mgr_then_mon_away(name: &str, replaced_within: Option<Duration>) -> anyhow::Result<()> {
     let t0 = Instant::now();
-    let g = Gated::up("gatefault-mgr").await?;
+    let g = Gated::up(name).await?;
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
     let (_, hash) =
@@ -332,12 +356,27 @@ async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_ar
             mgr_started.as_secs_f64()
         );
     }
+    // The step's replacements without a mgr: from the old pod gone to the new daemon started.
+    let daemons = g.bridge.daemons();
+    let replaced: Vec<(u32, Option<Duration>)> = step
+        .osds
+        .iter()
+        .map(|o| {
+            let list = daemons.get(&o.id).cloned().unwrap_or_default();
+            let gap = list
+                .first()
+                .and_then(|old| old.gone)
+                .zip(list.get(1).and_then(|new| new.started))
+                .map(|(gone, started)| started.saturating_sub(gone));
+            (o.id, gap)
+        })
+        .collect();
     println!(
         "==== mgr, then mon away mid-step: step on {step_keys:?} (osds {:?}) open at {:.2}s; mgr \
-         stopped {:.2}s, CephGate {:?}, still {mgr_held:?} after {}s; mon stopped {:.2}s, \
-         CephGate {:?}, still {mon_held:?} after {}s; mon back {:.2}s, mgr \
-         back {:.2}s; rollout done and gate idle {:.1}s after the template change\nCephGate \
-         sequence:\n{}\n{report}",
+         stopped {:.2}s, CephGate {:?}, still {mgr_held:?} after {}s; the step's new daemons \
+         started {replaced:?} after their old pods were gone; mon stopped {:.2}s, CephGate \
+         {:?}, still {mon_held:?} after {}s; mon back {:.2}s, mgr back {:.2}s; rollout done \
+         and gate idle {:.1}s after the template change\nCephGate sequence:\n{}\n{report}",
         step.osds.iter().map(|o| o.id).collect::<Vec<_>>(),
         step_opened.as_secs_f64(),
         mgr_stopped.as_secs_f64(),
@@ -354,6 +393,16 @@ async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_ar
     // Last: what the condition said while they were away.
     mgr_condition.map_err(fail)?;
     mon_condition.map_err(fail)?;
+    if let Some(within) = replaced_within {
+        for (id, gap) in &replaced {
+            anyhow::ensure!(
+                gap.is_some_and(|gap| gap <= within),
+                "osd.{id}: its new daemon started {gap:?} after its old pod was gone, without a \
+                 mgr (at most {within:?})\n{report}\noperator log:\n{}",
+                gate_log(&g)
+            );
+        }
+    }
     println!("==== the scenario took {:.1}s", t0.elapsed().as_secs_f64());
     g.down().await
 }
