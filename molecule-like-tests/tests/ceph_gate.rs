@@ -271,10 +271,25 @@ async fn an_osd_down_outside_the_rollout_halts_it_until_it_is_back() -> anyhow::
 /// so the operator asks about the first alone and stops only it. In Ceph's view one host
 /// down at most and no PG unavailable; the rollout completes.
 #[tokio::test]
-async fn by_osd_two_at_once_only_when_ceph_lets_the_pair_go() -> anyhow::Result<()> {
+async fn by_osd_a_pair_ceph_refuses_goes_one_at_a_time() -> anyhow::Result<()> {
+    by_osd_in_pairs("cephgate-pair", &["/dev/sdb"], 1).await
+}
+
+/// By OSD with `maxUnavailable: 2` over 3 hosts × 2 OSDs: the rollout proposes each host's
+/// two OSDs together, Ceph lets the pair go (one host's copies), both stop in one step.
+#[tokio::test]
+async fn by_osd_a_pair_ceph_lets_go_stops_together() -> anyhow::Result<()> {
+    by_osd_in_pairs("cephgate-pairs", &["/dev/sdb", "/dev/sdc"], 2).await
+}
+
+/// A rollout by OSD with `maxUnavailable: 2` over 3 hosts × `data`: every step the operator
+/// records holds `per_step` OSDs, pairs refused by Ceph are logged exactly when `per_step`
+/// is 1; in Ceph's view one host down at most, no PG unavailable, no `noout` left.
+async fn by_osd_in_pairs(name: &str, data: &[&str], per_step: usize) -> anyhow::Result<()> {
     let g = Gated::up_with(
-        "cephgate-pair",
+        name,
         &GatedOptions {
+            data,
             update_domain: "OSD",
             spec_patch: Some(json!({"maxUnavailable": 2})),
             ..GatedOptions::default()
@@ -294,27 +309,30 @@ async fn by_osd_two_at_once_only_when_ceph_lets_the_pair_go() -> anyhow::Result<
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
     recording.check_no_noout_at_end().map_err(fail)?;
     g.s.assert_one_pod_per_key().await?;
-    // Every step the operator recorded held one OSD: the pair was never let go.
-    let steps: Vec<Vec<u32>> = g
+    let mut steps: Vec<Vec<u32>> = g
         .gate
         .samples()
         .into_iter()
         .filter_map(|s| s.step.map(|(_, ids)| ids))
         .collect();
+    steps.dedup();
     anyhow::ensure!(
-        !steps.is_empty() && steps.iter().all(|ids| ids.len() == 1),
-        "steps {steps:?}\n{report}"
+        steps.len() == g.table.len() / per_step && steps.iter().all(|ids| ids.len() == per_step),
+        "steps {steps:?}, expected {per_step} OSDs each\n{report}"
     );
-    // The operator did propose pairs, and Ceph refused them.
-    let log = g.s.operator_log();
-    let refused = log
-        .lines()
-        .filter(|l| l.contains("does not let these update domains stop together"))
-        .count();
-    anyhow::ensure!(refused >= 1, "no pair was asked about\n{report}");
+    let refused =
+        g.s.operator_log()
+            .lines()
+            .filter(|l| l.contains("does not let these update domains stop together"))
+            .count();
+    anyhow::ensure!(
+        (refused > 0) == (per_step == 1),
+        "{refused} pairs refused by Ceph\n{report}"
+    );
     println!(
-        "==== by OSD, maxUnavailable 2, 3 hosts × 1 OSD: steps {steps:?}; {refused} pairs \
-         refused by Ceph, each step then its first OSD alone\n{report}"
+        "==== by OSD, maxUnavailable 2, 3 hosts × {} OSDs: steps {steps:?}; {refused} pairs \
+         refused by Ceph\n{report}",
+        data.len()
     );
     g.down().await
 }

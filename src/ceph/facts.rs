@@ -44,7 +44,8 @@ pub async fn gather_facts(client: &dyn CephClient) -> Result<CephFacts, CephErro
 /// question failed (down, or the key lacks the cap) is left out.
 pub type PgsOnOsds = BTreeMap<OsdId, Vec<PgBrief>>;
 
-/// [`gather_facts`] and, at the same time, the PGs on each of `ids`.
+/// [`gather_facts`] and, at the same time, the PGs on each of `ids`. Without a mgr (as
+/// `status` says) those answers are not waited for: they would hang until their bound.
 pub async fn gather_step_facts(
     client: &dyn CephClient,
     ids: &[OsdId],
@@ -56,8 +57,24 @@ pub async fn gather_step_facts(
         }
         pgs.ok().map(|pgs| (id, pgs))
     }));
-    let (facts, pgs_on) = futures::future::join(gather_facts(client), pgs_on).await;
-    Ok((facts?, pgs_on.into_iter().flatten().collect()))
+    tokio::pin!(pgs_on);
+    let facts = gather_facts(client);
+    tokio::pin!(facts);
+    let mut pgs_on_answer = None;
+    let facts = loop {
+        tokio::select! {
+            facts = &mut facts => break facts?,
+            answer = &mut pgs_on, if pgs_on_answer.is_none() => pgs_on_answer = Some(answer),
+        }
+    };
+    if !facts.status.mgr_available {
+        return Ok((facts, PgsOnOsds::new()));
+    }
+    let pgs_on = match pgs_on_answer {
+        Some(answer) => answer,
+        None => pgs_on.await,
+    };
+    Ok((facts, pgs_on.into_iter().flatten().collect()))
 }
 
 #[cfg(test)]
@@ -114,6 +131,26 @@ mod tests {
         assert_eq!(pgs_on.len(), 1, "{pgs_on:?}");
         assert_eq!(pgs_on.values().next(), Some(&vec![pg]));
         assert_eq!(fake.calls().len(), 5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_steps_look_does_not_wait_for_the_pgs_on_its_osds_without_a_mgr() {
+        let fake = ScriptedCeph::default()
+            .on_status(Ok(crate::ceph::answers::ClusterStatus {
+                mgr_available: false,
+                ..healthy_status()
+            }))
+            .on_osd_dump(Ok(OsdDump::default()))
+            .on_pg_states_hang()
+            .on_pgs_on_osd_hang();
+        let looked = tokio::time::timeout(
+            Duration::from_secs(60),
+            gather_step_facts(&fake, &[OsdId(3)]),
+        )
+        .await
+        .expect("not waited for");
+        let (facts, pgs_on) = looked.unwrap();
+        assert!(facts.pgs.is_none() && pgs_on.is_empty());
     }
 
     #[tokio::test(start_paused = true)]

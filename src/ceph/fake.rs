@@ -92,6 +92,11 @@ impl ScriptedCeph {
         self
     }
 
+    pub(crate) fn on_pgs_on_osd_hang(self) -> Self {
+        push(&self.pgs_on_osd, Scripted::Hang);
+        self
+    }
+
     pub(crate) fn on_add_noout(self, answer: Result<(), CephError>) -> Self {
         push(&self.add_noout, Scripted::Answer(answer));
         self
