@@ -273,8 +273,7 @@ async fn mgr_then_mon_away(name: &str) -> anyhow::Result<()> {
         "CephGate saying the mgr is away",
         Duration::from_mins(1),
         |status, reason, message| {
-            (status == "False" && reason == "CephUnavailable")
-                || (reason == "StepInProgress" && message.contains("mgr"))
+            status == "False" && reason == "CephUnavailable" && message.contains("mgr")
         },
     )
     .await;
@@ -289,8 +288,7 @@ async fn mgr_then_mon_away(name: &str) -> anyhow::Result<()> {
         "CephGate saying Ceph does not answer",
         Duration::from_mins(1),
         |status, reason, message| {
-            (status == "False" && reason == "CephUnavailable")
-                || (reason == "StepInProgress" && message.contains("answer"))
+            status == "False" && reason == "CephUnavailable" && message.contains("answer")
         },
     )
     .await;

@@ -220,14 +220,17 @@ pub(crate) fn gate(input: &GateInput<'_>) -> GateOutcome {
 /// the ended one's `noout` is cleared alone.
 fn next_step(input: &GateInput<'_>, ended: &CephStep, closing: GateOutcome) -> GateOutcome {
     let mut next = proposal(input);
-    let clearing = ids_of(&ended.noout);
     let set_noout = next.first.iter_mut().find_map(|a| match a {
-        Action::SetNoout { clearing, .. } => Some(clearing),
+        Action::SetNoout { ids, clearing } => Some((&*ids, clearing)),
         _ => None,
     });
     match (set_noout, &mut next.step) {
-        (Some(taken_over), Some(step)) if !clearing.is_empty() => {
-            taken_over.clone_from(&clearing);
+        (Some((setting, taken_over)), Some(step)) if !ended.noout.is_empty() => {
+            // An OSD of both steps (a step given up and asked again) keeps its noout.
+            *taken_over = ids_of(&ended.noout)
+                .into_iter()
+                .filter(|id| !setting.contains(id))
+                .collect();
             step.noout.extend(&ended.noout);
             step.noout.sort_unstable();
             step.noout.dedup();
@@ -314,6 +317,14 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
     };
     out.halted = Some(format!("the step on {keys} has not ended: {state}"));
     out.condition.message = format!("a step is under way on {keys}: {state}");
+    // Ceph away, or an OSD down besides the step's: the step cannot end by itself.
+    if let Some(StepProgress::Recovering { blockers }) = &input.view.step {
+        let category = blockers.first().map(Blocker::category);
+        if let Some(category @ ("CephUnavailable" | "CephOsdDown")) = category {
+            out.condition.holds = false;
+            out.condition.reason = ConditionReason::CephBlocked(category);
+        }
+    }
     if !open.noout.is_empty() && held >= input.view.max_noout {
         out.first.push(Action::ClearNoout {
             ids: ids_of(&open.noout),

@@ -125,6 +125,44 @@ fn each_progress_is_quoted() {
 }
 
 #[test]
+fn a_step_that_cannot_end_by_itself_says_so_false() {
+    let open = step(&[3]);
+    for (blocker, reason) in [
+        (
+            Blocker::NoAnswer {
+                error: "timeout".into(),
+            },
+            Some("CephUnavailable"),
+        ),
+        (Blocker::OtherOsdDown { id: OsdId(1) }, Some("CephOsdDown")),
+        (
+            Blocker::PgsNotClean {
+                not_clean: 3,
+                num_pgs: 33,
+                states: "3 peering".into(),
+            },
+            None,
+        ),
+    ] {
+        let view = on(Some(StepProgress::Recovering {
+            blockers: vec![blocker],
+        }));
+        let out = gate(&input(&view, Some(&open), &[]));
+        assert!(out.step.is_some() && !out.deletions_allowed);
+        if let Some(reason) = reason {
+            assert!(!out.condition.holds);
+            assert_eq!(out.condition.reason, ConditionReason::CephBlocked(reason));
+        } else {
+            assert!(
+                out.condition.holds,
+                "recovering PGs are a step's normal course"
+            );
+            assert_eq!(out.condition.reason, ConditionReason::StepInProgress);
+        }
+    }
+}
+
+#[test]
 fn done_and_settled_clears_exactly_the_steps_noout() {
     let view = on(Some(StepProgress::Done));
     let open = step(&[3, 7]);
@@ -206,6 +244,36 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
         out.condition.message,
         "a step is under way on h:/dev/sdb: the new daemon of osd.3 is not up yet"
     );
+}
+
+#[test]
+fn a_step_given_up_and_let_go_again_keeps_the_noout_of_its_osds() {
+    let open = step(&[3]);
+    let view = CephView {
+        input: CephInput::Answered(GateAnswer {
+            keys: BTreeMap::from([(OsdKey::new("h", "/dev/sdb"), BTreeSet::from([OsdId(3)]))]),
+            decision: GateDecision::Proceed {
+                ids: BTreeSet::from([OsdId(3)]),
+            },
+            up_from: BTreeMap::from([(OsdId(3), 5)]),
+            learned: BTreeMap::new(),
+        }),
+        ..on(Some(StepProgress::Booting {
+            pending: vec![OsdId(3)],
+        }))
+    };
+    let proposed = subjects();
+    let mut untouched = input(&view, Some(&open), &proposed);
+    untouched.untouched = true;
+    untouched.now = at(1000) + UNTOUCHED_STEP_LIMIT;
+    let out = gate(&untouched);
+    assert!(out.deletions_allowed);
+    assert!(matches!(
+        &out.first[..],
+        [Action::RecordCephStep, Action::SetNoout { ids, clearing }]
+            if *ids == [OsdId(3)] && clearing.is_empty()
+    ));
+    assert_eq!(out.step.expect("asked again").noout, [3]);
 }
 
 #[test]
