@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::{labels, OsdKey};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
@@ -155,6 +156,14 @@ fn step_with(samples: &[GateSample], key: &OsdKey, from: Duration) -> Option<Gat
 }
 
 /// While a rollout halts before `key`: `key`'s pod stays (same uid, not terminating), no step
+/// The pod watch since the template change (`from`: its event count then): never two pods
+/// for one disk, never more than one host without a Ready pod of each of its OSDs.
+async fn check_pod_watch(g: &Gated, from: usize) -> anyhow::Result<()> {
+    g.s.assert_one_pod_per_key().await?;
+    g.s.recorder()?
+        .assert_unavailable_domains_at_most(&g.want, UpdateDomain::Host, 1, from)
+}
+
 /// takes `key`, `CephGate` stays False with `reason`. Fails at the first breach.
 async fn check_halted_before(
     g: &Gated,
@@ -289,6 +298,7 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
     // The rollout: three hosts, then the halt at this one.
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
+    let watch_from = g.s.recorder()?.len();
     let (_, hash) =
         g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
             .await?;
@@ -372,6 +382,7 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
         .map_err(fail)?;
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
     recording.check_no_noout_at_end().map_err(fail)?;
+    check_pod_watch(&g, watch_from).await?;
     g.bridge.check().map_err(fail)?;
     // No daemon ever ran in the never-booted pod; its successor's did.
     let daemons = g.bridge.daemons();
@@ -466,6 +477,7 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
 
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
+    let watch_from = g.s.recorder()?.len();
     let (_, hash) =
         g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
             .await?;
@@ -536,6 +548,7 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
     recording.check_hosts_down_at_most(1, from).map_err(fail)?;
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
     recording.check_no_noout_at_end().map_err(fail)?;
+    check_pod_watch(&g, watch_from).await?;
     g.bridge.check().map_err(fail)?;
     let samples = g.gate.samples();
     let step = step_with(&samples, &key, from)
@@ -589,6 +602,10 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
 /// pod down (held), `CephGate` False quoting Ceph's refusal (EACCES), a Warning event on the
 /// CephOSD says so; the operator keeps running.
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one journey: the change, the hold, the condition, the event, the records"
+)]
 async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_refused(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
@@ -605,6 +622,7 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
     let before = g.gate_condition().await?;
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
+    let watch_from = g.s.recorder()?.len();
     g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
     let refused = |m: &str| {
@@ -647,6 +665,7 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
     })
     .await?;
     g.s.check_operator_alive()?;
+    check_pod_watch(&g, watch_from).await?;
     let log = g.s.operator_log();
     anyhow::ensure!(!log.contains("panicked"), "the operator panicked:\n{log}");
     let events = g.s.cr_events(CR).await?;
@@ -724,6 +743,7 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
     g.bridge.withhold(&key);
 
     let from = g.ceph.elapsed();
+    let watch_from = g.s.recorder()?.len();
     let (_, hash) =
         g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
             .await?;
@@ -886,6 +906,7 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
     recording.check_hosts_down_at_most(1, from).map_err(fail)?;
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
     recording.check_no_noout_at_end().map_err(fail)?;
+    check_pod_watch(&g, watch_from).await?;
     g.bridge.check().map_err(fail)?;
     // Each OSD whose noout expired (said by the condition) has a NooutExpired event naming it.
     let expired_events: Vec<String> =
