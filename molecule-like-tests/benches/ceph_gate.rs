@@ -35,7 +35,8 @@ const HEADER: &str = "## The Ceph gate over real OSD daemons";
 
 const LIMITS: &str =
     "\nWhat limits these figures: every Ceph question is a `ceph` CLI process (Python, about \
-    0.2 s on a quiet machine, 0.6-0.8 s while a run shares the 2 cores: most of the per-call \
+    0.2 s on a quiet machine as `cargo test -p molecule-like-tests --test ceph_client -- \
+    --nocapture` prints each call's time, 0.6-0.8 s while a run shares the 2 cores: most of the per-call \
     times above), and a step needs several in a row: the look that finds it over (about one a \
     second while a step is open), the question about the next step (`osd metadata` beside that \
     look's facts, then `ok-to-stop`), `noout` set and cleared (the mon commits each change in a \

@@ -722,7 +722,7 @@ impl CephRecording {
 }
 
 /// The CRUSH hosts with an OSD down (an OSD in no host counts as `osd.N`).
-fn hosts_down(map: &OsdMap) -> BTreeSet<String> {
+pub fn hosts_down(map: &OsdMap) -> BTreeSet<String> {
     map.osds
         .iter()
         .filter(|o| !o.up)

@@ -20,7 +20,7 @@ use ceph_osd_operator::crd::{CephStep, UpdateDomain};
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
 use molecule_like_tests::ceph::{OsdMap, OsdStart};
-use molecule_like_tests::ceph_recorder::{CephRecording, Observed};
+use molecule_like_tests::ceph_recorder::{hosts_down, CephRecording, Observed};
 use molecule_like_tests::gated::{GateSample, Gated};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::operator::OperatorOptions;
@@ -134,18 +134,6 @@ async fn nothing_more_down(g: &Gated, step: &BTreeSet<String>, when: &str) -> an
         );
     }
     Ok(())
-}
-
-/// The CRUSH hosts with an OSD down in `map`.
-fn hosts_down(map: &OsdMap) -> BTreeSet<String> {
-    map.osds
-        .iter()
-        .filter(|o| !o.up)
-        .map(|o| {
-            map.host_of(o.id)
-                .map_or_else(|| format!("osd.{}", o.id), str::to_owned)
-        })
-        .collect()
 }
 
 /// Never more than `max` CRUSH hosts down at once from `from` on, besides `except`.
