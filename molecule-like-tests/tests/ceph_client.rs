@@ -111,15 +111,38 @@ impl CephCluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// A CLI client as `user`, each call bounded by `timeout`.
+    /// A CLI client as `user`, each call bounded by `timeout`, through one long-lived session.
     fn client(&self, user: &str, timeout: Duration) -> CliClient {
+        let client = self.client_with(user, timeout, true);
+        assert!(
+            client.keeps_connected(),
+            "the ceph CLI cannot host a session"
+        );
+        client
+    }
+
+    /// A CLI client as `user`, each call bounded by `timeout`, one `ceph` process per call.
+    fn process_client(&self, user: &str, timeout: Duration) -> CliClient {
+        self.client_with(user, timeout, false)
+    }
+
+    fn client_with(&self, user: &str, timeout: Duration, keep_connected: bool) -> CliClient {
         CliClient::new(CliSettings {
             conf: Some(self.state.join("ceph.conf")),
             keyring: Some(self.state.join(format!("{user}.keyring"))),
             user: Some(CephUser::Name(user.to_owned())),
             timeout,
+            keep_connected,
             ..CliSettings::default()
         })
+    }
+
+    /// Ceph client processes of this cluster left running: `ceph` children (`--format`) and
+    /// sessions (their helper names `get_command_descriptions`).
+    fn clients_left(&self) -> Vec<u32> {
+        let mut left = self.processes_with("--format");
+        left.extend(self.processes_with("get_command_descriptions"));
+        left
     }
 
     /// Pids of processes whose command line names this cluster's ceph.conf and `word`.
@@ -170,14 +193,28 @@ async fn the_operators_key_against_a_real_ceph() {
     let started = Instant::now();
     let cluster = CephCluster::up("client", 3);
     let op = cluster.client(OPERATOR_USER, CALL_BOUND);
+    let per_call = cluster.process_client(OPERATOR_USER, CALL_BOUND);
 
+    eprintln!("[ceph_client] one long-lived session:");
     answers_parse(&op).await;
+    eprintln!("[ceph_client] a process per call:");
+    answers_parse(&per_call).await;
     ok_to_stop_one_host_yes_all_no(&op).await;
+    ok_to_stop_one_host_yes_all_no(&per_call).await;
     noout_on_exactly_the_asked_osds(&op).await;
+    noout_on_exactly_the_asked_osds(&per_call).await;
     a_pod_maps_to_the_osd_it_runs(&cluster, &op).await;
-    a_key_without_the_caps_is_refused_clearly(&cluster).await;
-    without_a_mgr_mgr_calls_time_out_and_leave_no_child(&cluster, &op).await;
-    without_a_mon_every_call_fails_within_the_bound(&cluster).await;
+    a_key_without_the_caps_is_refused_clearly(&cluster, true).await;
+    a_key_without_the_caps_is_refused_clearly(&cluster, false).await;
+    assert!(
+        op.keeps_connected(),
+        "the session fell back to a process per call"
+    );
+    without_a_mgr_mgr_calls_time_out_and_leave_no_child(&cluster, &op, true).await;
+    without_a_mgr_mgr_calls_time_out_and_leave_no_child(&cluster, &per_call, false).await;
+    drop(op);
+    without_a_mon_every_call_fails_within_the_bound(&cluster, true).await;
+    without_a_mon_every_call_fails_within_the_bound(&cluster, false).await;
 
     eprintln!(
         "[ceph_client] checks done after {:.1} s",
@@ -409,8 +446,8 @@ async fn a_pod_maps_to_the_osd_it_runs(cluster: &CephCluster, op: &impl CephClie
     );
 }
 
-async fn a_key_without_the_caps_is_refused_clearly(cluster: &CephCluster) {
-    let nocaps = cluster.client(NOCAPS_USER, CALL_BOUND);
+async fn a_key_without_the_caps_is_refused_clearly(cluster: &CephCluster, session: bool) {
+    let nocaps = cluster.client_with(NOCAPS_USER, CALL_BOUND, session);
     nocaps.status().await.unwrap();
     for (what, result) in [
         ("ok-to-stop", nocaps.ok_to_stop(&[OsdId(0)]).await.err()),
@@ -428,8 +465,11 @@ async fn a_key_without_the_caps_is_refused_clearly(cluster: &CephCluster) {
 async fn without_a_mgr_mgr_calls_time_out_and_leave_no_child(
     cluster: &CephCluster,
     op: &impl CephClient,
+    session: bool,
 ) {
-    cluster.run(&["mgr-stop"]);
+    if session {
+        cluster.run(&["mgr-stop"]);
+    }
     // The mon answers and says no mgr: the gate waits without waiting for `pg stat`.
     let (facts, took) = timed("gather without a mgr", gather_facts(op)).await;
     let facts = facts.unwrap();
@@ -439,7 +479,7 @@ async fn without_a_mgr_mgr_calls_time_out_and_leave_no_child(
     assert!(matches!(decision, GateDecision::Wait { .. }), "{decision}");
     eprintln!("[ceph_client] gate: {decision}");
 
-    let hang = cluster.client(OPERATOR_USER, HANG_BOUND);
+    let hang = cluster.client_with(OPERATOR_USER, HANG_BOUND, session);
     let ((ok_to_stop, pgs), took) = timed("ok-to-stop and pg stat without a mgr", async {
         tokio::join!(hang.ok_to_stop(&[OsdId(0)]), hang.pg_states())
     })
@@ -452,13 +492,21 @@ async fn without_a_mgr_mgr_calls_time_out_and_leave_no_child(
         eprintln!("[ceph_client] {e}");
     }
     assert!(took < HANG_BOUND + KILL_SLACK, "{took:?}");
+    // The session that served the hung calls is ended; the next call starts another.
+    if session {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(cluster.processes_with("get_command_descriptions").len(), 1);
+        drop(hang);
+    }
     let left = cluster.processes_with("--format");
     assert!(left.is_empty(), "ceph children left: {left:?}");
 }
 
-async fn without_a_mon_every_call_fails_within_the_bound(cluster: &CephCluster) {
-    cluster.run(&["mon-stop"]);
-    let hang = cluster.client(OPERATOR_USER, HANG_BOUND);
+async fn without_a_mon_every_call_fails_within_the_bound(cluster: &CephCluster, session: bool) {
+    if session {
+        cluster.run(&["mon-stop"]);
+    }
+    let hang = cluster.client_with(OPERATOR_USER, HANG_BOUND, session);
     let ((status, dump), took) = timed("status and osd dump without a mon", async {
         tokio::join!(hang.status(), hang.osd_dump())
     })
@@ -467,11 +515,17 @@ async fn without_a_mon_every_call_fails_within_the_bound(cluster: &CephCluster) 
         eprintln!("[ceph_client] {e}");
     }
     assert!(took < HANG_BOUND + KILL_SLACK, "{took:?}");
-    let left = cluster.processes_with("--format");
-    assert!(left.is_empty(), "ceph children left: {left:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let left = cluster.clients_left();
+    assert!(left.is_empty(), "Ceph clients left: {left:?}");
 
     // Back: it answers again (and `down` stops the OSDs quickly with a mon to tell).
-    cluster.run(&["mon-start"]);
-    let (status, _) = timed("status after the mon is back", hang.status()).await;
-    assert!(status.unwrap().quorum_names == ["a"]);
+    if !session {
+        cluster.run(&["mon-start"]);
+        let (status, _) = timed("status after the mon is back", hang.status()).await;
+        assert!(status.unwrap().quorum_names == ["a"]);
+        let session = cluster.client(OPERATOR_USER, CALL_BOUND);
+        let (status, _) = timed("a session after the mon is back", session.status()).await;
+        assert!(status.unwrap().quorum_names == ["a"]);
+    }
 }

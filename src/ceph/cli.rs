@@ -1,7 +1,9 @@
 //! `CephClient` through the `ceph` command line (`-f json`), as Rook does: no C library at
-//! build time. Every call runs one child process with a hard time bound; past it the child is
-//! killed and reaped (a mgr command waits forever without a mgr, and `--connect-timeout` does
-//! not bound it). A call dropped half-way kills its child too.
+//! build time. Calls go through one long-lived session of the CLI's own machinery (`session`)
+//! when the CLI is a Python script whose interpreter has it; otherwise each call runs one child
+//! process. Either way every call has a hard time bound; past it the child is killed and
+//! reaped (a mgr command waits forever without a mgr, and `--connect-timeout` does not bound
+//! it). A call dropped half-way kills its child too.
 
 use super::answers::{
     parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_pgs_on_osd,
@@ -9,12 +11,15 @@ use super::answers::{
 };
 use super::client::{CephClient, CephError};
 use super::osd_id::OsdId;
+use super::session::{python_of, Launch, Session, SessionError};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -49,6 +54,9 @@ pub struct CliSettings {
     pub user: Option<CephUser>,
     /// The hard bound of one call.
     pub timeout: Duration,
+    /// One long-lived connection for all calls when the CLI can host it; `false`: a process
+    /// per call.
+    pub keep_connected: bool,
 }
 
 impl Default for CliSettings {
@@ -59,26 +67,83 @@ impl Default for CliSettings {
             keyring: None,
             user: None,
             timeout: DEFAULT_CALL_TIMEOUT,
+            keep_connected: true,
         }
     }
 }
 
 /// Asks Ceph through its CLI.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct CliClient {
     settings: CliSettings,
+    session: Option<Arc<Session>>,
+    /// Set once the session turned out unusable here: a process per call from then on.
+    per_call: Arc<AtomicBool>,
 }
 
-/// What a finished child left: its exit code (`None`: a signal), stdout, stderr.
-struct Finished {
-    exit_code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
+/// What a finished call left: its exit code (`None`: a signal), stdout, stderr.
+#[derive(Debug)]
+pub(super) struct Finished {
+    pub exit_code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
 }
 
 impl CliClient {
     pub fn new(settings: CliSettings) -> Self {
-        Self { settings }
+        let session = settings.keep_connected.then(|| {
+            python_of(&settings.program).map(|interpreter| {
+                Arc::new(Session::new(Launch {
+                    interpreter,
+                    settings: serde_json::json!({
+                        "conf": settings.conf,
+                        "keyring": settings.keyring,
+                        "name": match &settings.user {
+                            Some(CephUser::Id(id)) => Some(format!("client.{id}")),
+                            Some(CephUser::Name(name)) => Some(name.clone()),
+                            None => None,
+                        },
+                        "connect_timeout": settings.timeout.as_secs().max(1),
+                    }),
+                    timeout: settings.timeout,
+                }))
+            })
+        });
+        if matches!(session, Some(None)) {
+            tracing::info!(
+                program = %settings.program.display(),
+                "the ceph CLI is not a Python script: each Ceph question starts it"
+            );
+        }
+        Self {
+            settings,
+            session: session.flatten(),
+            per_call: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Whether calls go through the long-lived session (as long as it stays usable).
+    pub fn keeps_connected(&self) -> bool {
+        self.session.is_some() && !self.per_call.load(Ordering::SeqCst)
+    }
+
+    /// Runs `ceph <command>` through the session, or as a process when it cannot run here.
+    async fn run(&self, command: &[String]) -> Result<Finished, CephError> {
+        if let Some(session) = self.session.as_ref().filter(|_| self.keeps_connected()) {
+            match session.run(command).await {
+                Ok(finished) => return Ok(finished),
+                Err(SessionError::Ceph(e)) => return Err(e),
+                Err(SessionError::Unusable(why)) => {
+                    if !self.per_call.swap(true, Ordering::SeqCst) {
+                        tracing::warn!(
+                            %why,
+                            "no long-lived Ceph connection: each Ceph question starts the ceph CLI"
+                        );
+                    }
+                }
+            }
+        }
+        self.run_process(command).await
     }
 
     /// The full argument list: connection flags, the command, `--format json`.
@@ -102,7 +167,7 @@ impl CliClient {
     }
 
     /// Runs `ceph <command>` within the bound; the child is killed and reaped past it.
-    async fn run(&self, command: &[String]) -> Result<Finished, CephError> {
+    async fn run_process(&self, command: &[String]) -> Result<Finished, CephError> {
         let shown = command.join(" ");
         let started = Instant::now();
         let mut child = tokio::process::Command::new(&self.settings.program)
@@ -326,6 +391,7 @@ mod tests {
                 keyring: Some("/etc/x/op.keyring".into()),
                 user: Some(CephUser::Name("client.op".into())),
                 timeout,
+                keep_connected: true,
             })
         }
     }

@@ -1,6 +1,6 @@
 //! Asking Ceph before a rollout stops OSDs: the questions (`CephClient`) and their CLI
-//! implementation, the answers parsed, which OSD ids a pod runs, the gate's decision and the
-//! end of a step. Only `cli` runs processes; everything else is pure. This module decides
+//! implementation (a long-lived session or a process per call), the answers parsed, which OSD ids a pod runs, the gate's decision and the
+//! end of a step. Only `cli` and `session` run processes; everything else is pure. This module decides
 //! nothing about pods: the controller calls it.
 
 mod answers;
@@ -13,6 +13,7 @@ pub(crate) mod fake;
 mod gate;
 mod osd_id;
 mod pod_map;
+mod session;
 mod step_done;
 #[cfg(test)]
 pub(crate) mod test_data;

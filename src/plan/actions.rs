@@ -58,12 +58,8 @@ pub enum Action {
     /// Writes the planned status (which holds the Ceph step being started) before anything
     /// else: a restarted or new leader finishes the step and clears exactly its `noout`.
     RecordCephStep,
-    /// Sets `noout` on `ids` and clears it on `clearing` (the step just ended, whose OSDs
-    /// are back), both at once, confirmed by one read of `osd dump`.
-    SetNoout {
-        ids: Vec<OsdId>,
-        clearing: Vec<OsdId>,
-    },
+    /// Sets `noout` on `ids`, confirmed by reading `osd dump` back.
+    SetNoout { ids: Vec<OsdId> },
     /// Clears `noout` on these OSDs, confirmed by reading `osd dump` back.
     ClearNoout { ids: Vec<OsdId> },
 }

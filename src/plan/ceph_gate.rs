@@ -140,6 +140,9 @@ pub(crate) struct GateInput<'a> {
 pub(crate) struct GateOutcome {
     /// Actions before all others.
     pub first: Vec<Action>,
+    /// Actions after all others: the `noout` of a step that ended, cleared once the next
+    /// step's pods are on their way down (it holds nothing up).
+    pub last: Vec<Action>,
     /// Whether the rollout's deletions go ahead (after `first`).
     pub deletions_allowed: bool,
     /// Only these update domains' deletions go ahead (Ceph allowed the first of several
@@ -160,6 +163,7 @@ impl GateOutcome {
     fn new(condition: GateCondition) -> Self {
         Self {
             first: Vec::new(),
+            last: Vec::new(),
             deletions_allowed: false,
             allowed_domains: None,
             step: None,
@@ -214,23 +218,27 @@ pub(crate) fn gate(input: &GateInput<'_>) -> GateOutcome {
     proposal(input)
 }
 
-/// The step `ended` and the rollout has more: the next step is asked about at once. Its
-/// `SetNoout` clears the ended step's `noout` too, and its record keeps those ids until it
-/// ends (a new leader then clears them again: clearing is idempotent); without a next step
-/// the ended one's `noout` is cleared alone.
+/// The step `ended` and the rollout has more: the next step is asked about at once. When it
+/// starts, the ended step's `noout` is cleared after its deletions (the mon commits each
+/// change in a proposal, up to a second: not on the way to the next stop), and its record
+/// keeps those ids until it ends (a new leader then clears them again: clearing is
+/// idempotent); without a next step the ended one's `noout` is cleared alone, first.
 fn next_step(input: &GateInput<'_>, ended: &CephStep, closing: GateOutcome) -> GateOutcome {
     let mut next = proposal(input);
-    let set_noout = next.first.iter_mut().find_map(|a| match a {
-        Action::SetNoout { ids, clearing } => Some((&*ids, clearing)),
+    let setting = next.first.iter().find_map(|a| match a {
+        Action::SetNoout { ids } => Some(ids.clone()),
         _ => None,
     });
-    match (set_noout, &mut next.step) {
-        (Some((setting, taken_over)), Some(step)) if !ended.noout.is_empty() => {
+    match (setting, &mut next.step) {
+        (Some(setting), Some(step)) if !ended.noout.is_empty() => {
             // An OSD of both steps (a step given up and asked again) keeps its noout.
-            *taken_over = ids_of(&ended.noout)
+            let taken_over: Vec<OsdId> = ids_of(&ended.noout)
                 .into_iter()
                 .filter(|id| !setting.contains(id))
                 .collect();
+            if !taken_over.is_empty() {
+                next.last.push(Action::ClearNoout { ids: taken_over });
+            }
             step.noout.extend(&ended.noout);
             step.noout.sort_unstable();
             step.noout.dedup();
@@ -452,7 +460,6 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
                 Action::RecordCephStep,
                 Action::SetNoout {
                     ids: ids.iter().copied().collect(),
-                    clearing: Vec::new(),
                 },
             ];
             out.requeue_after = Some(STEP_REQUEUE);

@@ -153,21 +153,13 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
         // pod-state bookkeeping is visible in status counts; an event each would be noise;
         // the step's record is the status itself.
         Action::PatchState { .. } | Action::RecordCephStep => None,
-        Action::SetNoout { ids, clearing } => Some(PlannedEvent {
+        Action::SetNoout { ids } => Some(PlannedEvent {
             warning: false,
             reason: EventReason::Noout,
-            note: if clearing.is_empty() {
-                format!(
-                    "set noout on {} for the rollout step",
-                    crate::ceph::osd_list(ids)
-                )
-            } else {
-                format!(
-                    "set noout on {} for the rollout step, cleared it on {}",
-                    crate::ceph::osd_list(ids),
-                    crate::ceph::osd_list(clearing)
-                )
-            },
+            note: format!(
+                "set noout on {} for the rollout step",
+                crate::ceph::osd_list(ids)
+            ),
             pod: None,
         }),
         Action::ClearNoout { ids } => Some(PlannedEvent {

@@ -198,6 +198,7 @@ pub fn plan_expanded(
         gate_question = None;
     } else {
         actions.splice(0..0, gated.first);
+        actions.extend(gated.last);
     }
     let blocking_terminations = seen.pods.iter().filter(|p| {
         p.class == PodClass::Terminating

@@ -427,71 +427,44 @@ fn delete_params(uid: Option<&String>) -> DeleteParams {
     }
 }
 
-/// Sets `noout` on `set` and clears it on `clear`, both at once, then reads `osd dump` back
-/// once: Ceph exits 0 for ids that do not exist, so only the dump proves it.
-async fn noout(
-    executor: &Executor<'_>,
-    set: &[OsdId],
-    clear: &[OsdId],
-) -> Result<(), ExecuteError> {
-    let what = if set.is_empty() {
-        "clear noout"
-    } else {
-        "set noout"
-    };
+/// Sets (`set`) or clears `noout` on `ids`, then reads `osd dump` back: Ceph exits 0 for ids
+/// that do not exist, so only the dump proves it.
+async fn noout(executor: &Executor<'_>, ids: &[OsdId], set: bool) -> Result<(), ExecuteError> {
+    let what = if set { "set noout" } else { "clear noout" };
     let ceph = executor.ceph.ok_or(ExecuteError::NoCeph { what })?;
-    let adding = async {
-        if set.is_empty() {
-            return Ok(());
-        }
-        ceph.add_noout(set)
-            .await
-            .map_err(|source| ExecuteError::Ceph {
-                what: "set noout",
-                ids: set.to_vec(),
-                source,
-            })
+    let changed = if set {
+        ceph.add_noout(ids).await
+    } else {
+        ceph.rm_noout(ids).await
     };
-    let removing = async {
-        if clear.is_empty() {
-            return Ok(());
-        }
-        ceph.rm_noout(clear)
-            .await
-            .map_err(|source| ExecuteError::Ceph {
-                what: "clear noout",
-                ids: clear.to_vec(),
-                source,
-            })
-    };
-    futures::future::try_join(adding, removing).await?;
-    let all: Vec<OsdId> = set.iter().chain(clear).copied().collect();
-    let dump = ceph.osd_dump().await.map_err(|source| ExecuteError::Ceph {
-        what: "read noout back",
-        ids: all,
+    let ceph_error = |what, source| ExecuteError::Ceph {
+        what,
+        ids: ids.to_vec(),
         source,
-    })?;
-    let missing = dump.without_noout(set);
-    if !missing.is_empty() {
-        return Err(ExecuteError::NooutNotSet {
-            asked: set.to_vec(),
-            missing,
-        });
+    };
+    changed.map_err(|source| ceph_error(what, source))?;
+    let dump = ceph
+        .osd_dump()
+        .await
+        .map_err(|source| ceph_error("read noout back", source))?;
+    if set {
+        let missing = dump.without_noout(ids);
+        if !missing.is_empty() {
+            return Err(ExecuteError::NooutNotSet {
+                asked: ids.to_vec(),
+                missing,
+            });
+        }
+    } else {
+        let left = dump.with_noout(ids);
+        if !left.is_empty() {
+            return Err(ExecuteError::NooutNotCleared {
+                asked: ids.to_vec(),
+                left,
+            });
+        }
     }
-    let left = dump.with_noout(clear);
-    if !left.is_empty() {
-        return Err(ExecuteError::NooutNotCleared {
-            asked: clear.to_vec(),
-            left,
-        });
-    }
-    let cephosd = executor.cr.object_key();
-    if !set.is_empty() {
-        info!(%cephosd, osds = %osd_list(set), "set noout: confirmed by osd dump");
-    }
-    if !clear.is_empty() {
-        info!(%cephosd, osds = %osd_list(clear), "clear noout: confirmed by osd dump");
-    }
+    info!(cephosd = %executor.cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
     Ok(())
 }
 
@@ -508,8 +481,8 @@ async fn apply(
             info!(cephosd = %executor.cr.object_key(), "recorded the Ceph step in the status");
             Ok(true)
         }
-        Action::SetNoout { ids, clearing } => noout(executor, ids, clearing).await.map(|()| true),
-        Action::ClearNoout { ids } => noout(executor, &[], ids).await.map(|()| true),
+        Action::SetNoout { ids } => noout(executor, ids, true).await.map(|()| true),
+        Action::ClearNoout { ids } => noout(executor, ids, false).await.map(|()| true),
         Action::Create { key, pod, .. } => {
             let name = pod.metadata.name.clone().unwrap_or_default();
             pods.create(&PostParams::default(), pod)

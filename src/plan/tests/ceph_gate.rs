@@ -158,9 +158,7 @@ fn proceed_records_the_step_sets_noout_then_deletes_in_that_order() {
             "PatchState"
         ]
     );
-    assert!(
-        matches!(&plan.actions[1], Action::SetNoout { ids, clearing } if *ids == [OsdId(3), OsdId(4)] && clearing.is_empty())
-    );
+    assert!(matches!(&plan.actions[1], Action::SetNoout { ids } if *ids == [OsdId(3), OsdId(4)]));
     let step = plan.status.ceph_step.clone().expect("the step is recorded");
     assert_eq!(step.keys, ["w1:/dev/sdb", "w1:/dev/sdc"]);
     assert_eq!(step.noout, [3, 4]);
@@ -523,23 +521,27 @@ proptest! {
                     let plan = cluster.reconcile(&cr);
                     if plan.disrupts() {
                         prop_assert!(matches!(said, Said::Proceed | Said::ProceedEmpty), "{said:?}");
-                        // A step open before must have ended: its noout is cleared with the
-                        // next step's set, and kept in the next record until then.
+                        // A step open before must have ended: its noout is cleared after the
+                        // next step's deletions, and kept in the next record until then.
                         if let Some(open) = before.and_then(|s| s.ceph_step) {
                             let held = cluster.clock - open.started.0.as_second();
                             prop_assert!(done || held >= 30, "a step open, not done nor given up");
                             if matches!(said, Said::Proceed) {
-                                // Cleared: the ended step's, but those the next one sets.
-                                let set_and_cleared = plan.actions.iter().find_map(|a| match a {
-                                    Action::SetNoout { ids, clearing } => Some((ids, clearing)),
+                                // Cleared last: the ended step's, but those the next one sets.
+                                let set = plan.actions.iter().find_map(|a| match a {
+                                    Action::SetNoout { ids } => Some(ids),
                                     _ => None,
                                 });
-                                let (set, cleared) =
-                                    set_and_cleared.expect("the next step sets noout");
+                                let set = set.expect("the next step sets noout");
                                 let expected: Vec<u32> = (open.noout.iter().copied())
                                     .filter(|id| !set.contains(&OsdId(*id)))
                                     .collect();
-                                let cleared: Vec<u32> = cleared.iter().map(|id| id.0).collect();
+                                let cleared: Vec<u32> = match plan.actions.last() {
+                                    Some(Action::ClearNoout { ids }) => {
+                                        ids.iter().map(|id| id.0).collect()
+                                    }
+                                    _ => Vec::new(),
+                                };
                                 prop_assert_eq!(cleared, expected);
                                 let kept = plan.status.ceph_step.as_ref().map(|s| &s.noout);
                                 prop_assert!(

@@ -420,7 +420,6 @@ async fn gated_step(
         Action::RecordCephStep,
         Action::SetNoout {
             ids: vec![OsdId(3), OsdId(4)],
-            clearing: vec![],
         },
         delete("osd-h1-sdb-x"),
     ];
@@ -469,7 +468,6 @@ async fn noout_without_ceph_configured_is_an_error_not_a_silent_skip() {
     let actions = [
         Action::SetNoout {
             ids: vec![OsdId(3)],
-            clearing: vec![],
         },
         delete("osd-h1-sdb-x"),
     ];
@@ -480,20 +478,23 @@ async fn noout_without_ceph_configured_is_an_error_not_a_silent_skip() {
 }
 
 #[tokio::test]
-async fn a_step_handed_over_sets_and_clears_noout_at_once_and_reads_back_once() {
+async fn a_step_handed_over_sets_noout_deletes_then_clears_the_ended_steps() {
     use crate::ceph::fake::Call;
     let setting_and_clearing = |dumped: &[u32]| {
         crate::ceph::fake::ScriptedCeph::default()
             .on_add_noout(Ok(()))
             .on_rm_noout(Ok(()))
             .on_osd_dump(Ok(dump(dumped)))
+            .on_osd_dump(Ok(dump(dumped)))
     };
     let actions = [
         Action::SetNoout {
             ids: vec![OsdId(4)],
-            clearing: vec![OsdId(3)],
         },
         delete("osd-h1-sdb-x"),
+        Action::ClearNoout {
+            ids: vec![OsdId(3)],
+        },
     ];
     let actions = &actions[..];
     let run = |ceph: crate::ceph::fake::ScriptedCeph| async move {
@@ -508,22 +509,35 @@ async fn a_step_handed_over_sets_and_clears_noout_at_once_and_reads_back_once() 
             .await;
         (api, ceph.calls(), result)
     };
-    let (api, mut calls, result) = run(setting_and_clearing(&[4])).await;
+    let (api, calls, result) = run(setting_and_clearing(&[4])).await;
     result.expect("confirmed");
-    calls.sort_by_key(|c| format!("{c:?}"));
     assert_eq!(
         calls,
         [
             Call::AddNoout(vec![OsdId(4)]),
             Call::OsdDump,
             Call::RmNoout(vec![OsdId(3)]),
+            Call::OsdDump,
         ]
     );
+    let methods: Vec<Method> = api.writes().into_iter().map(|(m, _)| m).collect();
+    assert_eq!(methods, [Method::DELETE]);
     assert!(api.event_reasons().contains(&"Noout".to_owned()));
 
-    // The ended step's noout still shows: nothing is taken down.
+    // The ended step's noout still shows after the clear: the pod is down already (the next
+    // step's noout was confirmed), the failure is told.
     let (api, _, result) = run(setting_and_clearing(&[3, 4])).await;
     let error = result.expect_err("osd.3 still has noout");
     assert_eq!(error.category(), Failure::NooutNotConfirmed);
+    let methods: Vec<Method> = api.writes().into_iter().map(|(m, _)| m).collect();
+    assert_eq!(methods, [Method::DELETE]);
+
+    // The next step's noout not confirmed: nothing is taken down, nothing cleared.
+    let (api, calls, result) = run(setting_and_clearing(&[3])).await;
+    assert_eq!(
+        result.expect_err("osd.4 lacks noout").category(),
+        Failure::NooutNotConfirmed
+    );
     assert!(api.writes().is_empty(), "{:?}", api.writes());
+    assert_eq!(calls, [Call::AddNoout(vec![OsdId(4)]), Call::OsdDump]);
 }
