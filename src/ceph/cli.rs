@@ -122,11 +122,6 @@ impl CliClient {
         }
     }
 
-    /// Whether calls go through the long-lived session (as long as it stays usable).
-    pub fn keeps_connected(&self) -> bool {
-        self.session.is_some() && !self.per_call.load(Ordering::SeqCst)
-    }
-
     /// Runs `ceph <command>` through the session, or as a process when it cannot run here.
     async fn run(&self, command: &[String]) -> Result<Finished, CephError> {
         if let Some(session) = self.session.as_ref().filter(|_| self.keeps_connected()) {
@@ -352,6 +347,11 @@ impl CephClient for CliClient {
 
     fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
         self.set_noout("rm-noout", ids).boxed()
+    }
+
+    /// Through the long-lived session, as long as it stays usable.
+    fn keeps_connected(&self) -> bool {
+        self.session.is_some() && !self.per_call.load(Ordering::SeqCst)
     }
 }
 

@@ -41,6 +41,12 @@ pub trait CephClient: Send + Sync {
 
     /// `osd rm-noout <ids>`: idempotent; read `osd dump` back.
     fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>>;
+
+    /// A question costs a round trip over a kept connection, not a process: Ceph may be
+    /// looked at often.
+    fn keeps_connected(&self) -> bool {
+        false
+    }
 }
 
 /// Why a question got no usable answer. `command` is the `ceph` arguments asked

@@ -18,8 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Default of `CephView::max_noout`: past it `noout` is cleared so Ceph re-replicates.
 pub(crate) const DEFAULT_MAX_NOOUT: SignedDuration = SignedDuration::from_secs(30 * 60);
 
-/// Look again this soon while a step is open (Ceph's changes trigger no watch).
-const STEP_REQUEUE: SignedDuration = SignedDuration::from_secs(1);
+/// Default of `CephView::look_every`: when each question starts a `ceph` process.
+pub(crate) const SLOW_LOOKS: SignedDuration = SignedDuration::from_secs(1);
+/// `CephView::look_every` over a long-lived connection (a look costs a few milliseconds).
+pub(crate) const QUICK_LOOKS: SignedDuration = SignedDuration::from_millis(250);
 /// Look again this soon while Ceph says wait.
 const WAIT_REQUEUE: SignedDuration = SignedDuration::from_secs(2);
 /// A step none of whose pods went down for this long is given up (its deletions failed or
@@ -67,6 +69,9 @@ pub struct CephView {
     pub step: Option<StepProgress>,
     /// How long `noout` may be held.
     pub max_noout: SignedDuration,
+    /// Look at Ceph again this soon while a step is open or a question waits (Ceph's changes
+    /// trigger no watch).
+    pub look_every: SignedDuration,
 }
 
 impl Default for CephView {
@@ -77,6 +82,7 @@ impl Default for CephView {
             },
             step: None,
             max_noout: DEFAULT_MAX_NOOUT,
+            look_every: SLOW_LOOKS,
         }
     }
 }
@@ -295,7 +301,7 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
         ConditionReason::StepInProgress,
         format!("a step is under way on {keys}"),
     ));
-    out.requeue_after = Some(STEP_REQUEUE);
+    out.requeue_after = Some(input.view.look_every);
     out.step = Some(open.clone());
     let held = input.now.duration_since(open.started.0);
     let done = input.view.step == Some(StepProgress::Done);
@@ -425,7 +431,7 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
             ));
             out.question = Some(input.proposed.to_vec());
             out.halted = Some(format!("asking Ceph whether {} may stop", keys_text()));
-            out.requeue_after = Some(STEP_REQUEUE);
+            out.requeue_after = Some(input.view.look_every);
             return out;
         }
     };
@@ -462,7 +468,7 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
                     ids: ids.iter().copied().collect(),
                 },
             ];
-            out.requeue_after = Some(STEP_REQUEUE);
+            out.requeue_after = Some(input.view.look_every);
             out
         }
         GateDecision::Wait { blockers } | GateDecision::Halt { blockers } => {

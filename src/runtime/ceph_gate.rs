@@ -11,6 +11,7 @@ use crate::crd::CephOsd;
 use crate::labels;
 use crate::plan::ceph_gate::{
     domain_prefixes, CephInput, CephView, GateAnswer, GateOff, GateSubject, DEFAULT_MAX_NOOUT,
+    QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::ObservedPod;
 use crate::runtime::memory::Memory;
@@ -39,9 +40,10 @@ impl Default for GateSettings {
     }
 }
 
-/// A look at an open step started this recently stands for the next reconcile too (one
-/// brought by a pod's event): looks follow each other about a second apart anyway.
-const RECENT_LOOK: Duration = Duration::from_millis(800);
+/// A look at an open step started this recently (this part of the look interval) stands for
+/// the next reconcile too (one brought by a pod's event): looks follow each other about that
+/// far apart anyway.
+const RECENT_LOOK_PERCENT: u32 = 80;
 
 /// The view of Ceph a first plan of `cr` gets: off (no Ceph, or the CephOSD skips it), else
 /// not asked, with where its open step stands (one look at Ceph fed to the step's watch, or
@@ -58,10 +60,17 @@ pub(crate) async fn first_view(
         input: CephInput::Off { why },
         step: None,
         max_noout,
+        look_every: SLOW_LOOKS,
     };
     let Some(ceph) = ceph else {
         return (off(GateOff::NotConfigured), None);
     };
+    let look_every = if ceph.keeps_connected() {
+        QUICK_LOOKS
+    } else {
+        SLOW_LOOKS
+    };
+    let recent_look = look_every.unsigned_abs() * RECENT_LOOK_PERCENT / 100;
     if cr.spec.skips_ceph_gate() {
         return (off(GateOff::Skipped), None);
     }
@@ -77,7 +86,7 @@ pub(crate) async fn first_view(
             let at = Instant::now();
             let recent = memory
                 .step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
-                    watch.recent(at, RECENT_LOOK)
+                    watch.recent(at, recent_look)
                 })
                 .flatten();
             let ids: Vec<OsdId> = open.osds.iter().map(|o| OsdId(o.id)).collect();
@@ -108,6 +117,7 @@ pub(crate) async fn first_view(
         input: CephInput::NotAsked,
         step,
         max_noout,
+        look_every,
     };
     (view, looked)
 }

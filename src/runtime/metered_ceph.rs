@@ -65,6 +65,10 @@ impl CephClient for MeteredCeph {
     fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
         self.timed("osd rm-noout", self.inner.rm_noout(ids))
     }
+
+    fn keeps_connected(&self) -> bool {
+        self.inner.keeps_connected()
+    }
 }
 
 #[cfg(test)]
