@@ -6,7 +6,8 @@ WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p ceph-osd-operator
 
-# Debian's ceph-common: the `ceph` CLI the Ceph gate runs (ok-to-stop, noout, pg stat).
+# Debian's ceph-common: the `ceph` CLI the Ceph gate asks (ok-to-stop, noout, pg stat), kept
+# connected through its own python3-rados and python3-ceph-argparse (dependencies of the package).
 FROM docker.io/library/debian:bookworm-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ceph-common \

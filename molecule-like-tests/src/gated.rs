@@ -255,7 +255,7 @@ impl Gated {
         Ok(g)
     }
 
-    /// Waits until no step is open and `CephGate` is True `CephIdle`.
+    /// Waits until no step is open and `CephGate` is True `CephIdle`, and Ceph was sampled since.
     pub async fn wait_gate_idle(&self, timeout: Duration) -> anyhow::Result<()> {
         self.wait_gate("CephGate True CephIdle, no cephStep", timeout, |status| {
             status.ceph_step.is_none()
@@ -264,7 +264,18 @@ impl Gated {
                     .iter()
                     .any(|c| c.type_ == "CephGate" && c.status == "True" && c.reason == "CephIdle")
         })
-        .await
+        .await?;
+        // Checks of "the end" (no noout left) read the recording: it must hold an osdmap taken
+        // after the gate said idle, not one polled just before.
+        let idle_at = self.ceph.elapsed();
+        self.ceph
+            .wait_until(
+                "an osdmap sample after the gate went idle",
+                Duration::from_secs(30),
+                |s| s.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at),
+            )
+            .await?;
+        Ok(())
     }
 
     /// Waits until the CephOSD's status satisfies `done`; the error shows the gate's record.

@@ -124,6 +124,20 @@ impl CliClient {
 
     /// Runs `ceph <command>` through the session, or as a process when it cannot run here.
     async fn run(&self, command: &[String]) -> Result<Finished, CephError> {
+        let started = Instant::now();
+        let finished = self.run_somehow(command).await;
+        let elapsed = started.elapsed();
+        let shown = command.join(" ");
+        match &finished {
+            Ok(f) => {
+                tracing::debug!(command = %shown, ?elapsed, exit_code = ?f.exit_code, "ceph call");
+            }
+            Err(e) => tracing::debug!(command = %shown, ?elapsed, error = %e, "ceph call failed"),
+        }
+        finished
+    }
+
+    async fn run_somehow(&self, command: &[String]) -> Result<Finished, CephError> {
         if let Some(session) = self.session.as_ref().filter(|_| self.keeps_connected()) {
             match session.run(command).await {
                 Ok(finished) => return Ok(finished),
@@ -164,7 +178,6 @@ impl CliClient {
     /// Runs `ceph <command>` within the bound; the child is killed and reaped past it.
     async fn run_process(&self, command: &[String]) -> Result<Finished, CephError> {
         let shown = command.join(" ");
-        let started = Instant::now();
         let mut child = tokio::process::Command::new(&self.settings.program)
             .args(self.arguments(command))
             .stdin(Stdio::null())
@@ -183,11 +196,9 @@ impl CliClient {
             tokio::join!(read_all(stdout), read_all(stderr), child.wait())
         })
         .await;
-        let elapsed = started.elapsed();
         let Ok((stdout, stderr, status)) = finished else {
             // Past the bound: SIGKILL, then wait, so no zombie is left behind.
             let _ = child.kill().await;
-            tracing::debug!(command = %shown, ?elapsed, "ceph call timed out; killed");
             return Err(CephError::Timeout {
                 command: shown,
                 timeout: self.settings.timeout,
@@ -204,7 +215,6 @@ impl CliClient {
             stdout: stdout.map_err(io_error)?,
             stderr: stderr.map_err(io_error)?,
         };
-        tracing::debug!(command = %shown, ?elapsed, exit_code = ?finished.exit_code, "ceph call");
         Ok(finished)
     }
 

@@ -116,11 +116,18 @@ fn each_progress_is_quoted() {
             "Ceph is done, its replacements are not Ready yet",
         ),
     ] {
-        let view = on(Some(progress));
+        let view = on(Some(progress.clone()));
         let out = gate(&input(&view, Some(&open), &[]));
         let halted = out.halted.unwrap_or_default();
         assert!(halted.contains(says), "{halted}");
-        assert_eq!(out.requeue_after, Some(STEP_REQUEUE));
+        assert_eq!(out.requeue_after, Some(SLOW_LOOKS));
+        // Over a long-lived connection the step is looked at more often.
+        let quick = CephView {
+            look_every: QUICK_LOOKS,
+            ..on(Some(progress))
+        };
+        let out = gate(&input(&quick, Some(&open), &[]));
+        assert_eq!(out.requeue_after, Some(QUICK_LOOKS));
     }
 }
 
