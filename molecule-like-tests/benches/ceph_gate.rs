@@ -314,7 +314,7 @@ async fn main() -> anyhow::Result<()> {
          | wall ÷ Ceph's own time (target ≤ 1.1) | {:.2} |\n\
          | wall ÷ (Ceph's time in the rollout + Kubernetes') | {:.2} |\n\
          | the operator's time per step, mean (target ≤ 1 s) | {} |\n\
-         | of which the mon's commit of `noout` (`osd add-noout`, mean) | {} |\n",
+         | the mon's commit of the next step's `noout` (`osd add-noout`, mean; it may start before the clean sample) | {} |\n",
         secs(whole),
         secs(own_mean),
         secs(own_mean * n),
