@@ -421,3 +421,46 @@ fn priority_class_is_the_one_the_sample_names() {
         pc["metadata"]["name"]
     );
 }
+
+/// The image (not built here: no container engine) as far as it can be checked offline: its
+/// entrypoint is the binary the Deployment runs with `run …`, its user is the Deployment's
+/// non-root user, and its base carries Debian's `ceph` CLI for the Ceph gate.
+#[test]
+fn dockerfile_runs_the_binary_as_the_deployments_user_with_the_ceph_cli() {
+    let text = read("Dockerfile");
+    let final_stage = text.rsplit("\nFROM ").next().expect("a final stage");
+    assert!(
+        final_stage.starts_with("docker.io/library/debian:"),
+        "the final stage is not Debian: {final_stage}"
+    );
+    let line = |prefix: &str| {
+        final_stage
+            .lines()
+            .find(|l| l.trim_start().starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in the final stage"))
+            .trim()
+            .to_owned()
+    };
+    assert!(final_stage.contains("apt-get install") && final_stage.contains("ceph-common"));
+    assert!(line("COPY").ends_with(" /usr/local/bin/ceph-osd-operator"));
+    assert_eq!(
+        line("ENTRYPOINT"),
+        r#"ENTRYPOINT ["/usr/local/bin/ceph-osd-operator"]"#
+    );
+    let user = line("USER");
+    let deployment = deployment();
+    let security = &deployment["spec"]["template"]["spec"]["securityContext"];
+    assert_eq!(
+        user,
+        format!("USER {}:{}", security["runAsUser"], security["runAsGroup"])
+    );
+    assert_eq!(security["runAsNonRoot"], true);
+    assert_eq!(
+        args(&container(&deployment)).first().map(String::as_str),
+        Some("run")
+    );
+    assert!(
+        text.contains("Not built by this project's CI"),
+        "the Dockerfile must say CI does not build it"
+    );
+}

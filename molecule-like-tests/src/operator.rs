@@ -46,10 +46,14 @@ pub(crate) fn spawn_operator_process(
         .open(log_path)
         .with_context(|| format!("opening {}", log_path.display()))?;
     let mut command = Command::new(&bin);
+    command.arg("run");
+    // The operator's identity of deploy/ unless the test gives another (`--kubeconfig F`).
+    if !extra_args.contains(&"--kubeconfig") {
+        command
+            .arg("--kubeconfig")
+            .arg(crate::operator_kubeconfig_path());
+    }
     command
-        .arg("run")
-        .arg("--kubeconfig")
-        .arg(crate::operator_kubeconfig_path())
         .args(
             namespace
                 .map(|ns| ["--namespace", ns])

@@ -100,6 +100,21 @@ pub fn kubectl() -> Option<String> {
         .map(|_| "kubectl".to_string())
 }
 
+/// The Helm that `control-plane up` links into its state dir (built by `control-plane
+/// install`), else `helm` on the PATH; None when there is none.
+pub fn helm() -> Option<String> {
+    let linked = crate::state_dir().join("helm");
+    if linked.exists() {
+        return Some(linked.to_string_lossy().into_owned());
+    }
+    Command::new("helm")
+        .arg("version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| "helm".to_string())
+}
+
 /// The last `n` lines of a file (empty when unreadable).
 pub fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();

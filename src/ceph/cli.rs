@@ -10,6 +10,7 @@ use super::answers::{
     parse_status, ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgBrief, PgStates,
 };
 use super::client::{CephClient, CephError};
+use super::finished::Finished;
 use super::osd_id::OsdId;
 use super::session::{python_of, Launch, Session, SessionError};
 use futures::future::BoxFuture;
@@ -79,14 +80,6 @@ pub struct CliClient {
     session: Option<Arc<Session>>,
     /// Set once the session turned out unusable here: a process per call from then on.
     per_call: Arc<AtomicBool>,
-}
-
-/// What a finished call left: its exit code (`None`: a signal), stdout, stderr.
-#[derive(Debug)]
-pub(super) struct Finished {
-    pub exit_code: Option<i32>,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
 }
 
 impl CliClient {

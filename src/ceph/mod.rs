@@ -10,6 +10,7 @@ mod client;
 mod facts;
 #[cfg(test)]
 pub(crate) mod fake;
+mod finished;
 mod gate;
 mod osd_id;
 mod pod_map;

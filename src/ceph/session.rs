@@ -9,8 +9,8 @@
 //! Python script, or its interpreter lacks librados) is `Unusable`: the caller runs a process
 //! per call instead.
 
-use super::cli::Finished;
 use super::client::CephError;
+use super::finished::Finished;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
