@@ -52,10 +52,9 @@ fn repo(relative: &str) -> PathBuf {
     workspace_root().join(relative)
 }
 
-/// Runs `program args` as the cluster admin (KUBECONFIG) from the repository root: its stdout,
-/// or an error with its stderr.
-fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new(program)
+/// `program args` as the cluster admin (KUBECONFIG), from the repository root, finished.
+fn output(program: &str, args: &[&str]) -> anyhow::Result<std::process::Output> {
+    Command::new(program)
         .args(args)
         .current_dir(workspace_root())
         .env("KUBECONFIG", kubeconfig_path())
@@ -64,7 +63,12 @@ fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
         .env("HELM_CONFIG_HOME", scratch().join("helm-config"))
         .env("HELM_DATA_HOME", scratch().join("helm-data"))
         .output()
-        .with_context(|| format!("running {program}"))?;
+        .with_context(|| format!("running {program}"))
+}
+
+/// [`output`] of a run that must succeed: its stdout, or an error with its stderr.
+fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = output(program, args)?;
     let shown = format!("{program} {}", args.join(" "));
     ensure!(
         out.status.success(),
@@ -77,16 +81,9 @@ fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Like [`run`], expecting failure: its stderr.
+/// [`output`] of a run that must fail: its stderr.
 fn run_failing(program: &str, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(workspace_root())
-        .env("KUBECONFIG", kubeconfig_path())
-        .env("HELM_CACHE_HOME", scratch().join("helm-cache"))
-        .env("HELM_CONFIG_HOME", scratch().join("helm-config"))
-        .env("HELM_DATA_HOME", scratch().join("helm-data"))
-        .output()?;
+    let out = output(program, args)?;
     ensure!(
         !out.status.success(),
         "`{program} {}` succeeded",
@@ -792,19 +789,19 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
             "yes",
         ),
     ] {
-        let out = Command::new(&kubectl)
-            .env("KUBECONFIG", kubeconfig_path())
-            .args([
-                "auth",
-                "can-i",
-                verb,
-                resource,
-                "--all-namespaces",
-                "--as",
-                &sa,
-            ])
-            .args((!subresource.is_empty()).then_some(subresource))
-            .output()?;
+        let mut words = vec![
+            "auth",
+            "can-i",
+            verb,
+            resource,
+            "--all-namespaces",
+            "--as",
+            &sa,
+        ];
+        if !subresource.is_empty() {
+            words.push(subresource);
+        }
+        let out = output(&kubectl, &words)?;
         let said = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         ensure!(
             said == expected,
