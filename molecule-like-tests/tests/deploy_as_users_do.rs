@@ -708,6 +708,27 @@ fn service_account_kubeconfig(namespace: &str, account: &str, path: &Path) -> an
     Ok(())
 }
 
+/// A scenario whose operator runs as ServiceAccount `namespace/account` (a token of it, with
+/// the RBAC bound to it): a CephOSD of 2 hosts × 2 OSDs it created pods for, one per OSD.
+async fn reconciling_as(namespace: &str, account: &str, name: &str) -> anyhow::Result<Scenario> {
+    let mut s = Scenario::create(name).await?;
+    s.start_recorder().await?;
+    let kubeconfig = s.log_path.with_file_name(format!("{account}.kubeconfig"));
+    service_account_kubeconfig(namespace, account, &kubeconfig)?;
+    s.start_operator_with_args(
+        &molecule_like_tests::operator::OperatorOptions::default(),
+        &["--kubeconfig", kubeconfig.to_str().context("path")?],
+    )?;
+    let hosts = s.hosts(["a", "b"]);
+    let data = ["/dev/sdb", "/dev/sdc"];
+    s.create_converged(
+        &cephosd(CR, storage(&hosts, &data), "Host", fast_sample_template()?),
+        keys(&hosts, &data),
+    )
+    .await?;
+    Ok(s)
+}
+
 /// OSD pods of `namespace` by UID.
 async fn pod_uids(client: &kube::Client, namespace: &str) -> anyhow::Result<BTreeSet<String>> {
     Ok(Api::<Pod>::namespaced(client.clone(), namespace)
@@ -810,22 +831,7 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
     }
 
     // The operator binary as Helm's ServiceAccount, with Helm's RBAC: it reconciles a CephOSD.
-    let mut s = Scenario::create("helm-osds").await?;
-    s.start_recorder().await?;
-    let kubeconfig = s.log_path.with_file_name("helm-sa.kubeconfig");
-    service_account_kubeconfig(&namespace, &fullname, &kubeconfig)?;
-    s.start_operator_with_args(
-        &molecule_like_tests::operator::OperatorOptions::default(),
-        &["--kubeconfig", kubeconfig.to_str().context("path")?],
-    )?;
-    let hosts = s.hosts(["helm-a", "helm-b"]);
-    let data = ["/dev/sdb", "/dev/sdc"];
-    let converged = s
-        .create_converged(
-            &cephosd(CR, storage(&hosts, &data), "Host", fast_sample_template()?),
-            keys(&hosts, &data),
-        )
-        .await?;
+    let s = reconciling_as(&namespace, &fullname, "helm-osds").await?;
     let before = pod_uids(&client, &s.namespace).await?;
     ensure!(before.len() == 4, "{} OSD pods", before.len());
 
@@ -888,7 +894,6 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
         priority_classes.get_opt(&priority_class).await?.is_none(),
         "the release's PriorityClass outlived the uninstall"
     );
-    drop(converged);
     s.destroy().await?;
     Api::<Namespace>::all(client.clone())
         .delete(&namespace, &DeleteParams::default())
@@ -916,6 +921,9 @@ async fn kubectl_apply_k_deploy_is_admitted_as_restricted_and_a_second_apply_cha
     );
     check_restricted_admission(&client, OPERATOR_NAMESPACE).await?;
     let admitted = wait_pods_admitted(&client, OPERATOR_NAMESPACE, "ceph-osd-operator").await;
+    // The operator as the ServiceAccount, with the RBAC, that deploy/ makes.
+    let reconciled =
+        reconciling_as(OPERATOR_NAMESPACE, "ceph-osd-operator", "kustomize-osds").await;
     let second = run(&kubectl, &["apply", "-k", "deploy/"]);
     // deploy/'s Deployment and Service are what the control plane's setup does not apply:
     // they go again whatever happened (the rest is that setup's).
@@ -934,6 +942,7 @@ async fn kubectl_apply_k_deploy_is_admitted_as_restricted_and_a_second_apply_cha
         "[deploy] {} operator pods admitted under the restricted standard",
         admitted?
     );
+    reconciled?.destroy().await?;
     let second = second?;
     let changed: Vec<&str> = second
         .lines()

@@ -118,7 +118,7 @@ impl CliClient {
     /// Runs `ceph <command>` through the session, or as a process when it cannot run here.
     async fn run(&self, command: &[String]) -> Result<Finished, CephError> {
         let started = Instant::now();
-        let finished = self.run_somehow(command).await;
+        let finished = self.run_either_way(command).await;
         let elapsed = started.elapsed();
         let shown = command.join(" ");
         match &finished {
@@ -130,7 +130,7 @@ impl CliClient {
         finished
     }
 
-    async fn run_somehow(&self, command: &[String]) -> Result<Finished, CephError> {
+    async fn run_either_way(&self, command: &[String]) -> Result<Finished, CephError> {
         if let Some(session) = self.session.as_ref().filter(|_| self.keeps_connected()) {
             match session.run(command).await {
                 Ok(finished) => return Ok(finished),
