@@ -248,6 +248,17 @@ impl CephBridge {
         daemons(&locked(&self.log))
     }
 
+    /// OSD `id`'s daemons, which must have run in exactly `pods`, in that order.
+    pub fn daemons_of(&self, id: u32, pods: &[&str]) -> anyhow::Result<Vec<Daemon>> {
+        let list = self.daemons().remove(&id).unwrap_or_default();
+        let names: Vec<&str> = list.iter().map(|d| d.pod.as_str()).collect();
+        anyhow::ensure!(
+            names == pods,
+            "osd.{id}: daemons of {names:?}, expected {pods:?}"
+        );
+        Ok(list)
+    }
+
     /// Stops the bridge: waits for the operations under way, stops every daemon it started
     /// (recorded as stopped `bridge stopped`), ends the watch. Returns the events.
     pub async fn stop(mut self) -> anyhow::Result<Vec<BridgeEvent>> {

@@ -579,6 +579,14 @@ impl CephRecording {
         Ok(())
     }
 
+    /// A gated rollout by host as Ceph saw it from `from` on: never more than one CRUSH host
+    /// down, no PG unavailable, no `noout` left at the end.
+    pub fn check_one_host_at_a_time(&self, from: Duration) -> anyhow::Result<()> {
+        self.check_hosts_down_at_most(1, from)?;
+        self.check_pgs_never_unavailable(from)?;
+        self.check_no_noout_at_end()
+    }
+
     /// No `noout` anywhere in the last osdmap.
     pub fn check_no_noout_at_end(&self) -> anyhow::Result<()> {
         let last = self.events.iter().rev().find_map(|e| match &e.observed {

@@ -152,17 +152,12 @@ async fn roll_real_osds(name: &str, ready_by_ceph: bool) -> anyhow::Result<()> {
     // The bridge: one daemon per OSD id, each old pod's stopped before it was gone, each new
     // pod's booted with a newer up_from; Ceph's metadata names the new pods.
     bridge.check()?;
-    let daemons = bridge.daemons();
     let mut restarts = Vec::new();
     for (key, id) in &table {
-        let list = daemons.get(id).cloned().unwrap_or_default();
-        let names: Vec<&str> = list.iter().map(|d| d.pod.as_str()).collect();
         let (old_pod, new_pod) = (converged.pods[key].name_any(), rolled[key].name_any());
-        anyhow::ensure!(
-            names == [old_pod.as_str(), new_pod.as_str()],
-            "osd.{id}: daemons of {names:?}, expected {old_pod} then {new_pod}\n{}",
-            bridge.render()
-        );
+        let list = bridge
+            .daemons_of(*id, &[&old_pod, &new_pod])
+            .map_err(|e| anyhow::anyhow!("{e:#}\n{}", bridge.render()))?;
         let (first, second) = (&list[0], &list[1]);
         anyhow::ensure!(
             first.stopped.is_some() && first.gone.is_some() && first.stopped <= first.gone,

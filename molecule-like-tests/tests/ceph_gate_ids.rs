@@ -385,17 +385,10 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
     check_pod_watch(&g, watch_from).await?;
     g.bridge.check().map_err(fail)?;
     // No daemon ever ran in the never-booted pod; its successor's did.
-    let daemons = g.bridge.daemons();
-    let names: Vec<&str> = daemons
-        .get(&id)
-        .map(|l| l.iter().map(|d| d.pod.as_str()).collect())
-        .unwrap_or_default();
     let successor = rolled[&key].name_any();
-    anyhow::ensure!(
-        names == [first.name_any().as_str(), successor.as_str()],
-        "osd.{id}: daemons of {names:?}, expected {} then {successor}\n{report}",
-        first.name_any()
-    );
+    g.bridge
+        .daemons_of(id, &[&first.name_any(), &successor])
+        .map_err(fail)?;
     // No step on the disk before the admin's annotation.
     let samples = g.gate.samples();
     if let Some(s) = step_with(&samples, &key, from).filter(|s| s.at < annotated) {
@@ -545,9 +538,7 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
     let report = report(&g, from).await;
     let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
     let recording = g.ceph.recording();
-    recording.check_hosts_down_at_most(1, from).map_err(fail)?;
-    recording.check_pgs_never_unavailable(from).map_err(fail)?;
-    recording.check_no_noout_at_end().map_err(fail)?;
+    recording.check_one_host_at_a_time(from).map_err(fail)?;
     check_pod_watch(&g, watch_from).await?;
     g.bridge.check().map_err(fail)?;
     let samples = g.gate.samples();
@@ -564,16 +555,10 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
         "ok-to-stop never asked about exactly osd.{id} after the annotation:\n{}\n{report}",
         asked_after.join("\n")
     );
-    let daemons = g.bridge.daemons();
-    let names: Vec<&str> = daemons
-        .get(&id)
-        .map(|l| l.iter().map(|d| d.pod.as_str()).collect())
-        .unwrap_or_default();
     let successor = rolled[&key].name_any();
-    anyhow::ensure!(
-        names == [name.as_str(), successor.as_str()],
-        "osd.{id}: daemons of {names:?}, expected {name} then {successor}\n{report}"
-    );
+    g.bridge
+        .daemons_of(id, &[&name, &successor])
+        .map_err(fail)?;
     let shown = |(s, r, m): &Gate| format!("{s} {r}: {m}");
     println!(
         "==== a Ready pod whose daemon names no pod: set up {:.1}s; halted {:.1}s after the \
@@ -903,9 +888,7 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
     let report = report(&g, from).await;
     let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
     let recording = g.ceph.recording();
-    recording.check_hosts_down_at_most(1, from).map_err(fail)?;
-    recording.check_pgs_never_unavailable(from).map_err(fail)?;
-    recording.check_no_noout_at_end().map_err(fail)?;
+    recording.check_one_host_at_a_time(from).map_err(fail)?;
     check_pod_watch(&g, watch_from).await?;
     g.bridge.check().map_err(fail)?;
     // Each OSD whose noout expired (said by the condition) has a NooutExpired event naming it.
