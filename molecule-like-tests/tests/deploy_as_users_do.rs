@@ -10,7 +10,8 @@
 //!   real admission admits the Deployment's pods — KWOK fakes), the CRD from the chart's
 //!   `crds/`; the operator run as the ServiceAccount Helm created, with the RBAC Helm created,
 //!   reconciles a CephOSD; `helm upgrade` rolls the Deployment; `helm uninstall` leaves the
-//!   CRD, the CephOSD and every OSD pod.
+//!   CRD, the CephOSD and every OSD pod. Each journey's pod watch, recorded from the CephOSD's
+//!   creation: never two pods for one disk, no OSD without a Ready pod once all were up.
 //! - `kubectl apply -k deploy/`: `--dry-run=server` first, then for real, then again with
 //!   every object unchanged; the namespace enforces the restricted standard on its pods.
 //!
@@ -26,6 +27,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context};
+use ceph_osd_operator::crd::UpdateDomain;
+use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -708,9 +711,31 @@ fn service_account_kubeconfig(namespace: &str, account: &str, path: &Path) -> an
     Ok(())
 }
 
-/// A scenario whose operator runs as ServiceAccount `namespace/account` (a token of it, with
-/// the RBAC bound to it): a CephOSD of 2 hosts × 2 OSDs it created pods for, one per OSD.
-async fn reconciling_as(namespace: &str, account: &str, name: &str) -> anyhow::Result<Scenario> {
+/// A CephOSD of 2 hosts × 2 OSDs reconciled by an operator running as ServiceAccount
+/// `namespace/account` (a token of it, with the RBAC bound to it): one pod per OSD.
+struct Reconciled {
+    s: Scenario,
+    want: BTreeSet<OsdKey>,
+    /// The pod watch's length once every OSD's pod was Ready.
+    converged_at: usize,
+}
+
+impl Reconciled {
+    /// The pod watch since the CephOSD was created: never two pods for one disk, and no OSD
+    /// without a Ready pod since they all came up (whatever was installed, upgraded or
+    /// uninstalled meanwhile).
+    async fn check_pod_watch(&self) -> anyhow::Result<()> {
+        self.s.assert_one_pod_per_key().await?;
+        self.s.recorder()?.assert_unavailable_domains_at_most(
+            &self.want,
+            UpdateDomain::Host,
+            0,
+            self.converged_at,
+        )
+    }
+}
+
+async fn reconciling_as(namespace: &str, account: &str, name: &str) -> anyhow::Result<Reconciled> {
     let mut s = Scenario::create(name).await?;
     s.start_recorder().await?;
     let kubeconfig = s.log_path.with_file_name(format!("{account}.kubeconfig"));
@@ -721,12 +746,18 @@ async fn reconciling_as(namespace: &str, account: &str, name: &str) -> anyhow::R
     )?;
     let hosts = s.hosts(["a", "b"]);
     let data = ["/dev/sdb", "/dev/sdc"];
+    let want = keys(&hosts, &data);
     s.create_converged(
         &cephosd(CR, storage(&hosts, &data), "Host", fast_sample_template()?),
-        keys(&hosts, &data),
+        want.clone(),
     )
     .await?;
-    Ok(s)
+    let converged_at = s.recorder()?.len();
+    Ok(Reconciled {
+        s,
+        want,
+        converged_at,
+    })
 }
 
 /// OSD pods of `namespace` by UID.
@@ -831,7 +862,8 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
     }
 
     // The operator binary as Helm's ServiceAccount, with Helm's RBAC: it reconciles a CephOSD.
-    let s = reconciling_as(&namespace, &fullname, "helm-osds").await?;
+    let reconciled = reconciling_as(&namespace, &fullname, "helm-osds").await?;
+    let s = &reconciled.s;
     let before = pod_uids(&client, &s.namespace).await?;
     ensure!(before.len() == 4, "{} OSD pods", before.len());
 
@@ -894,7 +926,8 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
         priority_classes.get_opt(&priority_class).await?.is_none(),
         "the release's PriorityClass outlived the uninstall"
     );
-    s.destroy().await?;
+    reconciled.check_pod_watch().await?;
+    reconciled.s.destroy().await?;
     Api::<Namespace>::all(client.clone())
         .delete(&namespace, &DeleteParams::default())
         .await?;
@@ -942,7 +975,9 @@ async fn kubectl_apply_k_deploy_is_admitted_as_restricted_and_a_second_apply_cha
         "[deploy] {} operator pods admitted under the restricted standard",
         admitted?
     );
-    reconciled?.destroy().await?;
+    let reconciled = reconciled?;
+    reconciled.check_pod_watch().await?;
+    reconciled.s.destroy().await?;
     let second = second?;
     let changed: Vec<&str> = second
         .lines()
