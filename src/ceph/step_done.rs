@@ -166,14 +166,8 @@ mod tests {
     const LAG: Duration = Duration::from_secs(2);
 
     /// A look without `pg ls-by-osd` (the key lacks the cap): the lag rule alone.
-    trait WithoutReports {
-        fn observe_without_reports(&mut self, at: Instant, facts: &CephFacts) -> StepProgress;
-    }
-
-    impl WithoutReports for StepWatch {
-        fn observe_without_reports(&mut self, at: Instant, facts: &CephFacts) -> StepProgress {
-            self.observe(at, facts, &PgsOnOsds::new())
-        }
+    fn without_reports(w: &mut StepWatch, at: Instant, facts: &CephFacts) -> StepProgress {
+        w.observe(at, facts, &PgsOnOsds::new())
     }
 
     /// osd.1 (up_from 8) stopped and started again, as recorded from the real cluster.
@@ -188,7 +182,8 @@ mod tests {
         let mut w = watch();
         // Right after the stop: still up in the dump (old up_from), PGs stale.
         assert_eq!(
-            w.observe_without_reports(
+            without_reports(
+                &mut w,
                 s(0),
                 &look("osd_dump_noout_on_1", "pg_stat_stale_after_stop")
             ),
@@ -197,20 +192,27 @@ mod tests {
             }
         );
         assert!(matches!(
-            w.observe_without_reports(s(500), &look("osd_dump_1_down", "pg_stat_one_osd_down")),
+            without_reports(
+                &mut w,
+                s(500),
+                &look("osd_dump_1_down", "pg_stat_one_osd_down")
+            ),
             StepProgress::Booting { .. }
         ));
         // Up again with up_from 16; PG states still those of while it was down, then peering.
         assert!(matches!(
-            w.observe_without_reports(
+            without_reports(
+                &mut w,
                 s(4000),
                 &look("osd_dump_1_up_again", "pg_stat_one_osd_down")
             ),
             StepProgress::Recovering { .. }
         ));
-        let StepProgress::Recovering { blockers } =
-            w.observe_without_reports(s(4500), &look("osd_dump_1_up_again", "pg_stat_peering"))
-        else {
+        let StepProgress::Recovering { blockers } = without_reports(
+            &mut w,
+            s(4500),
+            &look("osd_dump_1_up_again", "pg_stat_peering"),
+        ) else {
             panic!()
         };
         assert_eq!(
@@ -218,14 +220,22 @@ mod tests {
             ["33 of 33 PGs are not active+clean: 33 peering"]
         );
         assert_eq!(
-            w.observe_without_reports(s(5000), &look("osd_dump_1_up_again", "pg_stat_clean")),
+            without_reports(
+                &mut w,
+                s(5000),
+                &look("osd_dump_1_up_again", "pg_stat_clean")
+            ),
             StepProgress::Confirming {
                 clean_looks: 1,
                 wait_at_least: Duration::from_secs(1)
             }
         );
         assert_eq!(
-            w.observe_without_reports(s(6000), &look("osd_dump_1_up_again", "pg_stat_clean")),
+            without_reports(
+                &mut w,
+                s(6000),
+                &look("osd_dump_1_up_again", "pg_stat_clean")
+            ),
             StepProgress::Done
         );
     }
@@ -237,18 +247,18 @@ mod tests {
         let mut w = watch();
         let up_and_clean = look("osd_dump_1_up_again", "pg_stat_clean");
         assert!(matches!(
-            w.observe_without_reports(t0, &up_and_clean),
+            without_reports(&mut w, t0, &up_and_clean),
             StepProgress::Confirming { clean_looks: 1, .. }
         ));
         assert_eq!(
-            w.observe_without_reports(t0 + Duration::from_millis(300), &up_and_clean),
+            without_reports(&mut w, t0 + Duration::from_millis(300), &up_and_clean),
             StepProgress::Confirming {
                 clean_looks: 2,
                 wait_at_least: Duration::from_millis(1700)
             }
         );
         assert_eq!(
-            w.observe_without_reports(t0 + LAG, &up_and_clean),
+            without_reports(&mut w, t0 + LAG, &up_and_clean),
             StepProgress::Done
         );
     }
@@ -258,27 +268,40 @@ mod tests {
         let t0 = Instant::now();
         let mut w = watch();
         assert!(matches!(
-            w.observe_without_reports(t0, &look("osd_dump_1_up_again", "pg_stat_peering")),
+            without_reports(&mut w, t0, &look("osd_dump_1_up_again", "pg_stat_peering")),
             StepProgress::Recovering { .. }
         ));
         assert!(matches!(
-            w.observe_without_reports(t0 + 10 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            without_reports(
+                &mut w,
+                t0 + 10 * LAG,
+                &look("osd_dump_1_up_again", "pg_stat_clean")
+            ),
             StepProgress::Confirming { clean_looks: 1, .. }
         ));
         // A relapse starts the count again.
         assert!(matches!(
-            w.observe_without_reports(
+            without_reports(
+                &mut w,
                 t0 + 11 * LAG,
                 &look("osd_dump_1_up_again", "pg_stat_stale_after_stop")
             ),
             StepProgress::Recovering { .. }
         ));
         assert!(matches!(
-            w.observe_without_reports(t0 + 12 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            without_reports(
+                &mut w,
+                t0 + 12 * LAG,
+                &look("osd_dump_1_up_again", "pg_stat_clean")
+            ),
             StepProgress::Confirming { clean_looks: 1, .. }
         ));
         assert_eq!(
-            w.observe_without_reports(t0 + 13 * LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            without_reports(
+                &mut w,
+                t0 + 13 * LAG,
+                &look("osd_dump_1_up_again", "pg_stat_clean")
+            ),
             StepProgress::Done
         );
     }
@@ -290,7 +313,11 @@ mod tests {
         let mut w = watch();
         for i in 0..5 {
             assert_eq!(
-                w.observe_without_reports(t0 + i * LAG, &look("osd_dump_all_up", "pg_stat_clean")),
+                without_reports(
+                    &mut w,
+                    t0 + i * LAG,
+                    &look("osd_dump_all_up", "pg_stat_clean")
+                ),
                 StepProgress::Booting {
                     pending: vec![OsdId(1)]
                 }
@@ -302,24 +329,33 @@ mod tests {
     fn going_down_again_starts_over() {
         let t0 = Instant::now();
         let mut w = watch();
-        w.observe_without_reports(t0, &look("osd_dump_1_up_again", "pg_stat_clean"));
-        w.observe_without_reports(t0 + LAG / 2, &look("osd_dump_1_up_again", "pg_stat_clean"));
+        without_reports(&mut w, t0, &look("osd_dump_1_up_again", "pg_stat_clean"));
+        without_reports(
+            &mut w,
+            t0 + LAG / 2,
+            &look("osd_dump_1_up_again", "pg_stat_clean"),
+        );
         assert!(matches!(
-            w.observe_without_reports(t0 + LAG, &look("osd_dump_1_down", "pg_stat_clean")),
+            without_reports(&mut w, t0 + LAG, &look("osd_dump_1_down", "pg_stat_clean")),
             StepProgress::Booting { .. }
         ));
         // Back: the lag counts from this look on.
         let back = t0 + 2 * LAG;
-        w.observe_without_reports(back, &look("osd_dump_1_up_again", "pg_stat_clean"));
+        without_reports(&mut w, back, &look("osd_dump_1_up_again", "pg_stat_clean"));
         assert!(matches!(
-            w.observe_without_reports(
+            without_reports(
+                &mut w,
                 back + LAG / 2,
                 &look("osd_dump_1_up_again", "pg_stat_clean")
             ),
             StepProgress::Confirming { .. }
         ));
         assert_eq!(
-            w.observe_without_reports(back + LAG, &look("osd_dump_1_up_again", "pg_stat_clean")),
+            without_reports(
+                &mut w,
+                back + LAG,
+                &look("osd_dump_1_up_again", "pg_stat_clean")
+            ),
             StepProgress::Done
         );
     }
@@ -343,7 +379,7 @@ mod tests {
             let at = t0 + LAG * u32::try_from(i).unwrap();
             assert!(
                 matches!(
-                    w.observe_without_reports(at, facts),
+                    without_reports(&mut w, at, facts),
                     StepProgress::Recovering { .. }
                 ),
                 "{i}"
@@ -355,7 +391,8 @@ mod tests {
     fn an_osd_missing_from_the_osdmap_has_not_booted() {
         let mut w = StepWatch::new(BTreeMap::from([(OsdId(1), 8), (OsdId(7), 3)]), LAG);
         assert_eq!(
-            w.observe_without_reports(
+            without_reports(
+                &mut w,
                 Instant::now(),
                 &look("osd_dump_1_up_again", "pg_stat_clean")
             ),
