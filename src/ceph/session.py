@@ -3,7 +3,8 @@
 #
 # argv[1]: JSON {"conf", "keyring", "name", "connect_timeout"} (null: Ceph's default).
 # Out, one JSON object per line: first {"ready": true} or {"failed": text, "rc": errno} or
-# {"unusable": text}; then one {"id", "rc", "out", "outs"} per request, in any order.
+# {"unusable": text}; then one {"id", "rc", "out", "outs"} per request, in any order (`outs`:
+# the CLI's stderr).
 # In, one JSON object per line: {"id": n, "args": ["osd", "ok-to-stop", "0"]}.
 # Each request is answered on its own thread: a mgr command without a mgr waits forever and must
 # not hold the others back; the caller bounds every call and ends the process past it.
@@ -49,11 +50,13 @@ def answer(cluster, sigdict, prefixes, json_command, validate_command, request):
             rc, out, outs = json_command(cluster, target=("mon", ""), argdict=valid)
     except Exception as e:  # an answer, never a dead session
         rc, out, outs = -errno.EIO, b"", str(e)
+    # On failure stderr reads as the CLI's: "Error EBUSY: <outs>".
     say({
         "id": request["id"],
         "rc": rc,
         "out": out.decode("utf-8", "replace"),
-        "outs": outs,
+        "outs": "Error {0}: {1}".format(errno.errorcode.get(-rc, "Unknown"), outs)
+        if rc < 0 else outs,
     })
 
 
