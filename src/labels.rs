@@ -11,6 +11,9 @@ pub const WAL: &str = "ceph.elemental.net/wal";
 pub const POD_STATE: &str = "ceph.elemental.net/pod-state";
 /// On a pod, set by an admin: the OSD ids it runs (`3,7`), when Ceph cannot tell.
 pub const OSD_IDS: &str = "ceph.elemental.net/osd-ids";
+/// Label on the operator's OSD pods naming their update domain (see
+/// [`update_domain_label_value`]): the disruption budget selects pods by it.
+pub const UPDATE_DOMAIN: &str = "ceph.elemental.net/update-domain";
 
 const OWNER_PREFIX: &str = "CephOSD-";
 
@@ -24,6 +27,14 @@ pub fn owner_named_by(label_value: &str) -> Option<&str> {
     label_value
         .strip_prefix(OWNER_PREFIX)
         .filter(|name| !name.is_empty())
+}
+
+/// The [`UPDATE_DOMAIN`] label value of the update domain `domain` (an OSD key or a host):
+/// 16 hex digits of its SHA-256, a valid label value whatever the domain's spelling.
+pub fn update_domain_label_value(domain: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(domain.as_bytes());
+    hex::encode(&digest[..8])
 }
 
 /// Rollout state of a pod, kept in its `pod-state` annotation.
@@ -56,6 +67,15 @@ impl std::fmt::Display for PodState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn update_domain_label_values_are_short_valid_and_distinct() {
+        let a = update_domain_label_value("node-a:/dev/sdb");
+        assert_eq!(a.len(), 16);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, update_domain_label_value("node-a:/dev/sdc"));
+        assert_eq!(a, update_domain_label_value("node-a:/dev/sdb"));
+    }
 
     #[test]
     fn owner_label_value_and_owner_named_by_are_inverse() {

@@ -52,6 +52,16 @@ const REQUIRED: Calls = &[
         &["delete", "get", "list", "watch"],
         None,
     ),
+    // Each CephOSD's PodDisruptionBudget: created, patched, deleted; every budget watched.
+    (
+        Scope::Watched,
+        "policy",
+        "poddisruptionbudgets",
+        &["create", "delete", "get", "list", "patch", "watch"],
+        None,
+    ),
+    // Cordoned nodes (cluster-scoped objects): read only.
+    (Scope::Cluster, "", "nodes", &["list", "watch"], None),
     // A disk listed by two CephOSDs in different namespaces belongs to the older one.
     (
         Scope::Cluster,

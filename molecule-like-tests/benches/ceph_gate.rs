@@ -253,7 +253,7 @@ fn secs(d: Duration) -> String {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let own = cephs_own_steps().await?;
-    let (steps, whole, commands) = gated_rollout().await?;
+    let (steps, whole, commands) = Box::pin(gated_rollout()).await?;
 
     let own_mean = own.iter().map(|s| s.clean).sum::<Duration>() / u32::try_from(own.len())?;
     let mut section = format!(

@@ -266,14 +266,14 @@ async fn an_osd_down_outside_the_rollout_halts_it_until_it_is_back() -> anyhow::
 /// down at most and no PG unavailable; the rollout completes.
 #[tokio::test]
 async fn by_osd_a_pair_ceph_refuses_goes_one_at_a_time() -> anyhow::Result<()> {
-    by_osd_in_pairs("cephgate-pair", &["/dev/sdb"], 1).await
+    Box::pin(by_osd_in_pairs("cephgate-pair", &["/dev/sdb"], 1)).await
 }
 
 /// By OSD with `maxUnavailable: 2` over 3 hosts × 2 OSDs: the rollout proposes each host's
 /// two OSDs together, Ceph lets the pair go (one host's copies), both stop in one step.
 #[tokio::test]
 async fn by_osd_a_pair_ceph_lets_go_stops_together() -> anyhow::Result<()> {
-    by_osd_in_pairs("cephgate-pairs", &["/dev/sdb", "/dev/sdc"], 2).await
+    Box::pin(by_osd_in_pairs("cephgate-pairs", &["/dev/sdb", "/dev/sdc"], 2)).await
 }
 
 /// A rollout by OSD with `maxUnavailable: 2` over 3 hosts × `data`: every step the operator

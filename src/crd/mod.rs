@@ -104,6 +104,12 @@ pub struct CephOsdSpec {
     /// the condition says so too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceph_gate: Option<CephGate>,
+    /// Whether the operator keeps a PodDisruptionBudget that node drains and the rollout
+    /// share, counted in update domains: `Managed` (default; none is kept while a
+    /// PodDisruptionBudget of someone else selects the OSD pods, which the
+    /// `DisruptionBudget` condition says) or `Off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disruption_budget: Option<DisruptionBudgetMode>,
 }
 
 impl CephOsdSpec {
@@ -122,7 +128,13 @@ impl CephOsdSpec {
             progress_deadline_seconds: None,
             max_unavailable: None,
             ceph_gate: None,
+            disruption_budget: None,
         }
+    }
+
+    /// Whether the operator keeps this CephOSD's disruption budget.
+    pub fn manages_disruption_budget(&self) -> bool {
+        self.disruption_budget != Some(DisruptionBudgetMode::Off)
     }
 
     /// Whether this CephOSD opted out of the Ceph gate.
@@ -200,6 +212,31 @@ pub enum CephGate {
     Enabled,
     /// Never ask Ceph for this CephOSD (said by the `CephGate` condition).
     Skipped,
+}
+
+/// Whether the operator keeps a disruption budget for a CephOSD.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum DisruptionBudgetMode {
+    /// A PodDisruptionBudget owned by the CephOSD admits at most `maxUnavailable` update
+    /// domains down, drains and rollout together; the rollout waits for cordoned nodes' drains.
+    #[default]
+    Managed,
+    /// No PodDisruptionBudget; drains are not coordinated with the rollout.
+    Off,
+}
+
+/// The disruption budget as the operator last set it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetStatus {
+    /// How many more update domains may go down now (by a drain or the rollout).
+    pub allowed_domains: i64,
+    /// The update domains down now (or reserved by the rollout), outside the budget.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable_domains: Vec<String>,
+    /// Cordoned hosts whose OSD pods still run: their drains go before the next rollout step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drains_waiting: Vec<String>,
 }
 
 /// A rollout step under way as Ceph saw it before the stop: kept in the status so that a
@@ -284,7 +321,7 @@ pub struct CephOsdStatus {
     /// The update domains (OSD keys or hosts) being replaced or recreated now.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub current_update: Vec<String>,
-    /// Ready, Progressing, Stalled, InvalidSpec, Migrating and CephGate.
+    /// Ready, Progressing, Stalled, InvalidSpec, Migrating, CephGate and DisruptionBudget.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// The OSD ids each OSD key (`host:data`) runs, learnt from `ceph osd metadata` while those
@@ -294,6 +331,9 @@ pub struct CephOsdStatus {
     /// The rollout step under way that Ceph was asked about, until Ceph reports it done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceph_step: Option<CephStep>,
+    /// The disruption budget shared by node drains and the rollout, while the operator keeps one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetStatus>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference

@@ -42,6 +42,12 @@ const RULES: &[Rule] = &[
         message: SET_BY_OPERATOR,
     },
     Rule {
+        parent: &["metadata", "labels"],
+        key: labels::UPDATE_DOMAIN,
+        shape: Shape::MapKey,
+        message: SET_BY_OPERATOR,
+    },
+    Rule {
         parent: &["metadata", "annotations"],
         key: labels::TEMPLATE_HASH,
         shape: Shape::MapKey,
@@ -312,13 +318,17 @@ mod tests {
             ".metadata.labels['ceph.elemental.net/owner']"
         );
         assert_eq!(
-            rules[7]["rule"],
-            "!has(self.metadata) || !has(self.metadata.finalizers) || size(self.metadata.finalizers) == 0"
+            rules[1]["fieldPath"],
+            ".metadata.labels['ceph.elemental.net/update-domain']"
         );
         assert_eq!(
             rules[8]["rule"],
+            "!has(self.metadata) || !has(self.metadata.finalizers) || size(self.metadata.finalizers) == 0"
+        );
+        assert_eq!(
+            rules[9]["rule"],
             "!has(self.spec) || !has(self.spec.nodeName)"
         );
-        assert_eq!(rules[8]["fieldPath"], ".spec.nodeName");
+        assert_eq!(rules[9]["fieldPath"], ".spec.nodeName");
     }
 }

@@ -5,6 +5,7 @@ use crate::ceph::OsdId;
 use crate::crd::osd::OsdKey;
 use crate::labels::PodState;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 /// Why a pod is deleted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,4 +63,16 @@ pub enum Action {
     SetNoout { ids: Vec<OsdId> },
     /// Clears `noout` on these OSDs, confirmed by reading `osd dump` back.
     ClearNoout { ids: Vec<OsdId> },
+    /// Sets the label naming a pod's update domain (the disruption budget selects by it).
+    LabelDomain { name: String, value: String },
+    /// Creates the CephOSD's PodDisruptionBudget (`resource_version: None`), or writes its
+    /// spec; with the version it was read at, when the write reserves update domains for the
+    /// rollout: an eviction admitted since then fails the write, and no pod is taken down.
+    WriteBudget {
+        budget: Box<PodDisruptionBudget>,
+        exists: bool,
+        resource_version: Option<String>,
+    },
+    /// Deletes the CephOSD's PodDisruptionBudget.
+    DeleteBudget { name: String, uid: Option<String> },
 }

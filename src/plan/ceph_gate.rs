@@ -118,12 +118,7 @@ pub(crate) fn domain_prefixes(proposed: &[GateSubject]) -> Vec<Vec<GateSubject>>
 }
 
 /// The `CephGate` condition.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct GateCondition {
-    pub holds: bool,
-    pub reason: ConditionReason,
-    pub message: String,
-}
+pub(crate) type GateCondition = crate::plan::conditions::StatedCondition;
 
 /// What the gate is given.
 pub(crate) struct GateInput<'a> {

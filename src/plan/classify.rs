@@ -108,6 +108,8 @@ pub struct ObservedPod {
     pub tampered: Option<String>,
     /// A second pod for a disk another pod keeps (deleted at once).
     pub duplicate: bool,
+    /// Its update-domain label (the disruption budget selects pods by it), if it has one.
+    pub domain_label: Option<String>,
 }
 
 impl ObservedPod {
@@ -436,6 +438,7 @@ fn observe(pod: &Pod, owner: &Owner<'_>, desired: &DesiredOsds) -> (ObservedPod,
         unschedulable: unschedulable(pod),
         tampered: identity.tampered,
         duplicate: false,
+        domain_label: pod.labels().get(labels::UPDATE_DOMAIN).cloned(),
     };
     (observed, class)
 }

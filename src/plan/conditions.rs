@@ -19,6 +19,8 @@ pub(crate) enum ConditionType {
     ReconcileFailed,
     /// Whether rollout steps ask Ceph, and what Ceph says.
     CephGate,
+    /// Whether the operator keeps the disruption budget, and what it admits.
+    DisruptionBudget,
 }
 
 impl ConditionType {
@@ -31,6 +33,7 @@ impl ConditionType {
             Self::Migrating => "Migrating",
             Self::ReconcileFailed => "ReconcileFailed",
             Self::CephGate => "CephGate",
+            Self::DisruptionBudget => "DisruptionBudget",
         }
     }
 }
@@ -48,6 +51,8 @@ pub enum ConditionReason {
     Halted,
     RollingUpdate,
     WaitingForNodes,
+    /// No rollout step starts until the disruption budget has room for it.
+    WaitingForDisruptionBudget,
     Reconciling,
     // Stalled
     WithinDeadline,
@@ -76,6 +81,15 @@ pub enum ConditionReason {
     NooutExpired,
     /// Ceph does not let the next step start: the first blocker's category.
     CephBlocked(&'static str),
+    // DisruptionBudget
+    /// The operator keeps the PodDisruptionBudget and it admits what it should.
+    BudgetManaged,
+    /// Kept, but not yet as planned: written, or the disruption controller has to catch up.
+    BudgetPending,
+    /// `spec.disruptionBudget: Off`.
+    BudgetOff,
+    /// A PodDisruptionBudget of someone else selects the OSD pods: the operator keeps none.
+    ForeignBudget,
 }
 
 impl ConditionReason {
@@ -89,6 +103,7 @@ impl ConditionReason {
             Self::Halted => "Halted",
             Self::RollingUpdate => "RollingUpdate",
             Self::WaitingForNodes => "WaitingForNodes",
+            Self::WaitingForDisruptionBudget => "WaitingForDisruptionBudget",
             Self::Reconciling => "Reconciling",
             Self::WithinDeadline => "WithinDeadline",
             Self::SpecValid => "SpecValid",
@@ -107,6 +122,10 @@ impl ConditionReason {
             Self::StepInProgress => "StepInProgress",
             Self::NooutExpired => "NooutExpired",
             Self::CephBlocked(category) => category,
+            Self::BudgetManaged => "BudgetManaged",
+            Self::BudgetPending => "BudgetPending",
+            Self::BudgetOff => "BudgetOff",
+            Self::ForeignBudget => "ForeignBudget",
         }
     }
 }
@@ -115,6 +134,14 @@ impl std::fmt::Display for ConditionReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// What a condition computed outside the status module says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StatedCondition {
+    pub holds: bool,
+    pub reason: ConditionReason,
+    pub message: String,
 }
 
 /// One thing wrong with the spec, for the `InvalidSpec` condition.

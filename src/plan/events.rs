@@ -51,6 +51,13 @@ pub enum EventReason {
     NooutExpired,
     /// A `noout` was set or cleared.
     Noout,
+    /// A cordoned node's OSD pods may be evicted: the disruption budget has room.
+    DrainAdmitted,
+    /// A cordoned node's OSD pods wait: the disruption budget is used up.
+    DrainHeld,
+    /// The operator's PodDisruptionBudget was created, or removed (turned off, or another
+    /// PodDisruptionBudget selects the OSD pods).
+    DisruptionBudget,
     /// An API call failed.
     Failed(Failure),
 }
@@ -66,6 +73,9 @@ impl EventReason {
             Self::InvalidSpec => "InvalidSpec",
             Self::Stalled => "Stalled",
             Self::Halted => "Halted",
+            Self::DrainAdmitted => "DrainAdmitted",
+            Self::DrainHeld => "DrainHeld",
+            Self::DisruptionBudget => "DisruptionBudget",
             Self::Overridden => "Overridden",
             Self::Adopted => "Adopted",
             Self::ForeignPod => "ForeignPod",
@@ -152,7 +162,28 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
         }
         // pod-state bookkeeping is visible in status counts; an event each would be noise;
         // the step's record is the status itself.
-        Action::PatchState { .. } | Action::RecordCephStep => None,
+        // A reservation or a count is told by the status's budget.
+        Action::PatchState { .. }
+        | Action::RecordCephStep
+        | Action::LabelDomain { .. }
+        | Action::WriteBudget { exists: true, .. } => None,
+        Action::WriteBudget { budget, .. } => Some(PlannedEvent {
+            warning: false,
+            reason: EventReason::DisruptionBudget,
+            note: format!(
+                "created PodDisruptionBudget {}: node drains and the rollout share maxUnavailable",
+                budget.metadata.name.as_deref().unwrap_or_default()
+            ),
+            pod: None,
+        }),
+        Action::DeleteBudget { name, .. } => Some(PlannedEvent {
+            warning: false,
+            reason: EventReason::DisruptionBudget,
+            note: format!(
+                "deleted PodDisruptionBudget {name} (see the DisruptionBudget condition)"
+            ),
+            pod: None,
+        }),
         Action::SetNoout { ids } => Some(PlannedEvent {
             warning: false,
             reason: EventReason::Noout,

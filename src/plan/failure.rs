@@ -17,6 +17,9 @@ pub enum Failure {
     Ceph,
     /// `osd dump` does not show the `noout` just set or cleared.
     NooutNotConfirmed,
+    /// Writing or deleting the CephOSD's PodDisruptionBudget (a reservation that lost to an
+    /// eviction included).
+    Budget,
 }
 
 impl Failure {
@@ -29,6 +32,7 @@ impl Failure {
             Self::Status => "StatusFailed",
             Self::Ceph => "CephFailed",
             Self::NooutNotConfirmed => "NooutNotConfirmed",
+            Self::Budget => "DisruptionBudgetFailed",
         }
     }
 }

@@ -13,6 +13,7 @@
 //! (a second pod where another is kept) and ended pods are deleted at once.
 
 pub(crate) mod actions;
+pub(crate) mod budget;
 pub(crate) mod ceph_gate;
 pub(crate) mod classify;
 mod conditions;
@@ -28,8 +29,11 @@ use crate::crd::desired::{DesiredOsd, DesiredOsds};
 use crate::crd::osd::{DeviceId, OsdKey, SuffixSource};
 use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
 use crate::hash::TemplateHash;
-use crate::labels::PodState;
+use crate::labels::{self, PodState};
 use crate::plan::actions::{Action, CreateReason, DeleteReason};
+use crate::plan::budget::{
+    drains_waiting, label_patches, plan_budget, start_blocked, BudgetInput, DisruptionView, Keeping,
+};
 use crate::plan::ceph_gate::{gate, osd_ids, CephView, GateInput, GateSubject};
 use crate::plan::classify::{classify, held_disks, Owner, Timing};
 pub(crate) use crate::plan::classify::{ObservedPod, PodClass, Workload};
@@ -62,6 +66,9 @@ pub struct Observed<'a> {
     pub claimed: BTreeMap<OsdKey, String>,
     /// What the runtime learnt of Ceph (default: no Ceph configured).
     pub ceph: CephView,
+    /// The PodDisruptionBudgets of the namespace and the cordoned nodes (None: not watched,
+    /// no budget is kept or reported).
+    pub disruption: Option<DisruptionView<'a>>,
 }
 
 impl<'a> Observed<'a> {
@@ -158,14 +165,25 @@ pub fn plan_expanded(
     suffixes: &mut dyn SuffixSource,
     now: Timestamp,
 ) -> Plan {
-    let seen = Seen::new(cr, expanded, observed, now);
+    let keeping = Keeping::of(cr, observed.disruption.as_ref(), &observed.pods);
+    let no_cordons = BTreeSet::new();
+    let cordoned = keeping.cordoned().unwrap_or(&no_cordons);
+    let seen = Seen::new(cr, expanded, observed, cordoned, now);
     let current = seen.current();
     let removals = seen.removals();
     let mut actions = deletions(&seen, &removals);
     let created = creations(&seen, &removals, suffixes);
     let creating = !created.actions.is_empty() || created.deferred;
     actions.extend(created.actions);
-    let step = rollout(&seen, &current, &removals, &created.missing);
+    let waiting = drains_waiting(cordoned, &seen.pods);
+    let budget_blocks = start_blocked(&keeping, &seen.cr_name, &waiting);
+    let step = rollout(
+        &seen,
+        &current,
+        &removals,
+        &created.missing,
+        budget_blocks.as_deref(),
+    );
     // A pod is replaced only once its successor can be built.
     let unbuildable = created
         .unbuildable
@@ -188,7 +206,34 @@ pub fn plan_expanded(
         let patches = state_patches(&seen, &current);
         marked_tampered = tampered_events(&seen, &patches);
         actions.extend(patches);
+        if matches!(keeping, Keeping::Managed { .. }) {
+            actions.extend(label_patches(seen.spec, &current, |p| {
+                seen.is_blocked(p.key.as_ref())
+            }));
+        }
     }
+    // The domains this plan starts (besides those down already) are reserved in the budget
+    // before their pods go.
+    let starting: Vec<String> = if gated.deletions_allowed && unbuildable.is_none() {
+        (step.domains.iter())
+            .filter(|d| !step.unavailable.contains(*d))
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let budget = plan_budget(
+        &BudgetInput {
+            cr,
+            keeping: &keeping,
+            unavailable: &step.unavailable,
+            starting: &starting,
+            pods: &seen.pods,
+            waiting: &waiting,
+            closed: None,
+        },
+        seen.previous.budget.as_ref(),
+    );
     let (mut ceph_step, mut gate_question) = (gated.step, gated.question);
     if unbuildable.is_some() {
         actions.clear();
@@ -197,7 +242,10 @@ pub fn plan_expanded(
         ceph_step = open_step.cloned();
         gate_question = None;
     } else {
+        // The Ceph step is recorded first; the budget is written before any pod goes.
+        let first = gated.first.len();
         actions.splice(0..0, gated.first);
+        actions.splice(first..first, budget.actions);
         actions.extend(gated.last);
     }
     let blocking_terminations = seen.pods.iter().filter(|p| {
@@ -228,10 +276,26 @@ pub fn plan_expanded(
     if unbuildable.is_none() && gated.deletions_allowed {
         current_update.extend(step.domains);
     }
+    let halted_by_budget = gated.halted.is_none()
+        && step.halted.is_some()
+        && step.halted == budget_blocks
+        && unbuildable.is_none();
     let halted = gated.halted.or(step.halted);
 
     let foreign_pods = seen.foreign_pods();
     let unschedulable_pods = unschedulable_pods(&current);
+    let mut unschedulable: Vec<String> =
+        unschedulable_pods.iter().map(|(_, w)| w.clone()).collect();
+    unschedulable.extend(
+        (created.missing.iter())
+            .filter(|m| cordoned.contains(&m.key.host))
+            .map(|m| {
+                format!(
+                    "{} waits for node {}: it is cordoned; the pod is created once it is uncordoned",
+                    m.key, m.key.host
+                )
+            }),
+    );
     let summary = summarize(&seen, &current, foreign_pods.len());
     let mut spec_problems = expanded.problems.clone();
     spec_problems.extend(seen.claimed_problems());
@@ -252,13 +316,16 @@ pub fn plan_expanded(
         summary: &summary,
         paused: seen.spec.is_paused(),
         halted: halted.as_deref(),
+        halted_by_budget,
         stalled: watch.stalled.as_deref(),
         spec_problems: &spec_problems,
         pending_actions: !actions.is_empty() || unbuildable.is_some(),
         current_update: current_update.into_iter().collect(),
         foreign_pods: foreign_pods.iter().map(|(p, _)| p.name.clone()).collect(),
-        unschedulable: unschedulable_pods.iter().map(|(_, w)| w.clone()).collect(),
+        unschedulable,
         ceph_gate: &gated.condition,
+        disruption_budget: budget.condition.as_ref(),
+        budget: budget.status,
         osd_ids: known_osd_ids(&seen, &observed.ceph),
         ceph_step,
     });
@@ -268,6 +335,7 @@ pub fn plan_expanded(
     events.extend(pod_events(&seen, &current));
     events.extend(marked_tampered);
     events.extend(gated.events);
+    events.extend(budget.events);
     let status_changed = cr.status.as_ref() != Some(&status);
     Plan {
         template_hash: seen.template_hash.clone(),
@@ -306,6 +374,8 @@ struct Seen<'a> {
     held_elsewhere: HashMap<DeviceId, String>,
     /// The CR's OSDs whose disk an older CephOSD claims.
     claimed: &'a BTreeMap<OsdKey, String>,
+    /// Cordoned nodes where no missing pod is created (while the budget is managed).
+    cordoned: &'a BTreeSet<String>,
 }
 
 impl<'a> Seen<'a> {
@@ -313,6 +383,7 @@ impl<'a> Seen<'a> {
         cr: &'a CephOsd,
         expanded: &'a ExpandedSpec,
         observed: &'a Observed<'_>,
+        cordoned: &'a BTreeSet<String>,
         now: Timestamp,
     ) -> Self {
         let spec = &cr.spec;
@@ -357,6 +428,7 @@ impl<'a> Seen<'a> {
             era_superfluous,
             held_elsewhere,
             claimed: &observed.claimed,
+            cordoned,
             cr_name,
         }
     }
@@ -402,10 +474,16 @@ impl<'a> Seen<'a> {
             template_hash: self.template_hash,
             pod_state: PodState::WaitForReady,
         };
-        render_pod(&self.spec.pod_template, osd, &identity).map_err(|source| Unbuildable::Render {
-            key: osd.key.clone(),
-            source,
-        })
+        let mut pod = render_pod(&self.spec.pod_template, osd, &identity).map_err(|source| {
+            Unbuildable::Render {
+                key: osd.key.clone(),
+                source,
+            }
+        })?;
+        let domain = labels::update_domain_label_value(&self.domain_of(&osd.key));
+        (pod.metadata.labels.get_or_insert_with(BTreeMap::new))
+            .insert(labels::UPDATE_DOMAIN.to_owned(), domain);
+        Ok(pod)
     }
 
     /// Pods with the owner label controlled by something else than this CephOSD or its era
@@ -629,7 +707,7 @@ fn creations(
                 why: why_missing(seen, osd, blocked, &occupied),
             });
         }
-        if occupied.contains(&osd.device) || blocked {
+        if occupied.contains(&osd.device) || blocked || seen.cordoned.contains(&osd.key.host) {
             continue;
         }
         // A bounded batch: the next reconcile, moments later, creates the rest, and sees a
@@ -670,6 +748,11 @@ fn why_missing(
         Some("the spec is ambiguous about it (see the InvalidSpec condition)".to_owned())
     } else if let Some(by) = seen.held_elsewhere.get(&osd.device) {
         Some(format!("its disk is held by {by}"))
+    } else if seen.cordoned.contains(&osd.key.host) {
+        Some(format!(
+            "node {} is cordoned; its pod is created once the node is uncordoned",
+            osd.key.host
+        ))
     } else if occupied.contains(&osd.device) {
         // One of ours that is not this OSD's live pod (a terminating predecessor, or a
         // ReplicaSet's pod the garbage collector has yet to reach, is the normal pace of a
@@ -776,6 +859,7 @@ fn rollout(
     current: &[&ObservedPod],
     removals: &[Removal<'_>],
     missing: &[Missing],
+    start_blocked: Option<&str>,
 ) -> Rollout {
     let out_of_date = current
         .iter()
@@ -815,7 +899,14 @@ fn rollout(
                 .is_some_and(|d| !seen.desired.disks.contains_key(d))
         })
         .filter_map(|p| Some(seen.domain_of(p.key.as_ref()?)));
-    let step = rollout_step(seen.spec, &candidates, &unready, missing, removing);
+    let step = rollout_step(
+        seen.spec,
+        &candidates,
+        &unready,
+        missing,
+        removing,
+        start_blocked,
+    );
     let chosen = || {
         step.chosen
             .iter()

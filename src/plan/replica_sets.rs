@@ -71,6 +71,7 @@ impl ObservedReplicaSet {
             also_holds: Vec::new(),
             tampered: None,
             duplicate: false,
+            domain_label: None,
         }
     }
 }

@@ -40,13 +40,14 @@ pub(crate) struct RolloutStep {
 /// down a pod that is down already, or one in a domain that is down already, costs nothing
 /// (no more domains are down after it), so such candidates go at once: a stuck replacement of
 /// an older template is replaced by the fixed one first, and the rest of a host goes with the
-/// host.
+/// host. `start_blocked` says why no domain that is up may start now (the disruption budget).
 pub(crate) fn rollout_step(
     spec: &CephOsdSpec,
     candidates: &[Candidate<'_>],
     unready: &[&ObservedPod],
     missing: &[Missing],
     also_unavailable: impl IntoIterator<Item = String>,
+    start_blocked: Option<&str>,
 ) -> RolloutStep {
     let down = candidates
         .iter()
@@ -79,11 +80,14 @@ pub(crate) fn rollout_step(
     let free = spec
         .max_unavailable()
         .saturating_sub(step.unavailable.len());
+    let mut available = (0..candidates.len())
+        .filter(|&i| !step.unavailable.contains(&candidates[i].domain))
+        .peekable();
     if free == 0 {
         step.halted = Some(halt_reason(unready, missing));
+    } else if let Some(why) = start_blocked.filter(|_| available.peek().is_some()) {
+        step.halted = Some(why.to_owned());
     } else {
-        let available =
-            (0..candidates.len()).filter(|&i| !step.unavailable.contains(&candidates[i].domain));
         let (chosen, domains) = in_rollout_order(candidates, available, free);
         step.chosen.extend(chosen);
         step.domains.extend(domains);
@@ -240,6 +244,7 @@ mod tests {
             also_holds: Vec::new(),
             tampered: None,
             duplicate: false,
+            domain_label: None,
         }
     }
 
@@ -273,7 +278,7 @@ mod tests {
     /// The step for `pods` with nothing missing.
     fn step(spec: &CephOsdSpec, pods: &[ObservedPod]) -> Vec<String> {
         let candidates = candidates(spec, pods);
-        let step = rollout_step(spec, &candidates, &unready(pods), &[], []);
+        let step = rollout_step(spec, &candidates, &unready(pods), &[], [], None);
         replaced(&step, &candidates)
     }
 
@@ -289,7 +294,7 @@ mod tests {
         let by_host = spec(UpdateDomain::Host);
         assert_eq!(step(&by_host, &pods), ["A:/dev/sdb", "A:/dev/sdc"]);
         let all = candidates(&by_host, &pods);
-        let started = rollout_step(&by_host, &all, &[], &[], []);
+        let started = rollout_step(&by_host, &all, &[], &[], [], None);
         assert_eq!(started.domains, ["A"]);
         assert!(started.halted.is_none() && started.unavailable.is_empty());
         let mut two = spec(UpdateDomain::Host);
@@ -307,7 +312,7 @@ mod tests {
         let pods = [waiting, pod("b", "/dev/sdb", PodClass::OutOfDate)];
         let one = spec(UpdateDomain::Osd);
         let candidates = candidates(&one, &pods);
-        let step = rollout_step(&one, &candidates, &unready(&pods), &[], []);
+        let step = rollout_step(&one, &candidates, &unready(&pods), &[], [], None);
         assert!(step.chosen.is_empty());
         assert_eq!(step.unavailable, BTreeSet::from(["a:/dev/sdb".to_owned()]));
         let halted = step.halted.expect("halted");
@@ -320,7 +325,7 @@ mod tests {
         two.max_unavailable = Some(2);
         assert_eq!(self::step(&two, &pods), ["b:/dev/sdb"]);
         // A domain down for another reason counts the same.
-        let step = rollout_step(&two, &candidates, &[], &[], ["z:/dev/sdq".to_owned()]);
+        let step = rollout_step(&two, &candidates, &[], &[], ["z:/dev/sdq".to_owned()], None);
         assert_eq!(replaced(&step, &candidates), ["b:/dev/sdb"]);
         let step = rollout_step(
             &two,
@@ -328,6 +333,7 @@ mod tests {
             &unready(&pods),
             &[],
             ["z:/dev/sdq".to_owned()],
+            None,
         );
         assert!(step.chosen.is_empty() && step.halted.is_some());
     }
@@ -341,7 +347,7 @@ mod tests {
             key: OsdKey::new("a", "/dev/sdb"),
             why: None,
         }];
-        let step = rollout_step(&one, &candidates, &[], &missing, []);
+        let step = rollout_step(&one, &candidates, &[], &missing, [], None);
         assert!(step.chosen.is_empty());
         assert_eq!(
             step.halted.as_deref(),
@@ -351,7 +357,7 @@ mod tests {
             key: OsdKey::new("a", "/dev/sdb"),
             why: Some("the spec is ambiguous about it".into()),
         }];
-        let step = rollout_step(&one, &candidates, &[], &missing, []);
+        let step = rollout_step(&one, &candidates, &[], &missing, [], None);
         assert_eq!(
             step.halted.as_deref(),
             Some("OSD a:/dev/sdb has no running pod: the spec is ambiguous about it")
@@ -368,7 +374,7 @@ mod tests {
         let one = spec(UpdateDomain::Osd);
         assert_eq!(step(&one, &pods), ["a:/dev/sdb"]);
         let candidates = candidates(&one, &pods);
-        let started = rollout_step(&one, &candidates, &[], &[], []);
+        let started = rollout_step(&one, &candidates, &[], &[], [], None);
         assert_eq!(started.domains, ["a:/dev/sdb"]);
         assert!(started.unavailable.contains("a:/dev/sdb"));
         // Even with another domain down: it costs nothing.
@@ -376,7 +382,7 @@ mod tests {
             key: OsdKey::new("c", "/dev/sdb"),
             why: None,
         }];
-        let step = rollout_step(&one, &candidates, &[], &missing, []);
+        let step = rollout_step(&one, &candidates, &[], &missing, [], None);
         assert_eq!(replaced(&step, &candidates), ["a:/dev/sdb"]);
         assert!(step.halted.is_some());
         let mut two = spec(UpdateDomain::Osd);
@@ -401,7 +407,7 @@ mod tests {
             key: OsdKey::new("a", "/dev/sdb"),
             why: None,
         }];
-        let step = rollout_step(&by_host, &candidates, &[], &missing, []);
+        let step = rollout_step(&by_host, &candidates, &[], &missing, [], None);
         assert_eq!(replaced(&step, &candidates), ["a:/dev/sdc"]);
         assert_eq!(step.domains, ["a"]);
         assert!(step.halted.is_some(), "b waits");
@@ -413,13 +419,13 @@ mod tests {
         let mut paused = spec(UpdateDomain::Osd);
         paused.paused = Some(true);
         let candidates = candidates(&paused, &pods);
-        let step = rollout_step(&paused, &candidates, &[], &[], []);
+        let step = rollout_step(&paused, &candidates, &[], &[], [], None);
         assert!(step.chosen.is_empty());
         assert_eq!(
             step.halted.as_deref(),
             Some("the rollout is paused (spec.paused)")
         );
-        let step = rollout_step(&paused, &[], &[], &[], []);
+        let step = rollout_step(&paused, &[], &[], &[], [], None);
         assert!(step.chosen.is_empty() && step.halted.is_none());
     }
 

@@ -3,10 +3,12 @@
 //! `lastTransitionTime` is carried over from the previous status while a condition's status
 //! stays the same, so an unchanged cluster yields an identical status (and no write).
 
-use crate::crd::{CephOsdStatus, CephStep, Phase};
+use crate::crd::{BudgetStatus, CephOsdStatus, CephStep, Phase};
 use crate::hash::TemplateHash;
 use crate::plan::ceph_gate::GateCondition;
-use crate::plan::conditions::{ConditionReason as Reason, ConditionType, SpecProblem};
+use crate::plan::conditions::{
+    ConditionReason as Reason, ConditionType, SpecProblem, StatedCondition,
+};
 use crate::plan::failure::Failure;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -44,6 +46,8 @@ pub(crate) struct StatusInput<'a> {
     pub paused: bool,
     /// Why out-of-date pods are not being replaced right now.
     pub halted: Option<&'a str>,
+    /// Whether `halted` is the disruption budget's reason.
+    pub halted_by_budget: bool,
     /// A replacement past its progress deadline.
     pub stalled: Option<&'a str>,
     /// Problems in the spec, the most severe first.
@@ -59,6 +63,9 @@ pub(crate) struct StatusInput<'a> {
     pub ceph_gate: &'a GateCondition,
     pub osd_ids: BTreeMap<String, Vec<u32>>,
     pub ceph_step: Option<CephStep>,
+    /// The `DisruptionBudget` condition, when budgets are watched.
+    pub disruption_budget: Option<&'a StatedCondition>,
+    pub budget: Option<BudgetStatus>,
 }
 
 /// The status: the counts, the phase and one condition each of `Ready`, `Progressing`,
@@ -89,6 +96,16 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         ),
     ]
     .into_iter()
+    .chain(input.disruption_budget.map(|c| {
+        (
+            ConditionType::DisruptionBudget,
+            Says {
+                holds: c.holds,
+                reason: c.reason,
+                message: c.message.clone(),
+            },
+        )
+    }))
     .map(|(type_, says)| condition(input, type_, says))
     .collect();
     CephOsdStatus {
@@ -111,6 +128,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         conditions,
         osd_ids: input.osd_ids.clone(),
         ceph_step: input.ceph_step.clone(),
+        budget: input.budget.clone(),
     }
 }
 
@@ -188,7 +206,14 @@ fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
     } else if waiting > 0 || !input.current_update.is_empty() {
         match input.halted {
             // Waiting for our own replacement is the normal pace of a rollout.
-            Some(why) if input.current_update.is_empty() => Says::no(Reason::Halted, why),
+            Some(why) if input.current_update.is_empty() => {
+                let reason = if input.halted_by_budget {
+                    Reason::WaitingForDisruptionBudget
+                } else {
+                    Reason::Halted
+                };
+                Says::no(reason, why)
+            }
             _ => Says::yes(
                 Reason::RollingUpdate,
                 format!(
@@ -506,6 +531,7 @@ mod tests {
             summary,
             paused: false,
             halted: None,
+            halted_by_budget: false,
             stalled: None,
             spec_problems: &[],
             pending_actions: false,
@@ -515,6 +541,8 @@ mod tests {
             ceph_gate: &GATE_OFF,
             osd_ids: BTreeMap::new(),
             ceph_step: None,
+            disruption_budget: None,
+            budget: None,
         }
     }
 

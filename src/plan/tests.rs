@@ -16,6 +16,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
+mod budget;
 mod cache;
 mod ceph_gate;
 mod migration;
@@ -53,6 +54,194 @@ pub(crate) struct Cluster {
     pub(super) clock: i64,
     /// What the planner is told of Ceph (default: no Ceph configured).
     pub(super) ceph: CephView,
+    /// PodDisruptionBudgets and cordons, when the planner is shown them (default: not).
+    pub(super) disruption: Option<SimulatedDisruption>,
+}
+
+/// The PodDisruptionBudgets of the namespace and the cordoned nodes, as the API server and
+/// kube-controller-manager's disruption controller keep them.
+#[derive(Default)]
+pub(super) struct SimulatedDisruption {
+    pub(super) budgets: Vec<k8s_openapi::api::policy::v1::PodDisruptionBudget>,
+    pub(super) cordoned: BTreeSet<String>,
+    /// The last resourceVersion handed out.
+    version: u64,
+    /// Whether an admitted eviction's pod deletion waits for `land_evictions` (the API server
+    /// updates the budget first, then deletes the pod).
+    pub(super) deletions_lag: bool,
+    /// Admitted evictions whose pods are not deleted yet.
+    landing: Vec<String>,
+}
+
+impl SimulatedDisruption {
+    fn bump(&mut self) -> String {
+        self.version += 1;
+        self.version.to_string()
+    }
+
+    /// Applies a budget write as the API server would (a reservation at a stale
+    /// resourceVersion fails: false).
+    fn write(
+        &mut self,
+        budget: &k8s_openapi::api::policy::v1::PodDisruptionBudget,
+        exists: bool,
+        resource_version: Option<&str>,
+    ) -> bool {
+        let name = budget.metadata.name.clone();
+        let version = self.bump();
+        let found = self.budgets.iter_mut().find(|b| b.metadata.name == name);
+        match (found, exists) {
+            (None, false) => {
+                let mut created = budget.clone();
+                created.metadata.generation = Some(1);
+                created.metadata.resource_version = Some(version);
+                created.metadata.uid = Some("budget-uid".into());
+                self.budgets.push(created);
+                true
+            }
+            (Some(current), true) => {
+                if resource_version
+                    .is_some_and(|v| current.metadata.resource_version.as_deref() != Some(v))
+                {
+                    return false;
+                }
+                if current.spec != budget.spec {
+                    current.metadata.generation =
+                        Some(current.metadata.generation.unwrap_or(0) + 1);
+                }
+                current.spec.clone_from(&budget.spec);
+                current.metadata.resource_version = Some(version);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The disruption controller: each budget's counts over `pods`, for its generation.
+    pub(super) fn run_controller(&mut self, pods: &[Pod]) {
+        for i in 0..self.budgets.len() {
+            let version = self.bump();
+            let budget = &mut self.budgets[i];
+            let spec = budget.spec.clone().unwrap_or_default();
+            let selected: Vec<&Pod> = spec
+                .selector
+                .as_ref()
+                .map(|s| {
+                    pods.iter()
+                        .filter(|p| crate::plan::budget::selects(s, p.labels()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            // An admitted eviction stays listed until its pod is seen deleted, and its pod
+            // counts as gone.
+            let disrupted = budget
+                .status
+                .as_mut()
+                .and_then(|s| s.disrupted_pods.as_mut());
+            if let Some(disrupted) = disrupted {
+                disrupted.retain(|name, _| {
+                    pods.iter()
+                        .any(|p| p.name_any() == *name && p.metadata.deletion_timestamp.is_none())
+                });
+            }
+            let disrupted = budget
+                .status
+                .as_ref()
+                .and_then(|s| s.disrupted_pods.clone())
+                .unwrap_or_default();
+            let healthy = selected
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p))
+                .filter(|p| !disrupted.contains_key(&p.name_any()))
+                .count();
+            let healthy = i32::try_from(healthy).expect("few pods");
+            let min = match spec.min_available {
+                Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n)) => n,
+                _ => healthy,
+            };
+            let status = budget.status.get_or_insert_with(Default::default);
+            status.observed_generation = budget.metadata.generation;
+            status.expected_pods = Some(i32::try_from(selected.len()).expect("few pods"));
+            status.current_healthy = Some(healthy);
+            status.desired_healthy = Some(min);
+            status.disruptions_allowed = Some((healthy - min).max(0));
+            budget.metadata.resource_version = Some(version);
+        }
+    }
+
+    /// The eviction API: `Ok` when `pod` may go (it is then terminating), `Err` with the
+    /// API server's answer otherwise.
+    pub(super) fn evict(&mut self, pod: &mut Pod) -> Result<(), &'static str> {
+        let labels = pod.labels().clone();
+        let mut covering: Vec<usize> = (0..self.budgets.len())
+            .filter(|&i| {
+                let selector = self.budgets[i]
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.selector.as_ref());
+                selector.is_some_and(|s| crate::plan::budget::selects(s, &labels))
+            })
+            .collect();
+        if covering.len() > 1 {
+            return Err("500 This pod has more than one PodDisruptionBudget");
+        }
+        let mut counted = false;
+        if let Some(i) = covering.pop() {
+            let unhealthy_goes = !is_ready(pod);
+            counted = !unhealthy_goes;
+            let version = self.bump();
+            let budget = &mut self.budgets[i];
+            let status = budget.status.get_or_insert_with(Default::default);
+            if status.observed_generation != budget.metadata.generation {
+                return Err("429 the disruption budget is being updated");
+            }
+            if !unhealthy_goes {
+                let allowed = status.disruptions_allowed.unwrap_or(0);
+                if allowed < 1 {
+                    return Err(
+                        "429 Cannot evict pod as it would violate the pod's disruption budget",
+                    );
+                }
+                status.disruptions_allowed = Some(allowed - 1);
+                status
+                    .disrupted_pods
+                    .get_or_insert_with(Default::default)
+                    .insert(pod.name_any(), Time(at(0)));
+                budget.metadata.resource_version = Some(version);
+            }
+        }
+        // A pod no budget counts is deleted in the eviction's own request; a counted one
+        // right after the budget's update.
+        if self.deletions_lag && counted {
+            self.landing.push(pod.name_any());
+        } else {
+            pod.metadata.deletion_timestamp = Some(Time(at(0)));
+        }
+        Ok(())
+    }
+}
+
+impl Cluster {
+    /// Deletes the pods of the admitted evictions.
+    pub(super) fn land_evictions(&mut self) {
+        let landing = self
+            .disruption
+            .as_mut()
+            .map(|d| std::mem::take(&mut d.landing))
+            .unwrap_or_default();
+        for name in landing {
+            if let Some(pod) = self.pod_mut(&name) {
+                pod.metadata.deletion_timestamp = Some(Time(at(0)));
+            }
+        }
+    }
+}
+
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 pub(super) fn at(seconds: i64) -> Timestamp {
@@ -65,6 +254,10 @@ impl Cluster {
         cr.status = self.status.clone();
         let mut observed = Observed::new(&self.pods, &self.replica_sets);
         observed.ceph = self.ceph.clone();
+        observed.disruption = self.disruption.as_ref().map(|d| DisruptionView {
+            budgets: d.budgets.iter().collect(),
+            cordoned: d.cordoned.clone(),
+        });
         let plan = plan(&cr, &observed, &mut self.suffixes, at(self.clock));
         self.apply(&plan);
         plan
@@ -114,6 +307,29 @@ impl Cluster {
                 Action::DeleteReplicaSet { name, .. } => self.delete_replica_set(name),
                 // The status is applied above; Ceph is not simulated here.
                 Action::RecordCephStep | Action::SetNoout { .. } | Action::ClearNoout { .. } => {}
+                Action::LabelDomain { name, value } => {
+                    if let Some(pod) = self.pod_mut(name) {
+                        pod.labels_mut()
+                            .insert(labels::UPDATE_DOMAIN.to_owned(), value.clone());
+                    }
+                }
+                Action::WriteBudget {
+                    budget,
+                    exists,
+                    resource_version,
+                } => {
+                    let disruption = self.disruption.as_mut().expect("budgets simulated");
+                    if !disruption.write(budget, *exists, resource_version.as_deref()) {
+                        // The executor stops at the first failed write.
+                        return;
+                    }
+                }
+                Action::DeleteBudget { name, .. } => {
+                    let disruption = self.disruption.as_mut().expect("budgets simulated");
+                    disruption
+                        .budgets
+                        .retain(|b| b.metadata.name.as_deref() != Some(name));
+                }
             }
         }
     }

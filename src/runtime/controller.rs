@@ -16,6 +16,9 @@ use crate::plan::failure::Failure;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::pod::pod_record::{bound_host, recorded_data};
 use crate::runtime::backoff::{Backoff, WatchRetry};
+use crate::runtime::budget_inputs::{
+    budget_mappers, watch_budgets_and_nodes, BudgetCaches, BudgetInputs,
+};
 use crate::runtime::ceph_gate::{answer, decision_label, first_view, GateSettings};
 use crate::runtime::claims_registry::ClaimsRegistry;
 use crate::runtime::executor::{ExecuteError, Executor};
@@ -70,7 +73,13 @@ struct Context {
     claims: Arc<ClaimsRegistry>,
     /// Ceph, when configured.
     ceph: Option<Arc<dyn CephClient>>,
+    /// PodDisruptionBudgets (of the watched namespace) and nodes (name and cordon only).
+    budget_caches: BudgetCaches,
 }
+
+/// How long a reconcile waits for the budget and node caches' first sync before it plans
+/// without a disruption budget (a missing permission, said in the log).
+const BUDGET_SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReconcileError {
@@ -163,8 +172,12 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
     .modify(strip_replica_set)
     .reflect(replica_set_writer)
     .touched_objects();
+    // PodDisruptionBudgets (ours, and anyone's that may select OSD pods) and cordons.
+    let (budget_caches, (budget_events, node_events)) =
+        watch_budgets_and_nodes(&client, settings.namespace.as_deref());
     let claims = Arc::new(ClaimsRegistry::default());
     let context = Arc::new(Context {
+        budget_caches,
         backoff: Backoff::new(settings.retry, Duration::from_secs(300)),
         client,
         recorder,
@@ -185,30 +198,41 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
         let (claims, namespace) = (claims.clone(), context.settings.namespace.clone());
         move |pod: Pod| cephosds_of_pod(&pod, &claims, namespace.as_deref())
     };
+    let (budgets_of, on_node) = budget_mappers(&store, context.settings.namespace.as_deref());
     Controller::for_stream(logging_errors(cr_events, "CephOSD"), store)
         .watches_stream(logging_errors(pod_events, "Pod"), pods_of)
         .watches_stream(logging_errors(replica_set_events, "ReplicaSet"), owner_of)
+        .watches_stream(
+            logging_errors(budget_events, "PodDisruptionBudget"),
+            budgets_of,
+        )
+        .watches_stream(logging_errors(node_events, "Node"), on_node)
         .reconcile_all_on(spec_changes)
         .shutdown_on_signal()
         .run(timed_reconcile, error_policy, context.clone())
         .for_each(|result| {
-            let context = context.clone();
-            async move {
-                match result {
-                    // A reconcile due for a CephOSD that was deleted: everything kept of it is
-                    // dropped.
-                    Err(controller::Error::ObjectNotFound(object)) => {
-                        debug!(%object, "event for a CephOSD that no longer exists");
-                        let namespace = object.namespace.as_deref().unwrap_or_default();
-                        context.metrics.forget(namespace, &object.name);
-                        context.memory.forget(&object_key(namespace, &object.name));
-                    }
-                    Err(error) => warn!(%error, "controller error"),
-                    Ok(_) => {}
-                }
-            }
+            after_reconcile(result, &context);
+            std::future::ready(())
         })
         .await;
+}
+
+/// Logs a controller error; a reconcile due for a CephOSD that was deleted drops everything
+/// kept of it.
+fn after_reconcile<T>(
+    result: Result<T, controller::Error<ReconcileError, watcher::Error>>,
+    context: &Context,
+) {
+    match result {
+        Err(controller::Error::ObjectNotFound(object)) => {
+            debug!(%object, "event for a CephOSD that no longer exists");
+            let namespace = object.namespace.as_deref().unwrap_or_default();
+            context.metrics.forget(namespace, &object.name);
+            context.memory.forget(&object_key(namespace, &object.name));
+        }
+        Err(error) => warn!(%error, "controller error"),
+        Ok(_) => {}
+    }
 }
 
 /// Whether a CephOSD in `namespace` is reconciled by an operator watching `watched` (None:
@@ -348,10 +372,15 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     let claims = ctx.claims.of(&ctx.crs, &ctx.memory);
     let mut expanded = ctx.memory.expanded(&cr);
     let mut claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
+    // Budgets and cordons are read before the pods: an eviction admitted before the read
+    // shows in the budget or in the pods.
+    let mut budget_inputs = budget_inputs(&ctx, &namespace).await;
+    let others_fingerprint = budget_inputs.as_ref().map_or(0, |b| b.fingerprint(&cr));
     let subject = Subject {
         cr: &cr,
         expanded: &expanded,
         claimed: claimed.as_deref(),
+        others_fingerprint,
     };
     let list_failed = |source| ReconcileError::List {
         cr: cr_name.clone(),
@@ -376,7 +405,15 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     };
     let ceph = ctx.ceph.as_deref();
     let (view, looked) = first_view(ceph, &ctx.memory, &cr, &ctx.settings.gate).await;
-    let mut plan = planned(&cr, &expanded, &observation, claimed.as_deref(), &view, now);
+    let mut plan = planned(
+        &cr,
+        &expanded,
+        &observation,
+        claimed.as_deref(),
+        &view,
+        budget_inputs.as_ref(),
+        now,
+    );
     // Pods go down only on a view as new as the decision: a plan that takes pods down, or
     // asks Ceph whether it may, is made again from the CephOSD and its pods read again (a
     // cache may be seconds behind, and a domain it shows available be down), and Ceph's
@@ -400,10 +437,15 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     let (fresh, answered) = if read_again {
         let crs: Api<CephOsd> = Api::namespaced(ctx.client.clone(), &namespace);
         let name = cr.name_any();
+        if let Some(inputs) = budget_inputs.take() {
+            let budgets = Api::namespaced(ctx.client.clone(), &namespace);
+            budget_inputs = Some(inputs.list_again(&budgets).await.map_err(list_failed)?);
+        }
         let subject = Subject {
             cr: &cr,
             expanded: &expanded,
             claimed: claimed.as_deref(),
+            others_fingerprint,
         };
         let fresh = futures::future::join(
             crs.get(&name),
@@ -442,7 +484,15 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         None => view,
     };
     if read_again || matches!(view.input, CephInput::Answered(_)) {
-        plan = planned(&cr, &expanded, &observation, claimed.as_deref(), &view, now);
+        plan = planned(
+            &cr,
+            &expanded,
+            &observation,
+            claimed.as_deref(),
+            &view,
+            budget_inputs.as_ref(),
+            now,
+        );
         debug!(cephosd = %cr_name, disrupts = plan.disrupts(), "planned again from a fresh read and Ceph's answer");
     }
     let s = &plan.summary;
@@ -469,6 +519,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     }
     let executor = Executor {
         pods: Api::namespaced(ctx.client.clone(), &namespace),
+        budgets: Api::namespaced(ctx.client.clone(), &namespace),
         replica_sets,
         crs: Api::namespaced(ctx.client.clone(), &namespace),
         recorder: &ctx.recorder,
@@ -504,6 +555,7 @@ fn planned(
     observation: &Observation,
     claimed: Option<&std::collections::BTreeMap<OsdKey, String>>,
     ceph: &CephView,
+    budgets: Option<&BudgetInputs>,
     now: Timestamp,
 ) -> Plan {
     let observed = Observed {
@@ -512,8 +564,30 @@ fn planned(
         others: observation.others.iter().map(|p| &**p).collect(),
         claimed: claimed.cloned().unwrap_or_default(),
         ceph: ceph.clone(),
+        disruption: budgets.map(BudgetInputs::view),
     };
     plan_expanded(cr, expanded, &observed, &mut RandomSuffix, now)
+}
+
+/// The budget inputs of a CephOSD in `namespace` from the caches, once they have synced
+/// (None past `BUDGET_SYNC_TIMEOUT`: no budget is kept, as the log says).
+async fn budget_inputs(ctx: &Context, namespace: &str) -> Option<BudgetInputs> {
+    let caches = &ctx.budget_caches;
+    let mut synced = caches.synced.clone();
+    let ready = async move { synced.wait_for(|synced| *synced).await.is_ok() };
+    if tokio::time::timeout(BUDGET_SYNC_TIMEOUT, ready)
+        .await
+        .unwrap_or(false)
+    {
+        Some(BudgetInputs::cached(
+            &caches.budgets,
+            &caches.nodes,
+            namespace,
+        ))
+    } else {
+        warn!(namespace, "the PodDisruptionBudget and Node caches have not synced (can the operator list and watch them?); planning without a disruption budget");
+        None
+    }
 }
 
 #[allow(clippy::needless_pass_by_value)] // the signature `Controller::run` wants

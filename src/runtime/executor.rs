@@ -17,6 +17,7 @@ use futures::stream::FuturesUnordered;
 use futures::{stream, StreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{
     Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
@@ -62,6 +63,13 @@ pub(crate) enum ExecuteError {
         #[source]
         source: kube::Error,
     },
+    #[error("failed to {what} PodDisruptionBudget {name}: {source}")]
+    Budget {
+        what: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
     #[error("the plan needs Ceph (to {what}) but the operator has no Ceph configured")]
     NoCeph { what: &'static str },
     #[error("failed to {what} on {}: {source}", osd_list(ids))]
@@ -97,6 +105,7 @@ impl ExecuteError {
             | Self::Delete { source, .. }
             | Self::DeleteReplicaSet { source, .. }
             | Self::Patch { source, .. }
+            | Self::Budget { source, .. }
             | Self::Status { source, .. } => source,
             Self::NoCeph { .. } => return false,
             Self::Ceph { .. } | Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => {
@@ -123,6 +132,9 @@ impl ExecuteError {
             }
             Self::Status { name, source } => {
                 (format!("write the status of CephOSD {name}"), name, source)
+            }
+            Self::Budget { what, name, source } => {
+                (format!("{what} PodDisruptionBudget {name}"), name, source)
             }
             Self::NoCeph { .. }
             | Self::Ceph { .. }
@@ -155,6 +167,7 @@ impl ExecuteError {
             Self::Delete { .. } | Self::DeleteReplicaSet { .. } => Failure::Delete,
             Self::Patch { .. } => Failure::Patch,
             Self::Status { .. } => Failure::Status,
+            Self::Budget { .. } => Failure::Budget,
             Self::NoCeph { .. } | Self::Ceph { .. } => Failure::Ceph,
             Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => Failure::NooutNotConfirmed,
         }
@@ -173,6 +186,7 @@ pub(crate) struct Outcome {
 /// Talks to the API on behalf of one CephOSD.
 pub(crate) struct Executor<'a> {
     pub pods: Api<Pod>,
+    pub budgets: Api<PodDisruptionBudget>,
     pub replica_sets: Api<ReplicaSet>,
     pub crs: Api<CephOsd>,
     pub recorder: &'a Recorder,
@@ -539,7 +553,93 @@ async fn apply(
             info!(pod = %name, state = %state, "set pod-state");
             Ok(true)
         }
+        Action::LabelDomain { name, value } => label_domain(pods, name, value).await,
+        Action::WriteBudget {
+            budget,
+            exists,
+            resource_version,
+        } => write_budget(executor, budget, *exists, resource_version.as_deref()).await,
+        Action::DeleteBudget { name, uid } => delete_budget(executor, name, uid.as_ref()).await,
     }
+}
+
+/// Sets a pod's update-domain label (a pod gone meanwhile needs none).
+async fn label_domain(pods: &Api<Pod>, name: &str, value: &str) -> Result<bool, ExecuteError> {
+    let patch = json!({"metadata": {"labels": {labels::UPDATE_DOMAIN: value}}});
+    match pods
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(source) => Err(ExecuteError::Patch {
+            name: name.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Deletes the PodDisruptionBudget (the one with `uid`, when given).
+async fn delete_budget(
+    executor: &Executor<'_>,
+    name: &str,
+    uid: Option<&String>,
+) -> Result<bool, ExecuteError> {
+    match executor.budgets.delete(name, &delete_params(uid)).await {
+        Ok(_) => {
+            info!(budget = %name, "deleted PodDisruptionBudget");
+            Ok(true)
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(source) => Err(ExecuteError::Budget {
+            what: "delete",
+            name: name.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Creates the PodDisruptionBudget, or writes its labels, owner and spec (only if still at
+/// `resource_version`, when given: a reservation).
+async fn write_budget(
+    executor: &Executor<'_>,
+    budget: &PodDisruptionBudget,
+    exists: bool,
+    resource_version: Option<&str>,
+) -> Result<bool, ExecuteError> {
+    let name = budget.metadata.name.clone().unwrap_or_default();
+    let failed = |what| {
+        let name = name.clone();
+        move |source| ExecuteError::Budget { what, name, source }
+    };
+    if !exists {
+        executor
+            .budgets
+            .create(&PostParams::default(), budget)
+            .await
+            .map_err(failed("create"))?;
+        info!(budget = %name, "created PodDisruptionBudget");
+        return Ok(true);
+    }
+    let mut metadata = json!({
+        "labels": budget.metadata.labels,
+        "ownerReferences": budget.metadata.owner_references,
+    });
+    if let Some(version) = resource_version {
+        metadata["resourceVersion"] = json!(version);
+    }
+    let patch = json!({"metadata": metadata, "spec": budget.spec});
+    executor
+        .budgets
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(failed(if resource_version.is_some() {
+            "reserve update domains in"
+        } else {
+            "update"
+        }))?;
+    info!(budget = %name, reserved = resource_version.is_some(), "wrote PodDisruptionBudget");
+    Ok(true)
 }
 
 #[cfg(test)]

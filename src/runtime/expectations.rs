@@ -30,6 +30,9 @@ pub(crate) enum Expected {
     State { name: String, state: String },
     /// The ReplicaSet with this uid is gone or being deleted.
     ReplicaSetDeleted { uid: String },
+    /// The pod with this name carries this update-domain label (or is gone): the budget
+    /// counts pods by it.
+    Label { name: String, value: String },
 }
 
 impl Expected {
@@ -48,8 +51,17 @@ impl Expected {
                 name: name.clone(),
                 state: state.as_str().to_owned(),
             }),
-            // The status written is remembered (`Memory::remember`); Ceph is no cache of ours.
-            Action::RecordCephStep | Action::SetNoout { .. } | Action::ClearNoout { .. } => None,
+            Action::LabelDomain { name, value } => Some(Self::Label {
+                name: name.clone(),
+                value: value.clone(),
+            }),
+            // The status written is remembered (`Memory::remember`); Ceph is no cache of ours;
+            // the budget is written whole from the pods, never from what it showed before.
+            Action::RecordCephStep
+            | Action::SetNoout { .. }
+            | Action::ClearNoout { .. }
+            | Action::WriteBudget { .. }
+            | Action::DeleteBudget { .. } => None,
         }
     }
 
@@ -67,6 +79,10 @@ impl Expected {
                 .pods_by_name
                 .get(name.as_str())
                 .is_none_or(|p| p.annotations().get(labels::POD_STATE) == Some(state)),
+            Self::Label { name, value } => shown
+                .pods_by_name
+                .get(name.as_str())
+                .is_none_or(|p| p.labels().get(labels::UPDATE_DOMAIN) == Some(value)),
         }
     }
 }

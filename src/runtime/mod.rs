@@ -4,6 +4,7 @@
 
 pub(crate) mod api_requests;
 mod backoff;
+mod budget_inputs;
 pub(crate) mod ceph_gate;
 mod claims_registry;
 pub(crate) mod controller;

@@ -55,6 +55,8 @@ pub(crate) struct Subject<'a> {
     pub expanded: &'a ExpandedSpec,
     /// Its OSDs whose disk an older CephOSD holds.
     pub claimed: Option<&'a BTreeMap<OsdKey, String>>,
+    /// Identifies the other inputs of its plan (the disruption budgets and cordoned nodes).
+    pub others_fingerprint: u64,
 }
 
 /// What a reconcile finds.
@@ -321,6 +323,7 @@ fn fingerprint(
         .unwrap_or_default()
         .hash(&mut hasher);
     subject.claimed.hash(&mut hasher);
+    subject.others_fingerprint.hash(&mut hasher);
     for objects in [
         pods.iter()
             .map(|p| identity(&p.metadata))
@@ -369,6 +372,7 @@ mod tests {
             cr,
             expanded: &expanded,
             claimed: None,
+            others_fingerprint: 0,
         };
         let fp = |cr, pods: &[Arc<Pod>], sets: &[Arc<ReplicaSet>], others: &[Arc<Pod>]| {
             fingerprint(&subject(cr), pods, sets, others)
@@ -405,6 +409,18 @@ mod tests {
                     cr: &cr,
                     expanded: &expanded,
                     claimed: Some(&claimed),
+                    others_fingerprint: 0,
+                },
+                &[a.clone(), b.clone()],
+                &[],
+                &[],
+            ),
+            fingerprint(
+                &Subject {
+                    cr: &cr,
+                    expanded: &expanded,
+                    claimed: None,
+                    others_fingerprint: 1,
                 },
                 &[a.clone(), b.clone()],
                 &[],

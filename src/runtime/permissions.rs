@@ -62,6 +62,14 @@ pub(crate) fn needed(
     for verb in ["get", "list", "watch", "delete"] {
         needed.push(at(verb, "apps", "replicasets", watched, None));
     }
+    // Each CephOSD's PodDisruptionBudget; anyone's is watched (it may select OSD pods).
+    for verb in ["get", "list", "watch", "create", "delete", "patch"] {
+        needed.push(at(verb, "policy", "poddisruptionbudgets", watched, None));
+    }
+    // Cordoned nodes: their drains go before the next rollout step.
+    for verb in ["list", "watch"] {
+        needed.push(at(verb, "", "nodes", None, None));
+    }
     // A disk listed by two CephOSDs belongs to the older one, in whatever namespace.
     for verb in ["get", "list", "watch"] {
         needed.push(at(verb, "ceph.elemental.net", "cephosds", None, None));

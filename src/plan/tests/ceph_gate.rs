@@ -92,6 +92,9 @@ fn action_kinds(plan: &Plan) -> Vec<&'static str> {
             Action::RecordCephStep => "RecordCephStep",
             Action::SetNoout { .. } => "SetNoout",
             Action::ClearNoout { .. } => "ClearNoout",
+            Action::LabelDomain { .. } => "LabelDomain",
+            Action::WriteBudget { .. } => "WriteBudget",
+            Action::DeleteBudget { .. } => "DeleteBudget",
         })
         .collect()
 }

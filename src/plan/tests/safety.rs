@@ -337,12 +337,16 @@ fn a_conflicting_osd_keeps_its_pod_exactly_as_it_is() {
         replaced.extend(plan.replacing.iter().map(ToString::to_string));
         for action in &plan.actions {
             let touches_sdb = match action {
-                Action::Delete { name, .. } | Action::PatchState { name, .. } => *name == sdb,
+                Action::Delete { name, .. }
+                | Action::PatchState { name, .. }
+                | Action::LabelDomain { name, .. } => *name == sdb,
                 Action::Create { key, .. } => key.to_string() == "node1:/dev/sdb",
                 Action::DeleteReplicaSet { .. }
                 | Action::RecordCephStep
                 | Action::SetNoout { .. }
-                | Action::ClearNoout { .. } => false,
+                | Action::ClearNoout { .. }
+                | Action::WriteBudget { .. }
+                | Action::DeleteBudget { .. } => false,
             };
             assert!(!touches_sdb, "{action:?}");
         }
@@ -462,7 +466,10 @@ proptest! {
                             | Action::DeleteReplicaSet { .. }
                             | Action::RecordCephStep
                             | Action::SetNoout { .. }
-                            | Action::ClearNoout { .. } => {}
+                            | Action::ClearNoout { .. }
+                            | Action::LabelDomain { .. }
+                            | Action::WriteBudget { .. }
+                            | Action::DeleteBudget { .. } => {}
                         }
                     }
                 }

@@ -96,6 +96,12 @@ fn context(client: Client, cr: &CephOsd, cached_pods: Vec<Pod>) -> Arc<Context> 
         crs: synced_store(vec![cr.clone()]),
         claims: Arc::new(ClaimsRegistry::default()),
         ceph: None,
+        budget_caches: BudgetCaches {
+            budgets: synced_store(vec![]),
+            nodes: synced_store(vec![]),
+            // Never synced (its sender is gone): these reconciles plan without a budget.
+            synced: tokio::sync::watch::channel(false).1,
+        },
     })
 }
 

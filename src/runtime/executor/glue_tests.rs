@@ -84,6 +84,7 @@ impl Fixture {
     fn executor(&self) -> Executor<'_> {
         Executor {
             pods: Api::namespaced(self.client.clone(), "ceph"),
+            budgets: Api::namespaced(self.client.clone(), "ceph"),
             replica_sets: Api::namespaced(self.client.clone(), "ceph"),
             crs: Api::namespaced(self.client.clone(), "ceph"),
             recorder: &self.recorder,

@@ -1,0 +1,465 @@
+//! The disruption budget in whole plans: its shape, drains against it, the rollout reserving
+//! through it, drains going first, someone else's budget, `Off`; and a property: whatever
+//! drains, cordons, template edits and controller runs interleave, never more update domains
+//! are down than `maxUnavailable`.
+
+use super::*;
+use crate::plan::budget::budget_name;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+const HOSTS: [&str; 3] = ["w1", "w2", "w3"];
+
+fn host_cr(marker: &str) -> CephOsd {
+    cr(
+        UpdateDomain::Host,
+        &HOSTS,
+        &["/dev/sdb", "/dev/sdc"],
+        marker,
+    )
+}
+
+impl Cluster {
+    fn disruption(&mut self) -> &mut SimulatedDisruption {
+        self.disruption
+            .get_or_insert_with(SimulatedDisruption::default)
+    }
+
+    /// Reconciles, runs the disruption controller, finishes terminations and readies pods
+    /// until nothing changes.
+    fn settle_with_budget(&mut self, cr: &CephOsd) -> Plan {
+        let mut last = None;
+        for _ in 0..100 {
+            let plan = self.reconcile(cr);
+            let pods = self.pods.clone();
+            self.disruption().run_controller(&pods);
+            let idle = plan.actions.is_empty()
+                && plan.summary.terminating == 0
+                && plan.summary.unready == 0;
+            last = Some(plan);
+            if idle {
+                break;
+            }
+            self.finish_terminations();
+            self.make_all_ready();
+        }
+        last.expect("planned")
+    }
+
+    fn budget(&self) -> Option<&PodDisruptionBudget> {
+        (self.disruption.as_ref()?.budgets.iter())
+            .find(|b| b.metadata.name.as_deref() == Some(budget_name("ceph-osds").as_str()))
+    }
+
+    fn pods_on(&self, host: &str) -> Vec<String> {
+        self.live()
+            .into_iter()
+            .filter(|p| annotation(p, labels::HOST) == Some(host))
+            .map(ResourceExt::name_any)
+            .collect()
+    }
+
+    /// `kubectl drain host` once: cordon, then one eviction per pod there.
+    fn drain(&mut self, host: &str) -> Vec<Result<(), &'static str>> {
+        self.disruption().cordoned.insert(host.to_owned());
+        let mut answers = Vec::new();
+        for name in self.pods_on(host) {
+            let mut disruption = self.disruption.take().expect("budgets simulated");
+            let pod = self.pod_mut(&name).expect("pod");
+            answers.push(disruption.evict(pod));
+            self.disruption = Some(disruption);
+        }
+        answers
+    }
+
+    /// The hosts with a desired OSD lacking a Ready pod that is not terminating or evicted.
+    fn hosts_down(&self) -> BTreeSet<String> {
+        let mut down = BTreeSet::new();
+        for host in HOSTS {
+            for data in ["/dev/sdb", "/dev/sdc"] {
+                let evicted = |p: &Pod| {
+                    (self.disruption.as_ref()).is_some_and(|d| d.landing.contains(&p.name_any()))
+                };
+                let up = self.live().iter().any(|p| {
+                    !evicted(p)
+                        && annotation(p, labels::HOST) == Some(host)
+                        && annotation(p, labels::DATA) == Some(data)
+                        && is_ready(p)
+                });
+                if !up {
+                    down.insert(host.to_owned());
+                }
+            }
+        }
+        down
+    }
+}
+
+fn converged_with_budget(cr: &CephOsd) -> Cluster {
+    let mut cluster = Cluster {
+        disruption: Some(SimulatedDisruption::default()),
+        ..Cluster::default()
+    };
+    cluster.settle_with_budget(cr);
+    cluster
+}
+
+fn min_available(budget: &PodDisruptionBudget) -> i32 {
+    match budget.spec.as_ref().and_then(|s| s.min_available.clone()) {
+        Some(IntOrString::Int(n)) => n,
+        other => panic!("minAvailable {other:?}"),
+    }
+}
+
+#[test]
+fn a_converged_cephosd_keeps_a_budget_of_max_unavailable_domains() {
+    let cr = host_cr("a");
+    let cluster = converged_with_budget(&cr);
+    let budget = cluster.budget().expect("a budget");
+    let spec = budget.spec.as_ref().expect("spec");
+    // 6 pods, one host of 2 may go: any one eviction takes one host down at most.
+    assert_eq!(min_available(budget), 5);
+    assert_eq!(spec.max_unavailable, None);
+    assert_eq!(
+        spec.unhealthy_pod_eviction_policy.as_deref(),
+        Some("AlwaysAllow")
+    );
+    let selector = spec.selector.as_ref().expect("selector");
+    assert_eq!(
+        selector.match_labels,
+        Some(BTreeMap::from([(
+            labels::OWNER.to_owned(),
+            "CephOSD-ceph-osds".to_owned()
+        )]))
+    );
+    let owner = &budget.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        ("CephOSD", "cr-uid", Some(true))
+    );
+    let status = budget.status.as_ref().expect("status");
+    assert_eq!(
+        (
+            status.expected_pods,
+            status.current_healthy,
+            status.disruptions_allowed
+        ),
+        (Some(6), Some(6), Some(1))
+    );
+    for pod in cluster.live() {
+        let host = annotation(pod, labels::HOST).expect("host");
+        assert_eq!(
+            pod.labels().get(labels::UPDATE_DOMAIN),
+            Some(&labels::update_domain_label_value(host))
+        );
+    }
+    let plan = cluster_plan(&cluster, &cr);
+    let said = plan.status.budget.clone().expect("budget status");
+    assert_eq!(said.allowed_domains, 1);
+    assert!(said.unavailable_domains.is_empty() && said.drains_waiting.is_empty());
+    let condition = condition(&plan, "DisruptionBudget");
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("True", "BudgetManaged")
+    );
+    assert!(
+        condition.message.contains("admits 1 more update domain"),
+        "{}",
+        condition.message
+    );
+}
+
+/// The plan for `cluster` as it is, without applying it.
+fn cluster_plan(cluster: &Cluster, cr: &CephOsd) -> Plan {
+    let mut cr = cr.clone();
+    cr.status = cluster.status.clone();
+    let mut observed = Observed::pods(&cluster.pods);
+    observed.disruption = cluster.disruption.as_ref().map(|d| DisruptionView {
+        budgets: d.budgets.iter().collect(),
+        cordoned: d.cordoned.clone(),
+    });
+    plan(
+        &cr,
+        &observed,
+        &mut CountingSuffix::default(),
+        at(cluster.clock),
+    )
+}
+
+#[test]
+fn a_second_drain_waits_until_the_first_host_is_back() {
+    let cr = host_cr("a");
+    let mut cluster = converged_with_budget(&cr);
+    // The first eviction on w1 goes; the second pod there waits for the operator to count w1
+    // down; w2's drain is refused.
+    let answers = cluster.drain("w1");
+    assert_eq!(answers[0], Ok(()));
+    assert!(answers[1].is_err());
+    let refused = cluster.drain("w2");
+    assert!(refused.iter().all(Result::is_err), "{refused:?}");
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(
+        event_reasons(&plan),
+        ["DrainHeld", "DrainHeld"],
+        "w1's second pod and w2"
+    );
+    let pods = cluster.pods.clone();
+    cluster.disruption().run_controller(&pods);
+    // w1 is outside the budget now: the rest of it goes; w2 still may not.
+    assert_eq!(cluster.drain("w1"), [Ok(())]);
+    assert!(cluster.drain("w2").iter().all(Result::is_err));
+    cluster.finish_terminations();
+    // Cordoned: w1's pods are not recreated, and the status says why.
+    let plan = cluster.reconcile(&cr);
+    assert!(creates(&plan).is_empty(), "{:?}", creates(&plan));
+    assert!(
+        plan.status
+            .unschedulable
+            .iter()
+            .any(|u| u.contains("w1") && u.contains("cordoned")),
+        "{:?}",
+        plan.status.unschedulable
+    );
+    let said = plan.status.budget.clone().expect("budget status");
+    assert_eq!(said.allowed_domains, 0);
+    assert_eq!(said.unavailable_domains, ["w1"]);
+    assert_eq!(said.drains_waiting, ["w2"]);
+    // Uncordoned: w1 comes back; then w2's drain goes.
+    cluster.disruption().cordoned.remove("w1");
+    let plan = cluster.settle_with_budget(&cr);
+    assert!(plan
+        .status
+        .budget
+        .expect("budget")
+        .unavailable_domains
+        .is_empty());
+    assert_eq!(cluster.pods_on("w1").len(), 2);
+    assert_eq!(cluster.drain("w2")[0], Ok(()));
+}
+
+#[test]
+fn the_rollout_reserves_its_domain_through_the_budget_before_taking_pods_down() {
+    let mut cluster = converged_with_budget(&host_cr("a"));
+    let cr = host_cr("b");
+    let version = cluster
+        .budget()
+        .and_then(|b| b.metadata.resource_version.clone());
+    let plan = cluster.reconcile(&cr);
+    let write = plan
+        .actions
+        .iter()
+        .position(|a| matches!(a, Action::WriteBudget { resource_version, .. } if *resource_version == version))
+        .expect("a reservation at the version read");
+    let first_delete = plan
+        .actions
+        .iter()
+        .position(|a| matches!(a, Action::Delete { .. }))
+        .expect("deletions");
+    assert!(write < first_delete, "{:?}", plan.actions);
+    assert_eq!(deletes(&plan).len(), 2, "w1's two pods");
+    // w1 is reserved: outside the budget, and nothing more may go.
+    let budget = cluster.budget().expect("budget");
+    assert_eq!(min_available(budget), 4);
+    let pods = cluster.pods.clone();
+    cluster.disruption().run_controller(&pods);
+    assert!(cluster.drain("w2").iter().all(Result::is_err));
+    // The drain of the host being replaced goes through (its new pods wait for uncordon).
+    cluster.finish_terminations();
+    cluster.reconcile(&cr);
+    assert!(cluster.drain("w1").iter().all(Result::is_ok));
+}
+
+#[test]
+fn a_reservation_that_loses_to_an_eviction_takes_nothing_down() {
+    let mut cluster = converged_with_budget(&host_cr("a"));
+    let cr = host_cr("b");
+    let plan = cluster_plan(&cluster, &cr);
+    assert_eq!(deletes(&plan).len(), 2);
+    // An eviction on w2 lands between the plan's read and its write.
+    assert_eq!(cluster.drain("w2")[0], Ok(()));
+    cluster.apply(&plan);
+    assert_eq!(cluster.live().len(), 5, "only the evicted pod went");
+    // The next plan sees w2 down and starts no other host (the rest of w2 may go with it).
+    let plan = cluster.reconcile(&cr);
+    let deleted = deletes(&plan);
+    assert!(
+        deleted.iter().all(|(key, _)| key.starts_with("w2:")),
+        "{deleted:?}"
+    );
+}
+
+#[test]
+fn no_domain_starts_before_the_controller_caught_up_or_while_a_drain_waits() {
+    let mut cluster = converged_with_budget(&host_cr("a"));
+    let cr = host_cr("b");
+    // An eviction the controller has not processed yet: under way.
+    let mut pending = cluster.disruption.take().expect("budgets");
+    if let Some(status) = pending.budgets[0].status.as_mut() {
+        status
+            .disrupted_pods
+            .get_or_insert_with(Default::default)
+            .insert("somebody".into(), Time(at(0)));
+    }
+    cluster.disruption = Some(pending);
+    let plan = cluster.reconcile(&cr);
+    assert!(deletes(&plan).is_empty());
+    let halted = condition(&plan, "Progressing");
+    assert_eq!(halted.reason, "WaitingForDisruptionBudget");
+    assert!(
+        halted.message.contains("eviction of pod somebody"),
+        "{}",
+        halted.message
+    );
+    // A cordoned node whose pods still run: its drain goes first.
+    let pods = cluster.pods.clone();
+    cluster.disruption().run_controller(&pods);
+    cluster.disruption().cordoned.insert("w3".into());
+    let plan = cluster.reconcile(&cr);
+    assert!(deletes(&plan).is_empty());
+    let halted = condition(&plan, "Progressing");
+    assert!(
+        halted.message.contains("node w3 is cordoned"),
+        "{}",
+        halted.message
+    );
+    assert!(
+        event_reasons(&plan).contains(&"DrainAdmitted"),
+        "{:?}",
+        event_reasons(&plan)
+    );
+    // Uncordoned: the rollout starts.
+    cluster.disruption().cordoned.clear();
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(deletes(&plan).len(), 2);
+}
+
+#[test]
+fn someone_elses_budget_over_the_osd_pods_means_none_of_ours() {
+    let cr = host_cr("a");
+    let mut cluster = converged_with_budget(&cr);
+    cluster.disruption().budgets.push(PodDisruptionBudget {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("users-own".into()),
+            namespace: Some("ceph".into()),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([("role".into(), "osd".into())])),
+                match_expressions: None,
+            }),
+            max_unavailable: Some(IntOrString::Int(1)),
+            ..Default::default()
+        }),
+        status: None,
+    });
+    let plan = cluster.reconcile(&cr);
+    assert!(plan.actions.iter().any(
+        |a| matches!(a, Action::DeleteBudget { name, .. } if *name == budget_name("ceph-osds"))
+    ));
+    assert!(cluster.budget().is_none());
+    let condition = condition(&plan, "DisruptionBudget");
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("False", "ForeignBudget")
+    );
+    assert!(
+        condition.message.contains("users-own"),
+        "{}",
+        condition.message
+    );
+    assert!(plan.status.budget.is_none());
+    // The rollout does not wait for a budget it does not keep.
+    let plan = cluster.reconcile(&host_cr("b"));
+    assert_eq!(deletes(&plan).len(), 2);
+}
+
+#[test]
+fn off_keeps_no_budget_and_says_so() {
+    let mut cr = host_cr("a");
+    let mut cluster = converged_with_budget(&cr);
+    cr.spec.disruption_budget = Some(crate::crd::DisruptionBudgetMode::Off);
+    let plan = cluster.reconcile(&cr);
+    assert!(cluster.budget().is_none());
+    assert_eq!(condition(&plan, "DisruptionBudget").reason, "BudgetOff");
+    // Cordons are not waited for either.
+    cluster.disruption().cordoned.insert("w1".into());
+    cr.spec.pod_template = template("b");
+    let plan = cluster.reconcile(&cr);
+    assert_eq!(deletes(&plan).len(), 2);
+}
+
+#[test]
+fn without_a_view_of_budgets_nothing_is_said_or_written() {
+    let cr = host_cr("a");
+    let mut cluster = converged(&cr);
+    let plan = cluster.reconcile(&cr);
+    assert!(plan.status.budget.is_none());
+    assert!(!plan
+        .status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "DisruptionBudget"));
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Reconcile,
+    Controller,
+    Finish,
+    Ready,
+    Edit(u8),
+    Drain(usize),
+    Land,
+    Uncordon(usize),
+}
+
+fn steps() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => Just(Step::Reconcile),
+        3 => Just(Step::Controller),
+        2 => Just(Step::Finish),
+        2 => Just(Step::Ready),
+        1 => (0u8..4).prop_map(Step::Edit),
+        2 => (0..HOSTS.len()).prop_map(Step::Drain),
+        2 => Just(Step::Land),
+        2 => (0..HOSTS.len()).prop_map(Step::Uncordon),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Drains, cordons, template edits, controller runs and reconciles in any order: never
+    /// more hosts down than maxUnavailable.
+    #[test]
+    fn drains_and_the_rollout_never_take_more_domains_down_than_allowed(
+        max in 1i32..=2,
+        steps in proptest::collection::vec(steps(), 1..120),
+    ) {
+        let mut cr = host_cr("a");
+        cr.spec.max_unavailable = Some(max);
+        let mut cluster = converged_with_budget(&cr);
+        cluster.disruption().deletions_lag = true;
+        let limit = usize::try_from(max).expect("positive");
+        for step in steps {
+            match step {
+                Step::Reconcile => { cluster.reconcile(&cr); }
+                Step::Controller => {
+                    let pods = cluster.pods.clone();
+                    cluster.disruption().run_controller(&pods);
+                }
+                Step::Finish => cluster.finish_terminations(),
+                Step::Ready => cluster.make_all_ready(),
+                Step::Edit(marker) => cr.spec.pod_template = template(&marker.to_string()),
+                Step::Drain(host) => { cluster.drain(HOSTS[host]); }
+                Step::Land => cluster.land_evictions(),
+                Step::Uncordon(host) => { cluster.disruption().cordoned.remove(HOSTS[host]); }
+            }
+            let down = cluster.hosts_down();
+            prop_assert!(down.len() <= limit, "down: {:?} after {:?}", down, step);
+            one_pod_per_disk(&cluster.pods).map_err(TestCaseError::fail)?;
+        }
+    }
+}
