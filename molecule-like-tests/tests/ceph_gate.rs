@@ -273,7 +273,12 @@ async fn by_osd_a_pair_ceph_refuses_goes_one_at_a_time() -> anyhow::Result<()> {
 /// two OSDs together, Ceph lets the pair go (one host's copies), both stop in one step.
 #[tokio::test]
 async fn by_osd_a_pair_ceph_lets_go_stops_together() -> anyhow::Result<()> {
-    Box::pin(by_osd_in_pairs("cephgate-pairs", &["/dev/sdb", "/dev/sdc"], 2)).await
+    Box::pin(by_osd_in_pairs(
+        "cephgate-pairs",
+        &["/dev/sdb", "/dev/sdc"],
+        2,
+    ))
+    .await
 }
 
 /// A rollout by OSD with `maxUnavailable: 2` over 3 hosts × `data`: every step the operator
