@@ -226,7 +226,13 @@ pub(crate) struct BudgetPlan {
     pub status: Option<BudgetStatus>,
     pub condition: Option<StatedCondition>,
     pub events: Vec<PlannedEvent>,
+    /// When to look at Ceph again while it keeps the budget closed.
+    pub reopens_after: Option<k8s_openapi::jiff::SignedDuration>,
 }
+
+/// How soon Ceph is looked at again while its PGs keep the budget closed.
+const CLOSED_LOOKS: k8s_openapi::jiff::SignedDuration =
+    k8s_openapi::jiff::SignedDuration::from_secs(2);
 
 /// The budget for `input`: a PodDisruptionBudget admitting `maxUnavailable` minus the domains
 /// down or started update domains, over the pods of the others.
@@ -316,6 +322,7 @@ pub(crate) fn plan_budget(input: &BudgetInput<'_>, previous: Option<&BudgetStatu
             message,
         }),
         events,
+        reopens_after: input.closed.map(|_| CLOSED_LOOKS),
     }
 }
 

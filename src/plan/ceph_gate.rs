@@ -72,6 +72,9 @@ pub struct CephView {
     /// Look at Ceph again this soon while a step is open or a question waits (Ceph's changes
     /// trigger no watch).
     pub look_every: SignedDuration,
+    /// Why Ceph's PGs are not all clean (or Ceph could not tell), when it was looked at for
+    /// the disruption budget: the budget admits no drain then.
+    pub pgs_unclean: Option<String>,
 }
 
 impl Default for CephView {
@@ -83,6 +86,7 @@ impl Default for CephView {
             step: None,
             max_noout: DEFAULT_MAX_NOOUT,
             look_every: SLOW_LOOKS,
+            pgs_unclean: None,
         }
     }
 }

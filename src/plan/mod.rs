@@ -230,7 +230,7 @@ pub fn plan_expanded(
             starting: &starting,
             pods: &seen.pods,
             waiting: &waiting,
-            closed: None,
+            closed: observed.ceph.pgs_unclean.as_deref(),
         },
         seen.previous.budget.as_ref(),
     );
@@ -265,6 +265,8 @@ pub fn plan_expanded(
         watch.requeue_after
     };
     let requeue_after = earliest(requeue_after, gated.requeue_after);
+    // A budget Ceph closed reopens on no Kubernetes event: look again soon.
+    let requeue_after = earliest(requeue_after, budget.reopens_after);
     // Domains still down from the update under way, plus those this step starts.
     let previous_update = seen.previous_update();
     let mut current_update: BTreeSet<String> = step

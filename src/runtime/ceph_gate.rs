@@ -61,6 +61,7 @@ pub(crate) async fn first_view(
         step: None,
         max_noout,
         look_every: SLOW_LOOKS,
+        pgs_unclean: None,
     };
     let Some(ceph) = ceph else {
         return (off(GateOff::NotConfigured), None);
@@ -113,13 +114,39 @@ pub(crate) async fn first_view(
             progress
         }
     };
+    let pgs_unclean = if cr.spec.manages_disruption_budget() {
+        let pgs = match looked.as_ref().map(|facts| facts.pgs.clone()) {
+            Some(Some(pgs)) => Ok(pgs),
+            _ => ceph.pg_states().await,
+        };
+        pgs_unclean(pgs)
+    } else {
+        None
+    };
     let view = CephView {
         input: CephInput::NotAsked,
         step,
         max_noout,
         look_every,
+        pgs_unclean,
     };
     (view, looked)
+}
+
+/// Why the disruption budget closes for Ceph's PGs: some are not clean, or Ceph could not
+/// tell (fail closed).
+fn pgs_unclean(pgs: Result<crate::ceph::PgStates, crate::ceph::CephError>) -> Option<String> {
+    match pgs {
+        Ok(pgs) if pgs.all_clean() => None,
+        Ok(pgs) if !pgs.ready => Some("Ceph's mgr does not know the PG states yet".to_owned()),
+        Ok(pgs) => Some(format!(
+            "Ceph's PGs are not all clean ({})",
+            pgs.describe_not_clean()
+        )),
+        Err(error) => Some(format!(
+            "Ceph did not tell whether its PGs are clean: {error}"
+        )),
+    }
 }
 
 /// Ids an admin stated on a pod (`ceph.elemental.net/osd-ids: "3,7"`); none when absent or

@@ -391,6 +391,34 @@ fn off_keeps_no_budget_and_says_so() {
 }
 
 #[test]
+fn unclean_pgs_close_the_budget_until_ceph_is_clean_again() {
+    let cr = host_cr("a");
+    let mut cluster = converged_with_budget(&cr);
+    cluster.ceph.pgs_unclean = Some("Ceph's PGs are not all clean (3 active+undersized)".into());
+    let plan = cluster.reconcile(&cr);
+    let budget = cluster.budget().expect("budget");
+    assert_eq!(min_available(budget), 6, "no eviction admitted");
+    assert_eq!(
+        plan.status.budget.as_ref().map(|b| b.allowed_domains),
+        Some(0)
+    );
+    let said = &condition(&plan, "DisruptionBudget").message;
+    assert!(
+        said.contains("closed: Ceph's PGs are not all clean"),
+        "{said}"
+    );
+    assert_eq!(plan.requeue_after, Some(SignedDuration::from_secs(2)));
+    let pods = cluster.pods.clone();
+    cluster.disruption().run_controller(&pods);
+    assert!(cluster.drain("w1").iter().all(Result::is_err));
+    // Clean again: one host may go.
+    cluster.disruption().cordoned.clear();
+    cluster.ceph.pgs_unclean = None;
+    cluster.reconcile(&cr);
+    assert_eq!(min_available(cluster.budget().expect("budget")), 5);
+}
+
+#[test]
 fn without_a_view_of_budgets_nothing_is_said_or_written() {
     let cr = host_cr("a");
     let mut cluster = converged(&cr);
