@@ -567,6 +567,19 @@ pub(super) fn condition<'a>(
         .expect("condition present")
 }
 
+/// Checks that `plan`'s condition `type_` has `status` and `reason` and that its message
+/// contains `words`.
+pub(super) fn assert_condition(plan: &Plan, type_: &str, status: &str, reason: &str, words: &str) {
+    let c = condition(plan, type_);
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        (status, reason),
+        "{type_}: {}",
+        c.message
+    );
+    assert!(c.message.contains(words), "{type_}: {}", c.message);
+}
+
 pub(super) fn event_reasons(plan: &Plan) -> Vec<&'static str> {
     plan.events.iter().map(|e| e.reason.as_str()).collect()
 }

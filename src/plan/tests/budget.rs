@@ -158,15 +158,12 @@ fn a_converged_cephosd_keeps_a_budget_of_max_unavailable_domains() {
     let said = plan.status.budget.clone().expect("budget status");
     assert_eq!(said.allowed_domains, 1);
     assert!(said.unavailable_domains.is_empty() && said.drains_waiting.is_empty());
-    let condition = condition(&plan, "DisruptionBudget");
-    assert_eq!(
-        (condition.status.as_str(), condition.reason.as_str()),
-        ("True", "BudgetManaged")
-    );
-    assert!(
-        condition.message.contains("admits 1 more update domain"),
-        "{}",
-        condition.message
+    assert_condition(
+        &plan,
+        "DisruptionBudget",
+        "True",
+        "BudgetManaged",
+        "admits 1 more update domain",
     );
 }
 
@@ -359,15 +356,12 @@ fn someone_elses_budget_over_the_osd_pods_means_none_of_ours() {
         |a| matches!(a, Action::DeleteBudget { name, .. } if *name == budget_name("ceph-osds"))
     ));
     assert!(cluster.budget().is_none());
-    let condition = condition(&plan, "DisruptionBudget");
-    assert_eq!(
-        (condition.status.as_str(), condition.reason.as_str()),
-        ("False", "ForeignBudget")
-    );
-    assert!(
-        condition.message.contains("users-own"),
-        "{}",
-        condition.message
+    assert_condition(
+        &plan,
+        "DisruptionBudget",
+        "False",
+        "ForeignBudget",
+        "users-own",
     );
     assert!(plan.status.budget.is_none());
     // The rollout does not wait for a budget it does not keep.

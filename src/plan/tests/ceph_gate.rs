@@ -200,15 +200,12 @@ fn wait_and_halt_delete_nothing_and_say_why_with_cephs_numbers() {
     let plan = step_with(&mut cluster, &cr, wait);
     assert!(deletes(&plan).is_empty());
     assert!(plan.status.ceph_step.is_none());
-    let c = condition(&plan, "CephGate");
-    assert_eq!(
-        (c.status.as_str(), c.reason.as_str()),
-        ("False", "CephPgsNotClean")
-    );
-    assert!(
-        c.message.contains("17 of 33 PGs are not active+clean"),
-        "{}",
-        c.message
+    assert_condition(
+        &plan,
+        "CephGate",
+        "False",
+        "CephPgsNotClean",
+        "17 of 33 PGs are not active+clean",
     );
     assert!(plan
         .halted
