@@ -4,7 +4,8 @@
 
 use crate::ceph::{
     confirm, gather_facts, gather_step_facts, map_osd_ids, precheck, Blocker, CephClient,
-    CephFacts, GateDecision, IdSource, KeyIds, KeyToMap, MappedKey, OsdId, PodRef, StepProgress,
+    CephError, CephFacts, GateDecision, IdSource, KeyIds, KeyToMap, MappedKey, OsdId, PodRef,
+    StepProgress,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
@@ -115,9 +116,17 @@ pub(crate) async fn first_view(
         }
     };
     let pgs_unclean = if cr.spec.manages_disruption_budget() {
-        let pgs = match looked.as_ref().map(|facts| facts.pgs.clone()) {
-            Some(Some(pgs)) => Ok(pgs),
-            _ => ceph.pg_states().await,
+        let pgs = match &looked {
+            Some(facts) => Ok(facts.pgs.clone()),
+            None => tokio::time::timeout(PG_LOOK_TIMEOUT, gather_facts(ceph))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(CephError::Timeout {
+                        command: "status, osd dump, pg stat".to_owned(),
+                        timeout: PG_LOOK_TIMEOUT,
+                    })
+                })
+                .map(|facts| facts.pgs),
         };
         pgs_unclean(pgs)
     } else {
@@ -133,13 +142,20 @@ pub(crate) async fn first_view(
     (view, looked)
 }
 
-/// Why the disruption budget closes for Ceph's PGs: some are not clean, or Ceph could not
-/// tell (fail closed).
-fn pgs_unclean(pgs: Result<crate::ceph::PgStates, crate::ceph::CephError>) -> Option<String> {
+/// How long a reconcile waits for Ceph's PG states for the disruption budget (a few
+/// milliseconds over the session): past it the budget closes and the reconcile goes on.
+const PG_LOOK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why the disruption budget closes for Ceph's PGs: some are not clean, no mgr knows, or Ceph
+/// could not tell (fail closed).
+fn pgs_unclean(pgs: Result<Option<crate::ceph::PgStates>, CephError>) -> Option<String> {
     match pgs {
-        Ok(pgs) if pgs.all_clean() => None,
-        Ok(pgs) if !pgs.ready => Some("Ceph's mgr does not know the PG states yet".to_owned()),
-        Ok(pgs) => Some(format!(
+        Ok(None) => Some("Ceph has no mgr to tell whether its PGs are clean".to_owned()),
+        Ok(Some(pgs)) if pgs.all_clean() => None,
+        Ok(Some(pgs)) if !pgs.ready => {
+            Some("Ceph's mgr does not know the PG states yet".to_owned())
+        }
+        Ok(Some(pgs)) => Some(format!(
             "Ceph's PGs are not all clean ({})",
             pgs.describe_not_clean()
         )),
