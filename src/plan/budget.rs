@@ -214,6 +214,8 @@ pub(crate) struct BudgetInput<'a> {
     pub starting: &'a [String],
     pub pods: &'a [ObservedPod],
     pub waiting: &'a BTreeMap<String, usize>,
+    /// Cordoned nodes (while the budget is managed).
+    pub cordoned: &'a BTreeSet<String>,
     /// Why the budget admits nothing whatever the domains (Ceph's PGs are not clean).
     pub closed: Option<&'a str>,
 }
@@ -255,9 +257,8 @@ pub(crate) fn plan_budget(input: &BudgetInput<'_>, previous: Option<&BudgetStatu
         Keeping::Managed { ours, .. } => *ours,
     };
     let spec = &cr.spec;
-    let mut excluded: BTreeSet<String> = input.unavailable.clone();
-    excluded.extend(input.starting.iter().cloned());
-    let free = spec.max_unavailable().saturating_sub(excluded.len());
+    let (excluded, down_units) = outside_the_budget(input);
+    let free = spec.max_unavailable().saturating_sub(down_units);
     let allowed = if input.closed.is_some() { 0 } else { free };
     let excluded_labels: BTreeSet<String> = excluded
         .iter()
@@ -349,6 +350,37 @@ fn not_kept(
         }),
         ..BudgetPlan::default()
     }
+}
+
+/// The update domains outside the budget (down, starting, and every domain of a drained host)
+/// and how many units of the budget they use: a domain each, a drained host one in all. A
+/// node drain takes its whole host down: once a cordoned host has a domain down, all of its
+/// domains are outside the budget (its other pods may go) and count as one.
+fn outside_the_budget(input: &BudgetInput<'_>) -> (BTreeSet<String>, usize) {
+    let mut excluded: BTreeSet<String> = input.unavailable.clone();
+    excluded.extend(input.starting.iter().cloned());
+    let on = |host: &str, domain: &str| {
+        domain == host
+            || domain
+                .strip_prefix(host)
+                .is_some_and(|d| d.starts_with(':'))
+    };
+    let drained: BTreeSet<&String> = (input.cordoned.iter())
+        .filter(|h| excluded.iter().any(|d| on(h, d)))
+        .collect();
+    let units = drained.len()
+        + (excluded.iter())
+            .filter(|d| !drained.iter().any(|h| on(h, d)))
+            .count();
+    for pod in input.pods {
+        if let Some(key) = pod.key.as_ref().filter(|k| drained.contains(&k.host)) {
+            excluded.insert(crate::plan::rollout::domain_id(
+                key,
+                input.cr.spec.update_domain,
+            ));
+        }
+    }
+    (excluded, units)
 }
 
 /// A `DrainAdmitted` or `DrainHeld` event for each cordoned host whose drain is newly waiting,

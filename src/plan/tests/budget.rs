@@ -236,6 +236,25 @@ fn a_second_drain_waits_until_the_first_host_is_back() {
 }
 
 #[test]
+fn a_drain_takes_its_whole_host_as_one_even_by_osd() {
+    // By OSD, one at a time: a drained host's second OSD may go once the first is down, and
+    // the host counts as one; another host may not.
+    let cr = cr(UpdateDomain::Osd, &HOSTS, &["/dev/sdb", "/dev/sdc"], "a");
+    let mut cluster = converged_with_budget(&cr);
+    let answers = cluster.drain("w1");
+    assert_eq!(answers[0], Ok(()));
+    assert!(answers[1].is_err());
+    let plan = cluster.reconcile(&cr);
+    let pods = cluster.pods.clone();
+    cluster.disruption().run_controller(&pods);
+    assert_eq!(cluster.drain("w1"), [Ok(())]);
+    assert!(cluster.drain("w2").iter().all(Result::is_err));
+    let said = plan.status.budget.expect("budget status");
+    assert_eq!(said.allowed_domains, 0);
+    assert_eq!(said.unavailable_domains, ["w1:/dev/sdb", "w1:/dev/sdc"]);
+}
+
+#[test]
 fn the_rollout_reserves_its_domain_through_the_budget_before_taking_pods_down() {
     let mut cluster = converged_with_budget(&host_cr("a"));
     let cr = host_cr("b");
