@@ -316,6 +316,11 @@ pub(crate) fn failed_status(
     deadline: SignedDuration,
 ) -> Option<CephOsdStatus> {
     let mut status = planned.clone();
+    // A step the plan ended is not over while the plan's writes failed (its noout may still be
+    // set): its record stays, so the next plan ends it again.
+    if status.ceph_step.is_none() {
+        status.ceph_step.clone_from(&previous.ceph_step);
+    }
     let type_ = ConditionType::ReconcileFailed.as_str();
     let since = transition_time(previous, type_, status_of(true), now);
     status.conditions.retain(|c| c.type_ != type_);
@@ -381,6 +386,33 @@ mod tests {
 
     fn at(s: i64) -> Timestamp {
         Timestamp::from_second(s).expect("time")
+    }
+
+    #[test]
+    fn a_step_the_failed_plan_ended_stays_recorded() {
+        let step = CephStep {
+            keys: vec!["h:/dev/sdb".into()],
+            osds: Vec::new(),
+            noout: vec![3],
+            started: Time(at(0)),
+        };
+        let previous = CephOsdStatus {
+            ceph_step: Some(step.clone()),
+            ..CephOsdStatus::default()
+        };
+        let deadline = SignedDuration::from_secs(600);
+        let ended = CephOsdStatus::default();
+        let failed = failed_status(&ended, &previous, at(10), Failure::Ceph, "x", deadline);
+        assert_eq!(failed.and_then(|s| s.ceph_step), Some(step.clone()));
+        // A plan that opened a step of its own keeps that one.
+        let mut next = step.clone();
+        next.keys = vec!["i:/dev/sdb".into()];
+        let opened = CephOsdStatus {
+            ceph_step: Some(next.clone()),
+            ..CephOsdStatus::default()
+        };
+        let failed = failed_status(&opened, &previous, at(10), Failure::Ceph, "x", deadline);
+        assert_eq!(failed.and_then(|s| s.ceph_step), Some(next));
     }
 
     #[test]
