@@ -26,6 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta, OwnerReference,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::core::{Selector, SelectorExt};
 use kube::ResourceExt;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -76,10 +77,7 @@ impl<'a> Keeping<'a> {
         }
         let mut names: Vec<String> = others
             .iter()
-            .filter(|b| {
-                let selector = b.spec.as_ref().and_then(|s| s.selector.as_ref());
-                selector.is_some_and(|s| pods.iter().any(|p| selects(s, p.labels())))
-            })
+            .filter(|b| pod_selector(b).is_some_and(|s| pods.iter().any(|p| s.matches(p.labels()))))
             .map(|b| b.name_any())
             .collect();
         names.sort();
@@ -114,25 +112,11 @@ fn is_ours(cr: &CephOsd, budget: &PodDisruptionBudget) -> bool {
     }
 }
 
-/// Whether a label selector (policy/v1 semantics: `{}` selects everything) selects `labels`.
-pub(crate) fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let by_label = selector
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    by_label
-        && selector.match_expressions.iter().flatten().all(|e| {
-            let values = e.values.as_deref().unwrap_or_default();
-            let value = labels.get(&e.key);
-            match e.operator.as_str() {
-                "In" => value.is_some_and(|v| values.contains(v)),
-                "NotIn" => value.is_none_or(|v| !values.contains(v)),
-                "Exists" => value.is_some(),
-                "DoesNotExist" => value.is_none(),
-                _ => false,
-            }
-        })
+/// A budget's pod selector: policy/v1's, where `{}` selects every pod of the namespace and no
+/// selector (or one the API would not accept) selects none.
+pub(crate) fn pod_selector(budget: &PodDisruptionBudget) -> Option<Selector> {
+    let selector = budget.spec.as_ref()?.selector.clone()?;
+    Selector::try_from(selector).ok()
 }
 
 /// Cordoned hosts where OSD pods of ours still run, with how many: their drains wait.

@@ -7,11 +7,13 @@ use crate::crd::desired::desired_osds;
 use crate::crd::osd::CountingSuffix;
 use crate::crd::UpdateDomain;
 use crate::labels;
+use crate::plan::budget::pod_selector;
 use crate::plan::classify::{classify, Owner, Timing};
 use crate::testing::CephOsdBuilder;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use kube::core::SelectorExt;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -123,14 +125,8 @@ impl SimulatedDisruption {
             let version = self.bump();
             let budget = &mut self.budgets[i];
             let spec = budget.spec.clone().unwrap_or_default();
-            let selected: Vec<&Pod> = spec
-                .selector
-                .as_ref()
-                .map(|s| {
-                    pods.iter()
-                        .filter(|p| crate::plan::budget::selects(s, p.labels()))
-                        .collect()
-                })
+            let selected: Vec<&Pod> = pod_selector(budget)
+                .map(|s| pods.iter().filter(|p| s.matches(p.labels())).collect())
                 .unwrap_or_default();
             // An admitted eviction stays listed until its pod is seen deleted, and its pod
             // counts as gone.
@@ -174,13 +170,7 @@ impl SimulatedDisruption {
     pub(super) fn evict(&mut self, pod: &mut Pod) -> Result<(), &'static str> {
         let labels = pod.labels().clone();
         let mut covering: Vec<usize> = (0..self.budgets.len())
-            .filter(|&i| {
-                let selector = self.budgets[i]
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.selector.as_ref());
-                selector.is_some_and(|s| crate::plan::budget::selects(s, &labels))
-            })
+            .filter(|&i| pod_selector(&self.budgets[i]).is_some_and(|s| s.matches(&labels)))
             .collect();
         if covering.len() > 1 {
             return Err("500 This pod has more than one PodDisruptionBudget");
