@@ -320,12 +320,11 @@ fn no_domain_starts_before_the_controller_caught_up_or_while_a_drain_waits() {
     cluster.disruption = Some(pending);
     let plan = cluster.reconcile(&cr);
     assert!(deletes(&plan).is_empty());
-    let halted = condition(&plan, "Progressing");
-    assert_eq!(halted.reason, "WaitingForDisruptionBudget");
-    assert!(
-        halted.message.contains("eviction of pod somebody"),
-        "{}",
-        halted.message
+    assert_says(
+        &plan,
+        "Progressing",
+        "WaitingForDisruptionBudget",
+        "eviction of pod somebody",
     );
     // A cordoned node whose pods still run: its drain goes first.
     let pods = cluster.pods.clone();

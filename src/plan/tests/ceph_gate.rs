@@ -243,12 +243,11 @@ fn wait_and_halt_delete_nothing_and_say_why_with_cephs_numbers() {
     };
     let plan = step_with(&mut cluster, &cr, halt);
     assert!(deletes(&plan).is_empty());
-    let c = condition(&plan, "CephGate");
-    assert_eq!(c.reason, "CephOsdIdUnknown");
-    assert!(
-        c.message.contains("the OSD id of w1:/dev/sdb"),
-        "{}",
-        c.message
+    assert_says(
+        &plan,
+        "CephGate",
+        "CephOsdIdUnknown",
+        "the OSD id of w1:/dev/sdb",
     );
     assert!(event_reasons(&plan).contains(&"CephGate"));
 }
