@@ -198,8 +198,6 @@ pub(crate) struct BudgetInput<'a> {
     pub starting: &'a [String],
     pub pods: &'a [ObservedPod],
     pub waiting: &'a BTreeMap<String, usize>,
-    /// Cordoned nodes (while the budget is managed).
-    pub cordoned: &'a BTreeSet<String>,
     /// Why the budget admits nothing whatever the domains (Ceph's PGs are not clean).
     pub closed: Option<&'a str>,
 }
@@ -225,7 +223,7 @@ const CLOSED_LOOKS: k8s_openapi::jiff::SignedDuration =
 pub(crate) fn plan_budget(input: &BudgetInput<'_>, previous: Option<&BudgetStatus>) -> BudgetPlan {
     let cr = input.cr;
     let name = budget_name(&cr.name_any());
-    let ours = match input.keeping {
+    let (ours, cordoned) = match input.keeping {
         Keeping::Unwatched => return BudgetPlan::default(),
         Keeping::Off { ours } => {
             return not_kept(*ours, ConditionReason::BudgetOff, OFF.to_owned())
@@ -238,10 +236,10 @@ pub(crate) fn plan_budget(input: &BudgetInput<'_>, previous: Option<&BudgetStatu
             );
             return not_kept(*ours, ConditionReason::ForeignBudget, message);
         }
-        Keeping::Managed { ours, .. } => *ours,
+        Keeping::Managed { ours, cordoned } => (*ours, *cordoned),
     };
     let spec = &cr.spec;
-    let (excluded, down_units) = outside_the_budget(input);
+    let (excluded, down_units) = outside_the_budget(input, cordoned);
     let free = spec.max_unavailable().saturating_sub(down_units);
     let allowed = if input.closed.is_some() { 0 } else { free };
     let excluded_labels: BTreeSet<String> = excluded
@@ -340,7 +338,10 @@ fn not_kept(
 /// and how many units of the budget they use: a domain each, a drained host one in all. A
 /// node drain takes its whole host down: once a cordoned host has a domain down, all of its
 /// domains are outside the budget (its other pods may go) and count as one.
-fn outside_the_budget(input: &BudgetInput<'_>) -> (BTreeSet<String>, usize) {
+fn outside_the_budget(
+    input: &BudgetInput<'_>,
+    cordoned: &BTreeSet<String>,
+) -> (BTreeSet<String>, usize) {
     let mut excluded: BTreeSet<String> = input.unavailable.clone();
     excluded.extend(input.starting.iter().cloned());
     let on = |host: &str, domain: &str| {
@@ -349,7 +350,7 @@ fn outside_the_budget(input: &BudgetInput<'_>) -> (BTreeSet<String>, usize) {
                 .strip_prefix(host)
                 .is_some_and(|d| d.starts_with(':'))
     };
-    let drained: BTreeSet<&String> = (input.cordoned.iter())
+    let drained: BTreeSet<&String> = (cordoned.iter())
         .filter(|h| excluded.iter().any(|d| on(h, d)))
         .collect();
     let units = drained.len()

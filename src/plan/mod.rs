@@ -230,7 +230,6 @@ pub fn plan_expanded(
             starting: &starting,
             pods: &seen.pods,
             waiting: &waiting,
-            cordoned,
             closed: observed.ceph.pgs_unclean.as_deref(),
         },
         seen.previous.budget.as_ref(),
