@@ -8,6 +8,7 @@
 
 pub(crate) mod desired;
 pub(crate) mod osd;
+pub(crate) mod rollout_controls;
 pub(crate) mod server_numbers;
 pub(crate) mod storage_rules;
 pub(crate) mod template_rules;
@@ -17,6 +18,7 @@ use crate::crd::storage_rules::{DEVICE_PATH_PATTERN, HOST_PATTERN};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::SignedDuration;
 use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use schemars::JsonSchema;
@@ -110,6 +112,22 @@ pub struct CephOsdSpec {
     /// `DisruptionBudget` condition says) or `Off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disruption_budget: Option<DisruptionBudgetMode>,
+    /// The last N out-of-date update domains in rollout order stay as they are (an integer,
+    /// or a percentage of the update domains, rounded up, like `"10%"`): the rollout replaces
+    /// domains while more than N are out of date. A recreated pod of a held domain gets the
+    /// current template. Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<IntOrString>,
+    /// After each template change at most N update domains are replaced (an integer, or a
+    /// percentage of the update domains, rounded up), then the rollout holds until
+    /// `promotedTemplateHash` names the current template hash (`kubectl ceph-osd promote`).
+    /// 0 (default): no canary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<IntOrString>,
+    /// The template hash an admin released from the canary hold: a promotion names the hash,
+    /// so it never releases a newer template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promoted_template_hash: Option<String>,
 }
 
 impl CephOsdSpec {
@@ -129,6 +147,9 @@ impl CephOsdSpec {
             max_unavailable: None,
             ceph_gate: None,
             disruption_budget: None,
+            partition: None,
+            canary: None,
+            promoted_template_hash: None,
         }
     }
 
@@ -152,6 +173,18 @@ impl CephOsdSpec {
 
     pub fn progress_deadline(&self) -> SignedDuration {
         SignedDuration::from_secs(self.progress_deadline_seconds.unwrap_or(600).max(1).into())
+    }
+
+    /// How many of `total` update domains `spec.partition` holds (0 when unset).
+    pub fn partition_of(&self, total: usize) -> Result<usize, String> {
+        (self.partition.as_ref()).map_or(Ok(0), |v| {
+            rollout_controls::domains_of("partition", v, total)
+        })
+    }
+
+    /// How many of `total` update domains a canary replaces before it holds (0: no canary).
+    pub fn canary_of(&self, total: usize) -> Result<usize, String> {
+        (self.canary.as_ref()).map_or(Ok(0), |v| rollout_controls::domains_of("canary", v, total))
     }
 
     pub fn max_unavailable(&self) -> usize {
@@ -334,6 +367,60 @@ pub struct CephOsdStatus {
     /// The disruption budget shared by node drains and the rollout, while the operator keeps one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetStatus>,
+    /// The update domains that run the current template once the rollout reaches its cut
+    /// (all of them, less those `partition` or a canary hold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_updated_domains: Option<i64>,
+    /// Measurements of the latest rollout, from which its remaining time is estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutProgress>,
+}
+
+/// The latest rollout as measured: one record per template hash, replaced when the
+/// template changes.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutProgress {
+    /// The template hash being rolled out.
+    pub template_hash: String,
+    /// When the first update domain of this template was seen out of date or started.
+    pub started: Option<Time>,
+    /// Seconds the rollout was paused (`spec.paused`) while domains waited.
+    #[serde(default)]
+    pub paused_seconds: i64,
+    /// Since when it is paused, while it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_since: Option<Time>,
+    /// Update domains started under this template (what a canary counts).
+    #[serde(default)]
+    pub domains_started: i64,
+    /// Update domains whose new pods are Ready (and soaked).
+    #[serde(default)]
+    pub domains_done: i64,
+    /// Update domains this rollout replaces in all: done, under way and still waiting.
+    #[serde(default)]
+    pub domains_eligible: i64,
+    /// Out-of-date update domains held by `partition` or a canary hold.
+    #[serde(default)]
+    pub domains_held: i64,
+    /// The update domains under way, each with when it started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub in_progress: Vec<DomainStart>,
+    /// Seconds each of the last (at most 10) finished update domains took, from the deletion
+    /// of the old pods to the new pods Ready and soaked; the newest last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recent_domain_seconds: Vec<i64>,
+    /// The median domain duration of the rollout before this one, if it measured any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_median_seconds: Option<i64>,
+}
+
+/// An update domain under way, and when it started.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainStart {
+    pub domain: String,
+    pub started: Time,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -492,6 +579,7 @@ fn adjust_schema(crd: &mut Value) {
         );
         pod["x-kubernetes-validations"] = template_rules::cel_validations();
     }
+    rollout_controls::add_validations(crd);
 }
 
 /// Removes `description` keys from a schema tree (keeps the CRD far below the 256 KiB

@@ -53,6 +53,10 @@ pub enum ConditionReason {
     WaitingForNodes,
     /// No rollout step starts until the disruption budget has room for it.
     WaitingForDisruptionBudget,
+    /// The rollout reached `spec.partition`: the last out-of-date domains stay.
+    Partitioned,
+    /// The canary's domains are replaced: the template waits for a promotion.
+    CanaryWaiting,
     Reconciling,
     // Stalled
     WithinDeadline,
@@ -64,6 +68,8 @@ pub enum ConditionReason {
     InvalidPodTemplate,
     /// An OSD's disk is listed by an older CephOSD.
     DiskClaimed,
+    /// `spec.partition` or `spec.canary` cannot be read: nothing is replaced.
+    InvalidRolloutControl,
     // Migrating
     NoReplicaSets,
     ReplicaSetEra,
@@ -104,6 +110,9 @@ impl ConditionReason {
             Self::RollingUpdate => "RollingUpdate",
             Self::WaitingForNodes => "WaitingForNodes",
             Self::WaitingForDisruptionBudget => "WaitingForDisruptionBudget",
+            Self::Partitioned => "Partitioned",
+            Self::CanaryWaiting => "CanaryWaiting",
+            Self::InvalidRolloutControl => "InvalidRolloutControl",
             Self::Reconciling => "Reconciling",
             Self::WithinDeadline => "WithinDeadline",
             Self::SpecValid => "SpecValid",

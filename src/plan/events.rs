@@ -309,7 +309,13 @@ pub(crate) fn transition_events(
         }
     }
     // A halted or paused rollout: when the halt or its cause is new.
-    let halts = [ConditionReason::Halted, ConditionReason::Paused].map(ConditionReason::as_str);
+    let halts = [
+        ConditionReason::Halted,
+        ConditionReason::Paused,
+        ConditionReason::Partitioned,
+        ConditionReason::CanaryWaiting,
+    ]
+    .map(ConditionReason::as_str);
     if let Some(now) =
         condition(status, ConditionType::Progressing).filter(|c| halts.contains(&c.reason.as_str()))
     {

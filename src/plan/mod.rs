@@ -21,6 +21,7 @@ pub(crate) mod disk_claims;
 pub(crate) mod events;
 pub(crate) mod expanded_spec;
 pub(crate) mod failure;
+pub(crate) mod progress;
 mod replica_sets;
 mod rollout;
 pub(crate) mod status;
@@ -42,8 +43,10 @@ use crate::plan::events::{
     foreign_pod_events, transition_events, unschedulable_events, EventReason, PlannedEvent,
 };
 use crate::plan::expanded_spec::ExpandedSpec;
+use crate::plan::progress::{next_progress, ProgressInput};
 use crate::plan::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
-use crate::plan::rollout::{deadlines, domain_id, rollout_step, Candidate, Missing};
+pub use crate::plan::rollout::Hold;
+use crate::plan::rollout::{deadlines, domain_id, rollout_step, Candidate, Limits, Missing};
 use crate::plan::status::{compute_status, StatusInput, Summary};
 use crate::pod::osd_pod::render_pod;
 use crate::pod::pod_additions::{PodIdentity, RenderError};
@@ -115,6 +118,12 @@ pub struct Plan {
     /// The keys to ask Ceph about before the rollout's deletions can go: plan again with the
     /// answer. Their deletions are withheld from this plan.
     pub gate_question: Option<Vec<GateSubject>>,
+    /// The out-of-date update domains `partition` or a canary hold, and which.
+    pub held: BTreeMap<String, Hold>,
+    /// The update domains started now, in rollout order.
+    pub starting: Vec<String>,
+    /// Seconds each update domain that finished in this plan took.
+    pub finished_domain_seconds: Vec<i64>,
 }
 
 impl Plan {
@@ -177,12 +186,15 @@ pub fn plan_expanded(
     actions.extend(created.actions);
     let waiting = drains_waiting(cordoned, &seen.pods);
     let budget_blocks = start_blocked(&keeping, &seen.cr_name, &waiting);
+    let previous_update: BTreeSet<String> = seen.previous.current_update.iter().cloned().collect();
+    let (limits, limit_problems) = seen.limits(&previous_update);
     let step = rollout(
         &seen,
         &current,
         &removals,
         &created.missing,
         budget_blocks.as_deref(),
+        &limits,
     );
     // A pod is replaced only once its successor can be built.
     let unbuildable = created
@@ -282,7 +294,24 @@ pub fn plan_expanded(
         && step.halted.is_some()
         && step.halted == budget_blocks
         && unbuildable.is_none();
-    let halted = gated.halted.or(step.halted);
+    let held_by = step.halted_by.filter(|_| gated.halted.is_none());
+    let halted = gated
+        .halted
+        .or(step.halted)
+        .or_else(|| held_by.map(|hold| seen.hold_message(hold, &step.held)));
+    let (rollout_progress, finished_domain_seconds) = next_progress(
+        seen.previous.rollout.as_ref(),
+        &ProgressInput {
+            template_hash: seen.template_hash.as_str(),
+            now,
+            paused: seen.spec.is_paused(),
+            under_way: &current_update.iter().cloned().collect::<Vec<_>>(),
+            waiting: (step.out_of_date.iter())
+                .filter(|d| !current_update.contains(*d))
+                .count(),
+            held: step.held.len(),
+        },
+    );
 
     let foreign_pods = seen.foreign_pods();
     let unschedulable_pods = unschedulable_pods(&current);
@@ -301,6 +330,7 @@ pub fn plan_expanded(
     let summary = summarize(&seen, &current, foreign_pods.len());
     let mut spec_problems = expanded.problems.clone();
     spec_problems.extend(seen.claimed_problems());
+    spec_problems.extend(limit_problems);
     if let Some(error) = &unbuildable {
         spec_problems.insert(
             0,
@@ -319,6 +349,7 @@ pub fn plan_expanded(
         paused: seen.spec.is_paused(),
         halted: halted.as_deref(),
         halted_by_budget,
+        held_by,
         stalled: watch.stalled.as_deref(),
         spec_problems: &spec_problems,
         pending_actions: !actions.is_empty() || unbuildable.is_some(),
@@ -331,6 +362,10 @@ pub fn plan_expanded(
         osd_ids: known_osd_ids(&seen, &observed.ceph),
         ceph_step,
     });
+    let mut status = status;
+    status.expected_updated_domains =
+        i64::try_from(seen.domain_count().saturating_sub(step.held.len())).ok();
+    status.rollout = rollout_progress;
     let mut events = transition_events(&seen.previous, &status);
     events.extend(foreign_pod_events(&seen.previous, &foreign_pods));
     events.extend(unschedulable_events(&seen.previous, &unschedulable_pods));
@@ -353,6 +388,9 @@ pub fn plan_expanded(
         status_changed,
         requeue_after,
         gate_question,
+        held: step.held,
+        starting,
+        finished_domain_seconds,
     }
 }
 
@@ -452,6 +490,78 @@ impl<'a> Seen<'a> {
 
     fn domain_of(&self, key: &OsdKey) -> String {
         domain_id(key, self.spec.update_domain)
+    }
+
+    /// How many update domains the spec has.
+    fn domain_count(&self) -> usize {
+        (self.desired.osds.keys())
+            .map(|k| self.domain_of(k))
+            .collect::<BTreeSet<_>>()
+            .len()
+    }
+
+    /// How far the rollout may go under the current template (`partition`, the canary), with
+    /// the domains under way (`continuing`); a value that cannot be read holds everything and
+    /// is a problem of the spec.
+    fn limits<'c>(&self, continuing: &'c BTreeSet<String>) -> (Limits<'c>, Vec<SpecProblem>) {
+        let total = self.domain_count();
+        let mut problems = Vec::new();
+        let mut unreadable = |message: String| {
+            problems.push(SpecProblem {
+                reason: ConditionReason::InvalidRolloutControl,
+                message: format!("{message}; no update domain is replaced"),
+            });
+        };
+        let partition = self.spec.partition_of(total).unwrap_or_else(|e| {
+            unreadable(e);
+            usize::MAX
+        });
+        let canary = self.spec.canary_of(total).unwrap_or_else(|e| {
+            unreadable(e);
+            usize::MAX
+        });
+        let promoted =
+            self.spec.promoted_template_hash.as_deref() == Some(self.template_hash.as_str());
+        let canary_left = (canary > 0 && !promoted).then(|| {
+            let started = (self.previous.rollout.as_ref())
+                .filter(|r| r.template_hash == self.template_hash.as_str())
+                .map_or(0, |r| {
+                    usize::try_from(r.domains_started).unwrap_or(usize::MAX)
+                });
+            if canary == usize::MAX {
+                0
+            } else {
+                canary.saturating_sub(started)
+            }
+        });
+        let limits = Limits {
+            partition,
+            canary_left,
+            continuing,
+        };
+        (limits, problems)
+    }
+
+    /// Why the rollout stops at its cut, in words.
+    fn hold_message(&self, hold: Hold, held: &BTreeMap<String, Hold>) -> String {
+        let total = self.domain_count();
+        let unit = match self.spec.update_domain {
+            crate::crd::UpdateDomain::Host => "hosts",
+            crate::crd::UpdateDomain::Osd => "OSDs",
+        };
+        let updated = total.saturating_sub(held.len());
+        match hold {
+            Hold::Partition => format!(
+                "{updated} of {total} {unit} updated; spec.partition holds the last {} \
+                 out of date",
+                held.len()
+            ),
+            Hold::Canary => format!(
+                "{updated} of {total} {unit} updated; promote {} to continue \
+                 (kubectl ceph-osd promote)",
+                self.template_hash
+            ),
+        }
     }
 
     /// The update domains the previous status listed as being replaced.
@@ -851,6 +961,12 @@ struct Rollout {
     subjects: Vec<GateSubject>,
     /// The keys of every candidate still standing (live and Ready).
     standing: BTreeSet<String>,
+    /// The update domains with an out-of-date pod (or era ReplicaSet).
+    out_of_date: BTreeSet<String>,
+    /// Those `partition` or a canary hold.
+    held: BTreeMap<String, Hold>,
+    /// The hold the rollout stops at, when nothing else waits.
+    halted_by: Option<Hold>,
 }
 
 /// At most `maxUnavailable` update domains unavailable at once: out-of-date pods (their
@@ -862,6 +978,7 @@ fn rollout(
     removals: &[Removal<'_>],
     missing: &[Missing],
     start_blocked: Option<&str>,
+    limits: &Limits<'_>,
 ) -> Rollout {
     let out_of_date = current
         .iter()
@@ -869,12 +986,12 @@ fn rollout(
         .filter(|p| p.class == PodClass::OutOfDate && !seen.is_blocked(p.key.as_ref()))
         .filter_map(|pod| {
             let domain = seen.domain_of(pod.key.as_ref()?);
-            Some((Candidate { pod, domain }, DeleteReason::Replace))
+            Some((Candidate::replacing(pod, domain), DeleteReason::Replace))
         });
     let removals = removals.iter().filter_map(|(pod, reason, served)| {
         let key = served.map(|o| &o.key).or(pod.key.as_ref())?;
         let domain = seen.domain_of(key);
-        Some((Candidate { pod, domain }, reason.clone()))
+        Some((Candidate::removing(pod, domain), reason.clone()))
     });
     let (candidates, reasons): (Vec<Candidate<'_>>, Vec<DeleteReason>) =
         out_of_date.chain(removals).unzip();
@@ -908,6 +1025,7 @@ fn rollout(
         missing,
         removing,
         start_blocked,
+        limits,
     );
     let chosen = || {
         step.chosen
@@ -932,7 +1050,14 @@ fn rollout(
         .filter(|c| c.pod.ready)
         .filter_map(|c| gate_key(c).map(|k| k.to_string()))
         .collect();
+    let out_of_date = (candidates.iter())
+        .filter(|c| c.replaces)
+        .map(|c| c.domain.clone())
+        .collect();
     Rollout {
+        out_of_date,
+        held: step.held,
+        halted_by: step.halted_by,
         subjects,
         standing,
         actions: chosen()

@@ -13,6 +13,60 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) struct Candidate<'a> {
     pub pod: &'a ObservedPod,
     pub domain: String,
+    /// Out of date (a successor follows), not a removal: what `partition` and a canary hold.
+    pub replaces: bool,
+}
+
+impl<'a> Candidate<'a> {
+    /// An out-of-date pod of `domain`.
+    pub(crate) fn replacing(pod: &'a ObservedPod, domain: String) -> Self {
+        Self {
+            pod,
+            domain,
+            replaces: true,
+        }
+    }
+
+    /// A pod of `domain` that goes without a successor of its own.
+    pub(crate) fn removing(pod: &'a ObservedPod, domain: String) -> Self {
+        Self {
+            pod,
+            domain,
+            replaces: false,
+        }
+    }
+}
+
+/// Why an out-of-date update domain is not replaced under the current template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// One of the last `spec.partition` out-of-date domains in rollout order.
+    Partition,
+    /// The canary replaced its domains; the template waits for a promotion.
+    Canary,
+}
+
+/// How far the rollout may go: the last `partition` out-of-date domains stay; with a canary
+/// hold, at most `canary_left` more domains start. Domains `continuing` (under way) are never
+/// held.
+#[derive(Clone, Copy)]
+pub(crate) struct Limits<'a> {
+    pub partition: usize,
+    pub canary_left: Option<usize>,
+    pub continuing: &'a BTreeSet<String>,
+}
+
+impl Limits<'static> {
+    /// Nothing held.
+    #[cfg(test)]
+    pub(crate) fn none() -> Self {
+        static NONE: BTreeSet<String> = BTreeSet::new();
+        Self {
+            partition: 0,
+            canary_left: None,
+            continuing: &NONE,
+        }
+    }
 }
 
 /// A desired OSD without a live pod, and why none is made when the planner knows.
@@ -31,6 +85,10 @@ pub(crate) struct RolloutStep {
     pub halted: Option<String>,
     /// Update domains with a missing, not-yet-Ready or still-terminating OSD pod.
     pub unavailable: BTreeSet<String>,
+    /// The out-of-date domains `partition` or a canary hold, and which.
+    pub held: BTreeMap<String, Hold>,
+    /// The hold that halts the rollout: nothing else waits.
+    pub halted_by: Option<Hold>,
 }
 
 /// At most `maxUnavailable` update domains unavailable at once; nothing starts while paused.
@@ -41,6 +99,7 @@ pub(crate) struct RolloutStep {
 /// (no more domains are down after it), so such candidates go at once: a stuck replacement of
 /// an older template is replaced by the fixed one first, and the rest of a host goes with the
 /// host. `start_blocked` says why no domain that is up may start now (the disruption budget).
+/// `limits` hold domains past the cut: no candidate of theirs goes, down already or not.
 pub(crate) fn rollout_step(
     spec: &CephOsdSpec,
     candidates: &[Candidate<'_>],
@@ -48,6 +107,7 @@ pub(crate) fn rollout_step(
     missing: &[Missing],
     also_unavailable: impl IntoIterator<Item = String>,
     start_blocked: Option<&str>,
+    limits: &Limits<'_>,
 ) -> RolloutStep {
     let down = candidates
         .iter()
@@ -66,6 +126,8 @@ pub(crate) fn rollout_step(
         domains: Vec::new(),
         halted: None,
         unavailable,
+        held: held_domains(candidates, limits),
+        halted_by: None,
     };
     if candidates.is_empty() {
         return step;
@@ -74,16 +136,24 @@ pub(crate) fn rollout_step(
         step.halted = Some("the rollout is paused (spec.paused)".to_owned());
         return step;
     }
+    let open = |i: &usize| !step.held.contains_key(&candidates[*i].domain);
     let costless = (0..candidates.len())
+        .filter(open)
         .filter(|&i| !candidates[i].pod.ready || step.unavailable.contains(&candidates[i].domain));
     (step.chosen, step.domains) = in_rollout_order(candidates, costless, usize::MAX);
     let free = spec
         .max_unavailable()
         .saturating_sub(step.unavailable.len());
     let mut available = (0..candidates.len())
+        .filter(open)
         .filter(|&i| !step.unavailable.contains(&candidates[i].domain))
         .peekable();
-    if free == 0 {
+    if available.peek().is_none() && step.chosen.is_empty() && step.unavailable.is_empty() {
+        // Only held domains wait (or none at all): the rollout is at its cut.
+        step.halted_by = (step.held.values())
+            .copied()
+            .max_by_key(|h| *h == Hold::Canary);
+    } else if free == 0 {
         step.halted = Some(halt_reason(unready, missing));
     } else if let Some(why) = start_blocked.filter(|_| available.peek().is_some()) {
         step.halted = Some(why.to_owned());
@@ -180,6 +250,38 @@ fn halt_reason(unready: &[&ObservedPod], missing: &[Missing]) -> String {
     }
 }
 
+/// The out-of-date domains past the cut, in rollout order: the last `partition`, then (with
+/// a canary hold) all but the first `canary_left` of the rest not under way.
+fn held_domains(candidates: &[Candidate<'_>], limits: &Limits<'_>) -> BTreeMap<String, Hold> {
+    let out_of_date: BTreeSet<(String, &str)> = (candidates.iter())
+        .filter(|c| c.replaces)
+        .map(|c| (c.domain.to_lowercase(), c.domain.as_str()))
+        .collect();
+    let cut = out_of_date.len().saturating_sub(limits.partition);
+    let mut held = BTreeMap::new();
+    let mut canary_left = limits.canary_left;
+    for (index, (_, domain)) in out_of_date.into_iter().enumerate() {
+        let hold = if index >= cut {
+            Some(Hold::Partition)
+        } else if limits.continuing.contains(domain) {
+            None
+        } else {
+            match &mut canary_left {
+                Some(0) => Some(Hold::Canary),
+                Some(left) => {
+                    *left -= 1;
+                    None
+                }
+                None => None,
+            }
+        };
+        if let Some(hold) = hold {
+            held.insert(domain.to_owned(), hold);
+        }
+    }
+    held
+}
+
 /// Of the candidates `among`, those of the first `count` update domains (in case-insensitive
 /// order of their ids, then by key), and those domains.
 fn in_rollout_order(
@@ -261,10 +363,10 @@ mod tests {
         pods.iter()
             .filter(|p| p.class == PodClass::OutOfDate)
             .filter_map(|pod| {
-                Some(Candidate {
-                    domain: domain_id(pod.key.as_ref()?, spec.update_domain),
+                Some(Candidate::replacing(
                     pod,
-                })
+                    domain_id(pod.key.as_ref()?, spec.update_domain),
+                ))
             })
             .collect()
     }
@@ -278,7 +380,15 @@ mod tests {
     /// The step for `pods` with nothing missing.
     fn step(spec: &CephOsdSpec, pods: &[ObservedPod]) -> Vec<String> {
         let candidates = candidates(spec, pods);
-        let step = rollout_step(spec, &candidates, &unready(pods), &[], [], None);
+        let step = rollout_step(
+            spec,
+            &candidates,
+            &unready(pods),
+            &[],
+            [],
+            None,
+            &Limits::none(),
+        );
         replaced(&step, &candidates)
     }
 
@@ -294,7 +404,7 @@ mod tests {
         let by_host = spec(UpdateDomain::Host);
         assert_eq!(step(&by_host, &pods), ["A:/dev/sdb", "A:/dev/sdc"]);
         let all = candidates(&by_host, &pods);
-        let started = rollout_step(&by_host, &all, &[], &[], [], None);
+        let started = rollout_step(&by_host, &all, &[], &[], [], None, &Limits::none());
         assert_eq!(started.domains, ["A"]);
         assert!(started.halted.is_none() && started.unavailable.is_empty());
         let mut two = spec(UpdateDomain::Host);
@@ -312,7 +422,15 @@ mod tests {
         let pods = [waiting, pod("b", "/dev/sdb", PodClass::OutOfDate)];
         let one = spec(UpdateDomain::Osd);
         let candidates = candidates(&one, &pods);
-        let step = rollout_step(&one, &candidates, &unready(&pods), &[], [], None);
+        let step = rollout_step(
+            &one,
+            &candidates,
+            &unready(&pods),
+            &[],
+            [],
+            None,
+            &Limits::none(),
+        );
         assert!(step.chosen.is_empty());
         assert_eq!(step.unavailable, BTreeSet::from(["a:/dev/sdb".to_owned()]));
         let halted = step.halted.expect("halted");
@@ -325,7 +443,15 @@ mod tests {
         two.max_unavailable = Some(2);
         assert_eq!(self::step(&two, &pods), ["b:/dev/sdb"]);
         // A domain down for another reason counts the same.
-        let step = rollout_step(&two, &candidates, &[], &[], ["z:/dev/sdq".to_owned()], None);
+        let step = rollout_step(
+            &two,
+            &candidates,
+            &[],
+            &[],
+            ["z:/dev/sdq".to_owned()],
+            None,
+            &Limits::none(),
+        );
         assert_eq!(replaced(&step, &candidates), ["b:/dev/sdb"]);
         let step = rollout_step(
             &two,
@@ -334,6 +460,7 @@ mod tests {
             &[],
             ["z:/dev/sdq".to_owned()],
             None,
+            &Limits::none(),
         );
         assert!(step.chosen.is_empty() && step.halted.is_some());
     }
@@ -347,7 +474,7 @@ mod tests {
             key: OsdKey::new("a", "/dev/sdb"),
             why: None,
         }];
-        let step = rollout_step(&one, &candidates, &[], &missing, [], None);
+        let step = rollout_step(&one, &candidates, &[], &missing, [], None, &Limits::none());
         assert!(step.chosen.is_empty());
         assert_eq!(
             step.halted.as_deref(),
@@ -357,7 +484,7 @@ mod tests {
             key: OsdKey::new("a", "/dev/sdb"),
             why: Some("the spec is ambiguous about it".into()),
         }];
-        let step = rollout_step(&one, &candidates, &[], &missing, [], None);
+        let step = rollout_step(&one, &candidates, &[], &missing, [], None, &Limits::none());
         assert_eq!(
             step.halted.as_deref(),
             Some("OSD a:/dev/sdb has no running pod: the spec is ambiguous about it")
@@ -374,7 +501,7 @@ mod tests {
         let one = spec(UpdateDomain::Osd);
         assert_eq!(step(&one, &pods), ["a:/dev/sdb"]);
         let candidates = candidates(&one, &pods);
-        let started = rollout_step(&one, &candidates, &[], &[], [], None);
+        let started = rollout_step(&one, &candidates, &[], &[], [], None, &Limits::none());
         assert_eq!(started.domains, ["a:/dev/sdb"]);
         assert!(started.unavailable.contains("a:/dev/sdb"));
         // Even with another domain down: it costs nothing.
@@ -382,7 +509,7 @@ mod tests {
             key: OsdKey::new("c", "/dev/sdb"),
             why: None,
         }];
-        let step = rollout_step(&one, &candidates, &[], &missing, [], None);
+        let step = rollout_step(&one, &candidates, &[], &missing, [], None, &Limits::none());
         assert_eq!(replaced(&step, &candidates), ["a:/dev/sdb"]);
         assert!(step.halted.is_some());
         let mut two = spec(UpdateDomain::Osd);
@@ -407,7 +534,15 @@ mod tests {
             key: OsdKey::new("a", "/dev/sdb"),
             why: None,
         }];
-        let step = rollout_step(&by_host, &candidates, &[], &missing, [], None);
+        let step = rollout_step(
+            &by_host,
+            &candidates,
+            &[],
+            &missing,
+            [],
+            None,
+            &Limits::none(),
+        );
         assert_eq!(replaced(&step, &candidates), ["a:/dev/sdc"]);
         assert_eq!(step.domains, ["a"]);
         assert!(step.halted.is_some(), "b waits");
@@ -419,13 +554,13 @@ mod tests {
         let mut paused = spec(UpdateDomain::Osd);
         paused.paused = Some(true);
         let candidates = candidates(&paused, &pods);
-        let step = rollout_step(&paused, &candidates, &[], &[], [], None);
+        let step = rollout_step(&paused, &candidates, &[], &[], [], None, &Limits::none());
         assert!(step.chosen.is_empty());
         assert_eq!(
             step.halted.as_deref(),
             Some("the rollout is paused (spec.paused)")
         );
-        let step = rollout_step(&paused, &[], &[], &[], [], None);
+        let step = rollout_step(&paused, &[], &[], &[], [], None, &Limits::none());
         assert!(step.chosen.is_empty() && step.halted.is_none());
     }
 

@@ -10,6 +10,7 @@ use crate::plan::conditions::{
     ConditionReason as Reason, ConditionType, SpecProblem, StatedCondition,
 };
 use crate::plan::failure::Failure;
+use crate::plan::rollout::Hold;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::BTreeMap;
@@ -48,6 +49,8 @@ pub(crate) struct StatusInput<'a> {
     pub halted: Option<&'a str>,
     /// Whether `halted` is the disruption budget's reason.
     pub halted_by_budget: bool,
+    /// The hold `halted` reports, when the rollout is at its cut.
+    pub held_by: Option<Hold>,
     /// A replacement past its progress deadline.
     pub stalled: Option<&'a str>,
     /// Problems in the spec, the most severe first.
@@ -129,6 +132,8 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         osd_ids: input.osd_ids.clone(),
         ceph_step: input.ceph_step.clone(),
         budget: input.budget.clone(),
+        expected_updated_domains: None,
+        rollout: None,
     }
 }
 
@@ -207,10 +212,11 @@ fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
         match input.halted {
             // Waiting for our own replacement is the normal pace of a rollout.
             Some(why) if input.current_update.is_empty() => {
-                let reason = if input.halted_by_budget {
-                    Reason::WaitingForDisruptionBudget
-                } else {
-                    Reason::Halted
+                let reason = match input.held_by {
+                    Some(Hold::Partition) => Reason::Partitioned,
+                    Some(Hold::Canary) => Reason::CanaryWaiting,
+                    None if input.halted_by_budget => Reason::WaitingForDisruptionBudget,
+                    None => Reason::Halted,
                 };
                 Says::no(reason, why)
             }
@@ -564,6 +570,7 @@ mod tests {
             paused: false,
             halted: None,
             halted_by_budget: false,
+            held_by: None,
             stalled: None,
             spec_problems: &[],
             pending_actions: false,

@@ -540,6 +540,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     }
     ctx.metrics
         .reconciled(&namespace, &cr.name_any(), &plan.summary, started.elapsed());
+    ctx.metrics.domains_finished(&plan.finished_domain_seconds);
     let resync = ctx.settings.resync;
     let next = plan
         .requeue_after

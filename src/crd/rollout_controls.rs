@@ -1,0 +1,95 @@
+//! `spec.partition` and `spec.canary`: a count of update domains, as an integer or a
+//! percentage of all update domains (rounded up), and the schema rules that keep them so.
+
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::{json, Value};
+
+/// The fields counted in update domains.
+const FIELDS: [&str; 2] = ["partition", "canary"];
+
+/// How many of `total` update domains `value` stands for: an integer, or `"N%"` of `total`
+/// rounded up (so a canary of `"1%"` is one domain, and a partition holds rather more than
+/// fewer). An error names what is wrong; the schema rejects such values first.
+pub(crate) fn domains_of(field: &str, value: &IntOrString, total: usize) -> Result<usize, String> {
+    match value {
+        IntOrString::Int(n) => {
+            usize::try_from(*n).map_err(|_| format!("spec.{field} must not be negative ({n})"))
+        }
+        IntOrString::String(text) => {
+            let percent = text
+                .strip_suffix('%')
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| *n <= 100)
+                .ok_or_else(|| {
+                    format!(
+                        "spec.{field} must be an integer or a percentage from 0% to 100%, \
+                         not {text:?}"
+                    )
+                })?;
+            Ok((percent * total).div_ceil(100))
+        }
+    }
+}
+
+/// A CEL rule per field: a non-negative integer or a percentage from 0% to 100%, the
+/// message naming the field.
+pub(crate) fn add_validations(crd: &mut Value) {
+    for field in FIELDS {
+        let pointer =
+            format!("/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/{field}");
+        if let Some(schema) = crd.pointer_mut(&pointer) {
+            schema["x-kubernetes-validations"] = json!([{
+                "rule": "type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",
+                "message": format!(
+                    "spec.{field} must be a non-negative integer or a percentage from 0% to \
+                     100% (like \"10%\"), counted in update domains"
+                ),
+            }]);
+        }
+    }
+    let pointer =
+        "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/promotedTemplateHash";
+    if let Some(schema) = crd.pointer_mut(pointer) {
+        schema["maxLength"] = json!(64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_and_percentages_count_domains_rounding_up() {
+        let of = |v: IntOrString, total| domains_of("partition", &v, total);
+        assert_eq!(of(IntOrString::Int(3), 10), Ok(3));
+        assert_eq!(of(IntOrString::Int(30), 10), Ok(30));
+        assert_eq!(of(IntOrString::String("10%".into()), 10), Ok(1));
+        assert_eq!(of(IntOrString::String("10%".into()), 11), Ok(2));
+        assert_eq!(of(IntOrString::String("1%".into()), 3), Ok(1));
+        assert_eq!(of(IntOrString::String("0%".into()), 30), Ok(0));
+        assert_eq!(of(IntOrString::String("100%".into()), 7), Ok(7));
+        for bad in ["101%", "-1%", "10", "%", "ten%", " 5%"] {
+            let error = of(IntOrString::String(bad.into()), 10).expect_err(bad);
+            assert!(error.starts_with("spec.partition must be"), "{error}");
+        }
+        assert!(of(IntOrString::Int(-1), 10).is_err());
+    }
+
+    #[test]
+    fn the_schema_carries_a_rule_naming_each_field() {
+        let crd = serde_json::to_value(crate::crd::custom_resource_definition().expect("crd"))
+            .expect("json");
+        for field in FIELDS {
+            let schema = crd
+                .pointer(&format!(
+                    "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/{field}"
+                ))
+                .expect(field);
+            assert_eq!(schema["x-kubernetes-int-or-string"], json!(true), "{field}");
+            let message = schema["x-kubernetes-validations"][0]["message"]
+                .as_str()
+                .expect("message");
+            assert!(message.starts_with(&format!("spec.{field} ")), "{message}");
+        }
+    }
+}

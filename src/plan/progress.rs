@@ -1,0 +1,188 @@
+//! The measured progress of a rollout, kept in the status: when it started, how long it was
+//! paused, how many update domains it started and finished, and how long the last ones
+//! took. A new template starts a new record. Pure.
+
+use crate::crd::{DomainStart, RolloutProgress};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use std::collections::BTreeSet;
+
+/// How many finished domain durations the record keeps.
+pub(crate) const RECENT_DOMAINS: usize = 10;
+
+/// What one plan knows of the rollout.
+pub(crate) struct ProgressInput<'a> {
+    pub template_hash: &'a str,
+    pub now: Timestamp,
+    pub paused: bool,
+    /// The update domains under way after this plan.
+    pub under_way: &'a [String],
+    /// Out-of-date update domains not under way (held ones included).
+    pub waiting: usize,
+    /// Of those, the ones `partition` or a canary hold.
+    pub held: usize,
+}
+
+/// The record after this plan, and the seconds each update domain that finished now took.
+pub(crate) fn next_progress(
+    previous: Option<&RolloutProgress>,
+    input: &ProgressInput<'_>,
+) -> (Option<RolloutProgress>, Vec<i64>) {
+    let rolling = !input.under_way.is_empty() || input.waiting > 0;
+    let mut record = match previous {
+        Some(p) if p.template_hash == input.template_hash => p.clone(),
+        // A new template: a new record; the domains under way go on in it.
+        Some(p) if rolling => RolloutProgress {
+            template_hash: input.template_hash.to_owned(),
+            started: Some(Time(input.now)),
+            in_progress: p.in_progress.clone(),
+            domains_started: count(p.in_progress.len()),
+            previous_median_seconds: median(&p.recent_domain_seconds).or(p.previous_median_seconds),
+            ..RolloutProgress::default()
+        },
+        Some(p) => return (Some(p.clone()), Vec::new()),
+        None if rolling => RolloutProgress {
+            template_hash: input.template_hash.to_owned(),
+            started: Some(Time(input.now)),
+            ..RolloutProgress::default()
+        },
+        None => return (None, Vec::new()),
+    };
+    let under_way: BTreeSet<&str> = input.under_way.iter().map(String::as_str).collect();
+    let mut finished = Vec::new();
+    record.in_progress.retain(|d| {
+        let going_on = under_way.contains(d.domain.as_str());
+        if !going_on {
+            finished.push(input.now.duration_since(d.started.0).as_secs().max(0));
+        }
+        going_on
+    });
+    for domain in &under_way {
+        if !record.in_progress.iter().any(|d| d.domain == *domain) {
+            record.in_progress.push(DomainStart {
+                domain: (*domain).to_owned(),
+                started: Time(input.now),
+            });
+            record.domains_started += 1;
+        }
+    }
+    record.domains_done += count(finished.len());
+    record.recent_domain_seconds.extend(&finished);
+    let excess = record
+        .recent_domain_seconds
+        .len()
+        .saturating_sub(RECENT_DOMAINS);
+    record.recent_domain_seconds.drain(..excess);
+    match (&record.paused_since, input.paused && rolling) {
+        (None, true) => record.paused_since = Some(Time(input.now)),
+        (Some(since), false) => {
+            record.paused_seconds += input.now.duration_since(since.0).as_secs().max(0);
+            record.paused_since = None;
+        }
+        _ => {}
+    }
+    record.domains_held = count(input.held);
+    record.domains_eligible = record.domains_done
+        + count(record.in_progress.len())
+        + count(input.waiting.saturating_sub(input.held));
+    (Some(record), finished)
+}
+
+/// The median of `seconds` (the upper one of an even count), if any.
+pub(crate) fn median(seconds: &[i64]) -> Option<i64> {
+    let mut sorted = seconds.to_vec();
+    sorted.sort_unstable();
+    sorted.get(sorted.len() / 2).copied()
+}
+
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(s).expect("time")
+    }
+
+    fn input(now: i64, under_way: &[String], waiting: usize) -> ProgressInput<'_> {
+        ProgressInput {
+            template_hash: "new",
+            now: at(now),
+            paused: false,
+            under_way,
+            waiting,
+            held: 0,
+        }
+    }
+
+    #[test]
+    fn a_rollout_counts_domains_and_measures_each_from_start_to_done() {
+        let (none, _) = next_progress(None, &input(0, &[], 0));
+        assert_eq!(none, None, "nothing to roll: no record");
+        let (started, _) = next_progress(None, &input(10, &[], 3));
+        let started = started.expect("record");
+        assert_eq!(started.started, Some(Time(at(10))));
+        assert_eq!(started.domains_eligible, 3);
+        let a = ["a".to_owned()];
+        let (one, finished) = next_progress(Some(&started), &input(20, &a, 2));
+        let one = one.expect("record");
+        assert!(finished.is_empty());
+        assert_eq!((one.domains_started, one.domains_eligible), (1, 3));
+        let b = ["b".to_owned()];
+        let (two, finished) = next_progress(Some(&one), &input(95, &b, 1));
+        let two = two.expect("record");
+        assert_eq!(finished, [75]);
+        assert_eq!(two.recent_domain_seconds, [75]);
+        assert_eq!((two.domains_started, two.domains_done), (2, 1));
+        assert_eq!(two.in_progress[0].domain, "b");
+        // Done: the record stays with its measurements.
+        let (done, finished) = next_progress(Some(&two), &input(200, &[], 0));
+        assert_eq!(finished, [105]);
+        let done = done.expect("record");
+        assert_eq!((done.domains_done, done.domains_eligible), (2, 2));
+        // The next template starts a new record that remembers the last median.
+        let mut next = input(300, &[], 4);
+        next.template_hash = "newer";
+        let (newer, _) = next_progress(Some(&done), &next);
+        let newer = newer.expect("record");
+        assert_eq!(newer.previous_median_seconds, Some(105));
+        assert_eq!((newer.domains_done, newer.domains_started), (0, 0));
+    }
+
+    #[test]
+    fn paused_time_is_added_up_and_only_ten_durations_are_kept() {
+        let mut record = RolloutProgress {
+            template_hash: "new".into(),
+            recent_domain_seconds: (1..=10).collect(),
+            ..RolloutProgress::default()
+        };
+        let mut paused = input(100, &[], 2);
+        paused.paused = true;
+        record = next_progress(Some(&record), &paused).0.expect("record");
+        assert_eq!(record.paused_since, Some(Time(at(100))));
+        paused.now = at(150);
+        record = next_progress(Some(&record), &paused).0.expect("record");
+        assert_eq!(
+            record.paused_since,
+            Some(Time(at(100))),
+            "unchanged while paused"
+        );
+        let x = ["x".to_owned()];
+        record = next_progress(Some(&record), &input(160, &x, 1))
+            .0
+            .expect("record");
+        assert_eq!((record.paused_seconds, &record.paused_since), (60, &None));
+        record = next_progress(Some(&record), &input(170, &[], 1))
+            .0
+            .expect("record");
+        assert_eq!(
+            record.recent_domain_seconds,
+            [2, 3, 4, 5, 6, 7, 8, 9, 10, 10]
+        );
+        assert_eq!(median(&record.recent_domain_seconds), Some(7));
+        assert_eq!(median(&[]), None);
+    }
+}
