@@ -11,6 +11,7 @@ pub mod crd;
 pub mod labels;
 
 mod hash;
+pub mod kubectl;
 mod offline;
 mod plan;
 mod pod;

@@ -109,7 +109,19 @@ enum LogFormat {
     Json,
 }
 
+/// The name kubectl looks for on PATH to run `kubectl ceph-osd`.
+const PLUGIN_NAME: &str = "kubectl-ceph_osd";
+
 fn main() -> ExitCode {
+    let invoked_as = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()));
+    if invoked_as.as_deref() == Some(PLUGIN_NAME) {
+        return ceph_osd_operator::kubectl::run_plugin(
+            ceph_osd_operator::kubectl::PluginCli::parse(),
+        );
+    }
     match Cli::parse().command {
         Command::Crd => match crd::custom_resource_definition_yaml() {
             Ok(yaml) => {

@@ -45,8 +45,9 @@ use crate::plan::events::{
 use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::progress::{next_progress, ProgressInput};
 use crate::plan::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
+pub(crate) use crate::plan::rollout::domain_id;
 pub use crate::plan::rollout::Hold;
-use crate::plan::rollout::{deadlines, domain_id, rollout_step, Candidate, Limits, Missing};
+use crate::plan::rollout::{deadlines, rollout_step, Candidate, Limits, Missing};
 use crate::plan::status::{compute_status, StatusInput, Summary};
 use crate::pod::osd_pod::render_pod;
 use crate::pod::pod_additions::{PodIdentity, RenderError};

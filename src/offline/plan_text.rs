@@ -1,0 +1,91 @@
+//! `kubectl ceph-osd plan` as text: the steps the next rollout takes in order, each with its
+//! update domains and the cumulative ETA, then the cut and what stays or is skipped, and why.
+
+use crate::offline::eta::{human, StepEstimate};
+use crate::offline::rollout_preview::RolloutPreview;
+use std::fmt::Write as _;
+
+/// Update domains listed on one line before the rest are counted.
+const DOMAINS_PER_LINE: usize = 6;
+
+/// The text `plan` prints for the CephOSD `name` (`namespace/name`) rolling to `hash`.
+pub(crate) fn plan_text(
+    name: &str,
+    hash: &str,
+    preview: &RolloutPreview,
+    step: &StepEstimate,
+) -> String {
+    let mut out = format!("Rollout plan of CephOSD {name} to template {hash}\n");
+    let mut steps = 0;
+    if !preview.under_way.is_empty() {
+        steps += 1;
+        let _ = writeln!(
+            out,
+            "under way  {}  +{}",
+            domains(&preview.under_way),
+            human(step.median_seconds)
+        );
+    }
+    for batch in &preview.batches {
+        steps += 1;
+        let (median, _) = step.remaining(steps);
+        let _ = writeln!(
+            out,
+            "step {steps:<4}  {}  +{}",
+            domains(batch),
+            human(median)
+        );
+    }
+    if steps == 0 {
+        out.push_str("nothing to replace\n");
+    }
+    if !preview.held.is_empty() {
+        let _ = writeln!(
+            out,
+            "── cut: {} update domains stay as they are",
+            preview.held.len()
+        );
+        let mut held: Vec<(&String, &String)> = preview.held.iter().collect();
+        held.sort_by_key(|(d, _)| (d.to_lowercase(), (*d).clone()));
+        for (domain, why) in held {
+            let _ = writeln!(out, "held       {domain}  ({why})");
+        }
+    }
+    if let Some(stops) = &preview.stops {
+        let _ = writeln!(out, "stops      {stops}");
+    }
+    for skipped in &preview.skipped {
+        let _ = writeln!(out, "skipped    {skipped}");
+    }
+    if steps > 0 {
+        let (median, p90) = step.remaining(steps);
+        let basis = if step.measured == 0 {
+            "estimated from the template's grace period, minReadySeconds and the last rollout"
+                .to_owned()
+        } else {
+            format!("measured over the last {} update domains", step.measured)
+        };
+        let _ = writeln!(
+            out,
+            "ETA {} (up to {}): {steps} steps of {} ({basis})",
+            human(median),
+            human(p90),
+            human(step.median_seconds)
+        );
+    }
+    out
+}
+
+/// `a, b, c` or `a, b, … (+12)`.
+fn domains(batch: &[String]) -> String {
+    let shown: Vec<&str> = batch
+        .iter()
+        .take(DOMAINS_PER_LINE)
+        .map(String::as_str)
+        .collect();
+    let mut text = shown.join(", ");
+    if batch.len() > DOMAINS_PER_LINE {
+        let _ = write!(text, ", … (+{})", batch.len() - DOMAINS_PER_LINE);
+    }
+    text
+}

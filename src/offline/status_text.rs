@@ -1,0 +1,194 @@
+//! `kubectl ceph-osd status` as text: the header, then the hosts in rollout order with the
+//! pods of those being replaced or next; long runs of alike hosts fold into one line.
+
+use crate::offline::eta::human;
+use crate::offline::status_view::{HostState, HostView, PodView, StatusView};
+use std::fmt::Write as _;
+
+/// Runs of at least this many alike hosts fold (unless every host is asked for).
+const FOLD_AT: usize = 4;
+
+/// How much of the tree to show.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TextOptions {
+    /// Every host, each with its pods (`-o wide`, `--all`).
+    pub(crate) all: bool,
+    /// Only this host, with its pods (`--host`).
+    pub(crate) host: Option<String>,
+}
+
+/// The text `status` prints for `view`.
+pub(crate) fn status_text(view: &StatusView, options: &TextOptions) -> String {
+    let mut out = header(view);
+    out.push('\n');
+    let shown: Vec<&HostView> = (view.hosts.iter())
+        .filter(|h| options.host.as_ref().is_none_or(|only| *only == h.host))
+        .collect();
+    if shown.is_empty() {
+        if let Some(host) = &options.host {
+            let _ = writeln!(out, "no host {host} in this CephOSD");
+        }
+        return out;
+    }
+    let width = shown.iter().map(|h| h.host.len()).max().unwrap_or(4).max(4);
+    let expand_all = options.all || options.host.is_some();
+    let mut index = 0;
+    while index < shown.len() {
+        let host = shown[index];
+        let run = shown[index..]
+            .iter()
+            .take_while(|h| h.state == host.state && h.why == host.why)
+            .count();
+        let foldable = matches!(
+            host.state,
+            HostState::Updated | HostState::Waiting | HostState::Held
+        );
+        let _ = writeln!(out, "{}", host_line(host, width));
+        if expand_all || matches!(host.state, HostState::Replacing | HostState::Next) {
+            pods_text(&mut out, &host.pods);
+        }
+        if foldable && !expand_all && run >= FOLD_AT {
+            let _ = writeln!(out, "  … {} more {} hosts", run - 1, host.state.word());
+            index += run;
+        } else {
+            index += 1;
+        }
+    }
+    out
+}
+
+/// Phase and why, templates, settings, progress and time.
+fn header(view: &StatusView) -> String {
+    let status = &view.status;
+    let progressing = status.conditions.iter().find(|c| c.type_ == "Progressing");
+    let phase = status
+        .phase
+        .map_or_else(|| "Unknown".to_owned(), |p| format!("{p:?}"));
+    let mut out = format!("CephOSD {}/{}: {phase}", view.namespace, view.name);
+    if let Some(c) = progressing {
+        let _ = write!(out, " ({}): {}", c.reason, c.message);
+    }
+    out.push('\n');
+    let template = if view.old_template_hashes.is_empty() {
+        view.template_hash.clone()
+    } else {
+        format!(
+            "{} → {}",
+            view.old_template_hashes.join(", "),
+            view.template_hash
+        )
+    };
+    let count = |v: &Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>| {
+        v.as_ref().map_or_else(
+            || "off".to_owned(),
+            |v| match v {
+                k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => n.to_string(),
+                k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s) => s.clone(),
+            },
+        )
+    };
+    let unit = unit(view);
+    let _ = writeln!(
+        out,
+        "template  {template}\nrollout   by {} · maxUnavailable {} · partition {} · canary {}{}",
+        unit.trim_end_matches('s'),
+        view.max_unavailable,
+        count(&view.partition),
+        count(&view.canary),
+        if view.paused { " · paused" } else { "" },
+    );
+    let _ = writeln!(
+        out,
+        "progress  {}/{} {unit} updated · OSDs {} desired, {} updated, {} ready, {} out of date",
+        view.domains_updated,
+        view.domains_total,
+        status.desired,
+        status.updated,
+        status.ready,
+        status.out_of_date,
+    );
+    let mut time = Vec::new();
+    if let Some(elapsed) = view.elapsed_seconds {
+        time.push(format!("elapsed {}", human(elapsed)));
+    }
+    if let Some((median, p90)) = view.eta_seconds {
+        let basis = if view.step.measured == 0 {
+            "estimated".to_owned()
+        } else {
+            format!("{} measured", view.step.measured)
+        };
+        time.push(format!(
+            "ETA {} (up to {}; {} a step, {basis})",
+            human(median),
+            human(p90),
+            human(view.step.median_seconds)
+        ));
+    }
+    if !time.is_empty() {
+        let _ = writeln!(out, "time      {}", time.join(" · "));
+    }
+    out
+}
+
+/// `hosts` or `OSDs`.
+fn unit(view: &StatusView) -> &'static str {
+    match view.update_domain {
+        crate::crd::UpdateDomain::Host => "hosts",
+        crate::crd::UpdateDomain::Osd => "OSDs",
+    }
+}
+
+fn host_line(host: &HostView, width: usize) -> String {
+    let mark = match host.state {
+        HostState::Updated => "✓",
+        HostState::Replacing => "↻",
+        HostState::Next => "→",
+        HostState::Held => "‖",
+        HostState::Waiting => "·",
+    };
+    let ready = host
+        .pods
+        .iter()
+        .filter(|p| p.ready && !p.terminating)
+        .count();
+    let mut line = format!(
+        "{mark} {:width$}  {:9}  {ready}/{} ready",
+        host.host,
+        host.state.word(),
+        host.pods.len()
+    );
+    if host.state == HostState::Replacing {
+        line.push_str("  ← current");
+    }
+    if let Some(why) = &host.why {
+        let _ = write!(line, "  ({why})");
+    }
+    line
+}
+
+fn pods_text(out: &mut String, pods: &[PodView]) {
+    for (i, pod) in pods.iter().enumerate() {
+        let branch = if i + 1 == pods.len() {
+            "└─"
+        } else {
+            "├─"
+        };
+        let name = pod.name.as_deref().unwrap_or("(no pod)");
+        let ready = if pod.terminating {
+            "Terminating"
+        } else if pod.ready {
+            "Ready"
+        } else {
+            "NotReady"
+        };
+        let age = pod.age_seconds.map(human).unwrap_or_default();
+        let ids: Vec<String> = pod.osd_ids.iter().map(|id| format!("osd.{id}")).collect();
+        let line = format!(
+            "    {branch} {name}  {}  {}  {ready}  {age}  {}",
+            pod.data,
+            pod.pod_state.as_deref().unwrap_or("-"),
+            ids.join(",")
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}
