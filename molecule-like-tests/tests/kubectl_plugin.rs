@@ -1,0 +1,210 @@
+//! End-to-end scenarios of `kubectl ceph-osd` (the operator's binary run as
+//! `kubectl-ceph_osd`) against the local control plane: a canary of one host holds and
+//! `status --until partitioned` returns there, `plan` lists the order the recorded pod watch
+//! then shows, `promote` lets the rollout finish and `status --until complete` returns at the
+//! end; a stalled rollout makes `--until complete` fail.
+//!
+//! Needs the local control plane and a built operator (see `tests/scenarios.rs`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use ceph_osd_operator::crd::{CephOsdStatus, UpdateDomain};
+use ceph_osd_operator::labels;
+use kube::ResourceExt;
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, keys, never_ready_revision, storage, CR,
+};
+use molecule_like_tests::paths::operator_binary;
+use molecule_like_tests::pods::annotation;
+use molecule_like_tests::scenario::{Converged, Scenario};
+use serde_json::{json, Value};
+
+/// The operator binary linked as `kubectl-ceph_osd` in a directory of this scenario.
+fn plugin(s: &Scenario) -> anyhow::Result<PathBuf> {
+    let dir = s.log_path.parent().expect("log dir").join("plugin");
+    std::fs::create_dir_all(&dir)?;
+    let link = dir.join("kubectl-ceph_osd");
+    if !link.exists() {
+        std::os::unix::fs::symlink(operator_binary()?, &link)?;
+    }
+    Ok(link)
+}
+
+/// Runs `kubectl ceph-osd <args>` in the scenario's namespace: (exit code, stdout, stderr).
+async fn kubectl_ceph_osd(s: &Scenario, args: &[&str]) -> anyhow::Result<(i32, String, String)> {
+    let kubeconfig = molecule_like_tests::kubeconfig_path();
+    let out = tokio::process::Command::new(plugin(s)?)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["-n", &s.namespace])
+        .args(args)
+        .output()
+        .await?;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// The host each of `pods` (by name) runs on.
+fn hosts_by_pod(
+    pods: &BTreeMap<ceph_osd_operator::OsdKey, k8s_openapi::api::core::v1::Pod>,
+) -> BTreeMap<String, String> {
+    pods.iter()
+        .map(|(key, pod)| (pod.name_any(), key.host.clone()))
+        .collect()
+}
+
+/// The batches of a `plan -o json`.
+fn batches(plan: &Value) -> Vec<Vec<String>> {
+    serde_json::from_value(plan["plan"]["batches"].clone()).expect("batches")
+}
+
+#[tokio::test]
+async fn k1_a_canary_holds_plan_shows_the_order_promote_finishes_it() -> anyhow::Result<()> {
+    let s = Scenario::converge("plugin").await?;
+    let hosts = s.hosts(["w1", "w2", "w3", "w4"]);
+    let data = ["/dev/sdb", "/dev/sdc"];
+    let mut manifest = cephosd(CR, storage(&hosts, &data), "Host", fast_sample_template()?);
+    manifest["spec"]["canary"] = json!(1);
+    let Converged { want, pods: v1, .. } =
+        s.create_converged(&manifest, keys(&hosts, &data)).await?;
+    let old_host = hosts_by_pod(&v1);
+
+    // Usage errors exit 2 and say what is wrong.
+    let (code, _, err) = kubectl_ceph_osd(&s, &["status", "no-such-cephosd"]).await?;
+    anyhow::ensure!(
+        code == 2 && err.contains("no CephOSD no-such-cephosd"),
+        "{code} {err}"
+    );
+
+    // A timeout is a failure, and says where the rollout is.
+    let (code, _, err) =
+        kubectl_ceph_osd(&s, &["status", "--until", "paused", "--timeout", "1s"]).await?;
+    anyhow::ensure!(
+        code == 1 && err.contains("timed out waiting"),
+        "{code} {err}"
+    );
+
+    // The plan of the next template, from a file: the canary host, then the cut.
+    let mut next = s.crs.get(CR).await?;
+    next.metadata.managed_fields = None;
+    next.status = None;
+    next.spec.pod_template["metadata"]["labels"]["rev"] = json!("2");
+    let file = s.log_path.parent().expect("dir").join("next.yaml");
+    std::fs::write(&file, serde_saphyr::to_string(&next)?)?;
+    let (code, out, err) =
+        kubectl_ceph_osd(&s, &["plan", "-f", &file.to_string_lossy(), "-o", "json"]).await?;
+    anyhow::ensure!(code == 0, "plan -f: {code} {err}");
+    let planned: Value = serde_json::from_str(&out)?;
+    anyhow::ensure!(batches(&planned) == [[hosts[0].clone()]], "{out}");
+    let held: Vec<String> = planned["plan"]["held"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    anyhow::ensure!(held == hosts[1..], "held {held:?}\n{out}");
+
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let mark = rec.len();
+    let (_, hash) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+        .await?;
+    let (code, out, err) = kubectl_ceph_osd(
+        &s,
+        &["status", "--until", "partitioned", "--timeout", "120s"],
+    )
+    .await?;
+    anyhow::ensure!(code == 0, "--until partitioned: {code} {err}\n{out}");
+    anyhow::ensure!(
+        out.contains("CanaryWaiting") && out.contains(&format!("promote {hash}")),
+        "{out}"
+    );
+    let updated: Vec<String> = (s.owned_pods(CR).await?.iter())
+        .filter(|p| annotation(p, labels::TEMPLATE_HASH) == Some(hash.as_str()))
+        .filter_map(|p| annotation(p, labels::HOST).map(str::to_owned))
+        .collect();
+    anyhow::ensure!(
+        updated == [hosts[0].clone(), hosts[0].clone()],
+        "{updated:?}"
+    );
+
+    // The rest waits for the promotion, in the order the recorded watch must then show.
+    let (code, out, err) = kubectl_ceph_osd(&s, &["plan", "-o", "json"]).await?;
+    anyhow::ensure!(code == 0, "plan: {code} {err}");
+    let waiting: Value = serde_json::from_str(&out)?;
+    let held: Vec<String> = waiting["plan"]["held"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    anyhow::ensure!(batches(&waiting).is_empty() && held == hosts[1..], "{out}");
+    let (code, out, err) = kubectl_ceph_osd(&s, &["promote"]).await?;
+    anyhow::ensure!(
+        code == 0 && out.contains(&format!("template {hash} promoted; next: {}", hosts[1])),
+        "promote: {code} {err}\n{out}"
+    );
+    let started = Instant::now();
+    let (code, out, err) =
+        kubectl_ceph_osd(&s, &["status", "--until", "complete", "--timeout", "180s"]).await?;
+    anyhow::ensure!(code == 0, "--until complete: {code} {err}\n{out}");
+    anyhow::ensure!(out.contains("(Complete)"), "{out}");
+    println!("promote to complete: {:?}", started.elapsed());
+
+    // The watch: one pod per disk, one host down at most, the hosts in the planned order.
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    rec.assert_unavailable_domains_at_most(&want, UpdateDomain::Host, 1, mark)?;
+    let mut order: Vec<String> = Vec::new();
+    for (seq, name) in rec.timeline().deletions {
+        if let (true, Some(host)) = (seq >= mark, old_host.get(&name)) {
+            if order.last() != Some(host) {
+                order.push(host.clone());
+            }
+        }
+    }
+    anyhow::ensure!(
+        order == hosts,
+        "deleted in order {order:?}\n{}",
+        rec.render()
+    );
+
+    // -o json carries the status as the operator wrote it.
+    let (code, out, _) = kubectl_ceph_osd(&s, &["status", "-o", "json"]).await?;
+    anyhow::ensure!(code == 0);
+    let shown: Value = serde_json::from_str(&out)?;
+    let status: CephOsdStatus = serde_json::from_value(shown["status"].clone())?;
+    anyhow::ensure!(
+        Some(&status) == s.crs.get(CR).await?.status.as_ref(),
+        "{out}"
+    );
+    let progress = status.rollout.expect("measured");
+    anyhow::ensure!(
+        progress.domains_done == 4 && progress.recent_domain_seconds.len() == 4,
+        "{progress:?}"
+    );
+    s.destroy().await
+}
+
+#[tokio::test]
+async fn k2_until_complete_fails_on_a_stalled_rollout() -> anyhow::Result<()> {
+    let s = Scenario::converge("plugin-stall").await?;
+    let hosts = s.hosts(["w1", "w2"]);
+    let data = ["/dev/sdb"];
+    let mut manifest = cephosd(CR, storage(&hosts, &data), "Host", fast_sample_template()?);
+    manifest["spec"]["progressDeadlineSeconds"] = json!(5);
+    s.create_converged(&manifest, keys(&hosts, &data)).await?;
+    s.patch_template_metadata(CR, never_ready_revision("2"))
+        .await?;
+    let (code, out, err) =
+        kubectl_ceph_osd(&s, &["status", "--until", "complete", "--timeout", "120s"]).await?;
+    anyhow::ensure!(
+        code == 1 && err.contains("is Stalled") && err.contains("has not become Ready"),
+        "{code} {err}\n{out}"
+    );
+    s.destroy().await
+}
