@@ -65,6 +65,25 @@ fn batches(plan: &Value) -> Vec<Vec<String>> {
     serde_json::from_value(plan["plan"]["batches"].clone()).expect("batches")
 }
 
+/// `status -o json` carries the status as the operator wrote it, with the rollout measured.
+async fn check_json_status(s: &Scenario) -> anyhow::Result<()> {
+    // -o json carries the status as the operator wrote it.
+    let (code, out, _) = kubectl_ceph_osd(s, &["status", "-o", "json"]).await?;
+    anyhow::ensure!(code == 0);
+    let shown: Value = serde_json::from_str(&out)?;
+    let status: CephOsdStatus = serde_json::from_value(shown["status"].clone())?;
+    anyhow::ensure!(
+        Some(&status) == s.crs.get(CR).await?.status.as_ref(),
+        "{out}"
+    );
+    let progress = status.rollout.expect("measured");
+    anyhow::ensure!(
+        progress.domains_done == 4 && progress.recent_domain_seconds.len() == 4,
+        "{progress:?}"
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn k1_a_canary_holds_plan_shows_the_order_promote_finishes_it() -> anyhow::Result<()> {
     let s = Scenario::converge("plugin").await?;
@@ -173,20 +192,7 @@ async fn k1_a_canary_holds_plan_shows_the_order_promote_finishes_it() -> anyhow:
         rec.render()
     );
 
-    // -o json carries the status as the operator wrote it.
-    let (code, out, _) = kubectl_ceph_osd(&s, &["status", "-o", "json"]).await?;
-    anyhow::ensure!(code == 0);
-    let shown: Value = serde_json::from_str(&out)?;
-    let status: CephOsdStatus = serde_json::from_value(shown["status"].clone())?;
-    anyhow::ensure!(
-        Some(&status) == s.crs.get(CR).await?.status.as_ref(),
-        "{out}"
-    );
-    let progress = status.rollout.expect("measured");
-    anyhow::ensure!(
-        progress.domains_done == 4 && progress.recent_domain_seconds.len() == 4,
-        "{progress:?}"
-    );
+    check_json_status(&s).await?;
     s.destroy().await
 }
 

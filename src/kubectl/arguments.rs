@@ -1,8 +1,10 @@
 //! The plugin's command line (krew's conventions: `-n`, `-A`, `--kubeconfig`, `--context`).
 
+use crate::kubectl::choices::{Output, Until};
 use crate::kubectl::cluster::Cluster;
-use crate::kubectl::{steering, watching, Failed};
-use clap::{Parser, Subcommand, ValueEnum};
+use crate::kubectl::failed::Failed;
+use crate::kubectl::{steering, watching};
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -91,24 +93,6 @@ pub enum PluginCommand {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    Table,
-    Wide,
-    Json,
-    Yaml,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Until {
-    /// Every OSD runs the current template and is Ready.
-    Complete,
-    /// `spec.paused` took effect.
-    Paused,
-    /// The rollout reached its partition or canary hold (or completed).
-    Partitioned,
-}
-
 /// `90s`, `10m`, `1h`, or plain seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = text
@@ -127,7 +111,12 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 pub(crate) async fn dispatch(cli: PluginCli) -> Result<(), Failed> {
-    let cluster = Cluster::connect(&cli).await?;
+    let cluster = Cluster::connect(
+        cli.kubeconfig.as_deref(),
+        cli.context.clone(),
+        cli.namespace.clone(),
+    )
+    .await?;
     match cli.command {
         PluginCommand::Status {
             name,

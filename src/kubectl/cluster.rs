@@ -2,8 +2,7 @@
 //! merge patches.
 
 use crate::crd::CephOsd;
-use crate::kubectl::arguments::PluginCli;
-use crate::kubectl::Failed;
+use crate::kubectl::failed::Failed;
 use crate::labels;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -11,6 +10,7 @@ use kube::api::{ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, ResourceExt};
 use serde_json::Value;
+use std::path::Path;
 
 pub(crate) struct Cluster {
     client: Client,
@@ -25,24 +25,27 @@ pub(crate) struct Snapshot {
 }
 
 impl Cluster {
-    pub(crate) async fn connect(cli: &PluginCli) -> Result<Self, Failed> {
-        let kubeconfig = match &cli.kubeconfig {
+    /// A client of the `context` of `kubeconfig` (defaults: kubectl's), for `namespace` (else
+    /// the context's).
+    pub(crate) async fn connect(
+        kubeconfig: Option<&Path>,
+        context: Option<String>,
+        namespace: Option<String>,
+    ) -> Result<Self, Failed> {
+        let kubeconfig = match kubeconfig {
             Some(path) => Kubeconfig::read_from(path)
                 .map_err(|e| Failed::usage(format!("cannot read {}: {e}", path.display())))?,
             None => Kubeconfig::read()
                 .map_err(|e| Failed::usage(format!("cannot read the kubeconfig: {e}")))?,
         };
         let options = KubeConfigOptions {
-            context: cli.context.clone(),
+            context,
             ..KubeConfigOptions::default()
         };
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
             .await
             .map_err(|e| Failed::usage(format!("invalid kubeconfig: {e}")))?;
-        let namespace = cli
-            .namespace
-            .clone()
-            .unwrap_or_else(|| config.default_namespace.clone());
+        let namespace = namespace.unwrap_or_else(|| config.default_namespace.clone());
         let client = Client::try_from(config)
             .map_err(|e| Failed::not_reached(format!("cannot build a client: {e}")))?;
         Ok(Self { client, namespace })

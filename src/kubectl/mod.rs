@@ -4,38 +4,16 @@
 //! invalid, a failed write or a timeout, 2 bad usage or input.
 
 mod arguments;
+mod choices;
 mod cluster;
+mod failed;
 mod steering;
 mod watching;
 
 pub use arguments::PluginCli;
+use failed::Failed;
 
 use std::process::ExitCode;
-
-/// Why a command ended without reaching what was asked: its exit code and message.
-#[derive(Debug)]
-pub(crate) struct Failed {
-    code: u8,
-    message: String,
-}
-
-impl Failed {
-    /// Bad usage or input (exit code 2).
-    pub(crate) fn usage(message: impl Into<String>) -> Self {
-        Self {
-            code: 2,
-            message: message.into(),
-        }
-    }
-
-    /// The state was not reached or a call failed (exit code 1).
-    pub(crate) fn not_reached(message: impl Into<String>) -> Self {
-        Self {
-            code: 1,
-            message: message.into(),
-        }
-    }
-}
 
 /// Runs the plugin command line `cli`.
 pub fn run_plugin(cli: PluginCli) -> ExitCode {

@@ -4,9 +4,9 @@
 use crate::crd::apply_server_defaults;
 use crate::crd::osd::OsdKey;
 use crate::hash::TemplateHash;
-use crate::kubectl::arguments::Output;
+use crate::kubectl::choices::Output;
 use crate::kubectl::cluster::{Cluster, Snapshot};
-use crate::kubectl::Failed;
+use crate::kubectl::failed::Failed;
 use crate::labels;
 use crate::offline::eta::StepEstimate;
 use crate::offline::manifest::{parse_cephosd, read_manifest};

@@ -1,9 +1,9 @@
 //! `status`: the view once, redrawn on change (`-w`), or until a state is reached (`--until`).
 
 use crate::crd::{CephOsd, Phase};
-use crate::kubectl::arguments::{Output, Until};
+use crate::kubectl::choices::{Output, Until};
 use crate::kubectl::cluster::{Cluster, Snapshot};
-use crate::kubectl::Failed;
+use crate::kubectl::failed::Failed;
 use crate::offline::rollout_preview::preview_rollout;
 use crate::offline::status_text::{status_text, TextOptions};
 use crate::offline::status_view::status_view;

@@ -9,3 +9,6 @@ pub(crate) mod rollout_preview;
 mod schema_check;
 pub(crate) mod status_text;
 pub(crate) mod status_view;
+
+#[cfg(test)]
+mod tests;

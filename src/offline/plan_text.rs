@@ -5,6 +5,9 @@ use crate::offline::eta::{human, StepEstimate};
 use crate::offline::rollout_preview::RolloutPreview;
 use std::fmt::Write as _;
 
+/// Held update domains listed before the rest are counted.
+const HELD_LINES: usize = 5;
+
 /// Update domains listed on one line before the rest are counted.
 const DOMAINS_PER_LINE: usize = 6;
 
@@ -40,15 +43,18 @@ pub(crate) fn plan_text(
         out.push_str("nothing to replace\n");
     }
     if !preview.held.is_empty() {
-        let _ = writeln!(
-            out,
-            "── cut: {} update domains stay as they are",
-            preview.held.len()
-        );
+        let held = match preview.held.len() {
+            1 => "1 update domain stays".to_owned(),
+            n => format!("{n} update domains stay"),
+        };
+        let _ = writeln!(out, "── cut: {held} as before");
         let mut held: Vec<(&String, &String)> = preview.held.iter().collect();
         held.sort_by_key(|(d, _)| (d.to_lowercase(), (*d).clone()));
-        for (domain, why) in held {
+        for (domain, why) in held.iter().take(HELD_LINES) {
             let _ = writeln!(out, "held       {domain}  ({why})");
+        }
+        if held.len() > HELD_LINES {
+            let _ = writeln!(out, "           … {} more held", held.len() - HELD_LINES);
         }
     }
     if let Some(stops) = &preview.stops {

@@ -95,7 +95,7 @@ pub(crate) fn hold_words(hold: Hold) -> &'static str {
 }
 
 /// The cluster after `actions`, as if each were carried out and had its effect at once.
-fn apply(
+pub(crate) fn apply(
     actions: &[Action],
     pods: &mut Vec<Pod>,
     replica_sets: &mut Vec<ReplicaSet>,
@@ -144,7 +144,7 @@ fn apply(
 }
 
 /// Marks `pod` running and Ready since `since`.
-fn set_ready(pod: &mut Pod, since: Timestamp) {
+pub(crate) fn set_ready(pod: &mut Pod, since: Timestamp) {
     let status = pod.status.get_or_insert_with(PodStatus::default);
     status.phase = Some("Running".to_owned());
     let conditions = status.conditions.get_or_insert_with(Vec::new);

@@ -173,8 +173,10 @@ fn pods_text(out: &mut String, pods: &[PodView]) {
         } else {
             "├─"
         };
-        let name = pod.name.as_deref().unwrap_or("(no pod)");
-        let ready = if pod.terminating {
+        let name = pod.name.as_deref().unwrap_or("(no pod yet)");
+        let ready = if pod.name.is_none() {
+            "-"
+        } else if pod.terminating {
             "Terminating"
         } else if pod.ready {
             "Ready"

@@ -1,0 +1,225 @@
+//! Golden tests of what `kubectl ceph-osd status` and `plan` print, for a small CephOSD in the
+//! middle of a canary rollout and for 1,000 OSDs (folded): the planner drives a copy of the
+//! pods, the text is compared with `tests/data/golden/`. `UPDATE_GOLDEN=1` rewrites them.
+
+use super::eta::StepEstimate;
+use super::plan_text::plan_text;
+use super::rollout_preview::{apply, preview_rollout, set_ready};
+use super::status_text::{status_text, TextOptions};
+use super::status_view::{status_view, HostState, StatusView};
+use crate::crd::osd::CountingSuffix;
+use crate::crd::CephOsd;
+use crate::plan::{plan, Observed};
+use crate::testing::CephOsdBuilder;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde_json::json;
+use std::path::PathBuf;
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + seconds).expect("time")
+}
+
+fn cephosd(hosts: usize, disks: usize, marker: &str) -> CephOsd {
+    let hosts: Vec<String> = (1..=hosts).map(|h| format!("node{h:03}")).collect();
+    let disks: Vec<String> = (0..disks)
+        .map(|d| {
+            format!(
+                "/dev/sd{}",
+                char::from(b'b' + u8::try_from(d).expect("few"))
+            )
+        })
+        .collect();
+    CephOsdBuilder::new("osds")
+        .storage(&hosts, &disks)
+        .update_domain("Host")
+        .template(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"labels": {"rev": marker}},
+            "spec": {"terminationGracePeriodSeconds": 30,
+                     "containers": [{"name": "osd", "image": "ceph"}]}}))
+        .namespace("ceph")
+        .uid("uid")
+        .generation(1)
+        .build()
+        .expect("cephosd")
+}
+
+/// A cluster the planner drives: each round's actions are carried out, and every pod is
+/// Ready after the round unless `hold_unready` says otherwise.
+struct Driven {
+    cr: CephOsd,
+    pods: Vec<Pod>,
+    suffixes: CountingSuffix,
+    clock: i64,
+}
+
+impl Driven {
+    fn converged(cr: CephOsd) -> Self {
+        let mut driven = Self {
+            cr,
+            pods: Vec::new(),
+            suffixes: CountingSuffix::default(),
+            clock: 0,
+        };
+        while driven.round(true) {}
+        driven
+    }
+
+    /// One reconcile; pods created in it become Ready when `ready`. Whether it acted.
+    fn round(&mut self, ready: bool) -> bool {
+        self.clock += 60;
+        let now = at(self.clock);
+        let planned = plan(
+            &self.cr,
+            &Observed::pods(&self.pods),
+            &mut self.suffixes,
+            now,
+        );
+        let acted = !planned.actions.is_empty();
+        apply(&planned.actions, &mut self.pods, &mut Vec::new(), now);
+        for pod in &mut self.pods {
+            if ready {
+                set_ready(pod, now - SignedDuration::from_secs(1));
+            } else if pod
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .is_some_and(|t| t.0 == now)
+            {
+                pod.status = None;
+            }
+        }
+        self.cr.status = Some(planned.status);
+        acted
+    }
+
+    fn with_template(&mut self, next: &CephOsd) {
+        self.cr.spec = next.spec.clone();
+        self.cr.metadata.generation = Some(self.cr.metadata.generation.unwrap_or(1) + 1);
+    }
+
+    fn view(&self) -> (StatusView, super::rollout_preview::RolloutPreview) {
+        let now = at(self.clock + 30);
+        let preview = preview_rollout(&self.cr, &self.pods, &[], now);
+        (status_view(&self.cr, &self.pods, &preview, now), preview)
+    }
+}
+
+/// Compares `text` with the golden file `name` (or rewrites it under `UPDATE_GOLDEN=1`).
+fn golden(name: &str, text: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, text).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == text,
+        "{name} differs (UPDATE_GOLDEN=1 rewrites it):\n--- expected\n{expected}\n--- got\n{text}"
+    );
+}
+
+/// Five hosts of two OSDs, canary 2: the first host done, the second replacing.
+fn small_rollout() -> Driven {
+    let mut driven = Driven::converged(cephosd(5, 2, "a"));
+    let mut next = cephosd(5, 2, "b");
+    next.spec.canary = Some(IntOrString::Int(2));
+    next.spec.partition = Some(IntOrString::Int(1));
+    driven.with_template(&next);
+    // node001: deleted, recreated, Ready; node002: deleted, recreated, not Ready yet.
+    while driven
+        .cr
+        .status
+        .as_ref()
+        .is_none_or(|s| s.current_update != ["node002"])
+    {
+        driven.round(true);
+    }
+    driven.round(false);
+    driven
+}
+
+#[test]
+fn status_of_a_small_rollout_shows_every_host_in_order() {
+    let driven = small_rollout();
+    let (view, _) = driven.view();
+    let states: Vec<HostState> = view.hosts.iter().map(|h| h.state).collect();
+    assert_eq!(
+        states,
+        [
+            HostState::Updated,
+            HostState::Replacing,
+            HostState::Held,
+            HostState::Held,
+            HostState::Held
+        ]
+    );
+    golden(
+        "status-small.txt",
+        &status_text(&view, &TextOptions::default()),
+    );
+    golden(
+        "status-small-host.txt",
+        &status_text(
+            &view,
+            &TextOptions {
+                all: false,
+                host: Some("node001".into()),
+            },
+        ),
+    );
+    // -o json round-trips into the same view (and the status types).
+    let json = serde_json::to_string(&view).expect("json");
+    let back: StatusView = serde_json::from_str(&json).expect("round trip");
+    assert_eq!(back, view);
+}
+
+#[test]
+fn plan_of_a_small_rollout_lists_the_steps_and_the_cut() {
+    let mut driven = Driven::converged(cephosd(5, 2, "a"));
+    let mut next = cephosd(5, 2, "b");
+    next.spec.partition = Some(IntOrString::Int(1));
+    driven.with_template(&next);
+    let (_, preview) = driven.view();
+    let hash = crate::hash::TemplateHash::of(&next.spec.pod_template).to_string();
+    let step = StepEstimate::of(&driven.cr, &hash);
+    assert_eq!(preview.batches.len(), 4);
+    golden(
+        "plan-small.txt",
+        &plan_text("ceph/osds", &hash, &preview, &step),
+    );
+}
+
+#[test]
+fn a_thousand_osds_fold_into_a_screenful() {
+    let mut driven = Driven::converged(cephosd(100, 10, "a"));
+    let mut next = cephosd(100, 10, "b");
+    next.spec.max_unavailable = Some(2);
+    next.spec.partition = Some(IntOrString::String("10%".into()));
+    driven.with_template(&next);
+    for _ in 0..40 {
+        driven.round(true);
+    }
+    driven.round(false);
+    let (view, preview) = driven.view();
+    let text = status_text(&view, &TextOptions::default());
+    assert!(text.lines().count() < 60, "{text}");
+    golden("status-1000.txt", &text);
+    let all = status_text(
+        &view,
+        &TextOptions {
+            all: true,
+            host: None,
+        },
+    );
+    assert!(all.lines().count() > 1000, "every host with its pods");
+    let hash = crate::hash::TemplateHash::of(&next.spec.pod_template).to_string();
+    let step = StepEstimate::of(&driven.cr, &hash);
+    golden(
+        "plan-1000.txt",
+        &plan_text("ceph/osds", &hash, &preview, &step),
+    );
+}
