@@ -215,6 +215,10 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
             }),
             &["spec.podTemplate.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"],
         ),
+        (edit(&|m: &mut Value| m["spec"]["partition"] = json!("half")), &["spec.partition", "percentage"]),
+        (edit(&|m: &mut Value| m["spec"]["partition"] = json!(-1)), &["spec.partition", "non-negative"]),
+        (edit(&|m: &mut Value| m["spec"]["canary"] = json!("150%")), &["spec.canary", "percentage"]),
+        (edit(&|m: &mut Value| m["spec"]["canary"] = json!("10")), &["spec.canary"]),
     ];
     for (manifest, expected) in &cases {
         let message = rejection(&s, manifest).await?;
@@ -225,6 +229,8 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
     // What the rules leave alone is accepted: other node selectors, preferred affinity, an
     // empty finalizer list, other annotations.
     let allowed = edit(&|m: &mut Value| {
+        m["spec"]["partition"] = json!("25%");
+        m["spec"]["canary"] = json!(2);
         let t = &mut m["spec"]["podTemplate"];
         t["metadata"]["finalizers"] = json!([]);
         t["metadata"]["annotations"] = json!({"example.com/note": "kept"});
