@@ -341,7 +341,7 @@ pub fn plan_expanded(
             },
         );
     }
-    let status = compute_status(&StatusInput {
+    let mut status = compute_status(&StatusInput {
         previous: &seen.previous,
         generation: cr.metadata.generation,
         now,
@@ -363,7 +363,6 @@ pub fn plan_expanded(
         osd_ids: known_osd_ids(&seen, &observed.ceph),
         ceph_step,
     });
-    let mut status = status;
     status.expected_updated_domains =
         i64::try_from(seen.domain_count().saturating_sub(step.held.len())).ok();
     status.rollout = rollout_progress;

@@ -3,6 +3,7 @@
 //! took. A new template starts a new record. Pure.
 
 use crate::crd::{DomainStart, RolloutProgress};
+use crate::plan::status::count;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeSet;
@@ -93,10 +94,6 @@ pub(crate) fn median(seconds: &[i64]) -> Option<i64> {
     let mut sorted = seconds.to_vec();
     sorted.sort_unstable();
     sorted.get(sorted.len() / 2).copied()
-}
-
-fn count(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -382,7 +382,8 @@ fn transition_time(previous: &CephOsdStatus, type_: &str, status: &str, now: Tim
         .map_or(Time(now), |c| c.last_transition_time.clone())
 }
 
-fn count(n: usize) -> i64 {
+/// `n` as the status counts it.
+pub(crate) fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
