@@ -214,3 +214,94 @@ async fn k2_until_complete_fails_on_a_stalled_rollout() -> anyhow::Result<()> {
     );
     s.destroy().await
 }
+
+#[tokio::test]
+async fn k3_pause_resume_restart_and_override_write_what_an_admin_would() -> anyhow::Result<()> {
+    let s = Scenario::converge("plugin-steer").await?;
+    let hosts = s.hosts(["w1", "w2"]);
+    let data = ["/dev/sdb"];
+    let manifest = cephosd(CR, storage(&hosts, &data), "Host", fast_sample_template()?);
+    let Converged { hash: h1, .. } = s.create_converged(&manifest, keys(&hosts, &data)).await?;
+
+    let (code, out, err) = kubectl_ceph_osd(&s, &["pause"]).await?;
+    anyhow::ensure!(code == 0 && out.contains("paused"), "{code} {err}");
+    anyhow::ensure!(s.crs.get(CR).await?.spec.paused == Some(true));
+    let (code, _, err) =
+        kubectl_ceph_osd(&s, &["status", "--until", "paused", "--timeout", "60s"]).await?;
+    anyhow::ensure!(code == 0, "--until paused: {code} {err}");
+    let (code, _, err) = kubectl_ceph_osd(&s, &["resume"]).await?;
+    anyhow::ensure!(
+        code == 0 && s.crs.get(CR).await?.spec.paused.is_none(),
+        "{err}"
+    );
+
+    // restart: a new template annotation, every pod replaced.
+    let (code, out, err) = kubectl_ceph_osd(&s, &["restart"]).await?;
+    anyhow::ensure!(code == 0, "restart: {code} {err}");
+    let cr = s.crs.get(CR).await?;
+    let restarted = cr.spec.pod_template["metadata"]["annotations"]
+        ["kubectl.kubernetes.io/restartedAt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    anyhow::ensure!(!restarted.is_empty(), "{out}");
+    let (code, _, err) =
+        kubectl_ceph_osd(&s, &["status", "--until", "complete", "--timeout", "120s"]).await?;
+    anyhow::ensure!(code == 0, "after restart: {code} {err}");
+    let pods = s.owned_pods(CR).await?;
+    anyhow::ensure!(
+        pods.len() == 2
+            && pods
+                .iter()
+                .all(|p| annotation(p, labels::TEMPLATE_HASH).is_some_and(|h| h != h1)),
+        "not every pod replaced"
+    );
+
+    // A replacement that never becomes Ready: override refuses another pod, takes that one.
+    s.patch_template_metadata(CR, never_ready_revision("3"))
+        .await?;
+    let stuck = s
+        .wait_until("a replacement waiting for Ready", ROLLOUT_WAIT, || async {
+            let status = s.crs.get(CR).await?.status.unwrap_or_default();
+            let pods = s.owned_pods(CR).await?;
+            Ok(pods.into_iter().find(|p| {
+                status.current_update.contains(&hosts[0])
+                    && annotation(p, labels::HOST) == Some(hosts[0].as_str())
+                    && annotation(p, labels::POD_STATE) == Some("wait-for-ready")
+            }))
+        })
+        .await?;
+    let other = (s.owned_pods(CR).await?.into_iter())
+        .find(|p| annotation(p, labels::HOST) == Some(hosts[1].as_str()))
+        .expect("the second host's pod");
+    let (code, _, err) =
+        kubectl_ceph_osd(&s, &["override", &other.name_any(), "--reason", "x"]).await?;
+    anyhow::ensure!(
+        code == 2 && err.contains("not the pod the rollout") && err.contains("--force"),
+        "{code} {err}"
+    );
+    let (code, out, err) = kubectl_ceph_osd(
+        &s,
+        &["override", &stuck.name_any(), "--reason", "checked by hand"],
+    )
+    .await?;
+    anyhow::ensure!(
+        code == 0 && out.contains("marked up-to-date (checked by hand)"),
+        "{code} {err}\n{out}"
+    );
+    let marked = s.pods.get(&stuck.name_any()).await?;
+    anyhow::ensure!(
+        annotation(&marked, labels::POD_STATE) == Some("up-to-date")
+            && annotation(&marked, "ceph.elemental.net/override-reason") == Some("checked by hand")
+    );
+    // The rollout goes on to the second host.
+    s.wait_until("the second host replaced", ROLLOUT_WAIT, || async {
+        let status = s.crs.get(CR).await?.status.unwrap_or_default();
+        Ok(status.current_update.contains(&hosts[1]).then_some(()))
+    })
+    .await?;
+    s.destroy().await
+}
+
+/// How long a step of these scenarios may take.
+const ROLLOUT_WAIT: std::time::Duration = std::time::Duration::from_mins(1);
