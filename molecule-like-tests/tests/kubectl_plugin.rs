@@ -305,3 +305,42 @@ async fn k3_pause_resume_restart_and_override_write_what_an_admin_would() -> any
 
 /// How long a step of these scenarios may take.
 const ROLLOUT_WAIT: std::time::Duration = std::time::Duration::from_mins(1);
+
+#[tokio::test]
+async fn k4_the_eta_after_a_third_of_a_30_host_rollout_is_within_20_percent() -> anyhow::Result<()>
+{
+    let s = Scenario::converge("plugin-eta").await?;
+    let hosts: Vec<String> = (1..=30).map(|h| s.host(&format!("e{h:02}"))).collect();
+    let data = ["/dev/sdb"];
+    let mut manifest = cephosd(CR, storage(&hosts, &data), "Host", fast_sample_template()?);
+    // A soak makes each domain last seconds, so whole-second durations measure it well.
+    manifest["spec"]["minReadySeconds"] = json!(3);
+    s.create_converged(&manifest, keys(&hosts, &data)).await?;
+    s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+        .await?;
+    s.wait_until("a third of the hosts done", ETA_WAIT, || async {
+        let status = s.crs.get(CR).await?.status.unwrap_or_default();
+        Ok(status.rollout.filter(|r| r.domains_done >= 10).map(|_| ()))
+    })
+    .await?;
+    let (code, out, err) = kubectl_ceph_osd(&s, &["status", "-o", "json"]).await?;
+    anyhow::ensure!(code == 0, "{err}");
+    let asked = Instant::now();
+    let shown: Value = serde_json::from_str(&out)?;
+    let eta = shown["etaSeconds"][0]
+        .as_f64()
+        .expect("an ETA while rolling");
+    let (code, _, err) =
+        kubectl_ceph_osd(&s, &["status", "--until", "complete", "--timeout", "10m"]).await?;
+    anyhow::ensure!(code == 0, "{err}");
+    let actual = asked.elapsed().as_secs_f64();
+    println!("ETA {eta:.0} s, actual {actual:.1} s");
+    anyhow::ensure!(
+        (eta - actual).abs() <= 0.2 * actual,
+        "ETA {eta} s, actual {actual:.1} s\n{out}"
+    );
+    s.destroy().await
+}
+
+/// How long the 30-host rollout may take to reach a third.
+const ETA_WAIT: std::time::Duration = std::time::Duration::from_mins(5);

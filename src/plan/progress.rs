@@ -54,7 +54,7 @@ pub(crate) fn next_progress(
     record.in_progress.retain(|d| {
         let going_on = under_way.contains(d.domain.as_str());
         if !going_on {
-            finished.push(input.now.duration_since(d.started.0).as_secs().max(0));
+            finished.push(whole_seconds(input.now.duration_since(d.started.0)));
         }
         going_on
     });
@@ -87,6 +87,15 @@ pub(crate) fn next_progress(
         + count(record.in_progress.len())
         + count(input.waiting.saturating_sub(input.held));
     (Some(record), finished)
+}
+
+/// `duration` in seconds, rounded to the nearest (a domain of 4.6 s counts 5, not 4).
+fn whole_seconds(duration: k8s_openapi::jiff::SignedDuration) -> i64 {
+    (duration.as_millis() + 500)
+        .div_euclid(1000)
+        .try_into()
+        .unwrap_or(0)
+        .max(0)
 }
 
 /// The median of `seconds` (the upper one of an even count), if any.
