@@ -107,8 +107,24 @@ impl CephRecorder {
     /// recorder's start: `Instant::now() - recorder.elapsed()`). Returns once the first
     /// osdmap is in.
     pub async fn start(cluster: &CephCluster, clock: Instant) -> anyhow::Result<Self> {
-        let (state, mon_port) = (cluster.state_dir().to_path_buf(), cluster.mon_port());
         let stderr_path = cluster.log_dir().join("watch.stderr");
+        Self::start_at(
+            cluster.state_dir().to_path_buf(),
+            cluster.mon_port(),
+            stderr_path,
+            clock,
+        )
+        .await
+    }
+
+    /// [`Self::start`] for the cluster of `molecule-like-tests/ceph` in `state` on `mon_port`
+    /// (one the harness did not start), `ceph watch`'s stderr appended to `stderr_path`.
+    pub async fn start_at(
+        state: std::path::PathBuf,
+        mon_port: u16,
+        stderr_path: std::path::PathBuf,
+        clock: Instant,
+    ) -> anyhow::Result<Self> {
         // `ceph watch` over librados may die when the mon goes away (a scenario's fault):
         // it is started again, the gap recorded as an error sample.
         let spawn =

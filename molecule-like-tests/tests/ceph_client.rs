@@ -5,9 +5,10 @@
 //! with the mgr or the mon stopped an error within the call's bound and no `ceph` child left.
 //!
 //! Needs only the Ceph packages (`molecule-like-tests/ceph install`), not the control plane:
-//! no pod exists and nothing is rolled out, so there is no pod watch to record here (the
-//! rollouts over real daemons, with their recorded pod watches, are `ceph_bridge` and
-//! `ceph_gate`).
+//! no pod exists, so there is no pod watch to record here (the rollouts over real daemons,
+//! with their recorded pod watches, are `ceph_bridge` and `ceph_gate`). Ceph's own view is
+//! recorded (`ceph watch`) while the gate's calls, noout and an OSD's start and stop run, and
+//! replayed: never more than one CRUSH host down, never a PG unavailable.
 //! One cluster of 3 OSDs (one per CRUSH host, pool size 3, min_size 2) in a state dir and on a
 //! mon port of its own, brought down at the end, also when the test fails.
 
@@ -23,6 +24,8 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use molecule_like_tests::ceph_recorder::CephRecorder;
 
 use ceph_osd_operator::ceph::{
     confirm, gather_facts, map_osd_ids, precheck, CephClient, CephError, CephUser, CliClient,
@@ -194,6 +197,14 @@ async fn the_operators_key_against_a_real_ceph() {
     let cluster = CephCluster::up("client", 3);
     let op = cluster.client(OPERATOR_USER, CALL_BOUND);
     let per_call = cluster.process_client(OPERATOR_USER, CALL_BOUND);
+    let ceph = CephRecorder::start_at(
+        cluster.state.clone(),
+        cluster.mon_port,
+        cluster.state.join("watch.stderr"),
+        Instant::now(),
+    )
+    .await
+    .unwrap();
 
     eprintln!("[ceph_client] one long-lived session:");
     answers_parse(&op).await;
@@ -210,6 +221,16 @@ async fn the_operators_key_against_a_real_ceph() {
         op.keeps_connected(),
         "the session fell back to a process per call"
     );
+    // Before the mgr and the mon are stopped on purpose: one host down at most (host-0 while
+    // its new OSD is created and after it is stopped), every PG available throughout.
+    let recording = ceph.recording();
+    drop(ceph);
+    recording
+        .check_hosts_down_at_most(1, Duration::ZERO)
+        .unwrap();
+    recording
+        .check_pgs_never_unavailable(Duration::ZERO)
+        .unwrap();
     without_a_mgr_mgr_calls_time_out_and_leave_no_child(&cluster, &op, true).await;
     without_a_mgr_mgr_calls_time_out_and_leave_no_child(&cluster, &per_call, false).await;
     drop(op);
