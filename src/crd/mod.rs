@@ -237,6 +237,24 @@ pub enum UpdateDomain {
     Host,
 }
 
+impl UpdateDomain {
+    /// What one domain is called: `host` or `OSD`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Self::Osd => "OSD",
+            Self::Host => "host",
+        }
+    }
+
+    /// What several are called: `hosts` or `OSDs`.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Self::Osd => "OSDs",
+            Self::Host => "hosts",
+        }
+    }
+}
+
 /// Whether rollout steps ask Ceph first.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum CephGate {

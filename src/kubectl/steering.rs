@@ -12,6 +12,7 @@ use crate::offline::eta::StepEstimate;
 use crate::offline::manifest::{parse_cephosd, read_manifest};
 use crate::offline::plan_text::plan_text;
 use crate::offline::rollout_preview::{preview_rollout, RolloutPreview};
+use crate::plan::classify::ready_since;
 use crate::plan::domain_id;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -210,8 +211,7 @@ fn waited_on(snapshot: &Snapshot, pod: &k8s_openapi::api::core::v1::Pod) -> bool
         return false;
     };
     let domain = domain_id(&OsdKey::new(host, data), snapshot.cr.spec.update_domain);
-    let ready = (pod.status.as_ref().and_then(|s| s.conditions.as_ref()))
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let ready = ready_since(pod).is_some();
     let under_way = (snapshot.cr.status.iter()).any(|s| s.current_update.contains(&domain));
     under_way && !ready && pod.metadata.deletion_timestamp.is_none()
 }

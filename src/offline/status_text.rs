@@ -3,6 +3,7 @@
 
 use crate::offline::eta::human;
 use crate::offline::status_view::{HostState, HostView, PodView, StatusView};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::fmt::Write as _;
 
 /// Runs of at least this many alike hosts fold (unless every host is asked for).
@@ -78,20 +79,16 @@ fn header(view: &StatusView) -> String {
             view.template_hash
         )
     };
-    let count = |v: &Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>| {
-        v.as_ref().map_or_else(
-            || "off".to_owned(),
-            |v| match v {
-                k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => n.to_string(),
-                k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s) => s.clone(),
-            },
-        )
+    let count = |v: &Option<IntOrString>| match v {
+        None => "off".to_owned(),
+        Some(IntOrString::Int(n)) => n.to_string(),
+        Some(IntOrString::String(s)) => s.clone(),
     };
-    let unit = unit(view);
+    let unit = view.update_domain.plural();
     let _ = writeln!(
         out,
         "template  {template}\nrollout   by {} · maxUnavailable {} · partition {} · canary {}{}",
-        unit.trim_end_matches('s'),
+        view.update_domain.noun(),
         view.max_unavailable,
         count(&view.partition),
         count(&view.canary),
@@ -128,14 +125,6 @@ fn header(view: &StatusView) -> String {
         let _ = writeln!(out, "time      {}", time.join(" · "));
     }
     out
-}
-
-/// `hosts` or `OSDs`.
-fn unit(view: &StatusView) -> &'static str {
-    match view.update_domain {
-        crate::crd::UpdateDomain::Host => "hosts",
-        crate::crd::UpdateDomain::Osd => "OSDs",
-    }
 }
 
 fn host_line(host: &HostView, width: usize) -> String {

@@ -2,10 +2,12 @@
 //! and ETA, then its hosts in rollout order, each updated, replacing, next, held or waiting,
 //! with its pods. Built from the CephOSD and its pods only; serialisable as it is shown.
 
+use crate::crd::osd::OsdKey;
 use crate::crd::{CephOsd, CephOsdStatus, UpdateDomain};
 use crate::labels;
 use crate::offline::eta::{elapsed, StepEstimate};
 use crate::offline::rollout_preview::RolloutPreview;
+use crate::plan::classify::ready_since;
 use crate::plan::domain_id as rollout_domain;
 use crate::plan::expanded_spec::ExpandedSpec;
 use k8s_openapi::api::core::v1::Pod;
@@ -136,7 +138,7 @@ pub(crate) fn status_view(
             (annotations.get(labels::HOST), annotations.get(labels::DATA))
         {
             by_key
-                .entry(format!("{host}:{data}"))
+                .entry(OsdKey::new(host, data).to_string())
                 .or_default()
                 .push(pod);
         }
@@ -159,7 +161,7 @@ pub(crate) fn status_view(
             let domain = rollout_domain(key, domain_kind);
             let live = (by_key.get(&key.to_string()).into_iter().flatten())
                 .max_by_key(|p| p.metadata.deletion_timestamp.is_none());
-            let view = pod_view(key.data.clone(), live.copied(), &hash, &status, now);
+            let view = pod_view(key, live.copied(), &hash, &status, now);
             let fine = view.current && view.ready && !view.terminating;
             *domain_updated.entry(domain.clone()).or_insert(true) &= fine;
             host_domains.insert(domain);
@@ -226,7 +228,7 @@ fn host_state(
 }
 
 fn pod_view(
-    data: String,
+    key: &OsdKey,
     pod: Option<&Pod>,
     hash: &str,
     status: &CephOsdStatus,
@@ -234,7 +236,7 @@ fn pod_view(
 ) -> PodView {
     let Some(pod) = pod else {
         return PodView {
-            data,
+            data: key.data.clone(),
             name: None,
             pod_state: None,
             ready: false,
@@ -245,25 +247,15 @@ fn pod_view(
         };
     };
     let annotations = pod.annotations();
-    let key = format!(
-        "{}:{}",
-        annotations.get(labels::HOST).map_or("", String::as_str),
-        data
-    );
     PodView {
         name: Some(pod.name_any()),
         pod_state: annotations.get(labels::POD_STATE).cloned(),
-        ready: is_ready(pod),
+        ready: ready_since(pod).is_some(),
         terminating: pod.metadata.deletion_timestamp.is_some(),
         current: annotations.get(labels::TEMPLATE_HASH).map(String::as_str) == Some(hash),
         age_seconds: (pod.metadata.creation_timestamp.as_ref())
             .map(|t| now.duration_since(t.0).as_secs().max(0)),
-        osd_ids: status.osd_ids.get(&key).cloned().unwrap_or_default(),
-        data,
+        osd_ids: (status.osd_ids.get(&key.to_string()).cloned()).unwrap_or_default(),
+        data: key.data.clone(),
     }
-}
-
-fn is_ready(pod: &Pod) -> bool {
-    (pod.status.as_ref().and_then(|s| s.conditions.as_ref()))
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }

@@ -187,7 +187,7 @@ pub fn plan_expanded(
     actions.extend(created.actions);
     let waiting = drains_waiting(cordoned, &seen.pods);
     let budget_blocks = start_blocked(&keeping, &seen.cr_name, &waiting);
-    let previous_update: BTreeSet<String> = seen.previous.current_update.iter().cloned().collect();
+    let previous_update = seen.previous_update();
     let (limits, limit_problems) = seen.limits(&previous_update);
     let step = rollout(
         &seen,
@@ -291,10 +291,7 @@ pub fn plan_expanded(
     if unbuildable.is_none() && gated.deletions_allowed {
         current_update.extend(step.domains);
     }
-    let halted_by_budget = gated.halted.is_none()
-        && step.halted.is_some()
-        && step.halted == budget_blocks
-        && unbuildable.is_none();
+    let halted_by_budget = gated.halted.is_none() && step.waits_for_budget && unbuildable.is_none();
     let held_by = step.halted_by.filter(|_| gated.halted.is_none());
     let halted = gated
         .halted
@@ -503,7 +500,7 @@ impl<'a> Seen<'a> {
     /// How far the rollout may go under the current template (`partition`, the canary), with
     /// the domains under way (`continuing`); a value that cannot be read holds everything and
     /// is a problem of the spec.
-    fn limits<'c>(&self, continuing: &'c BTreeSet<String>) -> (Limits<'c>, Vec<SpecProblem>) {
+    fn limits<'c>(&self, continuing: &'c BTreeSet<&'c str>) -> (Limits<'c>, Vec<SpecProblem>) {
         let total = self.domain_count();
         let mut problems = Vec::new();
         let mut unreadable = |message: String| {
@@ -545,10 +542,7 @@ impl<'a> Seen<'a> {
     /// Why the rollout stops at its cut, in words.
     fn hold_message(&self, hold: Hold, held: &BTreeMap<String, Hold>) -> String {
         let total = self.domain_count();
-        let unit = match self.spec.update_domain {
-            crate::crd::UpdateDomain::Host => "hosts",
-            crate::crd::UpdateDomain::Osd => "OSDs",
-        };
+        let unit = self.spec.update_domain.plural();
         let updated = total.saturating_sub(held.len());
         match hold {
             Hold::Partition => format!(
@@ -967,6 +961,8 @@ struct Rollout {
     held: BTreeMap<String, Hold>,
     /// The hold the rollout stops at, when nothing else waits.
     halted_by: Option<Hold>,
+    /// Whether `halted` is the disruption budget's reason.
+    waits_for_budget: bool,
 }
 
 /// At most `maxUnavailable` update domains unavailable at once: out-of-date pods (their
@@ -1058,6 +1054,7 @@ fn rollout(
         out_of_date,
         held: step.held,
         halted_by: step.halted_by,
+        waits_for_budget: step.waits_for_budget,
         subjects,
         standing,
         actions: chosen()

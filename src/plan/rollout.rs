@@ -53,14 +53,14 @@ pub enum Hold {
 pub(crate) struct Limits<'a> {
     pub partition: usize,
     pub canary_left: Option<usize>,
-    pub continuing: &'a BTreeSet<String>,
+    pub continuing: &'a BTreeSet<&'a str>,
 }
 
 impl Limits<'static> {
     /// Nothing held.
     #[cfg(test)]
     pub(crate) fn none() -> Self {
-        static NONE: BTreeSet<String> = BTreeSet::new();
+        static NONE: BTreeSet<&str> = BTreeSet::new();
         Self {
             partition: 0,
             canary_left: None,
@@ -89,6 +89,8 @@ pub(crate) struct RolloutStep {
     pub held: BTreeMap<String, Hold>,
     /// The hold that halts the rollout: nothing else waits.
     pub halted_by: Option<Hold>,
+    /// Whether `halted` is `start_blocked`'s reason (the disruption budget).
+    pub waits_for_budget: bool,
 }
 
 /// At most `maxUnavailable` update domains unavailable at once; nothing starts while paused.
@@ -128,6 +130,7 @@ pub(crate) fn rollout_step(
         unavailable,
         held: held_domains(candidates, limits),
         halted_by: None,
+        waits_for_budget: false,
     };
     if candidates.is_empty() {
         return step;
@@ -157,6 +160,7 @@ pub(crate) fn rollout_step(
         step.halted = Some(halt_reason(unready, missing));
     } else if let Some(why) = start_blocked.filter(|_| available.peek().is_some()) {
         step.halted = Some(why.to_owned());
+        step.waits_for_budget = true;
     } else {
         let (chosen, domains) = in_rollout_order(candidates, available, free);
         step.chosen.extend(chosen);
