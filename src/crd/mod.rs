@@ -598,6 +598,34 @@ fn adjust_schema(crd: &mut Value) {
         pod["x-kubernetes-validations"] = template_rules::cel_validations();
     }
     rollout_controls::add_validations(crd);
+    if let Some(root) = crd.pointer_mut(SCHEMA_POINTER) {
+        server_formats(root);
+    }
+}
+
+/// Unsigned integer formats (schemars' `uint32`, `uint64`) as formats the API server knows:
+/// `int64` bounded to the type's range (it warns about a format it does not know on every
+/// apply, and stores integers as int64 anyway).
+fn server_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let bound = match map.get("format").and_then(Value::as_str) {
+                Some("uint32") => Some(Some(u32::MAX)),
+                Some("uint64") => Some(None),
+                _ => None,
+            };
+            if let Some(max) = bound {
+                map.insert("format".into(), json!("int64"));
+                map.insert("minimum".into(), json!(0));
+                if let Some(max) = max {
+                    map.insert("maximum".into(), json!(max));
+                }
+            }
+            map.values_mut().for_each(server_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(server_formats),
+        _ => {}
+    }
 }
 
 /// Removes `description` keys from a schema tree (keeps the CRD far below the 256 KiB

@@ -7,6 +7,9 @@ use serde_json::{json, Value};
 /// The fields counted in update domains.
 const FIELDS: [&str; 2] = ["partition", "canary"];
 
+/// The largest count the schema accepts: the largest integer the operator's type holds.
+const MAX_DOMAINS: i32 = i32::MAX;
+
 /// How many of `total` update domains `value` stands for: an integer, or `"N%"` of `total`
 /// rounded up (so a canary of `"1%"` is one domain, and a partition holds rather more than
 /// fewer). An error names what is wrong; the schema rejects such values first.
@@ -39,10 +42,13 @@ pub(crate) fn add_validations(crd: &mut Value) {
             format!("/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/{field}");
         if let Some(schema) = crd.pointer_mut(&pointer) {
             schema["x-kubernetes-validations"] = json!([{
-                "rule": "type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",
+                "rule": format!(
+                    "type(self) == int ? self >= 0 && self <= {MAX_DOMAINS} : \
+                     self.matches('^(100|[1-9]?[0-9])%$')"
+                ),
                 "message": format!(
-                    "spec.{field} must be a non-negative integer or a percentage from 0% to \
-                     100% (like \"10%\"), counted in update domains"
+                    "spec.{field} must be an integer from 0 to {MAX_DOMAINS} or a percentage \
+                     from 0% to 100% (like \"10%\"), counted in update domains"
                 ),
             }]);
         }

@@ -91,12 +91,8 @@ impl Cluster {
 
     /// The CephOSD `name` with its pods and ReplicaSets.
     pub(crate) async fn snapshot(&self, name: &str) -> Result<Snapshot, Failed> {
-        let cr = self.cephosds().get(name).await.map_err(|e| match &e {
-            kube::Error::Api(s) if s.code == 404 => {
-                Failed::usage(format!("no CephOSD {name} in namespace {}", self.namespace))
-            }
-            _ => Failed::not_reached(format!("cannot read CephOSD {name}: {e}")),
-        })?;
+        let cr =
+            (self.cephosds().get(name).await).map_err(|e| self.cephosd_failed(name, "read", &e))?;
         let selector = format!("{}={}", labels::OWNER, labels::owner_label_value(name));
         let params = ListParams::default().labels(&selector);
         let pods = self
@@ -125,7 +121,22 @@ impl Cluster {
         self.cephosds()
             .patch(name, &PatchParams::default(), &Patch::Merge(patch))
             .await
-            .map_err(|e| Failed::not_reached(format!("cannot update CephOSD {name}: {e}")))
+            .map_err(|e| self.cephosd_failed(name, "update", &e))
+    }
+
+    /// A call about the CephOSD `name` failed: no such CephOSD is a usage error (exit code
+    /// 2), anything else a call that failed (1), each said in one line.
+    fn cephosd_failed(&self, name: &str, verb: &str, error: &kube::Error) -> Failed {
+        match error {
+            kube::Error::Api(s) if s.code == 404 => {
+                Failed::usage(format!("no CephOSD {name} in namespace {}", self.namespace))
+            }
+            kube::Error::Api(s) => Failed::not_reached(format!(
+                "cannot {verb} CephOSD {name}: {} ({})",
+                s.message, s.reason
+            )),
+            _ => Failed::not_reached(format!("cannot {verb} CephOSD {name}: {error}")),
+        }
     }
 
     /// A JSON merge patch of the pod `name`.

@@ -1,6 +1,7 @@
 //! `kubectl ceph-osd status` as text: the header, then the hosts in rollout order with the
 //! pods of those being replaced or next; long runs of alike hosts fold into one line.
 
+use crate::crd::{CephOsdStatus, CephStep};
 use crate::offline::eta::human;
 use crate::offline::status_view::{HostState, HostView, PodView, StatusView};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -104,6 +105,9 @@ fn header(view: &StatusView) -> String {
         status.ready,
         status.out_of_date,
     );
+    if let Some(step) = &status.ceph_step {
+        let _ = writeln!(out, "ceph      {}", ceph_step_line(step, status));
+    }
     let mut time = Vec::new();
     if let Some(elapsed) = view.elapsed_seconds {
         time.push(format!("elapsed {}", human(elapsed)));
@@ -125,6 +129,29 @@ fn header(view: &StatusView) -> String {
         let _ = writeln!(out, "time      {}", time.join(" · "));
     }
     out
+}
+
+/// The open Ceph step: its keys, the OSDs it stops, its own `noout`, and what it waits for
+/// (the `CephGate` condition).
+fn ceph_step_line(step: &CephStep, status: &CephOsdStatus) -> String {
+    let ids = |ids: &mut dyn Iterator<Item = u32>| {
+        let ids: Vec<String> = ids.map(|id| format!("osd.{id}")).collect();
+        if ids.is_empty() {
+            "none".to_owned()
+        } else {
+            ids.join(",")
+        }
+    };
+    let mut line = format!(
+        "step open on {} · stops {} · noout {}",
+        step.keys.join(", "),
+        ids(&mut step.osds.iter().map(|o| o.id)),
+        ids(&mut step.noout.iter().copied()),
+    );
+    if let Some(gate) = status.conditions.iter().find(|c| c.type_ == "CephGate") {
+        let _ = write!(line, " · {}", gate.message);
+    }
+    line
 }
 
 fn host_line(host: &HostView, width: usize) -> String {

@@ -59,6 +59,8 @@ pub struct GateAnswer {
     pub up_from: BTreeMap<OsdId, u64>,
     /// Ids learnt from up daemons' metadata, for every key the operator runs.
     pub learned: BTreeMap<OsdKey, BTreeSet<OsdId>>,
+    /// Ids to stop whose `noout` was already set when Ceph was asked.
+    pub noout_before: BTreeSet<OsdId>,
 }
 
 /// The planner's view of Ceph.
@@ -448,25 +450,8 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
             if ids.is_empty() {
                 return out;
             }
-            let noout: Vec<u32> = ids.iter().map(|id| id.0).collect();
-            out.step = Some(CephStep {
-                keys: asked.iter().map(ToString::to_string).collect(),
-                osds: ids
-                    .iter()
-                    .map(|id| StepOsd {
-                        id: id.0,
-                        up_from: answer.up_from.get(id).copied().unwrap_or(0),
-                    })
-                    .collect(),
-                noout,
-                started: Time(input.now),
-            });
-            out.first = vec![
-                Action::RecordCephStep,
-                Action::SetNoout {
-                    ids: ids.iter().copied().collect(),
-                },
-            ];
+            let keys = asked.iter().map(ToString::to_string).collect();
+            open_step(&mut out, input, answer, ids, keys);
             out.requeue_after = Some(input.view.look_every);
             out
         }
@@ -491,6 +476,62 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
             out
         }
     }
+}
+
+/// The step Ceph let go: recorded first, then `noout` on its OSDs that had none (an OSD whose
+/// `noout` someone else set keeps it, said in an event), then its pods go.
+fn open_step(
+    out: &mut GateOutcome,
+    input: &GateInput<'_>,
+    answer: &GateAnswer,
+    ids: &BTreeSet<OsdId>,
+    keys: Vec<String>,
+) {
+    let (noout, admins) = own_noout(ids, &answer.noout_before, input.open);
+    out.step = Some(CephStep {
+        keys,
+        osds: ids
+            .iter()
+            .map(|id| StepOsd {
+                id: id.0,
+                up_from: answer.up_from.get(id).copied().unwrap_or(0),
+            })
+            .collect(),
+        noout,
+        started: Time(input.now),
+    });
+    out.first = vec![Action::RecordCephStep];
+    if let Some(step) = out.step.as_ref().filter(|s| !s.noout.is_empty()) {
+        out.first.push(Action::SetNoout {
+            ids: ids_of(&step.noout),
+        });
+    }
+    if !admins.is_empty() {
+        out.events.push(PlannedEvent {
+            warning: false,
+            reason: EventReason::Noout,
+            note: format!(
+                "noout on {} was set before this step, not by the operator: it stays \
+                 set when the step ends",
+                list(&admins)
+            ),
+            pod: None,
+        });
+    }
+}
+
+/// Of the ids a step stops, those whose `noout` the step sets (or keeps from the step before
+/// it, which set it), and those whose `noout` someone else set before: only the first are
+/// cleared when the step ends.
+fn own_noout(
+    ids: &BTreeSet<OsdId>,
+    set_before: &BTreeSet<OsdId>,
+    open: Option<&CephStep>,
+) -> (Vec<u32>, Vec<u32>) {
+    let ours_before = open.map_or(&[][..], |o| &o.noout[..]);
+    ids.iter()
+        .map(|id| id.0)
+        .partition(|id| !set_before.contains(&OsdId(*id)) || ours_before.contains(id))
 }
 
 /// `previous` with what was learnt (each key's ids replaced by the newly learnt ones), kept

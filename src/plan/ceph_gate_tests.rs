@@ -222,6 +222,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
             },
             up_from: BTreeMap::from([(OsdId(4), 9)]),
             learned: BTreeMap::new(),
+            noout_before: BTreeSet::new(),
         }),
         ..on(Some(StepProgress::Done))
     };
@@ -264,6 +265,7 @@ fn a_step_given_up_and_let_go_again_keeps_the_noout_of_its_osds() {
             },
             up_from: BTreeMap::from([(OsdId(3), 5)]),
             learned: BTreeMap::new(),
+            noout_before: BTreeSet::new(),
         }),
         ..on(Some(StepProgress::Booting {
             pending: vec![OsdId(3)],
@@ -308,6 +310,7 @@ fn a_wait_without_blockers_is_still_unavailable() {
             },
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
+            noout_before: BTreeSet::new(),
         }),
         ..on(None)
     };
@@ -368,6 +371,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
             },
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
+            noout_before: BTreeSet::new(),
         }),
         ..on(None)
     };
@@ -386,4 +390,88 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
     let out = gate(&input(&view, None, &proposed));
     assert!(!out.deletions_allowed);
     assert_eq!(out.question.as_deref(), Some(&proposed[..]));
+}
+
+/// An answer of `Proceed` for `ids` (the domain `h`), with `noout` already set on `before`.
+fn proceed(ids: &[u32], before: &[u32]) -> CephView {
+    CephView {
+        input: CephInput::Answered(GateAnswer {
+            keys: BTreeMap::from([(
+                OsdKey::new("h", "/dev/sdb"),
+                ids.iter().copied().map(OsdId).collect(),
+            )]),
+            decision: GateDecision::Proceed {
+                ids: ids.iter().copied().map(OsdId).collect(),
+            },
+            up_from: ids.iter().map(|&id| (OsdId(id), 5)).collect(),
+            learned: BTreeMap::new(),
+            noout_before: before.iter().copied().map(OsdId).collect(),
+        }),
+        ..on(None)
+    }
+}
+
+#[test]
+fn a_noout_set_before_the_step_is_neither_set_nor_cleared_by_it() {
+    // osd.3 had noout (an admin's maintenance), osd.4 not: the step sets and records osd.4's
+    // alone, and says so.
+    let view = proceed(&[3, 4], &[3]);
+    let out = gate(&input(&view, None, &subjects()));
+    assert!(out.deletions_allowed);
+    assert!(matches!(
+        &out.first[..],
+        [Action::RecordCephStep, Action::SetNoout { ids }] if *ids == [OsdId(4)]
+    ));
+    let recorded = out.step.expect("a step");
+    assert_eq!(recorded.noout, [4]);
+    assert_eq!(recorded.osds.len(), 2);
+    assert!(
+        matches!(&out.events[..], [e] if e.reason == EventReason::Noout
+            && e.note.starts_with("noout on osd.3 was set before this step, not by the operator")),
+        "{:?}",
+        out.events
+    );
+
+    // Its end clears what it recorded: osd.4's noout only.
+    let done = on(Some(StepProgress::Done));
+    let mut ended = input(&done, Some(&recorded), &[]);
+    ended.settled = true;
+    let out = gate(&ended);
+    assert!(matches!(&out.first[..], [Action::ClearNoout { ids }] if *ids == [OsdId(4)]));
+    // Held too long: the limit clears the step's own noout only, too.
+    let booting = on(Some(StepProgress::Booting {
+        pending: vec![OsdId(3)],
+    }));
+    let mut late = input(&booting, Some(&recorded), &[]);
+    late.now = at(1010) + DEFAULT_MAX_NOOUT;
+    let out = gate(&late);
+    assert!(matches!(&out.first[..], [Action::ClearNoout { ids }] if *ids == [OsdId(4)]));
+}
+
+#[test]
+fn every_noout_set_before_means_no_noout_action_at_all() {
+    let view = proceed(&[3], &[3]);
+    let out = gate(&input(&view, None, &subjects()));
+    assert!(out.deletions_allowed);
+    assert!(
+        matches!(&out.first[..], [Action::RecordCephStep]),
+        "{:?}",
+        out.first
+    );
+    assert!(out.step.expect("a step").noout.is_empty());
+}
+
+#[test]
+fn the_noout_of_the_step_before_is_ours_not_an_admins() {
+    // The step on osd.3 ended and the next one stops osd.3 again (given up and asked again):
+    // Ceph shows noout on osd.3, set by the operator; the next step keeps it as its own.
+    let open = step(&[3]);
+    let view = proceed(&[3], &[3]);
+    let proposed = subjects();
+    let mut again = input(&view, Some(&open), &proposed);
+    again.untouched = true;
+    again.now = at(1000) + UNTOUCHED_STEP_LIMIT;
+    let out = gate(&again);
+    assert_eq!(out.step.expect("asked again").noout, [3]);
+    assert!(out.events.iter().all(|e| e.reason != EventReason::Noout));
 }

@@ -57,6 +57,9 @@ pub enum ConditionReason {
     Partitioned,
     /// The canary's domains are replaced: the template waits for a promotion.
     CanaryWaiting,
+    /// The rollout's Ceph step is ending (its new daemons booting, its PGs re-peering): the
+    /// next step, or completion, follows when Ceph says it ended.
+    CephStepEnding,
     Reconciling,
     // Stalled
     WithinDeadline,
@@ -112,6 +115,7 @@ impl ConditionReason {
             Self::WaitingForDisruptionBudget => "WaitingForDisruptionBudget",
             Self::Partitioned => "Partitioned",
             Self::CanaryWaiting => "CanaryWaiting",
+            Self::CephStepEnding => "CephStepEnding",
             Self::InvalidRolloutControl => "InvalidRolloutControl",
             Self::Reconciling => "Reconciling",
             Self::WithinDeadline => "WithinDeadline",

@@ -79,7 +79,8 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         && s.out_of_date == 0
         && s.superfluous == 0
         && s.invalid == 0
-        && !input.pending_actions;
+        && !input.pending_actions
+        && !step_followed(input);
     let conditions = [
         (ConditionType::Ready, ready(s)),
         (ConditionType::Progressing, progressing(input, converged)),
@@ -193,9 +194,25 @@ fn ready(s: &Summary) -> Says {
     }
 }
 
+/// A Ceph step is open and the gate follows it (Ceph is configured and not skipped): the
+/// rollout is not complete until Ceph says the step ended and its `noout` is cleared.
+fn step_followed(input: &StatusInput<'_>) -> bool {
+    input.ceph_step.is_some()
+        && !matches!(
+            input.ceph_gate.reason,
+            Reason::NotConfigured | Reason::Skipped
+        )
+}
+
+/// A step Ceph is finishing normally (its replacements booting, PGs re-peering): progress,
+/// not a halt.
+fn step_ending(input: &StatusInput<'_>) -> bool {
+    step_followed(input) && input.ceph_gate.holds
+}
+
 /// Whether pods are being created, replaced or removed, or why not; the first that applies
-/// of: stalled, paused with pods waiting, converged, a rollout (or why it is halted), pods
-/// waiting for their nodes, anything else under way.
+/// of: stalled, paused with pods waiting, converged, a rollout (or why it is halted), the last
+/// Ceph step ending, pods waiting for their nodes, anything else under way.
 fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
     let s = input.summary;
     let waiting = s.out_of_date + s.superfluous;
@@ -210,6 +227,10 @@ fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
         )
     } else if waiting > 0 || !input.current_update.is_empty() {
         match input.halted {
+            Some(why) if input.current_update.is_empty() && step_ending(input) => Says::yes(
+                Reason::CephStepEnding,
+                format!("{}; {why}", waiting_text(s)),
+            ),
             // Waiting for our own replacement is the normal pace of a rollout.
             Some(why) if input.current_update.is_empty() => {
                 let reason = match input.held_by {
@@ -228,6 +249,20 @@ fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
                     input.current_update.join(", ")
                 ),
             ),
+        }
+    } else if step_followed(input) {
+        let step = input
+            .ceph_step
+            .as_ref()
+            .map_or_else(String::new, |step| step.keys.join(", "));
+        let says = format!(
+            "the last Ceph step (on {step}) has not ended: {}",
+            input.ceph_gate.message
+        );
+        if input.ceph_gate.holds {
+            Says::yes(Reason::CephStepEnding, says)
+        } else {
+            Says::no(Reason::Halted, says)
         }
     } else if let Some(first) = input.unschedulable.first() {
         Says::yes(Reason::WaitingForNodes, format!("OSD {first}"))
@@ -731,5 +766,98 @@ mod tests {
         };
         assert_eq!(time(&changed, "Ready"), Some(Time(at(600))));
         assert_eq!(time(&changed, "Stalled"), Some(Time(at(100))));
+    }
+
+    /// The gate following the step on `h:/dev/sdb`: `holds` as Ceph finishes it normally.
+    fn gate_on(holds: bool) -> GateCondition {
+        GateCondition {
+            holds,
+            reason: if holds {
+                Reason::StepInProgress
+            } else {
+                Reason::CephBlocked("CephUnavailable")
+            },
+            message: "a step is under way on h:/dev/sdb: the new daemon of osd.3 is not up yet"
+                .to_owned(),
+        }
+    }
+
+    fn open_step() -> CephStep {
+        CephStep {
+            keys: vec!["h:/dev/sdb".into()],
+            osds: vec![crate::crd::StepOsd { id: 3, up_from: 5 }],
+            noout: vec![3],
+            started: Time(at(0)),
+        }
+    }
+
+    #[test]
+    fn complete_waits_for_the_last_ceph_step_to_end() {
+        let (hash, summary, previous) = (
+            TemplateHash::of(&serde_json::json!({})),
+            settled(3),
+            CephOsdStatus::default(),
+        );
+        let gate = gate_on(true);
+        let mut ending = input(&previous, &hash, &summary);
+        ending.ceph_step = Some(open_step());
+        ending.ceph_gate = &gate;
+        let status = compute_status(&ending);
+        assert_eq!(status.phase, Some(Phase::Progressing));
+        assert_eq!(of(&status, "Progressing"), pair("True", "CephStepEnding"));
+        assert_eq!(of(&status, "Ready"), pair("True", "AllOsdsReady"));
+        let progressing = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Progressing")
+            .expect("Progressing");
+        assert!(
+            progressing.message.starts_with(
+                "the last Ceph step (on h:/dev/sdb) has not ended: a step is under way"
+            ),
+            "{}",
+            progressing.message
+        );
+        // Ceph away while the step is open: a halt, said as one.
+        let blocked = gate_on(false);
+        ending.ceph_gate = &blocked;
+        let status = compute_status(&ending);
+        assert_eq!(status.phase, Some(Phase::Progressing));
+        assert_eq!(of(&status, "Progressing"), pair("False", "Halted"));
+        // The step ended: complete.
+        ending.ceph_step = None;
+        ending.ceph_gate = &gate;
+        let status = compute_status(&ending);
+        assert_eq!(status.phase, Some(Phase::Ready));
+        assert_eq!(of(&status, "Progressing"), pair("False", "Complete"));
+        // A step kept only to be said (the operator has no Ceph to end it): not followed.
+        ending.ceph_step = Some(open_step());
+        ending.ceph_gate = &GATE_OFF;
+        assert_eq!(compute_status(&ending).phase, Some(Phase::Ready));
+    }
+
+    #[test]
+    fn a_step_ending_mid_rollout_is_progress_not_a_halt() {
+        let (hash, previous) = (
+            TemplateHash::of(&serde_json::json!({})),
+            CephOsdStatus::default(),
+        );
+        let summary = Summary {
+            out_of_date: 1,
+            updated: 1,
+            ..settled(2)
+        };
+        let gate = gate_on(true);
+        let mut ending = input(&previous, &hash, &summary);
+        ending.halted =
+            Some("the step on h:/dev/sdb has not ended: the new daemon of osd.3 is not up yet");
+        ending.ceph_step = Some(open_step());
+        ending.ceph_gate = &gate;
+        let status = compute_status(&ending);
+        assert_eq!(of(&status, "Progressing"), pair("True", "CephStepEnding"));
+        let blocked = gate_on(false);
+        ending.ceph_gate = &blocked;
+        let status = compute_status(&ending);
+        assert_eq!(of(&status, "Progressing"), pair("False", "Halted"));
     }
 }

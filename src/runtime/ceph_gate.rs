@@ -247,6 +247,7 @@ pub(crate) async fn answer(
         decision: GateDecision::no_answer(&"not asked yet"),
         up_from: BTreeMap::new(),
         learned: BTreeMap::new(),
+        noout_before: BTreeSet::new(),
     };
     let facts = async {
         match looked {
@@ -300,7 +301,12 @@ pub(crate) async fn answer(
             })
             .collect();
         (answer.decision, answer.up_from) = decide(ceph, &facts, &domain).await;
-        if matches!(answer.decision, GateDecision::Proceed { .. }) {
+        if let GateDecision::Proceed { ids } = &answer.decision {
+            answer.noout_before = ids
+                .iter()
+                .filter(|id| facts.osds.osds.get(id).is_some_and(|o| o.noout))
+                .copied()
+                .collect();
             break;
         }
         let domains: BTreeSet<&str> = subjects.iter().map(|s| s.domain.as_str()).collect();

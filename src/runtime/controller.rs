@@ -28,6 +28,8 @@ use crate::runtime::metrics::Metrics;
 use crate::runtime::owned_objects::{
     is_osd_pod, strip_replica_set, Observation, OwnedObjects, Snapshot, Subject,
 };
+use crate::runtime::unreadable::{self, Reported};
+use crate::runtime::watched_cephosd::{split_event, Unreadable, WatchedCephOsd};
 use crate::runtime::watched_pod::{self, WatchedPod};
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -117,12 +119,8 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
         ),
         None => (Api::all(client.clone()), Api::all(client.clone())),
     };
-    let crs: Api<CephOsd> = Api::all(client.clone());
-    let reporter = Reporter {
-        controller: "ceph-osd-operator".into(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
-    let recorder = Recorder::new(client.clone(), reporter);
+    let crs: Api<WatchedCephOsd> = Api::all(client.clone());
+    let recorder = event_recorder(&client);
     // Each watch retries on its own (100 ms doubling to 2 s) and its errors stop there: a
     // watch that has to relist after an outage does not hold the others back.
     let (store, writer) = reflector::store();
@@ -131,26 +129,30 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
     let watched_namespace = settings.namespace.clone();
     let memory = Arc::new(Memory::default());
     let (memory_of_crs, crs_seen) = (memory.clone(), store.clone());
-    let cr_events = watcher(crs, watcher::Config::default())
-        .backoff(WatchRetry::default())
-        .reflect(writer)
-        .inspect(move |event| {
-            if let Ok(event) = event {
-                // A CephOSD that appears, goes or changes its spec may change who holds which
-                // disk: every CephOSD is reconciled again.
-                if generations.changed_by(event) {
-                    let _ = specs_changed.unbounded_send(());
-                }
-                memory_of_crs.forget_gone(&crs_seen, event);
+    let cr_events = readable_only(
+        watcher(crs, watcher::Config::default()).backoff(WatchRetry::default()),
+        client.clone(),
+        recorder.clone(),
+        settings.namespace.clone(),
+    )
+    .reflect(writer)
+    .inspect(move |event| {
+        if let Ok(event) = event {
+            // A CephOSD that appears, goes or changes its spec may change who holds which
+            // disk: every CephOSD is reconciled again.
+            if generations.changed_by(event) {
+                let _ = specs_changed.unbounded_send(());
             }
-        })
-        .applied_objects()
-        .try_filter(move |cr| {
-            std::future::ready(in_scope(
-                watched_namespace.as_deref(),
-                cr.namespace().as_deref(),
-            ))
-        });
+            memory_of_crs.forget_gone(&crs_seen, event);
+        }
+    })
+    .applied_objects()
+    .try_filter(move |cr| {
+        std::future::ready(in_scope(
+            watched_namespace.as_deref(),
+            cr.namespace().as_deref(),
+        ))
+    });
     // Every OSD pod: by owner label (the reference operator's pods carry an ownerReference
     // without `controller: true`, and they must trigger us too) or by a CephOSD controller
     // reference (a pod we control is ours whatever its labels). Other pods never reach the
@@ -215,6 +217,52 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
             std::future::ready(())
         })
         .await;
+}
+
+/// Events as `ceph-osd-operator`, this pod's instance.
+fn event_recorder(client: &Client) -> Recorder {
+    let reporter = Reporter {
+        controller: "ceph-osd-operator".into(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    Recorder::new(client.clone(), reporter)
+}
+
+/// The CephOSD watch's events without the objects the operator cannot read, which are
+/// reported on their own: never a failed LIST that stops every other CephOSD.
+fn readable_only(
+    events: impl Stream<Item = Result<watcher::Event<WatchedCephOsd>, watcher::Error>> + Send,
+    client: Client,
+    recorder: Recorder,
+    watched: Option<String>,
+) -> impl Stream<Item = Result<watcher::Event<CephOsd>, watcher::Error>> + Send {
+    let (found, unreadable) = futures::channel::mpsc::unbounded::<Unreadable>();
+    tokio::spawn(report_unreadable(unreadable, client, recorder, watched));
+    events
+        .map_ok(split_event)
+        .try_filter_map(move |(event, unreadable)| {
+            if let Some(u) = unreadable {
+                let _ = found.unbounded_send(u);
+            }
+            std::future::ready(Ok(event))
+        })
+}
+
+/// Reports each unreadable CephOSD once per generation and reason; the operator whose scope
+/// holds it writes the event and the condition.
+async fn report_unreadable(
+    mut found: futures::channel::mpsc::UnboundedReceiver<Unreadable>,
+    client: Client,
+    recorder: Recorder,
+    watched: Option<String>,
+) {
+    let mut reported = Reported::default();
+    while let Some(u) = found.next().await {
+        if reported.is_new(&u) {
+            let writes = in_scope(watched.as_deref(), u.metadata.namespace.as_deref());
+            unreadable::report(&client, &recorder, &u, writes).await;
+        }
+    }
 }
 
 /// Logs a controller error; a reconcile due for a CephOSD that was deleted drops everything

@@ -23,4 +23,6 @@ pub(crate) mod probes;
 mod review_cache;
 #[cfg(test)]
 mod scripted_api;
+mod unreadable;
+mod watched_cephosd;
 mod watched_pod;

@@ -44,6 +44,7 @@ fn answered(plan: &Plan, decision: GateDecision, first_id: u32) -> CephView {
             decision,
             up_from,
             learned: BTreeMap::new(),
+            noout_before: BTreeSet::new(),
         }),
         None,
     )
@@ -600,6 +601,7 @@ fn two_domains_proposed_only_the_first_let_go_goes() {
             decision: proceed(&[3, 4]),
             up_from: BTreeMap::from([(OsdId(3), 40), (OsdId(4), 40)]),
             learned: BTreeMap::new(),
+            noout_before: BTreeSet::new(),
         }),
         None,
     );
