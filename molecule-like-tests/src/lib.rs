@@ -10,6 +10,7 @@
 //! - [`recorder`]: watch recorders and the invariants checked on their recordings;
 //! - [`operator`]: the operator under test as a child process;
 //! - [`paths`]: the workspace, the build output, the binaries;
+//! - [`plugin`]: `kubectl ceph-osd` run in a scenario's namespace;
 //! - [`nodes`]: the fake Nodes (managed by KWOK) that the CephOSDs' hosts name;
 //! - [`rbac`]: deploy/'s RBAC objects, applied where a test needs them;
 //! - [`ceph`]: a real Ceph cluster of the scenario (`molecule-like-tests/ceph`), and Ceph's view;
@@ -33,6 +34,7 @@ pub mod manifests;
 pub mod nodes;
 pub mod operator;
 pub mod paths;
+pub mod plugin;
 pub mod pods;
 pub mod rbac;
 pub mod recorder;

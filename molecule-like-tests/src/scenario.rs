@@ -456,6 +456,23 @@ impl Scenario {
         Ok(self.crs.create(&PostParams::default(), &cr).await?)
     }
 
+    /// What the API server answers to creating a CephOSD in this namespace from this raw JSON
+    /// body (any value, whether the operator's types hold it or not): the object as stored,
+    /// or the rejection's message (422).
+    pub async fn create_cr_raw(&self, body: String) -> anyhow::Result<Result<Value, String>> {
+        let url = format!(
+            "/apis/ceph.elemental.net/v1alpha1/namespaces/{}/cephosds",
+            self.namespace
+        );
+        let request =
+            kube::core::Request::new(url).create(&PostParams::default(), body.into_bytes())?;
+        match self.client.request_text(request).await {
+            Ok(text) => Ok(Ok(serde_json::from_str(&text)?)),
+            Err(kube::Error::Api(status)) if status.code == 422 => Ok(Err(status.message)),
+            Err(other) => Err(other.into()),
+        }
+    }
+
     /// JSON merge patch of a CR's spec; returns the CR as stored.
     pub async fn patch_spec(&self, cr: &str, spec_patch: Value) -> anyhow::Result<CephOsd> {
         crate::nodes::ensure_nodes(&self.client, &crate::nodes::hosts_of(&spec_patch)).await?;

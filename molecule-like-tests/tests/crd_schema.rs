@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use ceph_osd_operator::crd::apply_server_defaults;
 use ceph_osd_operator::{labels, TemplateHash};
-use kube::api::PostParams;
 use molecule_like_tests::manifests::{cephosd, with_kubelet_knobs, Knobs};
 use molecule_like_tests::nodes::ensure_nodes;
 use molecule_like_tests::paths::{operator_binary, target_dir};
@@ -380,22 +379,6 @@ fn numbers_manifest(
     Ok((body, yaml))
 }
 
-/// What the API server answers to a create request with this raw JSON body: the stored
-/// CephOSD (as returned) or the rejection (422).
-async fn create_raw(s: &Scenario, body: String) -> anyhow::Result<Result<Value, String>> {
-    let url = format!(
-        "/apis/ceph.elemental.net/v1alpha1/namespaces/{}/cephosds",
-        s.namespace
-    );
-    let request =
-        kube::core::Request::new(url).create(&PostParams::default(), body.into_bytes())?;
-    match s.client.request_text(request).await {
-        Ok(text) => Ok(Ok(serde_json::from_str(&text)?)),
-        Err(kube::Error::Api(status)) if status.code == 422 => Ok(Err(status.message)),
-        Err(other) => Err(other.into()),
-    }
-}
-
 /// What `ceph-osd-operator render` says of this YAML: the template hash on its pods, or its
 /// error message (exit code 2).
 fn render(s: &Scenario, name: &str, yaml: &str) -> anyhow::Result<Result<String, String>> {
@@ -446,7 +429,8 @@ async fn render_hashes_whole_floats_as_the_api_server_stores_them() -> anyhow::R
         (Field::Memory, "1e3"),
     ];
     let (body, yaml) = numbers_manifest(&host, "floats", &floats)?;
-    let created = create_raw(&s, body)
+    let created = s
+        .create_cr_raw(body)
         .await?
         .map_err(|message| anyhow::anyhow!("rejected: {message}"))?;
     let stored = s.crs.get("floats").await?;
@@ -502,7 +486,7 @@ async fn render_hashes_whole_floats_as_the_api_server_stores_them() -> anyhow::R
     rec.assert_one_pod_per_key()?;
 
     let (body, yaml) = numbers_manifest(&host, "fractional", &[(Field::Cpu, "0.5")])?;
-    let Err(message) = create_raw(&s, body).await? else {
+    let Err(message) = s.create_cr_raw(body).await? else {
         anyhow::bail!("the API server accepted cpu: 0.5");
     };
     anyhow::ensure!(message.contains(Field::Cpu.server_path()), "{message}");
@@ -556,7 +540,7 @@ async fn render_and_the_api_server_agree_on_every_number_spelling() -> anyhow::R
         let case = format!("{}: {spelled}", field.key());
         let name = format!("case-{index}");
         let (body, yaml) = numbers_manifest(&s.host("node-a"), &name, &[(*field, spelled)])?;
-        let server = create_raw(&s, body).await?;
+        let server = s.create_cr_raw(body).await?;
         let rendered = render(&s, &name, &yaml)?;
         match (expected, server, rendered) {
             (Some(stored), Ok(_), Ok(rendered)) => {
@@ -582,5 +566,162 @@ async fn render_and_the_api_server_agree_on_every_number_spelling() -> anyhow::R
             ),
         }
     }
+    s.destroy().await
+}
+
+/// Number spellings at and past the bounds of every integer type, and values of other types.
+const BOUNDARY_SPELLINGS: [&str; 19] = [
+    "0",
+    "1",
+    "-1",
+    "2147483647",
+    "2147483648",
+    "-2147483649",
+    "4294967295",
+    "4294967296",
+    "9007199254740993",
+    "9223372036854775807",
+    "1.5",
+    "1e3",
+    "\"3\"",
+    "\"10%\"",
+    "\"100%\"",
+    "\"101%\"",
+    "\"x\"",
+    "true",
+    "null",
+];
+
+/// Whether the operator's type reads `stored` (as the API server returned it), and reads the
+/// object back through the typed API.
+async fn operator_reads(s: &Scenario, stored: &Value) -> anyhow::Result<()> {
+    let name = stored["metadata"]["name"].as_str().unwrap_or_default();
+    serde_json::from_value::<ceph_osd_operator::crd::CephOsd>(stored.clone())
+        .map_err(|e| anyhow::anyhow!("the operator cannot read what the server stored: {e}"))?;
+    s.crs
+        .get(name)
+        .await
+        .map_err(|e| anyhow::anyhow!("the typed GET of {name} failed: {e}"))?;
+    Ok(())
+}
+
+/// Any CephOSD the API server accepts is one the operator reads: each number field of the
+/// spec set, one at a time, to each value at and past the bounds of every integer type (and
+/// `partition` × `canary` together), then each number field of the status written so; what
+/// the server stores must decode as the operator's type. (A CephOSD the operator could not
+/// read once failed its LIST of every CephOSD.)
+#[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one table: spec fields, the pair, status fields"
+)]
+async fn every_cephosd_the_api_server_accepts_the_operator_reads() -> anyhow::Result<()> {
+    let s = Scenario::create("crdbounds").await?;
+    let host = s.host("bounds");
+    let base = cephosd(
+        "base",
+        json!([{"hosts": [host], "osds": [{"data": "/dev/sdb"}]}]),
+        "OSD",
+        json!({"metadata": {"labels": {"role": "osd"}}, "spec": {"containers": [{"name": "osd", "image": "x"}]}}),
+    );
+    let mut cases: Vec<Vec<(&str, &str)>> = Vec::new();
+    for field in [
+        "maxUnavailable",
+        "minReadySeconds",
+        "progressDeadlineSeconds",
+        "partition",
+        "canary",
+    ] {
+        cases.extend(BOUNDARY_SPELLINGS.iter().map(|v| vec![(field, *v)]));
+    }
+    for partition in ["2147483647", "\"50%\""] {
+        for canary in ["2147483647", "0", "\"100%\""] {
+            cases.push(vec![("partition", partition), ("canary", canary)]);
+        }
+    }
+    let (mut accepted, mut rejected) = (0, 0);
+    for (n, case) in cases.iter().enumerate() {
+        let mut manifest = base.clone();
+        manifest["metadata"]["name"] = json!(format!("bounds-{n}"));
+        manifest["metadata"]["namespace"] = json!(s.namespace);
+        for (field, spelling) in case {
+            manifest["spec"][*field] = serde_json::from_str(spelling)?;
+        }
+        match s.create_cr_raw(serde_json::to_string(&manifest)?).await? {
+            Ok(stored) => {
+                accepted += 1;
+                operator_reads(&s, &stored)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("spec {case:?}: {e}"))?;
+            }
+            Err(message) => {
+                rejected += 1;
+                // A rejection names the field.
+                anyhow::ensure!(
+                    case.iter().any(|(field, _)| message.contains(field)),
+                    "spec {case:?} rejected without naming the field: {message}"
+                );
+            }
+        }
+    }
+    // The status, as any writer with the status subresource could leave it.
+    let mut manifest = base.clone();
+    manifest["metadata"]["namespace"] = json!(s.namespace);
+    s.create_cr_raw(serde_json::to_string(&manifest)?)
+        .await?
+        .map_err(|m| anyhow::anyhow!("the base CephOSD was rejected: {m}"))?;
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        s.client.clone(),
+        &s.namespace,
+        &kube::api::ApiResource::erase::<ceph_osd_operator::crd::CephOsd>(&()),
+    );
+    let status_of = |v: &Value| -> Vec<Value> {
+        vec![
+            json!({"desired": v, "observedGeneration": v}),
+            json!({"osdIds": {"h:/dev/sdb": [v]}}),
+            json!({"cephStep": {"keys": ["h:/dev/sdb"], "osds": [{"id": v, "upFrom": 1}],
+                                "noout": [v], "started": "2026-01-01T00:00:00Z"}}),
+            json!({"cephStep": {"keys": ["h:/dev/sdb"], "osds": [{"id": 1, "upFrom": v}],
+                                "started": "2026-01-01T00:00:00Z"}}),
+        ]
+    };
+    let (mut status_accepted, mut status_rejected) = (0, 0);
+    for spelling in BOUNDARY_SPELLINGS {
+        let value: Value = serde_json::from_str(spelling)?;
+        for status in status_of(&value) {
+            let patch = json!({"status": status});
+            match api
+                .patch_status(
+                    "base",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await
+            {
+                Ok(stored) => {
+                    status_accepted += 1;
+                    operator_reads(&s, &serde_json::to_value(&stored)?)
+                        .await
+                        .map_err(|e| anyhow::anyhow!("status {status}: {e}"))?;
+                }
+                Err(kube::Error::Api(e)) if e.code == 422 => status_rejected += 1,
+                Err(other) => return Err(other.into()),
+            }
+            // Back to an empty status for the next case.
+            let clear = json!({"status": null});
+            api.patch_status(
+                "base",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&clear),
+            )
+            .await?;
+        }
+    }
+    println!(
+        "spec cases: {accepted} accepted (each read by the operator), {rejected} rejected \
+         naming the field; status cases: {status_accepted} accepted and read, \
+         {status_rejected} rejected"
+    );
+    anyhow::ensure!(accepted > 20 && rejected > 20 && status_accepted > 10);
     s.destroy().await
 }

@@ -9,7 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use ceph_osd_operator::crd::{CephOsdStatus, UpdateDomain};
@@ -18,38 +17,10 @@ use kube::ResourceExt;
 use molecule_like_tests::manifests::{
     cephosd, fast_sample_template, keys, never_ready_revision, storage, CR,
 };
-use molecule_like_tests::paths::operator_binary;
+use molecule_like_tests::plugin::kubectl_ceph_osd;
 use molecule_like_tests::pods::annotation;
 use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::{json, Value};
-
-/// The operator binary linked as `kubectl-ceph_osd` in a directory of this scenario.
-fn plugin(s: &Scenario) -> anyhow::Result<PathBuf> {
-    let dir = s.log_path.parent().expect("log dir").join("plugin");
-    std::fs::create_dir_all(&dir)?;
-    let link = dir.join("kubectl-ceph_osd");
-    if !link.exists() {
-        std::os::unix::fs::symlink(operator_binary()?, &link)?;
-    }
-    Ok(link)
-}
-
-/// Runs `kubectl ceph-osd <args>` in the scenario's namespace: (exit code, stdout, stderr).
-async fn kubectl_ceph_osd(s: &Scenario, args: &[&str]) -> anyhow::Result<(i32, String, String)> {
-    let kubeconfig = molecule_like_tests::kubeconfig_path();
-    let out = tokio::process::Command::new(plugin(s)?)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["-n", &s.namespace])
-        .args(args)
-        .output()
-        .await?;
-    Ok((
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
-}
 
 /// The host each of `pods` (by name) runs on.
 fn hosts_by_pod(

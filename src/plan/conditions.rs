@@ -60,6 +60,8 @@ pub enum ConditionReason {
     /// The rollout's Ceph step is ending (its new daemons booting, its PGs re-peering): the
     /// next step, or completion, follows when Ceph says it ended.
     CephStepEnding,
+    /// Ceph is being asked whether the next update domain may stop.
+    AskingCeph,
     Reconciling,
     // Stalled
     WithinDeadline,
@@ -116,6 +118,7 @@ impl ConditionReason {
             Self::Partitioned => "Partitioned",
             Self::CanaryWaiting => "CanaryWaiting",
             Self::CephStepEnding => "CephStepEnding",
+            Self::AskingCeph => "AskingCeph",
             Self::InvalidRolloutControl => "InvalidRolloutControl",
             Self::Reconciling => "Reconciling",
             Self::WithinDeadline => "WithinDeadline",

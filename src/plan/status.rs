@@ -204,10 +204,15 @@ fn step_followed(input: &StatusInput<'_>) -> bool {
         )
 }
 
-/// A step Ceph is finishing normally (its replacements booting, PGs re-peering): progress,
-/// not a halt.
-fn step_ending(input: &StatusInput<'_>) -> bool {
-    step_followed(input) && input.ceph_gate.holds
+/// The gate moving the rollout on as it should: Ceph asked about the next step, or the last
+/// step ending (its new daemons booting, its PGs re-peering). Progress, not a halt.
+fn gate_progress(input: &StatusInput<'_>) -> Option<Reason> {
+    match input.ceph_gate.reason {
+        _ if !input.ceph_gate.holds => None,
+        Reason::Asking => Some(Reason::AskingCeph),
+        Reason::StepInProgress if step_followed(input) => Some(Reason::CephStepEnding),
+        _ => None,
+    }
 }
 
 /// Whether pods are being created, replaced or removed, or why not; the first that applies
@@ -227,12 +232,11 @@ fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
         )
     } else if waiting > 0 || !input.current_update.is_empty() {
         match input.halted {
-            Some(why) if input.current_update.is_empty() && step_ending(input) => Says::yes(
-                Reason::CephStepEnding,
-                format!("{}; {why}", waiting_text(s)),
-            ),
             // Waiting for our own replacement is the normal pace of a rollout.
             Some(why) if input.current_update.is_empty() => {
+                if let Some(reason) = gate_progress(input) {
+                    return Says::yes(reason, format!("{}; {why}", waiting_text(s)));
+                }
                 let reason = match input.held_by {
                     Some(Hold::Partition) => Reason::Partitioned,
                     Some(Hold::Canary) => Reason::CanaryWaiting,
@@ -859,5 +863,16 @@ mod tests {
         ending.ceph_gate = &blocked;
         let status = compute_status(&ending);
         assert_eq!(of(&status, "Progressing"), pair("False", "Halted"));
+        // Ceph being asked about the next step: progress too.
+        let asking = GateCondition {
+            holds: true,
+            reason: Reason::Asking,
+            message: "asking Ceph whether i:/dev/sdb may stop".to_owned(),
+        };
+        ending.ceph_step = None;
+        ending.halted = Some("asking Ceph whether i:/dev/sdb may stop");
+        ending.ceph_gate = &asking;
+        let status = compute_status(&ending);
+        assert_eq!(of(&status, "Progressing"), pair("True", "AskingCeph"));
     }
 }
