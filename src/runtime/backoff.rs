@@ -2,7 +2,7 @@
 //! the first success; the count of failures is in `memory`, so after a restart a failing CR
 //! simply starts over), and for the watches that trigger reconciles.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub(crate) struct Backoff {
     base: Duration,
@@ -24,21 +24,50 @@ impl Backoff {
 }
 
 /// Delays between retries of the watches that trigger reconciles: from 100 ms doubling to
-/// at most 2 s, reset by the first event. The watches resume (relisting after `410 Gone`)
-/// within seconds of the API server coming back, whatever the length of the outage.
+/// at most 2 s, back to 100 ms once the watch has worked for a while. The watches resume
+/// (relisting after `410 Gone`) within seconds of the API server coming back, whatever the
+/// length of the outage. A watch that fails on every LIST (the CRD not installed, a missing
+/// permission) still says `Init` before each LIST: that is no sign of health and resets
+/// nothing, so such a watch retries every 2 s, not ten times a second.
 #[derive(Clone, Debug)]
 pub(crate) struct WatchRetry {
     next: Duration,
+    /// Since when the watch has yielded events without failing.
+    working_since: Option<Instant>,
 }
 
 impl WatchRetry {
     const FIRST: Duration = Duration::from_millis(100);
     const MAX: Duration = Duration::from_secs(2);
+    /// Working this long before a failure: the next retry starts from `FIRST` again.
+    const HEALTHY: Duration = Duration::from_secs(10);
+
+    /// The delay before the retry after a failure at `now`.
+    fn next_at(&mut self, now: Instant) -> Duration {
+        if self
+            .working_since
+            .take()
+            .is_some_and(|since| now.saturating_duration_since(since) >= Self::HEALTHY)
+        {
+            self.next = Self::FIRST;
+        }
+        let delay = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        delay
+    }
+
+    /// An event arrived at `now`.
+    fn worked_at(&mut self, now: Instant) {
+        self.working_since.get_or_insert(now);
+    }
 }
 
 impl Default for WatchRetry {
     fn default() -> Self {
-        Self { next: Self::FIRST }
+        Self {
+            next: Self::FIRST,
+            working_since: None,
+        }
     }
 }
 
@@ -46,15 +75,13 @@ impl Iterator for WatchRetry {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
-        let delay = self.next;
-        self.next = (self.next * 2).min(Self::MAX);
-        Some(delay)
+        Some(self.next_at(Instant::now()))
     }
 }
 
 impl kube::runtime::utils::Backoff for WatchRetry {
     fn reset(&mut self) {
-        self.next = Self::FIRST;
+        self.worked_at(Instant::now());
     }
 }
 
@@ -63,11 +90,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn watch_retries_stay_short_and_reset() {
+    fn watch_retries_stay_short_and_start_over_after_working_a_while() {
+        let t0 = Instant::now();
         let mut retry = WatchRetry::default();
-        let delays: Vec<u128> = retry.by_ref().take(7).map(|d| d.as_millis()).collect();
+        let delays: Vec<u128> = (0..7)
+            .map(|i| retry.next_at(t0 + Duration::from_secs(i)).as_millis())
+            .collect();
         assert_eq!(delays, [100, 200, 400, 800, 1600, 2000, 2000]);
-        kube::runtime::utils::Backoff::reset(&mut retry);
-        assert_eq!(retry.next(), Some(Duration::from_millis(100)));
+        // Worked for 10 s, then failed: from the first delay again.
+        retry.worked_at(t0 + Duration::from_secs(10));
+        assert_eq!(retry.next_at(t0 + Duration::from_secs(20)).as_millis(), 100);
+    }
+
+    #[test]
+    fn an_init_before_each_failing_list_resets_nothing() {
+        let t0 = Instant::now();
+        let mut retry = WatchRetry::default();
+        let mut at = t0;
+        let mut delays = Vec::new();
+        for _ in 0..6 {
+            retry.worked_at(at); // the watcher's `Init`, then the LIST fails at once
+            let delay = retry.next_at(at + Duration::from_millis(5));
+            delays.push(delay.as_millis());
+            at += delay + Duration::from_millis(5);
+        }
+        assert_eq!(delays, [100, 200, 400, 800, 1600, 2000]);
     }
 }

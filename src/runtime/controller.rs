@@ -362,20 +362,53 @@ fn cephosds_of_pod(
     refs
 }
 
-/// `events` without its errors, which are logged: the watch behind it retries by itself.
+/// `events` without its errors, which are logged: the watch behind it retries by itself. An
+/// error said once is said again only at debug level until the watch works again or fails
+/// otherwise (a LIST failing every 2 s for an hour is one warning, not 1,800).
 fn logging_errors<K: Send + 'static>(
     events: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
     kind: &'static str,
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static {
-    events.filter_map(move |event| async move {
-        match event {
-            Ok(object) => Some(Ok(object)),
+    let mut said: Option<String> = None;
+    events.filter_map(move |event| {
+        let kept = match event {
+            Ok(object) => {
+                said = None;
+                Some(Ok(object))
+            }
             Err(error) => {
-                warn!(%error, watch = kind, "watch failed; retrying");
+                let words = watch_error(kind, &error);
+                if said.as_deref() == Some(words.as_str()) {
+                    debug!(error = %words, watch = kind, "watch still failing; retrying");
+                } else {
+                    warn!(error = %words, watch = kind, "watch failed; retrying");
+                    said = Some(words);
+                }
                 None
             }
-        }
+        };
+        std::future::ready(kept)
     })
+}
+
+/// A watch's error in one line: the API server's status and message, and for the CephOSD
+/// watch answered 404, that the CRD is not installed.
+fn watch_error(kind: &str, error: &watcher::Error) -> String {
+    let api = match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s),
+        _ => None,
+    };
+    match api {
+        Some(s) if s.code == 404 && kind == "CephOSD" => format!(
+            "the CephOSD CRD is not installed (404 {}): apply crds/cephosds.ceph.elemental.net.yaml; \
+             waiting for it",
+            s.message
+        ),
+        Some(s) => format!("{} {}: {}", s.code, s.reason, s.message),
+        None => error.to_string(),
+    }
 }
 
 /// The CephOSD an object belongs to, from its owner label `CephOSD-<name>`.
@@ -649,3 +682,39 @@ fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> 
 
 #[cfg(test)]
 mod fresh_read_tests;
+
+#[cfg(test)]
+mod watch_error_tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn api(code: u16, reason: &str, message: &str) -> kube::Error {
+        kube::Error::Api(Status::failure(message, reason).with_code(code).boxed())
+    }
+
+    #[test]
+    fn a_missing_crd_is_said_as_such_in_one_line() {
+        let missing = watcher::Error::InitialListFailed(api(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
+        let words = watch_error("CephOSD", &missing);
+        assert!(
+            words.starts_with("the CephOSD CRD is not installed (404 the server could not find"),
+            "{words}"
+        );
+        assert!(
+            !words.contains('\n') && !words.contains("ErrorResponse"),
+            "{words}"
+        );
+        // Another watch's 404, or another failure: the server's own words.
+        let forbidden =
+            watcher::Error::InitialListFailed(api(403, "Forbidden", "pods is forbidden"));
+        assert_eq!(
+            watch_error("Pod", &forbidden),
+            "403 Forbidden: pods is forbidden"
+        );
+        assert!(watch_error("Pod", &missing).starts_with("404 NotFound"));
+    }
+}

@@ -1,0 +1,358 @@
+//! The Ceph gate on clusters as users have them, over real OSD daemons: "complete" only once
+//! Ceph agrees (the last step ended, its `noout` cleared, every PG clean), an admin's own
+//! `noout` on an OSD the rollout steps kept through the rollout, and a CephOSD the operator
+//! cannot read (stored before the schema bounded `partition`) reported on its own object while
+//! a gated step of another CephOSD ends and its rollout completes.
+//!
+//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::crd::{custom_resource_definition, CephOsd, UpdateDomain};
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::ResourceExt;
+use molecule_like_tests::ceph_recorder::Observed;
+use molecule_like_tests::gated::Gated;
+use molecule_like_tests::manifests::{CR, FIELD_MANAGER};
+use molecule_like_tests::operator::OperatorOptions;
+use molecule_like_tests::plugin::kubectl_ceph_osd;
+use serde_json::{json, Value};
+
+const LONG: Duration = Duration::from_mins(3);
+
+/// The pods of the rollout, by name, before it: what the pod watch's rollout check compares.
+fn old_pods(g: &Gated) -> BTreeMap<String, OsdKey> {
+    g.converged
+        .pods
+        .iter()
+        .map(|(k, p)| (p.name_any(), k.clone()))
+        .collect()
+}
+
+/// Every check of a gated rollout by host from `from` but the `noout` at the end: one host
+/// down at most and no PG unavailable in Ceph's view, one pod per disk and host by host in
+/// the pod watch.
+async fn check_rollout(g: &Gated, from: Duration, report: &str) -> anyhow::Result<()> {
+    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
+    let recording = g.ceph.recording();
+    recording.check_hosts_down_at_most(1, from).map_err(fail)?;
+    recording.check_pgs_never_unavailable(from).map_err(fail)?;
+    g.bridge.check().map_err(fail)?;
+    g.s.assert_one_pod_per_key().await.map_err(fail)?;
+    g.s.recorder()?
+        .timeline()
+        .check_rollout(&old_pods(g), UpdateDomain::Host)
+        .map_err(fail)
+}
+
+/// `kubectl ceph-osd status --until complete` returns only once Ceph agrees: at that moment
+/// the status has no open step, no OSD but the admin's has `noout`, every PG is clean. The
+/// admin's `noout` on an OSD the rollout stops is in every osdmap of the rollout and after it,
+/// said in an event; no step of the healthy rollout is reported as a halt.
+#[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one journey: the admin's flag, the roll, Ceph at completion, the records"
+)]
+async fn complete_waits_for_ceph_and_an_admins_noout_stays() -> anyhow::Result<()> {
+    let g = Gated::up("gateusers-done").await?;
+    // The admin's maintenance flag on the OSD of one host the rollout will step.
+    let (admin_key, admin_osd) = g
+        .table
+        .iter()
+        .next()
+        .map(|(k, id)| (k.clone(), *id))
+        .unwrap();
+    g.cluster
+        .cli(&["osd", "add-noout", &format!("osd.{admin_osd}")])
+        .await?;
+    let admin_noout = format!("osd.{admin_osd}");
+    g.ceph
+        .wait_until("the admin's noout", LONG, |v| {
+            v.osdmap
+                .as_ref()
+                .is_some_and(|(_, m)| m.noout() == [admin_noout.clone()])
+        })
+        .await?;
+
+    let from = g.ceph.elapsed();
+    let t_roll = Instant::now();
+    let (_, hash) =
+        g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+            .await?;
+    let (code, out, err) = kubectl_ceph_osd(
+        &g.s,
+        &["status", "--until", "complete", "--timeout", "300s"],
+    )
+    .await?;
+    let returned = t_roll.elapsed();
+    // Ceph at that moment, asked directly.
+    let (map, pgs) = (g.cluster.osd_dump().await?, g.cluster.pg_stat().await?);
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    let report = g.report(from);
+    anyhow::ensure!(code == 0, "--until complete: {code} {err}\n{out}\n{report}");
+    anyhow::ensure!(out.contains("(Complete)"), "{out}");
+    anyhow::ensure!(
+        status.ceph_step.is_none(),
+        "complete with a step open: {:?}\n{report}",
+        status.ceph_step
+    );
+    anyhow::ensure!(
+        map.noout() == [admin_noout.clone()],
+        "at completion noout is on {:?}, expected the admin's {admin_noout} alone\n{report}",
+        map.noout()
+    );
+    anyhow::ensure!(
+        pgs.all_clean(),
+        "at completion the PGs are {:?}\n{report}",
+        pgs.by_state
+    );
+    let rolled = g.s.wait_converged(CR, &g.want, &hash, LONG).await?;
+    check_rollout(&g, from, &report).await?;
+
+    // The admin's noout in every osdmap of the rollout, though the rollout stopped that OSD.
+    let recording = g.ceph.recording();
+    let mut maps = 0;
+    for e in recording.events.iter().filter(|e| e.at >= from) {
+        if let Observed::OsdMap(m) = &e.observed {
+            maps += 1;
+            anyhow::ensure!(
+                m.osd(admin_osd).is_some_and(|o| o.noout),
+                "the admin's noout on osd.{admin_osd} was gone at {:.2}s\n{report}",
+                e.at.as_secs_f64()
+            );
+        }
+    }
+    let (old_pod, new_pod) = (
+        g.converged.pods[&admin_key].name_any(),
+        rolled[&admin_key].name_any(),
+    );
+    let stopped = g.bridge.daemons_of(admin_osd, &[&old_pod, &new_pod])?;
+    anyhow::ensure!(
+        stopped[0].stopping.is_some(),
+        "the rollout never stopped osd.{admin_osd}"
+    );
+    let events = g.s.cr_events(CR).await?;
+    let said = format!("noout on {admin_noout} was set before this step, not by the operator");
+    anyhow::ensure!(
+        events.iter().any(|e| e.reason.as_deref() == Some("Noout")
+            && e.note.as_deref().is_some_and(|n| n.starts_with(&said))),
+        "no event says the admin's noout stays\n{}",
+        molecule_like_tests::scenario::describe_events(&events)
+    );
+    // A step ending or Ceph being asked is progress: never a Halted event.
+    let halts: Vec<&str> = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("Halted"))
+        .filter_map(|e| e.note.as_deref())
+        .filter(|n| n.contains("has not ended") || n.contains("asking Ceph"))
+        .collect();
+    anyhow::ensure!(halts.is_empty(), "halts of a healthy rollout: {halts:?}");
+    println!(
+        "==== --until complete returned {:.1}s after the template change, with every PG clean \
+         and noout on the admin's {admin_noout} alone ({maps} osdmaps recorded, the flag in \
+         each)",
+        returned.as_secs_f64()
+    );
+    g.down().await
+}
+
+/// The CRD with `spec.partition`'s rule removed (as the CRD was before it bounded the value),
+/// or restored as the operator generates it.
+async fn partition_unbounded(g: &Gated, unbounded: bool) -> anyhow::Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(g.s.client.clone());
+    let mut crd = serde_json::to_value(custom_resource_definition()?)?;
+    if unbounded {
+        let pointer =
+            "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/partition";
+        if let Some(Value::Object(partition)) = crd.pointer_mut(pointer) {
+            partition.remove("x-kubernetes-validations");
+        }
+    }
+    api.patch(
+        &crd["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&crd),
+    )
+    .await?;
+    Ok(())
+}
+
+/// A CephOSD the operator cannot read, created in the scenario's namespace while the schema
+/// let `partition: 2147483648` through (retried until the relaxed schema is in force).
+async fn create_unreadable(g: &Gated, name: &str) -> anyhow::Result<()> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        g.s.client.clone(),
+        &g.s.namespace,
+        &ApiResource::erase::<CephOsd>(&()),
+    );
+    let body: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "ceph.elemental.net/v1alpha1",
+        "kind": "CephOSD",
+        "metadata": {"name": name, "namespace": g.s.namespace},
+        "spec": {
+            "storage": [{"hosts": [g.s.host("unread")], "osds": [{"data": "/dev/sdq"}]}],
+            "updateDomain": "Host",
+            "partition": 2_147_483_648_i64,
+            "podTemplate": {"metadata": {"labels": {"a": "b"}},
+                            "spec": {"containers": [{"name": "osd", "image": "x"}]}},
+        }
+    }))?;
+    partition_unbounded(g, true).await?;
+    let created =
+        g.s.wait_until(
+            "the relaxed schema in force",
+            Duration::from_secs(30),
+            || {
+                let (api, body) = (api.clone(), body.clone());
+                async move {
+                    match api.create(&PostParams::default(), &body).await {
+                        Ok(_) => Ok(Some(())),
+                        Err(kube::Error::Api(e)) if e.code == 422 => Ok(None),
+                        Err(other) => Err(other.into()),
+                    }
+                }
+            },
+        )
+        .await;
+    partition_unbounded(g, false).await?;
+    created
+}
+
+/// A CephOSD the operator cannot read appears while a gated step of another CephOSD is open,
+/// and the operator restarts (as a rescheduled pod does): the open step ends, the rollout
+/// completes with one host down at most, the unreadable object says why on itself (condition
+/// and Warning event), and the log names it once per process. The schema now refuses the
+/// value, naming the field.
+#[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one journey: refused, relaxed, restarted, the records"
+)]
+async fn an_unreadable_cephosd_is_reported_and_stops_no_other() -> anyhow::Result<()> {
+    let mut g = Gated::up("gateusers-unread").await?;
+    // Refused by the schema as it is now, naming the field.
+    let mut manifest = json!({
+        "apiVersion": "ceph.elemental.net/v1alpha1",
+        "kind": "CephOSD",
+        "metadata": {"name": "refused", "namespace": g.s.namespace},
+        "spec": {
+            "storage": [{"hosts": [g.s.host("unread")], "osds": [{"data": "/dev/sdq"}]}],
+            "updateDomain": "Host",
+            "podTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
+        }
+    });
+    // The CRD as this build generates it (a schema change takes a moment to be in force).
+    partition_unbounded(&g, false).await?;
+    for field in ["partition", "canary"] {
+        manifest["spec"][field] = json!(2_147_483_648_i64);
+        let body = serde_json::to_string(&manifest)?;
+        let message =
+            g.s.wait_until("the bound in force", Duration::from_secs(30), || async {
+                match g.s.create_cr_raw(body.clone()).await? {
+                    Err(message) => Ok(Some(message)),
+                    Ok(_) => {
+                        let api: Api<DynamicObject> = Api::namespaced_with(
+                            g.s.client.clone(),
+                            &g.s.namespace,
+                            &ApiResource::erase::<CephOsd>(&()),
+                        );
+                        api.delete("refused", &kube::api::DeleteParams::default())
+                            .await?;
+                        Ok(None)
+                    }
+                }
+            })
+            .await?;
+        anyhow::ensure!(
+            message.contains(&format!(
+                "spec.{field} must be an integer from 0 to 2147483647"
+            )),
+            "{field}: 2147483648 not refused by name: {message:?}"
+        );
+        manifest["spec"].as_object_mut().unwrap().remove(field);
+    }
+
+    let from = g.ceph.elapsed();
+    let (_, hash) =
+        g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+            .await?;
+    g.wait_gate("a step open with noout", LONG, |s| {
+        s.ceph_step.as_ref().is_some_and(|s| !s.noout.is_empty())
+    })
+    .await?;
+    create_unreadable(&g, "too-big").await?;
+    g.s.stop_operator();
+    let args = g.operator_args.clone();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    g.s.start_operator_with_args(&OperatorOptions::default(), &args)?;
+
+    g.s.wait_converged(CR, &g.want, &hash, LONG).await?;
+    g.wait_gate_idle(LONG).await?;
+    let report = g.report(from);
+    check_rollout(&g, from, &report).await?;
+    g.ceph.recording().check_no_noout_at_end()?;
+
+    // The unreadable object says why, on itself.
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        g.s.client.clone(),
+        &g.s.namespace,
+        &ApiResource::erase::<CephOsd>(&()),
+    );
+    let reported =
+        g.s.wait_until("the unreadable CephOSD's condition", LONG, || async {
+            let object = serde_json::to_value(api.get("too-big").await?)?;
+            let condition = object["status"]["conditions"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == "InvalidSpec"))
+                .cloned();
+            Ok(condition
+                .filter(|c| c["reason"] == "Unreadable")
+                .map(|c| (object["status"]["phase"].clone(), c)))
+        })
+        .await?;
+    let (phase, condition) = reported;
+    let message = condition["message"].as_str().unwrap_or_default();
+    anyhow::ensure!(phase == "Error", "phase {phase}");
+    anyhow::ensure!(
+        condition["status"] == "True"
+            && message.starts_with("the operator cannot read this CephOSD (spec.partition:"),
+        "{condition}"
+    );
+    let events = g.s.cr_events("too-big").await?;
+    anyhow::ensure!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Unreadable")
+                && e.type_.as_deref() == Some("Warning")),
+        "no Unreadable event\n{}",
+        molecule_like_tests::scenario::describe_events(&events)
+    );
+    // One log line per operator process for the object, not one per retried LIST.
+    let log = g.s.operator_log();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("a CephOSD cannot be read"))
+        .count();
+    anyhow::ensure!(
+        (1..=2).contains(&lines),
+        "{lines} log lines about the unreadable CephOSD (two processes)"
+    );
+    println!(
+        "==== an unreadable CephOSD during a gated step: the rollout completed, {lines} log \
+         line(s) about it, the operator's log {} bytes; its condition: {message}",
+        log.len()
+    );
+    api.delete("too-big", &kube::api::DeleteParams::default())
+        .await?;
+    g.down().await
+}
