@@ -176,10 +176,7 @@ async fn partition_unbounded(g: &Gated, unbounded: bool) -> anyhow::Result<()> {
         }
     }
     api.patch(
-        &crd["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
+        crd["metadata"]["name"].as_str().unwrap_or_default(),
         &PatchParams::apply(FIELD_MANAGER).force(),
         &Patch::Apply(&crd),
     )
@@ -258,19 +255,17 @@ async fn an_unreadable_cephosd_is_reported_and_stops_no_other() -> anyhow::Resul
         let body = serde_json::to_string(&manifest)?;
         let message =
             g.s.wait_until("the bound in force", Duration::from_secs(30), || async {
-                match g.s.create_cr_raw(body.clone()).await? {
-                    Err(message) => Ok(Some(message)),
-                    Ok(_) => {
-                        let api: Api<DynamicObject> = Api::namespaced_with(
-                            g.s.client.clone(),
-                            &g.s.namespace,
-                            &ApiResource::erase::<CephOsd>(&()),
-                        );
-                        api.delete("refused", &kube::api::DeleteParams::default())
-                            .await?;
-                        Ok(None)
-                    }
+                if let Err(message) = g.s.create_cr_raw(body.clone()).await? {
+                    return Ok(Some(message));
                 }
+                let api: Api<DynamicObject> = Api::namespaced_with(
+                    g.s.client.clone(),
+                    &g.s.namespace,
+                    &ApiResource::erase::<CephOsd>(&()),
+                );
+                api.delete("refused", &kube::api::DeleteParams::default())
+                    .await?;
+                Ok(None)
             })
             .await?;
         anyhow::ensure!(
