@@ -56,10 +56,6 @@ async fn check_rollout(g: &Gated, from: Duration, report: &str) -> anyhow::Resul
 /// admin's `noout` on an OSD the rollout stops is in every osdmap of the rollout and after it,
 /// said in an event; no step of the healthy rollout is reported as a halt.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the admin's flag, the roll, Ceph at completion, the records"
-)]
 async fn complete_waits_for_ceph_and_an_admins_noout_stays() -> anyhow::Result<()> {
     let g = Gated::up("gateusers-done").await?;
     // The admin's maintenance flag on the OSD of one host the rollout will step.
