@@ -55,6 +55,7 @@ fn metadata() -> BTreeMap<OsdId, OsdMetadata> {
             pod_name: Some("osd-h1-sdb-x".into()),
             pod_namespace: Some("ceph".into()),
             hostname: Some("h1".into()),
+            devices: crate::ceph::ReportedDevices::default(),
         },
     )])
 }
@@ -66,7 +67,16 @@ async fn ask(
     pods: &[Arc<Pod>],
     question: &[GateSubject],
 ) -> GateAnswer {
-    answer(ceph, cr, observed, pods, question, None).await
+    answer(
+        ceph,
+        cr,
+        observed,
+        pods,
+        question,
+        None,
+        &OtherCephOsds::default(),
+    )
+    .await
 }
 
 fn question() -> Vec<GateSubject> {
@@ -162,9 +172,12 @@ fn stated_ids_are_a_list_of_numbers_or_nothing() {
     };
     assert_eq!(
         stated_ids(&pod("3, 7")),
-        Some(BTreeSet::from([OsdId(3), OsdId(7)]))
+        Some(Ok(BTreeSet::from([OsdId(3), OsdId(7)])))
     );
-    assert_eq!(stated_ids(&pod("3,x")), None);
+    assert_eq!(stated_ids(&pod("3,x")), Some(Err("3,x".to_owned())));
+    assert_eq!(stated_ids(&pod("")), Some(Err(String::new())));
+    let none: Pod = serde_json::from_value(serde_json::json!({"metadata": {}})).expect("pod");
+    assert_eq!(stated_ids(&none), None);
 }
 
 /// osd.3 on h1 and osd.4 on h2, both up, each reporting its pod.
@@ -181,6 +194,7 @@ fn two_hosts() -> (OsdDump, BTreeMap<OsdId, OsdMetadata>) {
             pod_name: Some("osd-h2-sdb-y".into()),
             pod_namespace: Some("ceph".into()),
             hostname: Some("h2".into()),
+            devices: crate::ceph::ReportedDevices::default(),
         },
     );
     (dump, metadata)
@@ -273,7 +287,16 @@ async fn an_answer_starts_from_a_look_just_taken() {
         osds: dump(),
         pgs: Some(clean()),
     };
-    let answer = answer(&ceph, &cr(), &[], &[], &question(), Some(looked)).await;
+    let answer = answer(
+        &ceph,
+        &cr(),
+        &[],
+        &[],
+        &question(),
+        Some(looked),
+        &OtherCephOsds::default(),
+    )
+    .await;
     assert!(matches!(answer.decision, GateDecision::Proceed { .. }));
     assert_eq!(
         ceph.calls(),

@@ -238,6 +238,8 @@ fn wait_and_halt_delete_nothing_and_say_why_with_cephs_numbers() {
             reason: UnknownReason::NoEvidence {
                 pod: None,
                 reported_by_down: Vec::new(),
+                node: crate::ceph::NodeEvidence::NotLooked,
+                unreadable_statement: None,
             },
         }],
     };
