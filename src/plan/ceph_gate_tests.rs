@@ -222,6 +222,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
             },
             up_from: BTreeMap::from([(OsdId(4), 9)]),
             learned: BTreeMap::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         ..on(Some(StepProgress::Done))
     };
@@ -264,6 +265,7 @@ fn a_step_given_up_and_let_go_again_keeps_the_noout_of_its_osds() {
             },
             up_from: BTreeMap::from([(OsdId(3), 5)]),
             learned: BTreeMap::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         ..on(Some(StepProgress::Booting {
             pending: vec![OsdId(3)],
@@ -308,6 +310,7 @@ fn a_wait_without_blockers_is_still_unavailable() {
             },
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         ..on(None)
     };
@@ -368,6 +371,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
             },
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         ..on(None)
     };

@@ -253,6 +253,15 @@ pub(crate) async fn answer(
         decision: GateDecision::no_answer(&"not asked yet"),
         up_from: BTreeMap::new(),
         learned: BTreeMap::new(),
+        unreadable_statements: keys
+            .iter()
+            .filter_map(|k| {
+                Some((
+                    k.pod.as_ref()?.name.clone(),
+                    k.unreadable_statement.clone()?,
+                ))
+            })
+            .collect(),
     };
     let facts = async {
         match looked {
