@@ -244,7 +244,7 @@ async fn lay_reference_pods(
 async fn wait_adopted(s: &Scenario, want: &BTreeSet<OsdKey>) -> anyhow::Result<()> {
     s.wait_until(
         "every reference pod adopted (labelled with its update domain)",
-        Duration::from_secs(60),
+        Duration::from_mins(1),
         || async {
             let pods = s.owned_pods(CR).await?;
             let all = pods.len() == want.len()

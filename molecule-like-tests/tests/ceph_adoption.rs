@@ -44,13 +44,28 @@ fn secs(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
 }
 
-/// Each step opened since `from` (in order), its keys and ids, from the gate's samples.
-fn steps_since(samples: &[GateSample], from: Duration) -> Vec<(Duration, Vec<String>, Vec<u32>)> {
-    let mut steps: Vec<(Duration, Vec<String>, Vec<u32>)> = Vec::new();
+/// A step as the gate's samples first show it open.
+#[derive(Clone, Debug)]
+struct Step {
+    at: Duration,
+    keys: Vec<String>,
+    ids: Vec<u32>,
+}
+
+/// Each step opened since `from` (in order), from the gate's samples.
+fn steps_since(samples: &[GateSample], from: Duration) -> Vec<Step> {
+    let mut steps: Vec<Step> = Vec::new();
     for s in samples.iter().filter(|s| s.at >= from) {
         if let Some((keys, ids)) = &s.step {
-            if steps.last().is_none_or(|(_, k, i)| k != keys || i != ids) {
-                steps.push((s.at, keys.clone(), ids.clone()));
+            if steps
+                .last()
+                .is_none_or(|l| l.keys != *keys || l.ids != *ids)
+            {
+                steps.push(Step {
+                    at: s.at,
+                    keys: keys.clone(),
+                    ids: ids.clone(),
+                });
             }
         }
     }
@@ -58,12 +73,9 @@ fn steps_since(samples: &[GateSample], from: Duration) -> Vec<(Duration, Vec<Str
 }
 
 /// Every step since `from` opened on exactly the ids of its keys (the daemons that run them).
-fn check_steps_exact(
-    g: &Gated,
-    from: Duration,
-) -> anyhow::Result<Vec<(Duration, Vec<String>, Vec<u32>)>> {
+fn check_steps_exact(g: &Gated, from: Duration) -> anyhow::Result<Vec<Step>> {
     let steps = steps_since(&g.gate.samples(), from);
-    for (at, keys, ids) in &steps {
+    for Step { at, keys, ids } in &steps {
         let mut want: Vec<u32> = keys
             .iter()
             .map(|k| {
@@ -178,10 +190,10 @@ async fn release_by_osd(g: &Gated) -> anyhow::Result<Duration> {
     Ok(g.ceph.elapsed())
 }
 
-fn render_steps(steps: &[(Duration, Vec<String>, Vec<u32>)]) -> String {
+fn render_steps(steps: &[Step]) -> String {
     steps
         .iter()
-        .map(|(at, keys, ids)| format!("  {} step {keys:?} on osd {ids:?}\n", secs(*at)))
+        .map(|s| format!("  {} step {:?} on osd {:?}\n", secs(s.at), s.keys, s.ids))
         .collect()
 }
 
@@ -214,7 +226,7 @@ async fn adopted_osds_on_loop_devices_roll_by_host_and_by_osd_from_cephs_own_wor
     let by_host = t_roll.elapsed();
     let host_steps = check_steps_exact(&g, from)?;
     anyhow::ensure!(
-        host_steps.len() == 1 && host_steps[0].1.len() == 2,
+        host_steps.len() == 1 && host_steps[0].keys.len() == 2,
         "one step of the first host's two OSDs expected:\n{}",
         render_steps(&host_steps)
     );
@@ -240,7 +252,7 @@ async fn adopted_osds_on_loop_devices_roll_by_host_and_by_osd_from_cephs_own_wor
     let by_osd = t_osd.elapsed();
     let osd_steps = check_steps_exact(&g, released)?;
     anyhow::ensure!(
-        osd_steps.len() == 4 && osd_steps.iter().all(|(_, keys, _)| keys.len() == 1),
+        osd_steps.len() == 4 && osd_steps.iter().all(|s| s.keys.len() == 1),
         "four steps of one OSD each expected:\n{}",
         render_steps(&osd_steps)
     );
@@ -301,7 +313,7 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
     let by_host = t_roll.elapsed();
     let host_steps = check_steps_exact(&g, from)?;
     anyhow::ensure!(
-        host_steps.len() == 1 && host_steps[0].1.len() == 2,
+        host_steps.len() == 1 && host_steps[0].keys.len() == 2,
         "one step of the first host's two OSDs expected:\n{}",
         render_steps(&host_steps)
     );
@@ -393,12 +405,12 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
     let done = g.ceph.elapsed();
     let osd_steps = check_steps_exact(&g, released)?;
     anyhow::ensure!(
-        osd_steps.len() == 3 && osd_steps.iter().all(|(_, keys, _)| keys.len() == 1),
+        osd_steps.len() == 3 && osd_steps.iter().all(|s| s.keys.len() == 1),
         "three steps of one OSD each expected:\n{}",
         render_steps(&osd_steps)
     );
     anyhow::ensure!(
-        osd_steps[0].0 > annotated && osd_steps[0].1 == [key.to_string()],
+        osd_steps[0].at > annotated && osd_steps[0].keys == [key.to_string()],
         "the first step by OSD ({:?}) before the annotation at {}",
         osd_steps[0],
         secs(annotated)
