@@ -139,63 +139,70 @@ impl fmt::Display for NotExact {
     }
 }
 
-/// The hostname the key's node's daemons report (its names: the CephOSD's host, the pod's
-/// node), among those of daemons that report no pod.
-fn node_of(k: &KeyToMap, metadata: &BTreeMap<OsdId, OsdMetadata>) -> ReportedNode {
-    let (host, _) = k.host_and_data();
-    let mut names = vec![host];
-    if let Some(pod) = &k.pod {
-        names.push(&pod.node);
+/// The daemons that report no pod, by the hostname they report (up or not).
+pub(crate) struct PodlessDaemons<'a> {
+    by_node: BTreeMap<&'a str, Vec<&'a OsdMetadata>>,
+}
+
+impl<'a> PodlessDaemons<'a> {
+    pub(crate) fn of(metadata: &'a BTreeMap<OsdId, OsdMetadata>) -> Self {
+        let mut by_node: BTreeMap<&str, Vec<&OsdMetadata>> = BTreeMap::new();
+        for m in metadata.values() {
+            if m.pod_name.as_deref().is_none_or(str::is_empty) {
+                if let Some(node) = m.hostname.as_deref().filter(|h| !h.is_empty()) {
+                    by_node.entry(node).or_default().push(m);
+                }
+            }
+        }
+        Self { by_node }
     }
-    reported_node(
-        &names,
-        metadata
-            .values()
-            .filter(|m| reports_no_pod(m))
-            .filter_map(|m| m.hostname.as_deref()),
-    )
-}
 
-fn reports_no_pod(m: &OsdMetadata) -> bool {
-    m.pod_name.as_deref().is_none_or(str::is_empty)
-}
+    /// The hostname the daemons of `k`'s node report (its names: the CephOSD's host, the
+    /// pod's node).
+    pub(crate) fn node_of(&self, k: &KeyToMap) -> ReportedNode {
+        let (host, _) = k.host_and_data();
+        let mut names = vec![host];
+        if let Some(pod) = &k.pod {
+            names.push(&pod.node);
+        }
+        reported_node(&names, self.by_node.keys().copied())
+    }
 
-/// OSDs (up or not) that report no pod and `node` as their hostname.
-fn anonymous_on<'a>(
-    node: &'a str,
-    metadata: &'a BTreeMap<OsdId, OsdMetadata>,
-) -> impl Iterator<Item = &'a OsdMetadata> + 'a {
-    metadata
-        .values()
-        .filter(move |m| reports_no_pod(m) && m.hostname.as_deref() == Some(node))
-}
+    /// The daemons on `node` (a reported hostname).
+    fn on(&self, node: &str) -> &[&'a OsdMetadata] {
+        self.by_node.get(node).map_or(&[], Vec::as_slice)
+    }
 
-/// The up OSDs that report no pod, the key's node and its data device.
-pub(crate) fn on_data_device(
-    k: &KeyToMap,
-    metadata: &BTreeMap<OsdId, OsdMetadata>,
-    dump: &OsdDump,
-) -> BTreeSet<OsdId> {
-    let ReportedNode::One(node) = node_of(k, metadata) else {
-        return BTreeSet::new();
-    };
-    let (_, data) = k.host_and_data();
-    anonymous_on(&node, metadata)
-        .filter(|m| is_up(dump, m.id) && m.devices.is_data_device(data))
-        .map(|m| m.id)
-        .collect()
+    /// The up daemons on `node` (`k`'s) that report `k`'s data device.
+    pub(crate) fn on_data_device(
+        &self,
+        k: &KeyToMap,
+        node: &ReportedNode,
+        dump: &OsdDump,
+    ) -> BTreeSet<OsdId> {
+        let ReportedNode::One(node) = node else {
+            return BTreeSet::new();
+        };
+        let (_, data) = k.host_and_data();
+        self.on(node)
+            .iter()
+            .filter(|m| is_up(dump, m.id) && m.devices.is_data_device(data))
+            .map(|m| m.id)
+            .collect()
+    }
 }
 
 fn no_evidence(ids: &KeyIds) -> bool {
     matches!(ids, KeyIds::Unknown(UnknownReason::NoEvidence { .. }))
 }
 
-/// The count rule (module docs) over every node with keys without evidence: maps them, or
-/// says in their reason what their node tells.
+/// The count rule (module docs) over every node with keys without evidence (`nodes`: each
+/// key's node): maps them, or says in their reason what their node tells.
 pub(crate) fn count_on_nodes(
     mapped: &mut [MappedKey],
     keys: &[KeyToMap],
-    metadata: &BTreeMap<OsdId, OsdMetadata>,
+    nodes: &[ReportedNode],
+    daemons: &PodlessDaemons<'_>,
     dump: &OsdDump,
     others: &OtherCephOsds,
 ) {
@@ -208,7 +215,6 @@ pub(crate) fn count_on_nodes(
         .flatten()
         .chain(others.ids.iter().copied())
         .collect();
-    let nodes: Vec<ReportedNode> = keys.iter().map(|k| node_of(k, metadata)).collect();
     let mut by_node: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, node) in nodes.iter().enumerate() {
         if !no_evidence(&mapped[i].ids) {
@@ -232,9 +238,12 @@ pub(crate) fn count_on_nodes(
     }
     for (node, unknown) in by_node {
         let here: Vec<usize> = (0..keys.len())
-            .filter(|&j| nodes[j] == ReportedNode::One(node.to_owned()))
+            .filter(|&j| matches!(&nodes[j], ReportedNode::One(n) if n == node))
             .collect();
-        let free: Vec<&OsdMetadata> = anonymous_on(node, metadata)
+        let free: Vec<&OsdMetadata> = daemons
+            .on(node)
+            .iter()
+            .copied()
             .filter(|m| !claimed.contains(&m.id))
             .collect();
         let free_up: BTreeSet<OsdId> = free
@@ -259,7 +268,7 @@ pub(crate) fn count_on_nodes(
             }
             Some(not_exact) => {
                 for &i in &unknown {
-                    let on_device = on_data_device(&keys[i], metadata, dump);
+                    let on_device = daemons.on_data_device(&keys[i], &nodes[i], dump);
                     set_evidence(
                         &mut mapped[i].ids,
                         NodeEvidence::Candidates {

@@ -7,7 +7,8 @@
 //! ids that do not exist).
 
 use super::answers::{OsdDump, OsdMetadata};
-use super::by_node::{self, NodeEvidence, OtherCephOsds};
+use super::by_node::{self, NodeEvidence, OtherCephOsds, PodlessDaemons};
+use super::node_names::ReportedNode;
 use super::osd_id::{self, OsdId};
 use crate::labels;
 use std::collections::{BTreeMap, BTreeSet};
@@ -221,16 +222,19 @@ pub fn map_osd_ids(
     dump: &OsdDump,
     others: &OtherCephOsds,
 ) -> Vec<MappedKey> {
+    let daemons = PodlessDaemons::of(metadata);
+    let nodes: Vec<ReportedNode> = keys.iter().map(|k| daemons.node_of(k)).collect();
     let mut mapped: Vec<MappedKey> = keys
         .iter()
-        .map(|k| MappedKey {
+        .zip(&nodes)
+        .map(|(k, node)| MappedKey {
             key: k.key.clone(),
             pod: k.pod.clone(),
-            ids: map_one(k, metadata, dump),
+            ids: map_one(k, metadata, dump, daemons.on_data_device(k, node, dump)),
         })
         .collect();
     unmap_shared_ids(&mut mapped);
-    by_node::count_on_nodes(&mut mapped, keys, metadata, dump, others);
+    by_node::count_on_nodes(&mut mapped, keys, &nodes, &daemons, dump, others);
     mapped
 }
 
@@ -247,7 +251,13 @@ fn reported_pod(m: &OsdMetadata) -> Option<PodRef> {
     })
 }
 
-fn map_one(k: &KeyToMap, metadata: &BTreeMap<OsdId, OsdMetadata>, dump: &OsdDump) -> KeyIds {
+/// `on_device`: the up OSDs that report no pod, the key's node and its data device.
+fn map_one(
+    k: &KeyToMap,
+    metadata: &BTreeMap<OsdId, OsdMetadata>,
+    dump: &OsdDump,
+    on_device: BTreeSet<OsdId>,
+) -> KeyIds {
     let reporting: Vec<OsdId> = k.pod.as_ref().map_or_else(Vec::new, |pod| {
         metadata
             .values()
@@ -261,7 +271,6 @@ fn map_one(k: &KeyToMap, metadata: &BTreeMap<OsdId, OsdMetadata>, dump: &OsdDump
         (up.into_iter().collect(), down)
     };
     // Only one up OSD on the device is exact; several are left to `count_on_nodes`.
-    let on_device = by_node::on_data_device(k, metadata, dump);
     let device_id = (on_device.len() == 1).then_some(&on_device);
     let known = |ids: &BTreeSet<OsdId>, source: IdSource| {
         if source != IdSource::Stated && source != IdSource::Recorded {
