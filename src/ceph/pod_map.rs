@@ -230,7 +230,7 @@ pub fn map_osd_ids(
         .map(|(k, node)| MappedKey {
             key: k.key.clone(),
             pod: k.pod.clone(),
-            ids: map_one(k, metadata, dump, daemons.on_data_device(k, node, dump)),
+            ids: map_one(k, metadata, dump, &daemons.on_data_device(k, node, dump)),
         })
         .collect();
     unmap_shared_ids(&mut mapped);
@@ -256,7 +256,7 @@ fn map_one(
     k: &KeyToMap,
     metadata: &BTreeMap<OsdId, OsdMetadata>,
     dump: &OsdDump,
-    on_device: BTreeSet<OsdId>,
+    on_device: &BTreeSet<OsdId>,
 ) -> KeyIds {
     let reporting: Vec<OsdId> = k.pod.as_ref().map_or_else(Vec::new, |pod| {
         metadata
@@ -271,7 +271,7 @@ fn map_one(
         (up.into_iter().collect(), down)
     };
     // Only one up OSD on the device is exact; several are left to `count_on_nodes`.
-    let device_id = (on_device.len() == 1).then_some(&on_device);
+    let device_id = (on_device.len() == 1).then_some(on_device);
     let known = |ids: &BTreeSet<OsdId>, source: IdSource| {
         if source != IdSource::Stated && source != IdSource::Recorded {
             return KeyIds::Known {
