@@ -425,7 +425,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .zip(ceph)
         .map(|(question, ceph)| {
             let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
-            let others = other_cephosds(&cr, &ctx.crs, &ctx.memory);
+            let others = other_cephosds(&cr, &ctx.crs.state(), &ctx.memory);
             async move { answer(ceph, &cr, &observed, &pods, &question, looked, &others).await }
         });
     let answering = async move {

@@ -6,16 +6,13 @@
 use crate::ceph::{OsdId, OtherCephOsds};
 use crate::crd::CephOsd;
 use crate::runtime::memory::Memory;
-use kube::runtime::reflector::Store;
 use kube::ResourceExt;
+use std::sync::Arc;
 
-/// Of the CephOSDs in `crs`, all but `cr`.
-pub(crate) fn other_cephosds(cr: &CephOsd, crs: &Store<CephOsd>, memory: &Memory) -> OtherCephOsds {
+/// Of the CephOSDs `crs`, all but `cr`.
+pub(crate) fn other_cephosds(cr: &CephOsd, crs: &[Arc<CephOsd>], memory: &Memory) -> OtherCephOsds {
     let mut others = OtherCephOsds::default();
-    for other in crs.state() {
-        if other.uid() == cr.uid() {
-            continue;
-        }
+    for other in crs.iter().filter(|other| other.uid() != cr.uid()) {
         let recorded = other
             .status
             .as_ref()
@@ -24,7 +21,7 @@ pub(crate) fn other_cephosds(cr: &CephOsd, crs: &Store<CephOsd>, memory: &Memory
         others
             .ids
             .extend(recorded.values().flatten().copied().map(OsdId));
-        for key in memory.expanded(&other).desired.osds.keys() {
+        for key in memory.expanded(other).desired.osds.keys() {
             if recorded.get(&key.to_string()).is_none_or(Vec::is_empty) {
                 others
                     .unrecorded_hosts
@@ -34,4 +31,41 @@ pub(crate) fn other_cephosds(cr: &CephOsd, crs: &Store<CephOsd>, memory: &Memory
         }
     }
     others
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::CephOsdStatus;
+    use crate::testing::CephOsdBuilder;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    fn cr(name: &str, uid: &str, hosts: &[&str], recorded: &[(&str, u32)]) -> Arc<CephOsd> {
+        let mut cr = CephOsdBuilder::new(name)
+            .namespace("ceph")
+            .uid(uid)
+            .storage(hosts, &["/dev/sdb"])
+            .build()
+            .expect("a CephOSD");
+        cr.status = Some(CephOsdStatus {
+            osd_ids: recorded
+                .iter()
+                .map(|(key, id)| ((*key).to_owned(), vec![*id]))
+                .collect(),
+            ..CephOsdStatus::default()
+        });
+        Arc::new(cr)
+    }
+
+    #[test]
+    fn the_others_recorded_ids_and_their_hosts_without_records() {
+        let mine = cr("hdds", "u1", &["h1"], &[("h1:/dev/sdb", 1)]);
+        let ssds = cr("ssds", "u2", &["h1", "h2"], &[("h1:/dev/sdb", 7)]);
+        let others = other_cephosds(&mine, &[mine.clone(), ssds], &Memory::default());
+        assert_eq!(others.ids, BTreeSet::from([OsdId(7)]), "not my own");
+        assert_eq!(
+            others.unrecorded_hosts,
+            BTreeMap::from([("h2".to_owned(), "ceph/ssds".to_owned())])
+        );
+    }
 }
