@@ -190,6 +190,22 @@ async fn release_by_osd(g: &Gated) -> anyhow::Result<Duration> {
     Ok(g.ceph.elapsed())
 }
 
+/// The ids of every `osd ok-to-stop` the operator asked (its debug log of `ceph` calls), from
+/// byte `from` of its log to byte `to`.
+fn ok_to_stop_asked(g: &Gated, from: usize, to: usize) -> Vec<Vec<u32>> {
+    let log = g.s.operator_log();
+    log.get(from..to.min(log.len()))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once("ceph call command=osd ok-to-stop"))
+        .map(|(_, rest)| {
+            rest.split_whitespace()
+                .map_while(|w| w.parse().ok())
+                .collect()
+        })
+        .collect()
+}
+
 fn render_steps(steps: &[Step]) -> String {
     steps
         .iter()
@@ -387,6 +403,17 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
     })
     .await?;
 
+    // Ceph was never asked about either of them.
+    let log_at_annotation = g.s.operator_log().len();
+    let asked = ok_to_stop_asked(&g, 0, log_at_annotation);
+    anyhow::ensure!(
+        !asked.is_empty()
+            && asked
+                .iter()
+                .all(|ids| second.iter().all(|(_, id)| !ids.contains(id))),
+        "ok-to-stop asked about {asked:?} before the annotation (the second host runs {second:?})"
+    );
+
     // The admin runs the command the condition gives, with the id the disk runs.
     let annotated = g.ceph.elapsed();
     let patch =
@@ -415,8 +442,16 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
         osd_steps[0],
         secs(annotated)
     );
-    // After the annotation nothing else needed one.
+    // After the annotation nothing else needed one; ok-to-stop asked about exactly each id.
     check_never_unknown(&g, annotated + Duration::from_secs(3), done)?;
+    let asked = ok_to_stop_asked(&g, log_at_annotation, usize::MAX);
+    for step in &osd_steps {
+        anyhow::ensure!(
+            asked.contains(&step.ids),
+            "ok-to-stop never asked about exactly {:?}: {asked:?}",
+            step.ids
+        );
+    }
     check_rollout(&g, from, watch_from).await?;
     println!(
         "==== adopted, file-backed: set up {} (2 + 2 + 1 BlueStore files, reference pods \

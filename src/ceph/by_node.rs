@@ -4,8 +4,9 @@
 //! Rules (only up OSDs count; a node's reported hostname as `node_names` finds it):
 //! - the data device: the one up OSD on the key's node that reports no pod and the key's
 //!   data device (`osd_devices`) is the key's;
-//! - the count: on a node, the OSDs that report no pod and that no key (of this CephOSD or
-//!   recorded by another) claims are the keys' there without ids when they are exactly as
+//! - the count: on a node, the OSDs that report no pod and that no key claims (of this
+//!   CephOSD, or recorded by another for its disks on that host) are the keys' there without
+//!   ids when they are exactly as
 //!   many, all up, none naming a data device that none of those keys lists, no key there has
 //!   contradicting ids and no other CephOSD lists disks on that host without recorded ids. One
 //!   key: its id. Several keys stopped in one step (one update domain, e.g. a whole host): the
@@ -22,8 +23,9 @@ use std::fmt;
 /// What other CephOSDs (in any namespace) hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OtherCephOsds {
-    /// Ids recorded in their status.
-    pub ids: BTreeSet<OsdId>,
+    /// Host → the ids they recorded in their status for their disks there. Only a host's
+    /// records claim its daemons: ids elsewhere may be another Ceph cluster's.
+    pub ids_on_host: BTreeMap<String, BTreeSet<OsdId>>,
     /// Host → a CephOSD (`namespace/name`) listing disks there without recorded ids.
     pub unrecorded_hosts: BTreeMap<String, String>,
 }
@@ -213,7 +215,6 @@ pub(crate) fn count_on_nodes(
             KeyIds::Unknown(_) => None,
         })
         .flatten()
-        .chain(others.ids.iter().copied())
         .collect();
     let mut by_node: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, node) in nodes.iter().enumerate() {
@@ -240,11 +241,17 @@ pub(crate) fn count_on_nodes(
         let here: Vec<usize> = (0..keys.len())
             .filter(|&j| matches!(&nodes[j], ReportedNode::One(n) if n == node))
             .collect();
+        let claimed_by_others: BTreeSet<OsdId> = unknown
+            .iter()
+            .filter_map(|&i| others.ids_on_host.get(keys[i].host_and_data().0))
+            .flatten()
+            .copied()
+            .collect();
         let free: Vec<&OsdMetadata> = daemons
             .on(node)
             .iter()
             .copied()
-            .filter(|m| !claimed.contains(&m.id))
+            .filter(|m| !claimed.contains(&m.id) && !claimed_by_others.contains(&m.id))
             .collect();
         let free_up: BTreeSet<OsdId> = free
             .iter()

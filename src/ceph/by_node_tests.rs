@@ -293,11 +293,19 @@ fn a_count_that_does_not_match_maps_nothing() {
     assert_eq!(not_exact(&got[0]), Some(&NotExact::Count { keys: 2 }));
     // Another CephOSD recorded osd.3: the other two are exactly ours.
     let others = OtherCephOsds {
-        ids: ids(&[3]),
+        ids_on_host: BTreeMap::from([("node1".into(), ids(&[3]))]),
         ..OtherCephOsds::default()
     };
     let got = map_with(&keys, &m, &all_up(&m), &others);
     assert_eq!(got[0], known(&[1, 2], IdSource::NodeSet));
+    // An id recorded for a disk on another host claims nothing here (it may be another Ceph
+    // cluster's osd.3).
+    let elsewhere = OtherCephOsds {
+        ids_on_host: BTreeMap::from([("node9".into(), ids(&[3]))]),
+        ..OtherCephOsds::default()
+    };
+    let got = map_with(&keys, &m, &all_up(&m), &elsewhere);
+    assert_eq!(not_exact(&got[0]), Some(&NotExact::Count { keys: 2 }));
 }
 
 #[test]

@@ -1,7 +1,7 @@
-//! What the other CephOSDs (in any namespace) hold, for mapping a key to its OSD ids: the ids
-//! recorded in their status, and the hosts where they list disks with no recorded id (their
-//! daemons there may report no pod either: the count of such daemons on a node then proves
-//! nothing).
+//! What the other CephOSDs (in any namespace, possibly of other Ceph clusters) hold, for
+//! mapping a key to its OSD ids: per host, the ids recorded in their status for their disks
+//! there, and the hosts where they list disks with no recorded id (their daemons there may
+//! report no pod either: the count of such daemons on a node then proves nothing).
 
 use crate::ceph::{OsdId, OtherCephOsds};
 use crate::crd::CephOsd;
@@ -18,15 +18,19 @@ pub(crate) fn other_cephosds(cr: &CephOsd, crs: &[Arc<CephOsd>], memory: &Memory
             .as_ref()
             .map(|s| s.osd_ids.clone())
             .unwrap_or_default();
-        others
-            .ids
-            .extend(recorded.values().flatten().copied().map(OsdId));
         for key in memory.expanded(other).desired.osds.keys() {
-            if recorded.get(&key.to_string()).is_none_or(Vec::is_empty) {
-                others
-                    .unrecorded_hosts
+            match recorded.get(&key.to_string()).filter(|ids| !ids.is_empty()) {
+                Some(ids) => others
+                    .ids_on_host
                     .entry(key.host.clone())
-                    .or_insert_with(|| other.object_key());
+                    .or_default()
+                    .extend(ids.iter().copied().map(OsdId)),
+                None => {
+                    others
+                        .unrecorded_hosts
+                        .entry(key.host.clone())
+                        .or_insert_with(|| other.object_key());
+                }
             }
         }
     }
@@ -62,7 +66,11 @@ mod tests {
         let mine = cr("hdds", "u1", &["h1"], &[("h1:/dev/sdb", 1)]);
         let ssds = cr("ssds", "u2", &["h1", "h2"], &[("h1:/dev/sdb", 7)]);
         let others = other_cephosds(&mine, &[mine.clone(), ssds], &Memory::default());
-        assert_eq!(others.ids, BTreeSet::from([OsdId(7)]), "not my own");
+        assert_eq!(
+            others.ids_on_host,
+            BTreeMap::from([("h1".to_owned(), BTreeSet::from([OsdId(7)]))]),
+            "by host, not my own"
+        );
         assert_eq!(
             others.unrecorded_hosts,
             BTreeMap::from([("h2".to_owned(), "ceph/ssds".to_owned())])
