@@ -86,6 +86,7 @@ async fn cephs_own_steps() -> anyhow::Result<Vec<OwnStep>> {
                     pod_name: None,
                     pod_namespace: None,
                     node_name: None,
+                    container_image: None,
                 },
             )
             .await?;

@@ -234,6 +234,9 @@ pub struct OsdStart<'a> {
     pub pod_name: Option<&'a str>,
     pub pod_namespace: Option<&'a str>,
     pub node_name: Option<&'a str>,
+    /// `CONTAINER_IMAGE`: with it Ceph counts the daemon as in a container and takes
+    /// `NODE_NAME` as its `hostname` (as a pod without `POD_NAME` on its node).
+    pub container_image: Option<&'a str>,
 }
 
 /// A Ceph cluster of the harness (see the module docs).
@@ -358,6 +361,28 @@ impl CephCluster {
             .with_context(|| format!("osd-create printed {out:?}"))
     }
 
+    /// A new OSD as [`Self::osd_create`], BlueStore on a loop device of its own (`osd metadata`
+    /// then names a real block device; `down` detaches it): its id and the device
+    /// (`/dev/loopN`).
+    pub async fn osd_create_on_loop(&self, host: &str) -> anyhow::Result<(u32, String)> {
+        let out = self
+            .run(
+                &["osd-create", "--host", host, "--loop"],
+                Duration::from_mins(2),
+            )
+            .await?;
+        let id: u32 = out
+            .trim()
+            .parse()
+            .with_context(|| format!("osd-create printed {out:?}"))?;
+        let file = self
+            .state
+            .join(format!("data/osd.{id}/harness-block-device"));
+        let device = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        Ok((id, device.trim().to_owned()))
+    }
+
     /// Starts OSD `id`'s daemon (returns at once; it boots in a few seconds).
     pub async fn osd_start(&self, id: u32, start: &OsdStart<'_>) -> anyhow::Result<()> {
         let id = id.to_string();
@@ -366,6 +391,7 @@ impl CephCluster {
             ("--pod-name", start.pod_name),
             ("--pod-namespace", start.pod_namespace),
             ("--node-name", start.node_name),
+            ("--container-image", start.container_image),
         ] {
             if let Some(value) = value {
                 args.extend([flag, value]);

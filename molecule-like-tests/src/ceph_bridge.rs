@@ -29,7 +29,10 @@
 //!   terminating, is deleted at once as a kubelet does with no container to stop) until
 //!   [`CephBridge::release`]; [`CephBridge::anonymous`] starts its daemons without
 //!   `POD_NAME`/`POD_NAMESPACE` (a daemon that reports no pod, as one started by an older
-//!   image). By default neither.
+//!   image). By default neither. [`CephBridge::like_reference_pods`]: a pod whose container
+//!   declares no `POD_NAME` env (the reference operator's) gets its daemon as such a pod runs
+//!   it: no pod reported, `NODE_NAME` its node and `CONTAINER_IMAGE` its image (so Ceph takes
+//!   the node as `hostname`, as a hostNetwork pod's daemon reports it).
 //!
 //! [`CephBridge::check`] replays the events: no violation or error, every pod that ran got its
 //! daemon, every pod gone had its daemon stopped first.
@@ -227,6 +230,14 @@ impl CephBridge {
         });
     }
 
+    /// From now on a pod whose first container declares no `POD_NAME` env (as the reference
+    /// operator's pods) gets its daemon as the kubelet would run it there: no `POD_NAME` and
+    /// `POD_NAMESPACE`, `NODE_NAME` its node, `CONTAINER_IMAGE` its image: `osd metadata` names
+    /// no pod and the node as `hostname`.
+    pub fn like_reference_pods(&self) {
+        self.controls.send_modify(|c| c.env_of_pods = true);
+    }
+
     /// Every event so far.
     pub fn events(&self) -> Vec<BridgeEvent> {
         locked(&self.log).clone()
@@ -377,6 +388,8 @@ enum Phase {
 struct Controls {
     withheld: BTreeSet<Disk>,
     anonymous: BTreeSet<Disk>,
+    /// [`CephBridge::like_reference_pods`].
+    env_of_pods: bool,
 }
 
 /// An operation that ended.
@@ -441,6 +454,18 @@ fn pod_disk(pod: &Pod) -> Option<Disk> {
             .zip(annotation(pod, labels::DATA))
             .map(|(h, d)| disk_of(&OsdKey::new(h, d))),
     }
+}
+
+/// The image of `pod`'s first container when that container declares no `POD_NAME` env.
+fn reference_image(pod: &Pod) -> Option<String> {
+    let container = pod.spec.as_ref()?.containers.first()?;
+    let declares = (container.env.iter().flatten()).any(|e| e.name == "POD_NAME");
+    (!declares).then(|| {
+        container
+            .image
+            .clone()
+            .unwrap_or_else(|| "unknown".to_owned())
+    })
 }
 
 fn bound(pod: &Pod) -> bool {
@@ -750,6 +775,11 @@ impl Bridge {
             .cloned()
             .flatten()
             .is_some_and(|d| self.controls.borrow().anonymous.contains(&d));
+        // A reference operator's pod: its container gives the daemon no POD_NAME.
+        let reference_image = (self.controls.borrow().env_of_pods)
+            .then(|| reference_image(pod))
+            .flatten();
+        let anonymous = anonymous || reference_image.is_some();
         if anonymous {
             self.record(Some(osd), &name, &uid, BridgeEventKind::Anonymous);
         }
@@ -782,6 +812,7 @@ impl Bridge {
                     pod_name: (!anonymous).then_some(name.as_str()),
                     pod_namespace: (!anonymous).then_some(namespace.as_str()),
                     node_name: Some(&node),
+                    container_image: reference_image.as_deref(),
                 };
                 cluster.osd_start(osd, &start).await?;
                 anyhow::Ok(before)

@@ -9,16 +9,18 @@ use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::CephOsd;
 use ceph_osd_operator::OsdKey;
-use kube::api::Api;
+use kube::api::{Api, PostParams};
+use kube::ResourceExt;
 
 use crate::ceph::CephCluster;
 use crate::ceph_bridge::{ready_when_osd_up, CephBridge};
 use crate::ceph_recorder::CephRecorder;
 use crate::manifests::{
-    cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
+    cephosd, fast_sample_template, hash_of, random_suffix, reference_pod, storage,
+    with_kubelet_knobs, Knobs, CR,
 };
 use crate::operator::OperatorOptions;
-use crate::scenario::{Converged, Scenario};
+use crate::scenario::{Converged, Scenario, CONVERGE};
 
 /// Longer than any daemon stop: the bridge removes a pod once its daemon has exited.
 pub const GRACE_SECONDS: i64 = 30;
@@ -128,6 +130,15 @@ pub struct GatedOptions<'a> {
     pub anonymous: &'a [&'a str],
     /// Wait at the end until the gate is idle (`CephGate` True `CephIdle`).
     pub expect_idle: bool,
+    /// Per host (in `hosts`' order), its data devices instead of `data`.
+    pub data_per_host: Option<&'a [&'a [&'a str]]>,
+    /// BlueStore on a loop device of its own per OSD: the CephOSD lists the loop devices
+    /// (`/dev/loopN`, as many per host as its data devices), not the names in `data`.
+    pub loop_devices: bool,
+    /// Adopted: the CephOSD and the reference operator's pods (no `POD_NAME` env: their
+    /// daemons report no pod, the node as `hostname`) laid before the operator starts, as a
+    /// migration finds them; converged once the operator labelled every pod.
+    pub adopt: bool,
 }
 
 impl Default for GatedOptions<'_> {
@@ -141,8 +152,110 @@ impl Default for GatedOptions<'_> {
             extra_args: &[],
             anonymous: &[],
             expect_idle: true,
+            data_per_host: None,
+            loop_devices: false,
+            adopt: false,
         }
     }
+}
+
+/// The OSDs of `options` on `hosts`, created (not started): each key with its OSD id.
+async fn create_osds(
+    cluster: &CephCluster,
+    hosts: &[String],
+    options: &GatedOptions<'_>,
+) -> anyhow::Result<BTreeMap<OsdKey, u32>> {
+    let planned: Vec<(&str, &str)> = hosts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, host)| {
+            let data = options
+                .data_per_host
+                .and_then(|d| d.get(i).copied())
+                .unwrap_or(options.data);
+            data.iter().map(move |d| (host.as_str(), *d))
+        })
+        .collect();
+    if options.loop_devices {
+        let made = futures::future::try_join_all(
+            planned
+                .iter()
+                .map(|(host, _)| cluster.osd_create_on_loop(host)),
+        )
+        .await?;
+        return Ok((planned.iter().zip(made))
+            .map(|((host, _), (id, device))| (OsdKey::new(*host, device), id))
+            .collect());
+    }
+    let ids =
+        futures::future::try_join_all(planned.iter().map(|(host, _)| cluster.osd_create(host)))
+            .await?;
+    Ok((planned.iter().zip(ids))
+        .map(|((host, data), id)| (OsdKey::new(*host, *data), id))
+        .collect())
+}
+
+/// A `spec.storage` of one entry per host, with that host's keys of `want`.
+fn storage_of(want: &BTreeSet<OsdKey>) -> serde_json::Value {
+    let mut by_host: BTreeMap<&str, Vec<serde_json::Value>> = BTreeMap::new();
+    for key in want {
+        by_host
+            .entry(&key.host)
+            .or_default()
+            .push(serde_json::json!({"data": key.data}));
+    }
+    by_host
+        .into_iter()
+        .map(|(host, osds)| serde_json::json!({"hosts": [host], "osds": osds}))
+        .collect()
+}
+
+/// The CephOSD of `manifest` created and the reference operator's pods of `want` laid (its
+/// names, labels, annotations, env from annotations, no `POD_NAME`), before any operator
+/// runs; once they are Ready (their daemons up).
+async fn lay_reference_pods(
+    s: &Scenario,
+    manifest: &serde_json::Value,
+    want: &BTreeSet<OsdKey>,
+) -> anyhow::Result<Converged> {
+    let cr = s.create_cr(manifest).await?;
+    let hash = hash_of(&cr);
+    let uid = cr.uid().unwrap_or_default();
+    let template = serde_json::to_value(&cr.spec.pod_template)?;
+    for key in want {
+        let short = key.host.split('.').next().unwrap_or(&key.host);
+        let device: String = (key.data.trim_start_matches("/dev/").chars())
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let name = format!("osd-{short}-{device}-{}", &random_suffix()[..5]);
+        let pod = reference_pod(&template, &uid, &name, &key.host, &key.data, "", &hash)?;
+        s.pods.create(&PostParams::default(), &pod).await?;
+    }
+    let pods = s.wait_converged(CR, want, &hash, CONVERGE).await?;
+    Ok(Converged {
+        want: want.clone(),
+        cr,
+        hash,
+        pods,
+    })
+}
+
+/// Waits until the operator adopted every pod of `want` (its update-domain label).
+async fn wait_adopted(s: &Scenario, want: &BTreeSet<OsdKey>) -> anyhow::Result<()> {
+    s.wait_until(
+        "every reference pod adopted (labelled with its update domain)",
+        Duration::from_mins(1),
+        || async {
+            let pods = s.owned_pods(CR).await?;
+            let all = pods.len() == want.len()
+                && pods.iter().all(|p| {
+                    p.labels()
+                        .contains_key(ceph_osd_operator::labels::UPDATE_DOMAIN)
+                });
+            Ok(all.then_some(()))
+        },
+    )
+    .await
 }
 
 /// A gated scenario, converged.
@@ -170,11 +283,9 @@ impl Gated {
         let mut s = Scenario::create(name).await?;
         s.start_recorder().await?;
         let hosts: Vec<String> = options.hosts.iter().map(|h| s.host(h)).collect();
-        let want = keys(&hosts, options.data);
         let cluster = Arc::new(CephCluster::for_scenario(&s, 0).await?);
-        let ids =
-            futures::future::try_join_all(want.iter().map(|k| cluster.osd_create(&k.host))).await?;
-        let table: BTreeMap<OsdKey, u32> = want.iter().cloned().zip(ids).collect();
+        let table = create_osds(&cluster, &hosts, options).await?;
+        let want: BTreeSet<OsdKey> = table.keys().cloned().collect();
         let clock = Instant::now()
             .checked_sub(s.recorder()?.elapsed())
             .ok_or_else(|| anyhow::anyhow!("no clock"))?;
@@ -184,6 +295,9 @@ impl Gated {
             if options.anonymous.iter().any(|h| s.host(h) == key.host) {
                 bridge.anonymous(key);
             }
+        }
+        if options.adopt {
+            bridge.like_reference_pods();
         }
 
         let id = options
@@ -209,11 +323,16 @@ impl Gated {
             "{},ceph_osd_operator::ceph::cli=debug",
             crate::operator::operator_log_filter()
         );
-        s.start_operator_with_env(
-            &OperatorOptions::default(),
-            &args,
-            &[("RUST_LOG", &log_filter)],
-        )?;
+        let start_operator = |s: &mut Scenario| {
+            s.start_operator_with_env(
+                &OperatorOptions::default(),
+                &args,
+                &[("RUST_LOG", &log_filter)],
+            )
+        };
+        if !options.adopt {
+            start_operator(&mut s)?;
+        }
         let gate = GateWatch::start(s.crs.clone(), CR, clock);
 
         let template = ready_when_osd_up(with_kubelet_knobs(
@@ -224,20 +343,29 @@ impl Gated {
                 grace: GRACE_SECONDS,
             },
         ));
-        let mut manifest = cephosd(
-            CR,
-            storage(&hosts, options.data),
-            options.update_domain,
-            template,
-        );
+        let storage = if options.loop_devices || options.data_per_host.is_some() {
+            storage_of(&want)
+        } else {
+            storage(&hosts, options.data)
+        };
+        let mut manifest = cephosd(CR, storage, options.update_domain, template);
         if let Some(serde_json::Value::Object(patch)) = &options.spec_patch {
             for (k, v) in patch {
                 manifest["spec"][k] = v.clone();
             }
         }
-        // Creating missing pods is never gated: their daemons are down already.
-        let converged = s.create_converged(&manifest, want.clone()).await?;
-        cluster.pool_create().await?;
+        let converged = if options.adopt {
+            let converged = lay_reference_pods(&s, &manifest, &want).await?;
+            cluster.pool_create().await?;
+            start_operator(&mut s)?;
+            wait_adopted(&s, &want).await?;
+            converged
+        } else {
+            // Creating missing pods is never gated: their daemons are down already.
+            let converged = s.create_converged(&manifest, want.clone()).await?;
+            cluster.pool_create().await?;
+            converged
+        };
         let g = Self {
             s,
             cluster,
@@ -328,6 +456,7 @@ impl Gated {
                     pod_name: Some(pod),
                     pod_namespace: Some(&self.s.namespace),
                     node_name: Some(&key.host),
+                    container_image: None,
                 },
             )
             .await

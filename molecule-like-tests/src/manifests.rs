@@ -178,6 +178,64 @@ pub fn hash_of(cr: &CephOsd) -> String {
     TemplateHash::of(&cr.spec.pod_template).as_str().to_owned()
 }
 
+/// A pod exactly as the reference (Ansible) operator would have laid it down — its name,
+/// labels, annotations, node affinity and env — built here by hand rather than by the
+/// operator's renderer.
+pub fn reference_pod(
+    template: &Value,
+    cr_uid: &str,
+    name: &str,
+    host: &str,
+    data: &str,
+    db: &str,
+    hash: &str,
+) -> anyhow::Result<k8s_openapi::api::core::v1::Pod> {
+    let mut pod = template.clone();
+    pod["apiVersion"] = json!("v1");
+    pod["kind"] = json!("Pod");
+    let meta = &mut pod["metadata"];
+    meta["name"] = json!(name);
+    meta["labels"][ceph_osd_operator::labels::OWNER] = json!(format!("CephOSD-{CR}"));
+    let annotations = &mut meta["annotations"];
+    annotations[ceph_osd_operator::labels::TEMPLATE_HASH] = json!(hash);
+    annotations[ceph_osd_operator::labels::HOST] = json!(host);
+    annotations[ceph_osd_operator::labels::DATA] = json!(data);
+    annotations[ceph_osd_operator::labels::DB] = json!(db);
+    annotations[ceph_osd_operator::labels::POD_STATE] = json!("up-to-date");
+    meta["ownerReferences"] = json!([{
+        "apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD", "name": CR, "uid": cr_uid,
+    }]);
+    pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
+        "nodeSelectorTerms": [{"matchExpressions": [{
+            "key": "kubernetes.io/hostname", "operator": "In", "values": [host],
+        }]}],
+    });
+    let env = [
+        ("OSD_DEVICE", "data"),
+        ("OSD_DB_DEVICE", "db"),
+        ("OSD_WAL_DEVICE", "wal"),
+    ]
+    .map(|(var, key)| {
+        json!({"name": var, "valueFrom": {"fieldRef": {
+            "fieldPath": format!("metadata.annotations['ceph.elemental.net/{key}']"),
+        }}})
+    });
+    for container in pod["spec"]["containers"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        let list = &mut container["env"];
+        if !list.is_array() {
+            *list = json!([]);
+        }
+        if let Some(list) = list.as_array_mut() {
+            list.extend(env.iter().cloned());
+        }
+    }
+    Ok(serde_json::from_value(pod)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,7 +29,8 @@ use molecule_like_tests::ceph_recorder::CephRecorder;
 
 use ceph_osd_operator::ceph::{
     confirm, gather_facts, map_osd_ids, precheck, CephClient, CephError, CephUser, CliClient,
-    CliSettings, GateDecision, IdSource, KeyIds, KeyToMap, OsdId, PgStates, PodRef, UnknownReason,
+    CliSettings, GateDecision, IdSource, KeyIds, KeyToMap, NodeEvidence, OsdId, OtherCephOsds,
+    PgStates, PodRef, UnknownReason,
 };
 
 /// The operator's Ceph user, with the minimal caps `molecule-like-tests/ceph` gives it.
@@ -303,8 +304,15 @@ async fn ok_to_stop_one_host_yes_all_no(op: &impl CephClient) {
         pod: None,
         recorded: ids(&[1]),
         stated: None,
+        unreadable_statement: None,
+        step_domain: None,
     }];
-    let mapped = map_osd_ids(&domain, &op.osd_metadata().await.unwrap(), &facts.osds);
+    let mapped = map_osd_ids(
+        &domain,
+        &op.osd_metadata().await.unwrap(),
+        &facts.osds,
+        &OtherCephOsds::default(),
+    );
     let GateDecision::Proceed { ids: to_ask } = precheck(&facts, &mapped) else {
         panic!("{}", precheck(&facts, &mapped))
     };
@@ -354,9 +362,12 @@ async fn ok_to_stop_one_host_yes_all_no(op: &impl CephClient) {
             pod: None,
             recorded: ids(&[99]),
             stated: None,
+            unreadable_statement: None,
+            step_domain: None,
         }],
         &op.osd_metadata().await.unwrap(),
         &facts.osds,
+        &OtherCephOsds::default(),
     );
     let decision = precheck(&facts, &unknown);
     assert!(matches!(decision, GateDecision::Halt { .. }), "{decision}");
@@ -441,10 +452,17 @@ async fn a_pod_maps_to_the_osd_it_runs(cluster: &CephCluster, op: &impl CephClie
         pod,
         recorded: BTreeSet::new(),
         stated: None,
+        unreadable_statement: None,
+        step_domain: None,
     };
     let (metadata, dump) = tokio::join!(op.osd_metadata(), op.osd_dump());
     let (metadata, dump) = (metadata.unwrap(), dump.unwrap());
-    let mapped = map_osd_ids(&[key(Some(pod.clone()))], &metadata, &dump);
+    let mapped = map_osd_ids(
+        &[key(Some(pod.clone()))],
+        &metadata,
+        &dump,
+        &OtherCephOsds::default(),
+    );
     assert_eq!(
         mapped[0].ids,
         KeyIds::Known {
@@ -457,12 +475,22 @@ async fn a_pod_maps_to_the_osd_it_runs(cluster: &CephCluster, op: &impl CephClie
     cluster.run(&["osd-stop", &id.to_string()]);
     let dump = op.osd_dump().await.unwrap();
     assert!(!dump.osds[&OsdId(id)].up);
-    let mapped = map_osd_ids(&[key(Some(pod.clone()))], &metadata, &dump);
+    let mapped = map_osd_ids(
+        &[key(Some(pod.clone()))],
+        &metadata,
+        &dump,
+        &OtherCephOsds::default(),
+    );
     assert_eq!(
         mapped[0].ids,
         KeyIds::Unknown(UnknownReason::NoEvidence {
             pod: Some(pod),
-            reported_by_down: vec![OsdId(id)]
+            reported_by_down: vec![OsdId(id)],
+            // The other daemons, started without NODE_NAME, report the machine's hostname.
+            node: NodeEvidence::NoDaemon {
+                node: "node-x".into()
+            },
+            unreadable_statement: None,
         })
     );
 }

@@ -19,7 +19,7 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::manifests::{
     cephosd, fast_sample_template, hash_of, keys, never_ready_revision, random_suffix,
-    ready_again_revision, storage, with_kubelet_knobs, Knobs, CR,
+    ready_again_revision, reference_pod, storage, with_kubelet_knobs, Knobs, CR,
 };
 use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::pods::{annotation, is_ready, pod_key};
@@ -549,64 +549,6 @@ async fn s7_deleting_the_cr_garbage_collects_its_pods() -> anyhow::Result<()> {
 }
 
 // 8 ------------------------------------------------------------------------------------------
-
-/// A pod exactly as the reference (Ansible) operator would have laid it down — its name,
-/// labels, annotations, node affinity and env — built here by hand rather than by the
-/// operator's renderer.
-fn reference_pod(
-    template: &Value,
-    cr_uid: &str,
-    name: &str,
-    host: &str,
-    data: &str,
-    db: &str,
-    hash: &str,
-) -> anyhow::Result<Pod> {
-    let mut pod = template.clone();
-    pod["apiVersion"] = json!("v1");
-    pod["kind"] = json!("Pod");
-    let meta = &mut pod["metadata"];
-    meta["name"] = json!(name);
-    meta["labels"][labels::OWNER] = json!(format!("CephOSD-{CR}"));
-    let annotations = &mut meta["annotations"];
-    annotations[labels::TEMPLATE_HASH] = json!(hash);
-    annotations[labels::HOST] = json!(host);
-    annotations[labels::DATA] = json!(data);
-    annotations[labels::DB] = json!(db);
-    annotations[labels::POD_STATE] = json!("up-to-date");
-    meta["ownerReferences"] = json!([{
-        "apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD", "name": CR, "uid": cr_uid,
-    }]);
-    pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
-        "nodeSelectorTerms": [{"matchExpressions": [{
-            "key": "kubernetes.io/hostname", "operator": "In", "values": [host],
-        }]}],
-    });
-    let env = [
-        ("OSD_DEVICE", "data"),
-        ("OSD_DB_DEVICE", "db"),
-        ("OSD_WAL_DEVICE", "wal"),
-    ]
-    .map(|(var, key)| {
-        json!({"name": var, "valueFrom": {"fieldRef": {
-            "fieldPath": format!("metadata.annotations['ceph.elemental.net/{key}']"),
-        }}})
-    });
-    for container in pod["spec"]["containers"]
-        .as_array_mut()
-        .into_iter()
-        .flatten()
-    {
-        let list = &mut container["env"];
-        if !list.is_array() {
-            *list = json!([]);
-        }
-        if let Some(list) = list.as_array_mut() {
-            list.extend(env.iter().cloned());
-        }
-    }
-    Ok(serde_json::from_value(pod)?)
-}
 
 #[tokio::test]
 #[expect(

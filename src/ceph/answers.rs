@@ -2,6 +2,7 @@
 //! `osd metadata` and `osd ok-to-stop` (`-f json`) into the few facts the rollout gate reads. Pure: bytes in,
 //! typed facts or an error naming the field out; never a panic, whatever the bytes.
 
+use super::osd_devices::ReportedDevices;
 use super::osd_id::OsdId;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -282,6 +283,9 @@ pub struct OsdMetadata {
     pub pod_name: Option<String>,
     #[serde(default)]
     pub pod_namespace: Option<String>,
+    /// Its data device and the others behind it.
+    #[serde(flatten)]
+    pub devices: ReportedDevices,
 }
 
 /// Every OSD that exists; one that never booted has only its `id`.
@@ -455,6 +459,7 @@ mod tests {
                 hostname: None,
                 pod_name: None,
                 pod_namespace: None,
+                devices: ReportedDevices::default(),
             }
         );
     }

@@ -158,6 +158,8 @@ fn an_unknown_id_halts_and_names_the_pod_and_why() {
         ids: KeyIds::Unknown(UnknownReason::NoEvidence {
             pod: None,
             reported_by_down: vec![],
+            node: crate::ceph::NodeEvidence::NotLooked,
+            unreadable_statement: None,
         }),
     };
     let d = precheck(&healthy(), &[known("a", &[0]), unknown]);
@@ -485,6 +487,8 @@ fn arb_domain() -> impl Strategy<Value = Vec<MappedKey>> {
             1 => Just(KeyIds::Unknown(UnknownReason::NoEvidence {
                 pod: None,
                 reported_by_down: vec![],
+                node: crate::ceph::NodeEvidence::NotLooked,
+                unreadable_statement: None,
             })),
         ],
         0..3,

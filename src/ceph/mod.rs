@@ -4,6 +4,7 @@
 //! nothing about pods: the controller calls it.
 
 mod answers;
+mod by_node;
 mod clean;
 mod cli;
 mod client;
@@ -12,6 +13,8 @@ mod facts;
 pub(crate) mod fake;
 mod finished;
 mod gate;
+mod node_names;
+mod osd_devices;
 mod osd_id;
 mod pod_map;
 mod session;
@@ -24,11 +27,13 @@ pub use answers::{
     parse_status, ClusterStatus, OkToStop, OsdDump, OsdInfo, OsdMetadata, ParseError, PgBrief,
     PgStateCount, PgStates,
 };
+pub use by_node::{NodeEvidence, NotExact, OtherCephOsds};
 pub use clean::is_clean_state;
 pub use cli::{CephUser, CliClient, CliSettings, DEFAULT_CALL_TIMEOUT};
 pub use client::{CephClient, CephError};
 pub use facts::{gather_facts, gather_step_facts, CephFacts, PgsOnOsds};
 pub use gate::{confirm, precheck, Blocker, GateDecision, Severity};
+pub use osd_devices::ReportedDevices;
 pub(crate) use osd_id::list as osd_list;
 pub use osd_id::OsdId;
 pub use pod_map::{map_osd_ids, IdSource, KeyIds, KeyToMap, MappedKey, PodRef, UnknownReason};

@@ -1,11 +1,16 @@
 //! Which OSD ids an OSD key (`host:data`) stands for, from what the daemons reported
-//! (`osd metadata`: pod name, namespace and node, trusted only while that OSD is up), the ids
-//! recorded in the CephOSD's status, and ids an admin stated by annotation. Pure. Never a
-//! guess: without evidence, or with contradicting evidence, the key's ids are unknown, and an
-//! unknown id is never asked about (`ok-to-stop` says yes for ids that do not exist).
+//! (`osd metadata`, trusted only while that OSD is up: the pod name, namespace and node; for a
+//! daemon that reports no pod, as those of the reference operator's hostNetwork pods, its node
+//! and data device), the ids recorded in the CephOSD's status, and ids an admin stated by
+//! annotation. Pure. Never a guess: without evidence, or with contradicting evidence, the
+//! key's ids are unknown, and an unknown id is never asked about (`ok-to-stop` says yes for
+//! ids that do not exist).
 
 use super::answers::{OsdDump, OsdMetadata};
+use super::by_node::{self, NodeEvidence, OtherCephOsds, PodlessDaemons};
+use super::node_names::ReportedNode;
 use super::osd_id::{self, OsdId};
+use crate::labels;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -23,6 +28,18 @@ impl fmt::Display for PodRef {
     }
 }
 
+impl PodRef {
+    /// The command that states this pod's OSD id.
+    pub fn annotate_command(&self) -> String {
+        format!(
+            "kubectl annotate pod --overwrite -n {} {} {}=N",
+            self.namespace,
+            self.name,
+            labels::OSD_IDS
+        )
+    }
+}
+
 /// What the operator knows of one OSD key before asking Ceph.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyToMap {
@@ -34,6 +51,17 @@ pub struct KeyToMap {
     pub recorded: BTreeSet<OsdId>,
     /// Ids an admin stated by annotation.
     pub stated: Option<BTreeSet<OsdId>>,
+    /// The annotation's value when it is not a list of ids (it states nothing).
+    pub unreadable_statement: Option<String>,
+    /// The update domain this key's pods are proposed to stop with; None when they are not.
+    pub step_domain: Option<String>,
+}
+
+impl KeyToMap {
+    /// The key's host and data device (a host has no `:`).
+    pub(crate) fn host_and_data(&self) -> (&str, &str) {
+        self.key.split_once(':').unwrap_or((&self.key, ""))
+    }
 }
 
 /// Where a key's ids come from.
@@ -41,25 +69,47 @@ pub struct KeyToMap {
 pub enum IdSource {
     /// Up OSDs whose daemon reports the key's pod.
     Metadata,
+    /// The up OSD that reports no pod, the key's node and its data device.
+    Device,
+    /// The one up OSD that reports no pod and the key's node, claimed by no other key, for
+    /// the one key there without ids.
+    Node,
+    /// The up OSDs that report no pod and the key's node, claimed by no other key, as many as
+    /// the keys there without ids, all stopped in one step: exact for the step, not per key.
+    NodeSet,
     /// The CephOSD's status.
     Recorded,
     /// The admin's annotation.
     Stated,
 }
 
+impl IdSource {
+    /// Learnt from Ceph for this very key: recorded in the status.
+    pub fn learnt(self) -> bool {
+        matches!(self, Self::Metadata | Self::Device | Self::Node)
+    }
+}
+
 /// Why a key's ids are unknown.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UnknownReason {
-    /// No up OSD reports the key's pod, nothing is recorded or stated. `reported_by_down`: OSDs
-    /// whose last report named the pod but that are down now (their metadata may be stale).
+    /// No up OSD reports the key's pod, nor its node and data device; nothing is recorded or
+    /// stated. `reported_by_down`: OSDs whose last report named the pod but that are down now
+    /// (their metadata may be stale).
     NoEvidence {
         pod: Option<PodRef>,
         reported_by_down: Vec<OsdId>,
+        /// What the daemons that report no pod tell of the key's node.
+        node: NodeEvidence,
+        /// The `osd-ids` annotation, when it is not a list of ids.
+        unreadable_statement: Option<String>,
     },
-    /// The admin stated ids other than those whose up daemons report the key's pod.
+    /// The admin stated ids other than those whose up daemons report the key's pod, or its
+    /// node and data device (`device`).
     StatedContradictsMetadata {
         stated: BTreeSet<OsdId>,
         reported: BTreeSet<OsdId>,
+        device: Option<String>,
     },
     /// A recorded or stated id is up in another pod (or in a pod while the key has none).
     IdInOtherPod { id: OsdId, pod: PodRef },
@@ -73,6 +123,8 @@ impl fmt::Display for UnknownReason {
             Self::NoEvidence {
                 pod,
                 reported_by_down,
+                node,
+                unreadable_statement,
             } => {
                 match pod {
                     Some(pod) => write!(f, "no up OSD reports pod {pod} on node {}", pod.node)?,
@@ -90,11 +142,39 @@ impl fmt::Display for UnknownReason {
                         }
                     )?;
                 }
-                f.write_str(", no OSD id is recorded for it and none is stated by annotation")
+                f.write_str(", no OSD id is recorded for it and none is stated by annotation")?;
+                if let Some(value) = unreadable_statement {
+                    write!(
+                        f,
+                        " (its {} annotation {value:?} is not a list of OSD ids)",
+                        labels::OSD_IDS
+                    )?;
+                }
+                if *node != NodeEvidence::NotLooked {
+                    write!(f, "; {node}")?;
+                }
+                if let Some(pod) = pod {
+                    write!(f, "; state its OSD id: `{}`", pod.annotate_command())?;
+                }
+                Ok(())
             }
-            Self::StatedContradictsMetadata { stated, reported } => write!(
+            Self::StatedContradictsMetadata {
+                stated,
+                reported,
+                device: None,
+            } => write!(
                 f,
                 "the annotation states {} but the pod runs {}",
+                osd_id::list(stated),
+                osd_id::list(reported)
+            ),
+            Self::StatedContradictsMetadata {
+                stated,
+                reported,
+                device: Some(device),
+            } => write!(
+                f,
+                "the annotation states {} but {} reports {device} as its data device",
                 osd_id::list(stated),
                 osd_id::list(reported)
             ),
@@ -127,30 +207,38 @@ pub struct MappedKey {
 }
 
 /// Maps every key to its ids. Pass all the keys the operator runs (not only those about to be
-/// stopped): an id that comes out for two keys is unknown for both.
+/// stopped): an id that comes out for two keys is unknown for both; and what other CephOSDs
+/// hold (`others`).
 ///
-/// Per key, in order: ids stated by annotation (unless up daemons of the key's pod report
-/// others); else the up OSDs whose metadata names the key's pod, namespace and node; else the
-/// recorded ids; else unknown. A recorded or stated id whose up daemon reports another pod is
-/// unknown.
+/// Per key, in order: ids stated by annotation (unless up daemons of the key's pod, or of its
+/// node and data device, report others); else the up OSDs whose metadata names the key's pod,
+/// namespace and node; else the one up OSD that reports no pod, the key's node and its data
+/// device (`by_node`); else the recorded ids; else what the node's other daemons that report
+/// no pod allow (`by_node::count_on_nodes`), or unknown. A recorded or stated id whose up
+/// daemon reports another pod is unknown.
 pub fn map_osd_ids(
     keys: &[KeyToMap],
     metadata: &BTreeMap<OsdId, OsdMetadata>,
     dump: &OsdDump,
+    others: &OtherCephOsds,
 ) -> Vec<MappedKey> {
+    let daemons = PodlessDaemons::of(metadata);
+    let nodes: Vec<ReportedNode> = keys.iter().map(|k| daemons.node_of(k)).collect();
     let mut mapped: Vec<MappedKey> = keys
         .iter()
-        .map(|k| MappedKey {
+        .zip(&nodes)
+        .map(|(k, node)| MappedKey {
             key: k.key.clone(),
             pod: k.pod.clone(),
-            ids: map_one(k, metadata, dump),
+            ids: map_one(k, metadata, dump, &daemons.on_data_device(k, node, dump)),
         })
         .collect();
     unmap_shared_ids(&mut mapped);
+    by_node::count_on_nodes(&mut mapped, keys, &nodes, &daemons, dump, others);
     mapped
 }
 
-fn is_up(dump: &OsdDump, id: OsdId) -> bool {
+pub(crate) fn is_up(dump: &OsdDump, id: OsdId) -> bool {
     dump.osds.get(&id).is_some_and(|o| o.up)
 }
 
@@ -163,7 +251,13 @@ fn reported_pod(m: &OsdMetadata) -> Option<PodRef> {
     })
 }
 
-fn map_one(k: &KeyToMap, metadata: &BTreeMap<OsdId, OsdMetadata>, dump: &OsdDump) -> KeyIds {
+/// `on_device`: the up OSDs that report no pod, the key's node and its data device.
+fn map_one(
+    k: &KeyToMap,
+    metadata: &BTreeMap<OsdId, OsdMetadata>,
+    dump: &OsdDump,
+    on_device: &BTreeSet<OsdId>,
+) -> KeyIds {
     let reporting: Vec<OsdId> = k.pod.as_ref().map_or_else(Vec::new, |pod| {
         metadata
             .values()
@@ -176,8 +270,10 @@ fn map_one(k: &KeyToMap, metadata: &BTreeMap<OsdId, OsdMetadata>, dump: &OsdDump
             reporting.into_iter().partition(|id| is_up(dump, *id));
         (up.into_iter().collect(), down)
     };
-    let known = |ids: &BTreeSet<OsdId>, source| {
-        if source == IdSource::Metadata {
+    // Only one up OSD on the device is exact; several are left to `count_on_nodes`.
+    let device_id = (on_device.len() == 1).then_some(on_device);
+    let known = |ids: &BTreeSet<OsdId>, source: IdSource| {
+        if source != IdSource::Stated && source != IdSource::Recorded {
             return KeyIds::Known {
                 ids: ids.clone(),
                 source,
@@ -198,19 +294,32 @@ fn map_one(k: &KeyToMap, metadata: &BTreeMap<OsdId, OsdMetadata>, dump: &OsdDump
             source,
         }
     };
-    match &k.stated {
-        Some(stated) if !reported.is_empty() && *stated != reported => {
+    match (&k.stated, device_id) {
+        (Some(stated), _) if !reported.is_empty() && *stated != reported => {
             KeyIds::Unknown(UnknownReason::StatedContradictsMetadata {
                 stated: stated.clone(),
                 reported,
+                device: None,
             })
         }
-        Some(stated) if !stated.is_empty() => known(stated, IdSource::Stated),
+        (Some(stated), Some(device_id))
+            if reported.is_empty() && !stated.is_empty() && stated != device_id =>
+        {
+            KeyIds::Unknown(UnknownReason::StatedContradictsMetadata {
+                stated: stated.clone(),
+                reported: device_id.clone(),
+                device: Some(k.key.clone()),
+            })
+        }
+        (Some(stated), _) if !stated.is_empty() => known(stated, IdSource::Stated),
         _ if !reported.is_empty() => known(&reported, IdSource::Metadata),
+        (_, Some(device_id)) => known(device_id, IdSource::Device),
         _ if !k.recorded.is_empty() => known(&k.recorded, IdSource::Recorded),
         _ => KeyIds::Unknown(UnknownReason::NoEvidence {
             pod: k.pod.clone(),
             reported_by_down,
+            node: NodeEvidence::NotLooked,
+            unreadable_statement: k.unreadable_statement.clone(),
         }),
     }
 }
@@ -243,6 +352,7 @@ fn unmap_shared_ids(mapped: &mut [MappedKey]) {
 mod tests {
     use super::*;
     use crate::ceph::answers::{parse_osd_dump, parse_osd_metadata, OsdInfo};
+    use crate::ceph::osd_devices::ReportedDevices;
     use crate::ceph::test_data::{fixture, ids};
 
     fn pod(name: &str, node: &str) -> PodRef {
@@ -259,6 +369,8 @@ mod tests {
             pod,
             recorded: BTreeSet::new(),
             stated: None,
+            unreadable_statement: None,
+            step_domain: None,
         }
     }
 
@@ -295,6 +407,7 @@ mod tests {
                         hostname: Some(p.node.clone()),
                         pod_name: Some(p.name.clone()),
                         pod_namespace: Some(p.namespace.clone()),
+                        devices: ReportedDevices::default(),
                     },
                 )
             })
@@ -302,7 +415,9 @@ mod tests {
     }
 
     fn one(k: KeyToMap, metadata: &BTreeMap<OsdId, OsdMetadata>, d: &OsdDump) -> KeyIds {
-        map_osd_ids(&[k], metadata, d).remove(0).ids
+        map_osd_ids(&[k], metadata, d, &OtherCephOsds::default())
+            .remove(0)
+            .ids
     }
 
     #[test]
@@ -332,7 +447,11 @@ mod tests {
                     name: "osd-host-1-data-x7k2q".into(),
                     node: "node-1".into(),
                 }),
-                reported_by_down: vec![OsdId(1)]
+                reported_by_down: vec![OsdId(1)],
+                node: NodeEvidence::NoDaemon {
+                    node: "node-1".into()
+                },
+                unreadable_statement: None,
             })
         );
         let KeyIds::Unknown(reason) = got else {
@@ -340,7 +459,7 @@ mod tests {
         };
         assert_eq!(
             reason.to_string(),
-            "no up OSD reports pod ceph-test/osd-host-1-data-x7k2q on node node-1 (osd.1 reported it but is down), no OSD id is recorded for it and none is stated by annotation"
+            "no up OSD reports pod ceph-test/osd-host-1-data-x7k2q on node node-1 (osd.1 reported it but is down), no OSD id is recorded for it and none is stated by annotation; no OSD daemon without a pod reports node node-1; state its OSD id: `kubectl annotate pod --overwrite -n ceph-test osd-host-1-data-x7k2q ceph.elemental.net/osd-ids=N`"
         );
     }
 
@@ -382,14 +501,16 @@ mod tests {
                 KeyIds::Unknown(UnknownReason::NoEvidence { .. })
             ));
         }
-        // Metadata without a pod name (a daemon started without POD_NAME) matches nothing.
+        // Metadata without a pod name (a daemon started without POD_NAME) matches no pod;
+        // on another node it maps nothing either (on the key's node, see `by_node`).
         let md = BTreeMap::from([(
             OsdId(1),
             OsdMetadata {
                 id: OsdId(1),
-                hostname: Some("a".into()),
+                hostname: Some("b".into()),
                 pod_name: None,
                 pod_namespace: None,
+                devices: ReportedDevices::default(),
             },
         )]);
         assert!(matches!(
@@ -454,7 +575,8 @@ mod tests {
             got,
             KeyIds::Unknown(UnknownReason::StatedContradictsMetadata {
                 stated: ids(&[6]),
-                reported: ids(&[7])
+                reported: ids(&[7]),
+                device: None,
             })
         );
         let KeyIds::Unknown(reason) = got else {
@@ -526,6 +648,7 @@ mod tests {
             &[first, second, third, without],
             &BTreeMap::new(),
             &dump(&[(1, true), (3, true)]),
+            &OtherCephOsds::default(),
         );
         let reasons: Vec<String> = got
             .iter()
@@ -540,7 +663,7 @@ mod tests {
                 "osd.3 is also the OSD of b:/dev/sdb",
                 "osd.3 is also the OSD of a:/dev/sdb",
                 "osd.3 is also the OSD of a:/dev/sdb",
-                "no pod runs, no OSD id is recorded for it and none is stated by annotation",
+                "no pod runs, no OSD id is recorded for it and none is stated by annotation; no OSD daemon without a pod reports node d",
             ]
         );
     }

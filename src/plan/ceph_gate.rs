@@ -61,6 +61,9 @@ pub struct GateAnswer {
     pub learned: BTreeMap<OsdKey, BTreeSet<OsdId>>,
     /// Ids to stop whose `noout` was already set when Ceph was asked.
     pub noout_before: BTreeSet<OsdId>,
+    /// Pods whose `osd-ids` annotation is not a list of ids (pod name → the value): ignored,
+    /// and said in a Warning event.
+    pub unreadable_statements: BTreeMap<String, String>,
 }
 
 /// The planner's view of Ceph.
@@ -400,10 +403,34 @@ fn describe_progress(progress: &StepProgress) -> String {
     }
 }
 
+/// A proposal's outcome, with a Warning event for each unreadable `osd-ids` annotation Ceph's
+/// answer met.
+fn proposal(input: &GateInput<'_>) -> GateOutcome {
+    let mut out = proposal_outcome(input);
+    if let CephInput::Answered(answer) = &input.view.input {
+        out.events.extend(
+            answer
+                .unreadable_statements
+                .iter()
+                .map(|(pod, value)| PlannedEvent {
+                    warning: true,
+                    reason: EventReason::CephGate,
+                    note: format!(
+                    "pod {pod}: its {} annotation {value:?} is not a list of OSD ids (\"3,7\"): \
+                     ignored",
+                    crate::labels::OSD_IDS
+                ),
+                    pod: Some(pod.clone()),
+                }),
+        );
+    }
+    out
+}
+
 /// No step open and the rollout chose deletions: they go only on Ceph's `Proceed` for
 /// exactly their keys, or for the keys of their first update domains (Ceph refused the
 /// whole set: the runtime asked about fewer domains).
-fn proposal(input: &GateInput<'_>) -> GateOutcome {
+fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
     let answered = match &input.view.input {
         CephInput::Answered(answer) => {
             let keys: BTreeSet<&OsdKey> = answer.keys.keys().collect();

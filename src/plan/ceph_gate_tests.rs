@@ -223,6 +223,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
             up_from: BTreeMap::from([(OsdId(4), 9)]),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         ..on(Some(StepProgress::Done))
     };
@@ -266,6 +267,7 @@ fn a_step_given_up_and_let_go_again_keeps_the_noout_of_its_osds() {
             up_from: BTreeMap::from([(OsdId(3), 5)]),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         ..on(Some(StepProgress::Booting {
             pending: vec![OsdId(3)],
@@ -311,6 +313,7 @@ fn a_wait_without_blockers_is_still_unavailable() {
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         ..on(None)
     };
@@ -372,6 +375,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         ..on(None)
     };
@@ -406,6 +410,7 @@ fn proceed(ids: &[u32], before: &[u32]) -> CephView {
             up_from: ids.iter().map(|&id| (OsdId(id), 5)).collect(),
             learned: BTreeMap::new(),
             noout_before: before.iter().copied().map(OsdId).collect(),
+            unreadable_statements: BTreeMap::new(),
         }),
         ..on(None)
     }

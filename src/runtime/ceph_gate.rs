@@ -4,7 +4,7 @@
 
 use crate::ceph::{
     confirm, gather_facts, gather_step_facts, map_osd_ids, precheck, Blocker, CephClient,
-    CephError, CephFacts, GateDecision, IdSource, KeyIds, KeyToMap, MappedKey, OsdId, PodRef,
+    CephError, CephFacts, GateDecision, KeyIds, KeyToMap, MappedKey, OsdId, OtherCephOsds, PodRef,
     StepProgress,
 };
 use crate::crd::osd::OsdKey;
@@ -165,13 +165,15 @@ fn pgs_unclean(pgs: Result<Option<crate::ceph::PgStates>, CephError>) -> Option<
     }
 }
 
-/// Ids an admin stated on a pod (`ceph.elemental.net/osd-ids: "3,7"`); none when absent or
-/// not a list of numbers (a typo never maps a pod).
-fn stated_ids(pod: &Pod) -> Option<BTreeSet<OsdId>> {
+/// Ids an admin stated on a pod (`ceph.elemental.net/osd-ids: "3,7"`): none when absent;
+/// the value itself when it is not a list of numbers (a typo never maps a pod, and is said).
+fn stated_ids(pod: &Pod) -> Option<Result<BTreeSet<OsdId>, String>> {
     let text = pod.annotations().get(labels::OSD_IDS)?;
-    text.split(',')
+    let ids: Option<BTreeSet<OsdId>> = text
+        .split(',')
         .map(|id| id.trim().parse().map(OsdId).ok())
-        .collect()
+        .collect();
+    Some(ids.ok_or_else(|| text.clone()))
 }
 
 /// What the operator knows of each key it runs before asking Ceph: its pod (as its daemon
@@ -193,8 +195,9 @@ fn keys_to_map(
         .as_ref()
         .map(|s| s.osd_ids.clone())
         .unwrap_or_default();
-    let key_to_map = |key: &crate::crd::osd::OsdKey, pod: Option<&str>| {
+    let key_to_map = |key: &OsdKey, pod: Option<&str>, step_domain: Option<&str>| {
         let found = pod.and_then(|name| by_name.get(name).copied());
+        let stated = found.and_then(stated_ids);
         KeyToMap {
             key: key.to_string(),
             pod: pod.map(|name| PodRef {
@@ -208,18 +211,20 @@ fn keys_to_map(
                 .get(&key.to_string())
                 .map(|ids| ids.iter().copied().map(OsdId).collect())
                 .unwrap_or_default(),
-            stated: found.and_then(stated_ids),
+            stated: stated.clone().and_then(Result::ok),
+            unreadable_statement: stated.and_then(Result::err),
+            step_domain: step_domain.map(str::to_owned),
         }
     };
     // Every key the operator runs, the question's own pods first.
     let mut keys: Vec<KeyToMap> = question
         .iter()
-        .map(|s| key_to_map(&s.key, s.pod.as_deref()))
+        .map(|s| key_to_map(&s.key, s.pod.as_deref(), Some(&s.domain)))
         .collect();
     for pod in observed.iter().filter(|p| p.is_live()) {
         if let Some(key) = &pod.key {
             if keys.iter().all(|k| k.key != key.to_string()) {
-                keys.push(key_to_map(key, Some(&pod.name)));
+                keys.push(key_to_map(key, Some(&pod.name), None));
             }
         }
     }
@@ -228,8 +233,8 @@ fn keys_to_map(
 
 /// Asks Ceph about `question` (the keys a plan of `observed` proposes to take down): one look at the
 /// cluster (`looked`, when one was just taken in this reconcile) and `osd metadata` at once,
-/// every key the operator runs mapped to its ids, the precheck, then `ok-to-stop` for exactly
-/// the ids to stop.
+/// every key the operator runs mapped to its ids (beside what `others`, the other CephOSDs,
+/// hold), the precheck, then `ok-to-stop` for exactly the ids to stop.
 pub(crate) async fn answer(
     ceph: &dyn CephClient,
     cr: &CephOsd,
@@ -237,6 +242,7 @@ pub(crate) async fn answer(
     pods: &[Arc<Pod>],
     question: &[GateSubject],
     looked: Option<CephFacts>,
+    others: &OtherCephOsds,
 ) -> GateAnswer {
     let keys = keys_to_map(cr, observed, pods, question);
     let mut answer = GateAnswer {
@@ -248,6 +254,15 @@ pub(crate) async fn answer(
         up_from: BTreeMap::new(),
         learned: BTreeMap::new(),
         noout_before: BTreeSet::new(),
+        unreadable_statements: keys
+            .iter()
+            .filter_map(|k| {
+                Some((
+                    k.pod.as_ref()?.name.clone(),
+                    k.unreadable_statement.clone()?,
+                ))
+            })
+            .collect(),
     };
     let facts = async {
         match looked {
@@ -263,7 +278,7 @@ pub(crate) async fn answer(
             return answer;
         }
     };
-    let mapped = map_osd_ids(&keys, &metadata, &facts.osds);
+    let mapped = map_osd_ids(&keys, &metadata, &facts.osds, others);
     let mut known: BTreeMap<OsdKey, BTreeSet<OsdId>> = BTreeMap::new();
     for m in &mapped {
         let KeyIds::Known { ids, source } = &m.ids else {
@@ -277,7 +292,7 @@ pub(crate) async fn answer(
         else {
             continue;
         };
-        if *source == IdSource::Metadata {
+        if source.learnt() {
             answer.learned.insert(key.clone(), ids.clone());
         }
         known.insert(key.clone(), ids.clone());

@@ -55,6 +55,7 @@ fn metadata() -> BTreeMap<OsdId, OsdMetadata> {
             pod_name: Some("osd-h1-sdb-x".into()),
             pod_namespace: Some("ceph".into()),
             hostname: Some("h1".into()),
+            devices: crate::ceph::ReportedDevices::default(),
         },
     )])
 }
@@ -66,7 +67,16 @@ async fn ask(
     pods: &[Arc<Pod>],
     question: &[GateSubject],
 ) -> GateAnswer {
-    answer(ceph, cr, observed, pods, question, None).await
+    answer(
+        ceph,
+        cr,
+        observed,
+        pods,
+        question,
+        None,
+        &OtherCephOsds::default(),
+    )
+    .await
 }
 
 fn question() -> Vec<GateSubject> {
@@ -162,9 +172,12 @@ fn stated_ids_are_a_list_of_numbers_or_nothing() {
     };
     assert_eq!(
         stated_ids(&pod("3, 7")),
-        Some(BTreeSet::from([OsdId(3), OsdId(7)]))
+        Some(Ok(BTreeSet::from([OsdId(3), OsdId(7)])))
     );
-    assert_eq!(stated_ids(&pod("3,x")), None);
+    assert_eq!(stated_ids(&pod("3,x")), Some(Err("3,x".to_owned())));
+    assert_eq!(stated_ids(&pod("")), Some(Err(String::new())));
+    let none: Pod = serde_json::from_value(serde_json::json!({"metadata": {}})).expect("pod");
+    assert_eq!(stated_ids(&none), None);
 }
 
 /// osd.3 on h1 and osd.4 on h2, both up, each reporting its pod.
@@ -181,6 +194,7 @@ fn two_hosts() -> (OsdDump, BTreeMap<OsdId, OsdMetadata>) {
             pod_name: Some("osd-h2-sdb-y".into()),
             pod_namespace: Some("ceph".into()),
             hostname: Some("h2".into()),
+            devices: crate::ceph::ReportedDevices::default(),
         },
     );
     (dump, metadata)
@@ -273,11 +287,163 @@ async fn an_answer_starts_from_a_look_just_taken() {
         osds: dump(),
         pgs: Some(clean()),
     };
-    let answer = answer(&ceph, &cr(), &[], &[], &question(), Some(looked)).await;
+    let answer = answer(
+        &ceph,
+        &cr(),
+        &[],
+        &[],
+        &question(),
+        Some(looked),
+        &OtherCephOsds::default(),
+    )
+    .await;
     assert!(matches!(answer.decision, GateDecision::Proceed { .. }));
     assert_eq!(
         ceph.calls(),
         [Call::OsdMetadata, Call::OkToStop(vec![OsdId(3)])],
         "no second look"
+    );
+}
+
+/// A daemon of the reference operator's pods on `node`: no pod reported, BlueStore on a file
+/// (no device of its own) or on `/dev/<device>`.
+fn reference_daemon(id: u32, node: &str, device: Option<&str>) -> OsdMetadata {
+    let devices = match device {
+        Some(d) => serde_json::json!({
+            "bluestore_bdev_access_mode": "blk",
+            "bluestore_bdev_devices": d,
+            "bluestore_bdev_dev_node": format!("/dev/{d}"),
+            "devices": d,
+        }),
+        None => {
+            serde_json::json!({"bluestore_bdev_access_mode": "file", "bluestore_bdev_devices": "vda"})
+        }
+    };
+    OsdMetadata {
+        id: OsdId(id),
+        hostname: Some(node.into()),
+        pod_name: None,
+        pod_namespace: None,
+        devices: serde_json::from_value(devices).expect("devices"),
+    }
+}
+
+fn up(ids: &[u32]) -> OsdDump {
+    let mut d = dump();
+    let three = d.osds[&OsdId(3)].clone();
+    d.osds = ids
+        .iter()
+        .map(|&id| {
+            (
+                OsdId(id),
+                OsdInfo {
+                    id: OsdId(id),
+                    ..three.clone()
+                },
+            )
+        })
+        .collect();
+    d
+}
+
+#[tokio::test]
+async fn an_adopted_pods_osd_is_its_nodes_daemon_on_its_data_device_and_is_learnt() {
+    let metadata = BTreeMap::from([
+        (OsdId(3), reference_daemon(3, "h1", Some("sdb"))),
+        (OsdId(4), reference_daemon(4, "h1", Some("sdc"))),
+    ]);
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(up(&[3, 4])))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata))
+        .on_ok_to_stop(Ok(ok_to_stop(true, &[3])));
+    let answer = ask(&ceph, &cr(), &[], &[], &question()).await;
+    assert_eq!(
+        answer.decision,
+        GateDecision::Proceed {
+            ids: BTreeSet::from([OsdId(3)])
+        }
+    );
+    assert_eq!(
+        answer.learned,
+        BTreeMap::from([(OsdKey::new("h1", "/dev/sdb"), BTreeSet::from([OsdId(3)]))])
+    );
+}
+
+#[tokio::test]
+async fn a_host_of_file_backed_osds_is_asked_about_as_a_set_and_nothing_is_learnt() {
+    let metadata = BTreeMap::from([
+        (OsdId(3), reference_daemon(3, "h1", None)),
+        (OsdId(5), reference_daemon(5, "h1", None)),
+    ]);
+    let mut subjects = question();
+    subjects.push(GateSubject {
+        key: OsdKey::new("h1", "/dev/sdc"),
+        pod: Some("osd-h1-sdc-z".into()),
+        domain: "h1".into(),
+    });
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(up(&[3, 5])))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata.clone()))
+        .on_ok_to_stop(Ok(ok_to_stop(true, &[3, 5])));
+    let answer = ask(&ceph, &cr(), &[], &[], &subjects).await;
+    assert_eq!(
+        answer.decision,
+        GateDecision::Proceed {
+            ids: BTreeSet::from([OsdId(3), OsdId(5)])
+        }
+    );
+    assert!(ceph
+        .calls()
+        .contains(&Call::OkToStop(vec![OsdId(3), OsdId(5)])));
+    assert!(answer.learned.is_empty(), "{:?}", answer.learned);
+
+    // One OSD at a time: Ceph cannot tell which is whose; the condition says what resolves it.
+    for s in &mut subjects {
+        s.domain = s.key.to_string();
+    }
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(up(&[3, 5])))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata));
+    let answer = ask(&ceph, &cr(), &[], &[], &subjects[..1]).await;
+    assert_eq!(decision_label(&answer.decision), "CephOsdIdUnknown");
+    let text = answer.decision.to_string();
+    assert!(
+        text.contains("osd.3, osd.5")
+            && text.contains(
+                "kubectl annotate pod --overwrite -n ceph osd-h1-sdb-x ceph.elemental.net/osd-ids=N"
+            ),
+        "{text}"
+    );
+    assert!(!ceph.calls().iter().any(|c| matches!(c, Call::OkToStop(_))));
+}
+
+#[tokio::test]
+async fn an_unreadable_statement_is_reported_with_its_pod() {
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "osd-h1-sdb-x", "annotations": {labels::OSD_IDS: "three"}}
+    }))
+    .expect("pod");
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(BTreeMap::new()));
+    let answer = ask(&ceph, &cr(), &[], &[Arc::new(pod)], &question()).await;
+    assert_eq!(
+        answer.unreadable_statements,
+        BTreeMap::from([("osd-h1-sdb-x".to_owned(), "three".to_owned())])
+    );
+    assert!(
+        answer.decision.to_string().contains(
+            "its ceph.elemental.net/osd-ids annotation \"three\" is not a list of OSD ids"
+        ),
+        "{}",
+        answer.decision
     );
 }

@@ -25,6 +25,7 @@ use crate::runtime::executor::{ExecuteError, Executor};
 use crate::runtime::memory::Memory;
 use crate::runtime::metered_ceph::MeteredCeph;
 use crate::runtime::metrics::Metrics;
+use crate::runtime::other_cephosds::other_cephosds;
 use crate::runtime::owned_objects::{
     is_osd_pod, strip_replica_set, Observation, OwnedObjects, Snapshot, Subject,
 };
@@ -505,7 +506,8 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .zip(ceph)
         .map(|(question, ceph)| {
             let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
-            async move { answer(ceph, &cr, &observed, &pods, &question, looked).await }
+            let others = other_cephosds(&cr, &ctx.crs.state(), &ctx.memory);
+            async move { answer(ceph, &cr, &observed, &pods, &question, looked, &others).await }
         });
     let answering = async move {
         match answering {

@@ -17,6 +17,7 @@ pub(crate) mod metered_ceph;
 pub(crate) mod metrics;
 pub(crate) mod metrics_auth;
 pub(crate) mod operator;
+mod other_cephosds;
 mod owned_objects;
 pub(crate) mod permissions;
 pub(crate) mod probes;

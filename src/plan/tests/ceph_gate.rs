@@ -45,6 +45,7 @@ fn answered(plan: &Plan, decision: GateDecision, first_id: u32) -> CephView {
             up_from,
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         None,
     )
@@ -239,6 +240,8 @@ fn wait_and_halt_delete_nothing_and_say_why_with_cephs_numbers() {
             reason: UnknownReason::NoEvidence {
                 pod: None,
                 reported_by_down: Vec::new(),
+                node: crate::ceph::NodeEvidence::NotLooked,
+                unreadable_statement: None,
             },
         }],
     };
@@ -602,6 +605,7 @@ fn two_domains_proposed_only_the_first_let_go_goes() {
             up_from: BTreeMap::from([(OsdId(3), 40), (OsdId(4), 40)]),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            unreadable_statements: BTreeMap::new(),
         }),
         None,
     );
@@ -616,4 +620,36 @@ fn two_domains_proposed_only_the_first_let_go_goes() {
     let step = plan.status.ceph_step.expect("the step");
     assert_eq!(step.keys, ["w1:/dev/sdb", "w1:/dev/sdc"]);
     assert_eq!(plan.status.current_update, ["w1"]);
+}
+
+#[test]
+fn an_unreadable_osd_ids_annotation_is_a_warning_naming_the_pod_and_its_value() {
+    let (mut cluster, cr) = rolling();
+    let asked = ask(&mut cluster, &cr);
+    let mut view = answered(&asked, proceed(&[3, 4]), 3);
+    if let CephInput::Answered(answer) = &mut view.input {
+        answer
+            .unreadable_statements
+            .insert("osd-w1-sdb-x".into(), "3,x".into());
+    }
+    cluster.ceph = view;
+    let plan = cluster.reconcile(&cr);
+    let warning = plan
+        .events
+        .iter()
+        .find(|e| e.warning && e.pod.as_deref() == Some("osd-w1-sdb-x"))
+        .expect("a warning about the pod");
+    assert_eq!(warning.reason.as_str(), "CephGate");
+    assert!(
+        warning
+            .note
+            .contains("ceph.elemental.net/osd-ids annotation \"3,x\" is not a list of OSD ids"),
+        "{}",
+        warning.note
+    );
+    assert_eq!(
+        deletes(&plan).len(),
+        2,
+        "the step goes on: the annotation is ignored"
+    );
 }
