@@ -7,6 +7,7 @@ mod answers;
 mod clean;
 mod cli;
 mod client;
+mod drain;
 mod facts;
 #[cfg(test)]
 pub(crate) mod fake;
@@ -21,12 +22,13 @@ pub(crate) mod test_data;
 
 pub use answers::{
     parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_pgs_on_osd,
-    parse_status, ClusterStatus, OkToStop, OsdDump, OsdInfo, OsdMetadata, ParseError, PgBrief,
-    PgStateCount, PgStates,
+    parse_safe_to_destroy, parse_status, ClusterStatus, OkToStop, OsdDump, OsdInfo, OsdMetadata,
+    ParseError, PgBrief, PgStateCount, PgStates, SafeToDestroy,
 };
 pub use clean::is_clean_state;
 pub use cli::{CephUser, CliClient, CliSettings, DEFAULT_CALL_TIMEOUT};
 pub use client::{CephClient, CephError};
+pub use drain::{judge_drain, DrainProgress};
 pub use facts::{gather_facts, gather_step_facts, CephFacts, PgsOnOsds};
 pub use gate::{confirm, precheck, Blocker, GateDecision, Severity};
 pub(crate) use osd_id::list as osd_list;
