@@ -9,6 +9,7 @@ use crate::ceph::{osd_list, Blocker, GateDecision, OsdId, StepProgress};
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
 use crate::plan::actions::Action;
+use crate::plan::drain;
 use crate::plan::conditions::ConditionReason;
 use crate::plan::events::{EventReason, PlannedEvent};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -59,6 +60,8 @@ pub struct GateAnswer {
     pub up_from: BTreeMap<OsdId, u64>,
     /// Ids learnt from up daemons' metadata, for every key the operator runs.
     pub learned: BTreeMap<OsdKey, BTreeSet<OsdId>>,
+    /// The ids asked about that Ceph has out already (a drain marks only the others out).
+    pub out: BTreeSet<OsdId>,
 }
 
 /// The planner's view of Ceph.
@@ -97,6 +100,8 @@ pub struct GateSubject {
     pub key: OsdKey,
     pub pod: Option<String>,
     pub domain: String,
+    /// Its key left the spec: its OSDs are drained before its pod stops.
+    pub leaving: bool,
 }
 
 /// The subjects of the first `n` update domains of `proposed` (in the order they come), for
@@ -137,6 +142,8 @@ pub(crate) struct GateInput<'a> {
     pub settled: bool,
     /// None of the open step's pods was taken down.
     pub untouched: bool,
+    /// The open step's keys that the spec lists (again).
+    pub returned: BTreeSet<String>,
     pub now: Timestamp,
 }
 
@@ -153,6 +160,8 @@ pub(crate) struct GateOutcome {
     /// Only these update domains' deletions go ahead (Ceph allowed the first of several
     /// domains proposed together); None: all of them.
     pub allowed_domains: Option<BTreeSet<String>>,
+    /// Only the deletions of these keys go ahead (a drain's); None: all of them.
+    pub allowed_keys: Option<BTreeSet<String>>,
     /// `status.cephStep` after this plan.
     pub step: Option<CephStep>,
     /// Keys to ask Ceph about before planning again.
@@ -165,12 +174,13 @@ pub(crate) struct GateOutcome {
 }
 
 impl GateOutcome {
-    fn new(condition: GateCondition) -> Self {
+    pub(crate) fn new(condition: GateCondition) -> Self {
         Self {
             first: Vec::new(),
             last: Vec::new(),
             deletions_allowed: false,
             allowed_domains: None,
+            allowed_keys: None,
             step: None,
             question: None,
             halted: None,
@@ -211,7 +221,10 @@ pub(crate) fn gate(input: &GateInput<'_>) -> GateOutcome {
         return gate_off(why, input.open);
     }
     if let Some(open) = input.open {
-        let ended = step_open(input, open);
+        let ended = match &open.drain {
+            Some(drain) => drain::drain_open(input, open, drain),
+            None => step_open(input, open),
+        };
         if ended.step.is_some() || input.proposed.is_empty() {
             return ended;
         }
@@ -395,23 +408,28 @@ fn describe_progress(progress: &StepProgress) -> String {
             wait_at_least.as_millis()
         ),
         StepProgress::Done => "nothing".to_owned(),
+        StepProgress::Draining(drain) => drain.describe().to_owned(),
     }
 }
 
 /// No step open and the rollout chose deletions: they go only on Ceph's `Proceed` for
 /// exactly their keys, or for the keys of their first update domains (Ceph refused the
-/// whole set: the runtime asked about fewer domains).
+/// whole set: the runtime asked about fewer domains). Leaving keys are drained first, in a
+/// step of their own (`drain`).
 fn proposal(input: &GateInput<'_>) -> GateOutcome {
+    let (proposed, draining) = drain::next_subjects(input.proposed);
+    let proposed = proposed.as_slice();
+    let verb = if draining { "be drained" } else { "stop" };
     let answered = match &input.view.input {
         CephInput::Answered(answer) => {
             let keys: BTreeSet<&OsdKey> = answer.keys.keys().collect();
-            domain_prefixes(input.proposed)
+            domain_prefixes(proposed)
                 .into_iter()
                 .find(|prefix| prefix.iter().map(|s| &s.key).collect::<BTreeSet<_>>() == keys)
         }
         _ => None,
     };
-    let subjects = answered.as_deref().unwrap_or(input.proposed);
+    let subjects = answered.as_deref().unwrap_or(proposed);
     let asked: BTreeSet<&OsdKey> = subjects.iter().map(|s| &s.key).collect();
     let keys_text = || {
         asked
@@ -423,18 +441,18 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
     let answer = match &input.view.input {
         CephInput::Answered(answer) if answered.is_some() => answer,
         _ => {
-            let mut out = GateOutcome::new(says(
-                true,
-                ConditionReason::Asking,
-                format!("asking Ceph whether {} may stop", keys_text()),
-            ));
-            out.question = Some(input.proposed.to_vec());
-            out.halted = Some(format!("asking Ceph whether {} may stop", keys_text()));
+            let asking = format!("asking Ceph whether {} may {verb}", keys_text());
+            let mut out = GateOutcome::new(says(true, ConditionReason::Asking, asking.clone()));
+            out.question = Some(proposed.to_vec());
+            out.halted = Some(asking);
             out.requeue_after = Some(input.view.look_every);
             return out;
         }
     };
     match &answer.decision {
+        GateDecision::Proceed { ids } if draining && !ids.is_empty() => {
+            drain::drain_started(input, answer, subjects, ids)
+        }
         GateDecision::Proceed { ids } => {
             let mut out = GateOutcome::new(says(
                 true,
@@ -460,6 +478,7 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
                     .collect(),
                 noout,
                 started: Time(input.now),
+                drain: None,
             });
             out.first = vec![
                 Action::RecordCephStep,
@@ -475,7 +494,7 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
                 .first()
                 .map_or("CephUnavailable", Blocker::category);
             let message = format!(
-                "Ceph does not let {} stop: {}",
+                "Ceph does not let {} {verb}: {}",
                 keys_text(),
                 answer.decision
             );

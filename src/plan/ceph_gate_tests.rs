@@ -13,6 +13,7 @@ fn step(noout: &[u32]) -> CephStep {
         osds: noout.iter().map(|&id| StepOsd { id, up_from: 5 }).collect(),
         noout: noout.to_vec(),
         started: Time(at(1000)),
+        drain: None,
     }
 }
 
@@ -21,6 +22,7 @@ fn subjects() -> Vec<GateSubject> {
         key: OsdKey::new("h", "/dev/sdb"),
         pod: Some("osd-h-sdb-x".into()),
         domain: "h".into(),
+        leaving: false,
     }]
 }
 
@@ -36,6 +38,7 @@ fn input<'a>(
         proposed,
         settled: false,
         untouched: false,
+        returned: BTreeSet::new(),
         now: at(1010),
     }
 }
@@ -201,6 +204,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
         key: OsdKey::new("i", "/dev/sdb"),
         pod: Some("osd-i-sdb-y".into()),
         domain: "i".into(),
+        leaving: false,
     }];
     // Not asked yet: the next step is asked about, the ended step's noout cleared meanwhile.
     let view = on(Some(StepProgress::Done));
@@ -222,6 +226,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
             },
             up_from: BTreeMap::from([(OsdId(4), 9)]),
             learned: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         ..on(Some(StepProgress::Done))
     };
@@ -264,6 +269,7 @@ fn a_step_given_up_and_let_go_again_keeps_the_noout_of_its_osds() {
             },
             up_from: BTreeMap::from([(OsdId(3), 5)]),
             learned: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         ..on(Some(StepProgress::Booting {
             pending: vec![OsdId(3)],
@@ -308,6 +314,7 @@ fn a_wait_without_blockers_is_still_unavailable() {
             },
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         ..on(None)
     };
@@ -349,6 +356,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
         key: OsdKey::new(host, "/dev/sdb"),
         pod: Some(format!("osd-{host}-sdb-x")),
         domain: host.into(),
+        leaving: false,
     };
     let proposed = vec![subject("a"), subject("b"), subject("c")];
     let prefixes = domain_prefixes(&proposed);
@@ -368,6 +376,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
             },
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         ..on(None)
     };

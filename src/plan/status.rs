@@ -402,6 +402,7 @@ mod tests {
             osds: Vec::new(),
             noout: vec![3],
             started: Time(at(0)),
+            drain: None,
         };
         let previous = CephOsdStatus {
             ceph_step: Some(step.clone()),

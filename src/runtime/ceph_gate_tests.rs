@@ -74,6 +74,7 @@ fn question() -> Vec<GateSubject> {
         key: OsdKey::new("h1", "/dev/sdb"),
         pod: Some("osd-h1-sdb-x".into()),
         domain: "h1".into(),
+        leaving: false,
     }]
 }
 
@@ -192,6 +193,7 @@ fn two_domains() -> Vec<GateSubject> {
         key: OsdKey::new("h2", "/dev/sdb"),
         pod: Some("osd-h2-sdb-y".into()),
         domain: "h2".into(),
+        leaving: false,
     });
     subjects
 }

@@ -44,6 +44,7 @@ fn answered(plan: &Plan, decision: GateDecision, first_id: u32) -> CephView {
             decision,
             up_from,
             learned: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         None,
     )
@@ -92,6 +93,8 @@ fn action_kinds(plan: &Plan) -> Vec<&'static str> {
             Action::RecordCephStep => "RecordCephStep",
             Action::SetNoout { .. } => "SetNoout",
             Action::ClearNoout { .. } => "ClearNoout",
+            Action::MarkOut { .. } => "MarkOut",
+            Action::MarkIn { .. } => "MarkIn",
             Action::LabelDomain { .. } => "LabelDomain",
             Action::WriteBudget { .. } => "WriteBudget",
             Action::DeleteBudget { .. } => "DeleteBudget",
@@ -600,6 +603,7 @@ fn two_domains_proposed_only_the_first_let_go_goes() {
             decision: proceed(&[3, 4]),
             up_from: BTreeMap::from([(OsdId(3), 40), (OsdId(4), 40)]),
             learned: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         None,
     );
