@@ -7,8 +7,8 @@
 
 use super::answers::{
     parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_pgs_on_osd,
-    parse_safe_to_destroy, parse_status, ClusterStatus, OkToStop, OsdDump, OsdMetadata,
-    ParseError, PgBrief, PgStates, SafeToDestroy,
+    parse_safe_to_destroy, parse_status, ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError,
+    PgBrief, PgStates, SafeToDestroy,
 };
 use super::client::{CephClient, CephError};
 use super::finished::Finished;

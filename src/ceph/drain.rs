@@ -4,7 +4,7 @@
 //! at all: with fewer failure domains in than a pool's size it cannot place the copies, and
 //! the PGs stay remapped with nothing moving.
 
-use super::answers::SafeToDestroy;
+use super::answers::{PgStates, SafeToDestroy};
 use super::client::CephError;
 use super::facts::{CephFacts, PgsOnOsds};
 use super::gate::cluster_blockers;
@@ -83,7 +83,7 @@ pub fn judge_drain(
             .iter()
             .any(|s| s.count > 0 && s.state.split('+').any(|w| MOVING.contains(&w)))
     });
-    let all_clean = facts.pgs.as_ref().is_some_and(|pgs| pgs.all_clean());
+    let all_clean = facts.pgs.as_ref().is_some_and(PgStates::all_clean);
     // Every PG clean yet the OSD still needed: the PG states trail the `out` (moments).
     if moving || all_clean {
         DrainProgress::Moving { why }
@@ -142,7 +142,10 @@ mod tests {
     }
 
     fn answer(name: &str) -> Result<SafeToDestroy, CephError> {
-        Ok(parse_safe_to_destroy(&fixture(name)).unwrap())
+        parse_safe_to_destroy(&fixture(name)).map_err(|source| CephError::NotUnderstood {
+            command: "osd safe-to-destroy".into(),
+            source,
+        })
     }
 
     fn pgs(n: usize) -> Vec<PgBrief> {

@@ -99,6 +99,10 @@ impl std::fmt::Display for EventReason {
 }
 
 /// The event for a successfully applied action, if it deserves one.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one arm per action: each says what it did in its own words"
+)]
 pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
     match action {
         Action::Create { key, pod, reason } => {

@@ -22,6 +22,7 @@ mod budget;
 mod cache;
 mod ceph_gate;
 mod migration;
+mod removal;
 mod rollout_controls;
 mod rules;
 mod safety;
