@@ -19,6 +19,7 @@ use molecule_like_tests::ceph::OsdMap;
 use molecule_like_tests::ceph_recorder::{CephRecording, Observed};
 use molecule_like_tests::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::{storage, CR};
+use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::scenario::{hold, ROLLOUT};
 use serde_json::json;
 
@@ -37,7 +38,12 @@ fn osdmaps(recording: &CephRecording, from: Duration) -> Vec<(Duration, &OsdMap)
 
 /// The hosts of `g` without the last one, and the last one's key and OSD id.
 fn without_last(g: &Gated) -> (Vec<String>, OsdKey, u32) {
-    let (key, id) = g.table.iter().next_back().map(|(k, id)| (k.clone(), *id)).unwrap();
+    let (key, id) = g
+        .table
+        .iter()
+        .next_back()
+        .map(|(k, id)| (k.clone(), *id))
+        .unwrap();
     let kept: BTreeSet<String> = g
         .want
         .iter()
@@ -112,7 +118,9 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
         out_at.as_secs_f64()
     );
     let (_, last) = maps.last().expect("an osdmap");
-    let osd = last.osd(id).expect("the OSD stays in the osdmap: purging is an admin's act");
+    let osd = last
+        .osd(id)
+        .expect("the OSD stays in the osdmap: purging is an admin's act");
     anyhow::ensure!(
         !osd.up && !osd.in_,
         "osd.{id} at the end: {osd:?}\n{report}"
@@ -122,7 +130,10 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
     // with none of them on the leaving OSD.
     let timeline = g.s.recorder()?.timeline();
     let events = g.s.recorder()?.events();
-    let deleted_seq = timeline.get(&pod)?.deletion_started.expect("the pod was deleted");
+    let deleted_seq = timeline
+        .get(&pod)?
+        .deletion_started
+        .expect("the pod was deleted");
     let deleted_at = events[deleted_seq].at;
     anyhow::ensure!(
         deleted_at > out_at,
@@ -161,14 +172,13 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
     anyhow::ensure!(drained.iter().all(|s| s.noout.is_empty()), "{report}");
     let status = g.s.cr_status(CR).await?.unwrap_or_default();
     anyhow::ensure!(status.ceph_step.is_none(), "{status:?}");
-    let drain_events: Vec<String> = g
-        .s
-        .cr_events(CR)
-        .await?
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some("Drain"))
-        .filter_map(|e| e.note)
-        .collect();
+    let drain_events: Vec<String> =
+        g.s.cr_events(CR)
+            .await?
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("Drain"))
+            .filter_map(|e| e.note)
+            .collect();
     anyhow::ensure!(
         drain_events.iter().any(|n| n.contains("ceph osd purge")),
         "{drain_events:?}"
@@ -193,10 +203,10 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
          converged {:.1}s, gate idle {:.1}s; then a rollout of the 3 hosts left in {:.1}s\n\
          drain events: {drain_events:?}\n{report}",
         key.host,
-        (out_at - from).as_secs_f64(),
-        (deleted_at - from).as_secs_f64(),
-        (pgs_at - from).as_secs_f64(),
-        (down_at - from).as_secs_f64(),
+        out_at.as_secs_f64() - from.as_secs_f64(),
+        deleted_at.as_secs_f64() - from.as_secs_f64(),
+        pgs_at.as_secs_f64() - from.as_secs_f64(),
+        down_at.as_secs_f64() - from.as_secs_f64(),
         pod_gone.as_secs_f64(),
         gate_idle.as_secs_f64(),
         rolled.as_secs_f64(),
@@ -210,21 +220,25 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
 /// gate goes idle.
 #[tokio::test]
 async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()> {
-    let g = Gated::up("cephrm-three").await?;
+    let mut g = Gated::up("cephrm-three").await?;
     let (kept, key, id) = without_last(&g);
     let pod = g.converged.pods[&key].name_any();
     let from = g.ceph.elapsed();
     g.s.patch_spec(CR, json!({"storage": storage(&kept, &["/dev/sdb"])}))
         .await?;
     let osd = format!("osd.{id}");
-    g.wait_gate("CephGate False CephDrainBlocked", Duration::from_mins(1), |status| {
-        status.conditions.iter().any(|c| {
-            c.type_ == "CephGate"
-                && c.status == "False"
-                && c.reason == "CephDrainBlocked"
-                && c.message.contains(&osd)
-        })
-    })
+    g.wait_gate(
+        "CephGate False CephDrainBlocked",
+        Duration::from_mins(1),
+        |status| {
+            status.conditions.iter().any(|c| {
+                c.type_ == "CephGate"
+                    && c.status == "False"
+                    && c.reason == "CephDrainBlocked"
+                    && c.message.contains(&osd)
+            })
+        },
+    )
     .await?;
     let (_, _, message) = g.gate_condition().await?.expect("CephGate");
     anyhow::ensure!(
@@ -255,7 +269,35 @@ async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()
     anyhow::ensure!(maps.iter().all(|(_, m)| m.noout().is_empty()), "{report}");
     recording.check_pgs_never_unavailable(from)?;
 
-    // Back in the spec before its pod stopped: marked in, the drain given up.
+    // A new leader finishes the drain from the status: it looks at the drain again
+    // (`safe-to-destroy` in its log), nothing stops, the step stays as recorded.
+    let looks = |log: &str| log.matches("osd safe-to-destroy").count();
+    let before = looks(&g.s.operator_log());
+    g.s.stop_operator();
+    let args = g.operator_args.clone();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    g.s.start_operator_with_args(&OperatorOptions::default(), &args)?;
+    g.s.wait_until(
+        "the new leader looks at the drain",
+        Duration::from_mins(1),
+        || async { Ok((looks(&g.s.operator_log()) > before).then_some(())) },
+    )
+    .await?;
+    hold(Duration::from_secs(3), || async {
+        let status = g.s.cr_status(CR).await?.unwrap_or_default();
+        anyhow::ensure!(status.ceph_step.as_ref() == Some(&step), "{status:?}");
+        let pods = g.s.owned_pods(CR).await?;
+        anyhow::ensure!(
+            pods.iter()
+                .any(|p| p.name_any() == pod && p.metadata.deletion_timestamp.is_none()),
+            "pod {pod} went after the restart"
+        );
+        Ok(())
+    })
+    .await?;
+
+    // Back in the spec before its pod stopped: marked in (by the new leader, from the ids
+    // the status says it marked out), the drain given up.
     let all: Vec<String> = g.want.iter().map(|k| k.host.clone()).collect();
     g.s.patch_spec(CR, json!({"storage": storage(&all, &["/dev/sdb"])}))
         .await?;

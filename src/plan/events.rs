@@ -210,8 +210,8 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
             warning: false,
             reason: EventReason::Drain,
             note: format!(
-                "marked {} out: its OSDs left the spec; their data moves to other OSDs before \
-                 their pods stop",
+                "marked {} out: left the spec, its data moves to other OSDs before its pod \
+                 stops",
                 crate::ceph::osd_list(ids)
             ),
             pod: None,
