@@ -193,10 +193,16 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
     g.s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
     let rolled = t_roll.elapsed();
+    // One host down at a time besides the drained OSD's (down and out: it holds no PG).
     let recording = g.ceph.recording();
+    let roll_fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{}", g.report(from_roll));
     recording
-        .check_one_host_at_a_time(from_roll)
-        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from_roll)))?;
+        .check_in_hosts_down_at_most(1, from_roll)
+        .map_err(roll_fail)?;
+    recording
+        .check_pgs_never_unavailable(from_roll)
+        .map_err(roll_fail)?;
+    recording.check_no_noout_at_end().map_err(roll_fail)?;
     println!(
         "==== host {} removed (osd.{id}, 4 hosts, size 3): out {:.2}s, pod deleted {:.2}s \
          (PGs all clean without it at {:.2}s), down {:.2}s after the spec change; pods \

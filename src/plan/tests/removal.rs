@@ -243,3 +243,24 @@ fn a_host_back_in_the_spec_before_its_pod_stopped_is_marked_in_again() {
     assert!(plan.actions.is_empty(), "{:?}", kinds(&plan));
     assert!(plan.status.ceph_step.is_none());
 }
+
+#[test]
+fn a_drain_counts_in_the_disruption_budget_from_its_start() {
+    let mut cluster = Cluster {
+        disruption: Some(SimulatedDisruption::default()),
+        ..Cluster::default()
+    };
+    cluster.settle(&spec(&HOSTS, "a"));
+    let pods = cluster.pods.clone();
+    (cluster.disruption.as_mut().expect("simulated")).run_controller(&pods);
+    cluster.ceph = view(CephInput::NotAsked, None);
+    let two = spec(&HOSTS[..2], "a");
+    let asked = cluster.reconcile(&two);
+    cluster.ceph = proceed(&asked, 5, &[]);
+    cluster.reconcile(&two);
+    cluster.ceph = draining(moving());
+    let plan = cluster.reconcile(&two);
+    let said = plan.status.budget.expect("a budget status");
+    assert_eq!(said.unavailable_domains, ["w3"]);
+    assert_eq!(said.allowed_domains, 0, "no node drain during the drain");
+}
