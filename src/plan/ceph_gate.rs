@@ -450,7 +450,7 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
         }
     };
     match &answer.decision {
-        GateDecision::Proceed { ids } if draining && !ids.is_empty() => {
+        GateDecision::Proceed { ids } if draining => {
             drain::drain_started(input, answer, subjects, ids)
         }
         GateDecision::Proceed { ids } => {

@@ -60,7 +60,8 @@ fn ids_text(ids: impl IntoIterator<Item = u32>) -> String {
 }
 
 /// Ceph let the drain of `subjects` (exactly their `ids`) start: the step is recorded, then
-/// the ids still in are marked out; no pod goes yet.
+/// the ids still in are marked out; no pod goes yet. Without ids there is nothing to drain:
+/// their pods go (and only theirs).
 pub(crate) fn drain_started(
     input: &GateInput<'_>,
     answer: &GateAnswer,
@@ -68,6 +69,16 @@ pub(crate) fn drain_started(
     ids: &BTreeSet<OsdId>,
 ) -> GateOutcome {
     let keys: BTreeSet<String> = subjects.iter().map(|s| s.key.to_string()).collect();
+    if ids.is_empty() {
+        let message = format!(
+            "nothing to drain for {}",
+            keys.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+        let mut out = GateOutcome::new(says(true, ConditionReason::StepInProgress, message));
+        out.deletions_allowed = true;
+        out.allowed_keys = Some(keys);
+        return out;
+    }
     let by_key: BTreeMap<String, Vec<u32>> = (answer.keys.iter())
         .filter(|(key, _)| keys.contains(&key.to_string()))
         .map(|(key, ids)| (key.to_string(), ids.iter().map(|id| id.0).collect()))

@@ -148,3 +148,39 @@ fn a_status_written_before_drains_existed_reads_as_a_rollout_step() {
         serde_json::json!({"ids": {"a:/dev/sdb": [1], "b:/dev/sdb": [2]}, "markedOut": [1]})
     );
 }
+
+#[test]
+fn a_drain_without_ids_lets_only_its_own_pods_go() {
+    let proposed = [
+        subject("a", "/dev/sdb", true),
+        subject("a", "/dev/sdc", false),
+    ];
+    let view = CephView {
+        input: CephInput::Answered(GateAnswer {
+            keys: BTreeMap::from([(OsdKey::new("a", "/dev/sdb"), BTreeSet::new())]),
+            decision: crate::ceph::GateDecision::Proceed {
+                ids: BTreeSet::new(),
+            },
+            up_from: BTreeMap::new(),
+            learned: BTreeMap::new(),
+            out: BTreeSet::new(),
+        }),
+        ..CephView::default()
+    };
+    let out = gate(&GateInput {
+        view: &view,
+        skipped: false,
+        open: None,
+        proposed: &proposed,
+        settled: false,
+        untouched: false,
+        returned: BTreeSet::new(),
+        now: at(5000),
+    });
+    assert!(out.deletions_allowed && out.step.is_none() && out.first.is_empty());
+    assert_eq!(
+        out.allowed_keys,
+        Some(BTreeSet::from(["a:/dev/sdb".to_owned()])),
+        "a:/dev/sdc is out of date: it waits for a step of its own"
+    );
+}
