@@ -354,7 +354,16 @@ async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()
     g.s.stop_operator();
     let args = g.operator_args.clone();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    g.s.start_operator_with_args(&OperatorOptions::default(), &args)?;
+    // As `Gated` starts it: each `ceph` call in its log.
+    let log_filter = format!(
+        "{},ceph_osd_operator::ceph::cli=debug",
+        molecule_like_tests::operator::operator_log_filter()
+    );
+    g.s.start_operator_with_env(
+        &OperatorOptions::default(),
+        &args,
+        &[("RUST_LOG", &log_filter)],
+    )?;
     g.s.wait_until(
         "the new leader looks at the drain",
         Duration::from_mins(1),
