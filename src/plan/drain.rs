@@ -205,9 +205,12 @@ pub(crate) fn drain_open(input: &GateInput<'_>, open: &CephStep, drain: &StepDra
         return out;
     }
     let state = progress.map_or("Ceph was not looked at yet", DrainProgress::describe);
-    let message = format!("draining {ids} ({keys}) before their pods stop: {state}");
-    out.halted = Some(message.clone());
-    out.condition.message = message;
+    // The rollout's halt stays the same while Ceph's numbers change (each new halt message is
+    // an Event); the condition carries the numbers.
+    out.halted = Some(format!(
+        "draining {ids} ({keys}) before their pods stop (see the CephGate condition)"
+    ));
+    out.condition.message = format!("draining {ids} ({keys}) before their pods stop: {state}");
     match progress {
         Some(DrainProgress::Stuck { .. }) => {
             out.condition.holds = false;
