@@ -52,8 +52,9 @@ fn the_layers_form_no_circle() {
 }
 
 /// The layers in order: each uses only those before it.
-const LAYERS: [&[&str]; 6] = [
-    &["labels", "hash", "ceph"],
+const LAYERS: [&[&str]; 7] = [
+    &["labels", "hash"],
+    &["ceph"],
     &["crd"],
     &["pod", "testing"],
     &["plan"],

@@ -1,5 +1,5 @@
 //! What Ceph answers, parsed: the JSON of `status`, `pg stat`, `pg ls-by-osd`, `osd dump`,
-//! `osd metadata` and `osd ok-to-stop` (`-f json`) into the few facts the rollout gate reads. Pure: bytes in,
+//! `osd metadata`, `osd ok-to-stop` and `osd safe-to-destroy` (`-f json`) into the few facts the rollout gate reads. Pure: bytes in,
 //! typed facts or an error naming the field out; never a panic, whatever the bytes.
 
 use super::osd_devices::ReportedDevices;
@@ -325,6 +325,27 @@ pub fn parse_ok_to_stop(json: &[u8]) -> Result<OkToStop, ParseError> {
     parse(json)
 }
 
+// ---------------------------------------------------------------------------------------------
+// ceph osd safe-to-destroy
+
+/// `ceph osd safe-to-destroy <ids>` (answered by the mgr): which of those OSDs no PG needs any
+/// more. With `-f json` Ceph exits 0 whatever it says, except "PG states unknown" (rc 11,
+/// EAGAIN, no JSON). An id that does not exist is "safe".
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct SafeToDestroy {
+    pub safe_to_destroy: BTreeSet<OsdId>,
+    /// PGs are still mapped to these (up or acting).
+    pub active: BTreeSet<OsdId>,
+    /// Down or without stats while not every PG is active+clean: Ceph cannot tell.
+    pub missing_stats: BTreeSet<OsdId>,
+    /// They last reported storing PG data while not every PG is active+clean.
+    pub stored_pgs: BTreeSet<OsdId>,
+}
+
+pub fn parse_safe_to_destroy(json: &[u8]) -> Result<SafeToDestroy, ParseError> {
+    parse(json)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,6 +519,31 @@ mod tests {
     }
 
     #[test]
+    fn safe_to_destroy_answers() {
+        let a = parse_safe_to_destroy(&fixture("safe_to_destroy_out_still_active")).unwrap();
+        assert_eq!(a.active, ids(&[3]));
+        assert!(a.safe_to_destroy.is_empty() && a.missing_stats.is_empty());
+        let a = parse_safe_to_destroy(&fixture("safe_to_destroy_safe")).unwrap();
+        assert_eq!(a.safe_to_destroy, ids(&[3]));
+        assert!(a.active.is_empty() && a.stored_pgs.is_empty());
+        let a = parse_safe_to_destroy(&fixture("safe_to_destroy_one_of_two")).unwrap();
+        assert_eq!((a.safe_to_destroy, a.active), (ids(&[3]), ids(&[2])));
+        // Down and out, no PG on it: safe.
+        let a = parse_safe_to_destroy(&fixture("safe_to_destroy_down_and_out")).unwrap();
+        assert_eq!(a.safe_to_destroy, ids(&[3]));
+        // An OSD that does not exist is "safe": only mapped, existing ids are asked about.
+        let a = parse_safe_to_destroy(&fixture("safe_to_destroy_missing_osd")).unwrap();
+        assert_eq!(a.safe_to_destroy, ids(&[7]));
+    }
+
+    #[test]
+    fn pg_stat_of_data_ceph_cannot_place() {
+        let p = parse_pg_stat(&fixture("pg_stat_remapped_cannot_place")).unwrap();
+        assert_eq!(p.by_state[0].state, "active+clean+remapped");
+        assert_eq!(p.not_clean_count(), 33);
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let e = parse_osd_dump(
             br#"{"epoch":3,"osds":[{"osd":0,"up":1,"in":1,"up_from":"x","state":[]}]}"#,
@@ -536,6 +582,7 @@ mod tests {
                 let _ = parse_osd_dump(&bytes);
                 let _ = parse_osd_metadata(&bytes);
                 let _ = parse_ok_to_stop(&bytes);
+                let _ = parse_safe_to_destroy(&bytes);
             }
 
             #[test]
@@ -546,6 +593,7 @@ mod tests {
                 let _ = parse_osd_dump(&bytes);
                 let _ = parse_osd_metadata(&bytes);
                 let _ = parse_ok_to_stop(&bytes);
+                let _ = parse_safe_to_destroy(&bytes);
             }
         }
 

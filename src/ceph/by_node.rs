@@ -14,11 +14,12 @@
 //!   unknown and its condition lists the candidates.
 
 use super::answers::{OsdDump, OsdMetadata};
+use super::key_ids::{
+    is_up, IdSource, KeyIds, KeyToMap, MappedKey, NodeEvidence, NotExact, UnknownReason,
+};
 use super::node_names::{reported_node, ReportedNode};
-use super::osd_id::{self, OsdId};
-use super::pod_map::{is_up, IdSource, KeyIds, KeyToMap, MappedKey, UnknownReason};
+use super::osd_id::OsdId;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 /// What other CephOSDs (in any namespace) hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -28,117 +29,6 @@ pub struct OtherCephOsds {
     pub ids_on_host: BTreeMap<String, BTreeSet<OsdId>>,
     /// Host → a CephOSD (`namespace/name`) listing disks there without recorded ids.
     pub unrecorded_hosts: BTreeMap<String, String>,
-}
-
-/// What the daemons that report no pod tell of a key's node.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NodeEvidence {
-    /// Not looked at (the key is mapped, or unknown for another reason).
-    NotLooked,
-    /// No daemon reports the node.
-    NoDaemon { node: String },
-    /// Several reported hostnames could be the node.
-    SeveralNames {
-        node: String,
-        names: BTreeSet<String>,
-    },
-    /// The node's up OSDs that report no pod and that no other key claims (`ids`), and why
-    /// they are not the key's.
-    Candidates {
-        node: String,
-        ids: BTreeSet<OsdId>,
-        /// Those of `ids` that report the key's data device.
-        on_device: BTreeSet<OsdId>,
-        not_exact: NotExact,
-    },
-}
-
-/// Why a node's candidates are not a key's ids.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NotExact {
-    /// Not as many as the keys there without ids.
-    Count { keys: usize },
-    /// As many, but those keys are not stopped in one step.
-    NotOneStep { keys: usize },
-    /// An OSD last reported on the node without a pod is down: it may be one of the keys'.
-    DownOnNode(OsdId),
-    /// A candidate reports a data device that no key without ids there lists.
-    OtherDevice { id: OsdId, device: String },
-    /// Another key on the node has contradicting ids.
-    KeyInConflict(String),
-    /// Another CephOSD lists disks on the host without recorded ids.
-    OtherCephOsd(String),
-}
-
-impl fmt::Display for NodeEvidence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotLooked => Ok(()),
-            Self::NoDaemon { node } => {
-                write!(f, "no OSD daemon without a pod reports node {node}")
-            }
-            Self::SeveralNames { node, names } => write!(
-                f,
-                "OSDs that report no pod report {}: each could be node {node}",
-                names.iter().cloned().collect::<Vec<_>>().join(", ")
-            ),
-            Self::Candidates {
-                node,
-                ids,
-                on_device,
-                not_exact,
-            } => {
-                if ids.is_empty() {
-                    write!(
-                        f,
-                        "no up OSD on node {node} reports no pod and is unclaimed"
-                    )?;
-                } else {
-                    write!(
-                        f,
-                        "candidates (up on node {node}, no pod reported, claimed by no other \
-                         disk): {}",
-                        osd_id::list(ids)
-                    )?;
-                }
-                if on_device.len() > 1 {
-                    write!(f, "; {} report its data device", osd_id::list(on_device))?;
-                }
-                write!(f, "; {not_exact}")
-            }
-        }
-    }
-}
-
-impl fmt::Display for NotExact {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Count { keys } => write!(
-                f,
-                "not as many as the {keys} disk(s) of this CephOSD there without known ids"
-            ),
-            Self::NotOneStep { keys } => write!(
-                f,
-                "as many as the {keys} disks there without known ids, but those do not stop in \
-                 one step (update domain)"
-            ),
-            Self::DownOnNode(id) => write!(
-                f,
-                "{id}, last reported on that node without a pod, is down: it may be one of them"
-            ),
-            Self::OtherDevice { id, device } => write!(
-                f,
-                "{id} reports data device {device}, which no disk there without known ids lists"
-            ),
-            Self::KeyInConflict(key) => {
-                write!(f, "the ids of {key} on that node contradict each other")
-            }
-            Self::OtherCephOsd(other) => write!(
-                f,
-                "CephOSD {other} lists disks on that host whose OSD ids it has not recorded"
-            ),
-        }
-    }
 }
 
 /// The daemons that report no pod, by the hostname they report (up or not).

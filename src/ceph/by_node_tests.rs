@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::ceph::answers::{parse_osd_metadata, OsdInfo};
-use crate::ceph::pod_map::{map_osd_ids, PodRef};
+use crate::ceph::key_ids::PodRef;
+use crate::ceph::pod_map::map_osd_ids;
 use crate::ceph::test_data::{fixture, ids};
 
 fn dump(osds: &[(u32, bool)]) -> OsdDump {

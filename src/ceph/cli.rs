@@ -7,7 +7,8 @@
 
 use super::answers::{
     parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_pgs_on_osd,
-    parse_status, ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgBrief, PgStates,
+    parse_safe_to_destroy, parse_status, ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError,
+    PgBrief, PgStates, SafeToDestroy,
 };
 use super::client::{CephClient, CephError};
 use super::finished::Finished;
@@ -253,7 +254,8 @@ impl CliClient {
         }
     }
 
-    async fn set_noout(&self, verb: &str, ids: &[OsdId]) -> Result<(), CephError> {
+    /// `osd add-noout`, `rm-noout`, `out`, `in` on `ids` (`osd.N`): a write that must exit 0.
+    async fn mark(&self, verb: &str, ids: &[OsdId]) -> Result<(), CephError> {
         let command = command(&["osd", verb], ids.iter().map(ToString::to_string));
         let finished = self.run(&command).await?;
         if finished.exit_code == Some(0) {
@@ -345,11 +347,33 @@ impl CephClient for CliClient {
     }
 
     fn add_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
-        self.set_noout("add-noout", ids).boxed()
+        self.mark("add-noout", ids).boxed()
     }
 
     fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
-        self.set_noout("rm-noout", ids).boxed()
+        self.mark("rm-noout", ids).boxed()
+    }
+
+    fn osd_out<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.mark("out", ids).boxed()
+    }
+
+    fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.mark("in", ids).boxed()
+    }
+
+    fn safe_to_destroy<'a>(
+        &'a self,
+        ids: &'a [OsdId],
+    ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>> {
+        async move {
+            let command = command(
+                &["osd", "safe-to-destroy"],
+                ids.iter().map(|id| id.0.to_string()),
+            );
+            self.ask(&command, parse_safe_to_destroy).await
+        }
+        .boxed()
     }
 
     /// Through the long-lived session, as long as it stays usable.
@@ -506,6 +530,30 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "`ceph osd ok-to-stop 6` failed (exit code 16): Error EBUSY: no JSON today"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_drain_marks_out_and_in_and_asks_safe_to_destroy() {
+        let cli = FakeCli::new(&format!(
+            r#"case "$*" in
+                *"safe-to-destroy 3 --format"*) cat {} ;;
+                *"safe-to-destroy 1"*) echo "Error EAGAIN: 33 pgs have unknown state; cannot draw any conclusions" >&2; exit 11 ;;
+                *"osd out osd.3 --format"*) echo "marked out osd.3. " >&2 ;;
+                *"osd in osd.3 --format"*) echo "marked in osd.3. " >&2 ;;
+                *) echo "unexpected $*" >&2; exit 22 ;;
+            esac"#,
+            fixture("safe_to_destroy_safe"),
+        ));
+        let c = cli.client(Duration::from_secs(5));
+        c.osd_out(&[OsdId(3)]).await.unwrap();
+        c.osd_in(&[OsdId(3)]).await.unwrap();
+        let a = c.safe_to_destroy(&[OsdId(3)]).await.unwrap();
+        assert_eq!(a.safe_to_destroy.len(), 1);
+        let e = c.safe_to_destroy(&[OsdId(1)]).await.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`ceph osd safe-to-destroy 1` failed (exit code 11): Error EAGAIN: 33 pgs have unknown state; cannot draw any conclusions"
         );
     }
 

@@ -3,7 +3,7 @@
 //! tests implement it.
 
 use super::answers::{
-    ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgBrief, PgStates,
+    ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgBrief, PgStates, SafeToDestroy,
 };
 use super::osd_id::OsdId;
 use futures::future::BoxFuture;
@@ -41,6 +41,21 @@ pub trait CephClient: Send + Sync {
 
     /// `osd rm-noout <ids>`: idempotent; read `osd dump` back.
     fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>>;
+
+    /// `osd out <ids>`: their data moves to other OSDs (a removal's drain); idempotent.
+    /// Success proves nothing for ids that do not exist: read `osd dump` back.
+    fn osd_out<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>>;
+
+    /// `osd in <ids>`: undoes `osd out`; idempotent; read `osd dump` back.
+    fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>>;
+
+    /// `osd safe-to-destroy <ids>`: which of them no PG needs any more. Fails (rc 11, EAGAIN)
+    /// while the mgr does not know every PG's state. Ceph says "safe" for ids that do not
+    /// exist: ask only about mapped, existing ids. `ids` must not be empty.
+    fn safe_to_destroy<'a>(
+        &'a self,
+        ids: &'a [OsdId],
+    ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>>;
 
     /// A question costs a round trip over a kept connection, not a process: Ceph may be
     /// looked at often.

@@ -2,7 +2,9 @@
 //! (independent calls may come in any order), and every call is recorded. A call with nothing
 //! scripted fails the test.
 
-use super::answers::{ClusterStatus, OkToStop, OsdDump, OsdMetadata, PgBrief, PgStates};
+use super::answers::{
+    ClusterStatus, OkToStop, OsdDump, OsdMetadata, PgBrief, PgStates, SafeToDestroy,
+};
 use super::client::{CephClient, CephError};
 use super::osd_id::OsdId;
 use futures::future::BoxFuture;
@@ -21,6 +23,9 @@ pub(crate) enum Call {
     OkToStop(Vec<OsdId>),
     AddNoout(Vec<OsdId>),
     RmNoout(Vec<OsdId>),
+    OsdOut(Vec<OsdId>),
+    OsdIn(Vec<OsdId>),
+    SafeToDestroy(Vec<OsdId>),
 }
 
 /// One scripted answer: a result, or no answer ever (a mgr command without a mgr).
@@ -41,6 +46,9 @@ pub(crate) struct ScriptedCeph {
     ok_to_stop: Queue<OkToStop>,
     add_noout: Queue<()>,
     rm_noout: Queue<()>,
+    osd_out: Queue<()>,
+    osd_in: Queue<()>,
+    safe_to_destroy: Queue<SafeToDestroy>,
     calls: Mutex<Vec<Call>>,
 }
 
@@ -107,6 +115,26 @@ impl ScriptedCeph {
         self
     }
 
+    pub(crate) fn on_osd_out(self, answer: Result<(), CephError>) -> Self {
+        push(&self.osd_out, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_osd_in(self, answer: Result<(), CephError>) -> Self {
+        push(&self.osd_in, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_safe_to_destroy(self, answer: Result<SafeToDestroy, CephError>) -> Self {
+        push(&self.safe_to_destroy, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_safe_to_destroy_hang(self) -> Self {
+        push(&self.safe_to_destroy, Scripted::Hang);
+        self
+    }
+
     /// The calls so far, in the order they were made.
     pub(crate) fn calls(&self) -> Vec<Call> {
         self.calls.lock().unwrap().clone()
@@ -159,6 +187,21 @@ impl CephClient for ScriptedCeph {
 
     fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
         self.answer(Call::RmNoout(ids.to_vec()), &self.rm_noout)
+    }
+
+    fn osd_out<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.answer(Call::OsdOut(ids.to_vec()), &self.osd_out)
+    }
+
+    fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.answer(Call::OsdIn(ids.to_vec()), &self.osd_in)
+    }
+
+    fn safe_to_destroy<'a>(
+        &'a self,
+        ids: &'a [OsdId],
+    ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>> {
+        self.answer(Call::SafeToDestroy(ids.to_vec()), &self.safe_to_destroy)
     }
 }
 

@@ -6,8 +6,8 @@
 
 use super::answers::{OkToStop, PgStates};
 use super::facts::CephFacts;
+use super::key_ids::{KeyIds, MappedKey, PodRef, UnknownReason};
 use super::osd_id::{self, OsdId};
-use super::pod_map::{KeyIds, MappedKey, PodRef, UnknownReason};
 use std::collections::BTreeSet;
 use std::fmt;
 

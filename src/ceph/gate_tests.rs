@@ -2,7 +2,7 @@ use super::*;
 use crate::ceph::answers::{
     parse_ok_to_stop, parse_osd_dump, parse_pg_stat, parse_status, OsdDump, OsdInfo, PgStateCount,
 };
-use crate::ceph::pod_map::IdSource;
+use crate::ceph::key_ids::IdSource;
 use crate::ceph::test_data::{fixture, healthy_status, ids};
 use proptest::prelude::*;
 

@@ -8,11 +8,13 @@ mod by_node;
 mod clean;
 mod cli;
 mod client;
+mod drain;
 mod facts;
 #[cfg(test)]
 pub(crate) mod fake;
 mod finished;
 mod gate;
+mod key_ids;
 mod node_names;
 mod osd_devices;
 mod osd_id;
@@ -24,17 +26,21 @@ pub(crate) mod test_data;
 
 pub use answers::{
     parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_pgs_on_osd,
-    parse_status, ClusterStatus, OkToStop, OsdDump, OsdInfo, OsdMetadata, ParseError, PgBrief,
-    PgStateCount, PgStates,
+    parse_safe_to_destroy, parse_status, ClusterStatus, OkToStop, OsdDump, OsdInfo, OsdMetadata,
+    ParseError, PgBrief, PgStateCount, PgStates, SafeToDestroy,
 };
-pub use by_node::{NodeEvidence, NotExact, OtherCephOsds};
+pub use by_node::OtherCephOsds;
 pub use clean::is_clean_state;
 pub use cli::{CephUser, CliClient, CliSettings, DEFAULT_CALL_TIMEOUT};
 pub use client::{CephClient, CephError};
+pub use drain::{judge_drain, DrainProgress};
 pub use facts::{gather_facts, gather_step_facts, CephFacts, PgsOnOsds};
 pub use gate::{confirm, precheck, Blocker, GateDecision, Severity};
+pub use key_ids::{
+    IdSource, KeyIds, KeyToMap, MappedKey, NodeEvidence, NotExact, PodRef, UnknownReason,
+};
 pub use osd_devices::ReportedDevices;
 pub(crate) use osd_id::list as osd_list;
 pub use osd_id::OsdId;
-pub use pod_map::{map_osd_ids, IdSource, KeyIds, KeyToMap, MappedKey, PodRef, UnknownReason};
+pub use pod_map::map_osd_ids;
 pub use step_done::{StepProgress, StepWatch, DEFAULT_PG_STATS_LAG};

@@ -7,204 +7,13 @@
 //! ids that do not exist).
 
 use super::answers::{OsdDump, OsdMetadata};
-use super::by_node::{self, NodeEvidence, OtherCephOsds, PodlessDaemons};
+use super::by_node::{self, OtherCephOsds, PodlessDaemons};
+use super::key_ids::{
+    is_up, IdSource, KeyIds, KeyToMap, MappedKey, NodeEvidence, PodRef, UnknownReason,
+};
 use super::node_names::ReportedNode;
-use super::osd_id::{self, OsdId};
-use crate::labels;
+use super::osd_id::OsdId;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-
-/// A pod as the daemon in it reports it (`POD_NAMESPACE`, `POD_NAME`, `NODE_NAME`).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct PodRef {
-    pub namespace: String,
-    pub name: String,
-    pub node: String,
-}
-
-impl fmt::Display for PodRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
-impl PodRef {
-    /// The command that states this pod's OSD id.
-    pub fn annotate_command(&self) -> String {
-        format!(
-            "kubectl annotate pod --overwrite -n {} {} {}=N",
-            self.namespace,
-            self.name,
-            labels::OSD_IDS
-        )
-    }
-}
-
-/// What the operator knows of one OSD key before asking Ceph.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeyToMap {
-    /// `host:data`.
-    pub key: String,
-    /// The key's pod now, if any.
-    pub pod: Option<PodRef>,
-    /// Ids recorded for this key in the CephOSD's status (learnt earlier, kept over restarts).
-    pub recorded: BTreeSet<OsdId>,
-    /// Ids an admin stated by annotation.
-    pub stated: Option<BTreeSet<OsdId>>,
-    /// The annotation's value when it is not a list of ids (it states nothing).
-    pub unreadable_statement: Option<String>,
-    /// The update domain this key's pods are proposed to stop with; None when they are not.
-    pub step_domain: Option<String>,
-}
-
-impl KeyToMap {
-    /// The key's host and data device (a host has no `:`).
-    pub(crate) fn host_and_data(&self) -> (&str, &str) {
-        self.key.split_once(':').unwrap_or((&self.key, ""))
-    }
-}
-
-/// Where a key's ids come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IdSource {
-    /// Up OSDs whose daemon reports the key's pod.
-    Metadata,
-    /// The up OSD that reports no pod, the key's node and its data device.
-    Device,
-    /// The one up OSD that reports no pod and the key's node, claimed by no other key, for
-    /// the one key there without ids.
-    Node,
-    /// The up OSDs that report no pod and the key's node, claimed by no other key, as many as
-    /// the keys there without ids, all stopped in one step: exact for the step, not per key.
-    NodeSet,
-    /// The CephOSD's status.
-    Recorded,
-    /// The admin's annotation.
-    Stated,
-}
-
-impl IdSource {
-    /// Learnt from Ceph for this very key: recorded in the status.
-    pub fn learnt(self) -> bool {
-        matches!(self, Self::Metadata | Self::Device | Self::Node)
-    }
-}
-
-/// Why a key's ids are unknown.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum UnknownReason {
-    /// No up OSD reports the key's pod, nor its node and data device; nothing is recorded or
-    /// stated. `reported_by_down`: OSDs whose last report named the pod but that are down now
-    /// (their metadata may be stale).
-    NoEvidence {
-        pod: Option<PodRef>,
-        reported_by_down: Vec<OsdId>,
-        /// What the daemons that report no pod tell of the key's node.
-        node: NodeEvidence,
-        /// The `osd-ids` annotation, when it is not a list of ids.
-        unreadable_statement: Option<String>,
-    },
-    /// The admin stated ids other than those whose up daemons report the key's pod, or its
-    /// node and data device (`device`).
-    StatedContradictsMetadata {
-        stated: BTreeSet<OsdId>,
-        reported: BTreeSet<OsdId>,
-        device: Option<String>,
-    },
-    /// A recorded or stated id is up in another pod (or in a pod while the key has none).
-    IdInOtherPod { id: OsdId, pod: PodRef },
-    /// The same id came out for another key too.
-    IdSharedWith { id: OsdId, other_key: String },
-}
-
-impl fmt::Display for UnknownReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoEvidence {
-                pod,
-                reported_by_down,
-                node,
-                unreadable_statement,
-            } => {
-                match pod {
-                    Some(pod) => write!(f, "no up OSD reports pod {pod} on node {}", pod.node)?,
-                    None => f.write_str("no pod runs")?,
-                }
-                if !reported_by_down.is_empty() {
-                    write!(
-                        f,
-                        " ({} reported it but {} down)",
-                        osd_id::list(reported_by_down),
-                        if reported_by_down.len() == 1 {
-                            "is"
-                        } else {
-                            "are"
-                        }
-                    )?;
-                }
-                f.write_str(", no OSD id is recorded for it and none is stated by annotation")?;
-                if let Some(value) = unreadable_statement {
-                    write!(
-                        f,
-                        " (its {} annotation {value:?} is not a list of OSD ids)",
-                        labels::OSD_IDS
-                    )?;
-                }
-                if *node != NodeEvidence::NotLooked {
-                    write!(f, "; {node}")?;
-                }
-                if let Some(pod) = pod {
-                    write!(f, "; state its OSD id: `{}`", pod.annotate_command())?;
-                }
-                Ok(())
-            }
-            Self::StatedContradictsMetadata {
-                stated,
-                reported,
-                device: None,
-            } => write!(
-                f,
-                "the annotation states {} but the pod runs {}",
-                osd_id::list(stated),
-                osd_id::list(reported)
-            ),
-            Self::StatedContradictsMetadata {
-                stated,
-                reported,
-                device: Some(device),
-            } => write!(
-                f,
-                "the annotation states {} but {} reports {device} as its data device",
-                osd_id::list(stated),
-                osd_id::list(reported)
-            ),
-            Self::IdInOtherPod { id, pod } => {
-                write!(f, "{id} is up in pod {pod} on node {}", pod.node)
-            }
-            Self::IdSharedWith { id, other_key } => {
-                write!(f, "{id} is also the OSD of {other_key}")
-            }
-        }
-    }
-}
-
-/// A key's ids, or why they are unknown.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum KeyIds {
-    Known {
-        ids: BTreeSet<OsdId>,
-        source: IdSource,
-    },
-    Unknown(UnknownReason),
-}
-
-/// The outcome for one key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MappedKey {
-    pub key: String,
-    pub pod: Option<PodRef>,
-    pub ids: KeyIds,
-}
 
 /// Maps every key to its ids. Pass all the keys the operator runs (not only those about to be
 /// stopped): an id that comes out for two keys is unknown for both; and what other CephOSDs
@@ -236,10 +45,6 @@ pub fn map_osd_ids(
     unmap_shared_ids(&mut mapped);
     by_node::count_on_nodes(&mut mapped, keys, &nodes, &daemons, dump, others);
     mapped
-}
-
-pub(crate) fn is_up(dump: &OsdDump, id: OsdId) -> bool {
-    dump.osds.get(&id).is_some_and(|o| o.up)
 }
 
 /// The pod a daemon reported, when it reported all three of namespace, name and node.
@@ -353,6 +158,7 @@ mod tests {
     use super::*;
     use crate::ceph::answers::{parse_osd_dump, parse_osd_metadata, OsdInfo};
     use crate::ceph::osd_devices::ReportedDevices;
+    use crate::ceph::osd_id;
     use crate::ceph::test_data::{fixture, ids};
 
     fn pod(name: &str, node: &str) -> PodRef {

@@ -15,6 +15,7 @@
 //!   itself. Waiting one stats period past the boot leaves only states reported after it.
 
 use super::clean::is_clean_state;
+use super::drain::DrainProgress;
 use super::facts::{CephFacts, PgsOnOsds};
 use super::gate::{cluster_blockers, others_down, Blocker};
 use super::osd_id::OsdId;
@@ -52,6 +53,8 @@ pub enum StepProgress {
     },
     /// Every stopped OSD runs a new daemon and every PG is clean: clear `noout`, go on.
     Done,
+    /// A removal's drain (never a `StepWatch`'s answer): whether Ceph still needs its OSDs.
+    Draining(DrainProgress),
 }
 
 impl StepWatch {

@@ -307,6 +307,24 @@ pub struct CephStep {
     pub noout: Vec<u32>,
     /// When the step started.
     pub started: Time,
+    /// Set when the step is a removal's drain: its OSDs left the spec, are marked out, and
+    /// their pods stop only once Ceph says no PG needs them (no `noout`). Absent: a rollout
+    /// step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain: Option<StepDrain>,
+}
+
+/// A removal's drain under way.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepDrain {
+    /// Each leaving key's OSD ids.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ids: BTreeMap<String, Vec<u32>>,
+    /// The ids the operator marked out (they were in): marked in again when their key
+    /// returns to the spec while the step is open; an id an admin had out stays out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marked_out: Vec<u32>,
 }
 
 /// One OSD a step stops.

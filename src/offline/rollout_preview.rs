@@ -137,6 +137,8 @@ pub(crate) fn apply(
             Action::RecordCephStep
             | Action::SetNoout { .. }
             | Action::ClearNoout { .. }
+            | Action::MarkOut { .. }
+            | Action::MarkIn { .. }
             | Action::WriteBudget { .. }
             | Action::DeleteBudget { .. } => {}
         }

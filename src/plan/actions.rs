@@ -63,6 +63,10 @@ pub enum Action {
     SetNoout { ids: Vec<OsdId> },
     /// Clears `noout` on these OSDs, confirmed by reading `osd dump` back.
     ClearNoout { ids: Vec<OsdId> },
+    /// Marks these OSDs out (a removal's drain: their data moves), confirmed by `osd dump`.
+    MarkOut { ids: Vec<OsdId> },
+    /// Marks these OSDs in again (their key is back in the spec), confirmed by `osd dump`.
+    MarkIn { ids: Vec<OsdId> },
     /// Sets the label naming a pod's update domain (the disruption budget selects by it).
     LabelDomain { name: String, value: String },
     /// Creates the CephOSD's PodDisruptionBudget (`resource_version: None`), or writes its

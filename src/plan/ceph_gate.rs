@@ -10,181 +10,21 @@ use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
 use crate::plan::actions::Action;
 use crate::plan::conditions::ConditionReason;
+use crate::plan::drain;
 use crate::plan::events::{EventReason, PlannedEvent};
+pub(crate) use crate::plan::gate_io::{
+    domain_prefixes, CephInput, CephView, GateAnswer, GateCondition, GateInput, GateOff,
+    GateOutcome, GateSubject, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::SignedDuration;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Default of `CephView::max_noout`: past it `noout` is cleared so Ceph re-replicates.
-pub(crate) const DEFAULT_MAX_NOOUT: SignedDuration = SignedDuration::from_secs(30 * 60);
-
-/// Default of `CephView::look_every`: when each question starts a `ceph` process.
-pub(crate) const SLOW_LOOKS: SignedDuration = SignedDuration::from_secs(1);
-/// `CephView::look_every` over a long-lived connection (a look costs a few milliseconds).
-pub(crate) const QUICK_LOOKS: SignedDuration = SignedDuration::from_millis(250);
 /// Look again this soon while Ceph says wait.
 const WAIT_REQUEUE: SignedDuration = SignedDuration::from_secs(2);
 /// A step none of whose pods went down for this long is given up (its deletions failed or
 /// never ran) and asked about again: an old answer never takes pods down.
 const UNTOUCHED_STEP_LIMIT: SignedDuration = SignedDuration::from_secs(30);
-
-/// Why the gate is off.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GateOff {
-    /// The operator has no Ceph configured (`--ceph-conf`).
-    NotConfigured,
-    /// The CephOSD opts out (`spec.cephGate: Skipped`).
-    Skipped,
-}
-
-/// What the runtime learnt of Ceph for this plan.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CephInput {
-    Off {
-        why: GateOff,
-    },
-    /// The gate is on; Ceph was not asked in this reconcile.
-    NotAsked,
-    /// Ceph's answer for the keys the planner proposed.
-    Answered(GateAnswer),
-}
-
-/// The gate's answer for one proposal.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GateAnswer {
-    /// The keys asked about, each with the ids it was mapped to (empty: unknown).
-    pub keys: BTreeMap<OsdKey, BTreeSet<OsdId>>,
-    pub decision: GateDecision,
-    /// `up_from` of each id before the stop.
-    pub up_from: BTreeMap<OsdId, u64>,
-    /// Ids learnt from up daemons' metadata, for every key the operator runs.
-    pub learned: BTreeMap<OsdKey, BTreeSet<OsdId>>,
-    /// Ids to stop whose `noout` was already set when Ceph was asked.
-    pub noout_before: BTreeSet<OsdId>,
-    /// Pods whose `osd-ids` annotation is not a list of ids (pod name → the value): ignored,
-    /// and said in a Warning event.
-    pub unreadable_statements: BTreeMap<String, String>,
-}
-
-/// The planner's view of Ceph.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CephView {
-    pub input: CephInput,
-    /// Where the open step stands (`status.cephStep`), when Ceph was looked at.
-    pub step: Option<StepProgress>,
-    /// How long `noout` may be held.
-    pub max_noout: SignedDuration,
-    /// Look at Ceph again this soon while a step is open or a question waits (Ceph's changes
-    /// trigger no watch).
-    pub look_every: SignedDuration,
-    /// Why Ceph's PGs are not all clean (or Ceph could not tell), when it was looked at for
-    /// the disruption budget: the budget admits no drain then.
-    pub pgs_unclean: Option<String>,
-}
-
-impl Default for CephView {
-    fn default() -> Self {
-        Self {
-            input: CephInput::Off {
-                why: GateOff::NotConfigured,
-            },
-            step: None,
-            max_noout: DEFAULT_MAX_NOOUT,
-            look_every: SLOW_LOOKS,
-            pgs_unclean: None,
-        }
-    }
-}
-
-/// A key whose pods the rollout would take down, its pod (if one runs) and its update domain.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GateSubject {
-    pub key: OsdKey,
-    pub pod: Option<String>,
-    pub domain: String,
-}
-
-/// The subjects of the first `n` update domains of `proposed` (in the order they come), for
-/// each `n` from all of them down to one: the sets Ceph may be asked about, largest first.
-pub(crate) fn domain_prefixes(proposed: &[GateSubject]) -> Vec<Vec<GateSubject>> {
-    let mut domains: Vec<&str> = Vec::new();
-    for s in proposed {
-        if !domains.contains(&s.domain.as_str()) {
-            domains.push(&s.domain);
-        }
-    }
-    (1..=domains.len())
-        .rev()
-        .map(|n| {
-            let within = &domains[..n];
-            proposed
-                .iter()
-                .filter(|s| within.contains(&s.domain.as_str()))
-                .cloned()
-                .collect()
-        })
-        .collect()
-}
-
-/// The `CephGate` condition.
-pub(crate) type GateCondition = crate::plan::conditions::StatedCondition;
-
-/// What the gate is given.
-pub(crate) struct GateInput<'a> {
-    pub view: &'a CephView,
-    /// `spec.cephGate: Skipped`.
-    pub skipped: bool,
-    /// The open step (`status.cephStep`).
-    pub open: Option<&'a CephStep>,
-    /// The keys of the deletions the rollout chose, in order.
-    pub proposed: &'a [GateSubject],
-    /// The open step's keys all have their replacements Ready (and soaked), or are gone.
-    pub settled: bool,
-    /// None of the open step's pods was taken down.
-    pub untouched: bool,
-    pub now: Timestamp,
-}
-
-/// What the gate makes of the plan.
-#[derive(Debug)]
-pub(crate) struct GateOutcome {
-    /// Actions before all others.
-    pub first: Vec<Action>,
-    /// Actions after all others: the `noout` of a step that ended, cleared once the next
-    /// step's pods are on their way down (it holds nothing up).
-    pub last: Vec<Action>,
-    /// Whether the rollout's deletions go ahead (after `first`).
-    pub deletions_allowed: bool,
-    /// Only these update domains' deletions go ahead (Ceph allowed the first of several
-    /// domains proposed together); None: all of them.
-    pub allowed_domains: Option<BTreeSet<String>>,
-    /// `status.cephStep` after this plan.
-    pub step: Option<CephStep>,
-    /// Keys to ask Ceph about before planning again.
-    pub question: Option<Vec<GateSubject>>,
-    /// Why the rollout does not move, if the gate holds it.
-    pub halted: Option<String>,
-    pub condition: GateCondition,
-    pub events: Vec<PlannedEvent>,
-    pub requeue_after: Option<SignedDuration>,
-}
-
-impl GateOutcome {
-    fn new(condition: GateCondition) -> Self {
-        Self {
-            first: Vec::new(),
-            last: Vec::new(),
-            deletions_allowed: false,
-            allowed_domains: None,
-            step: None,
-            question: None,
-            halted: None,
-            condition,
-            events: Vec::new(),
-            requeue_after: None,
-        }
-    }
-}
 
 fn says(holds: bool, reason: ConditionReason, message: impl Into<String>) -> GateCondition {
     GateCondition {
@@ -216,7 +56,10 @@ pub(crate) fn gate(input: &GateInput<'_>) -> GateOutcome {
         return gate_off(why, input.open);
     }
     if let Some(open) = input.open {
-        let ended = step_open(input, open);
+        let ended = match &open.drain {
+            Some(drain) => drain::drain_open(input, open, drain),
+            None => step_open(input, open),
+        };
         if ended.step.is_some() || input.proposed.is_empty() {
             return ended;
         }
@@ -400,6 +243,7 @@ fn describe_progress(progress: &StepProgress) -> String {
             wait_at_least.as_millis()
         ),
         StepProgress::Done => "nothing".to_owned(),
+        StepProgress::Draining(drain) => drain.describe().to_owned(),
     }
 }
 
@@ -429,18 +273,22 @@ fn proposal(input: &GateInput<'_>) -> GateOutcome {
 
 /// No step open and the rollout chose deletions: they go only on Ceph's `Proceed` for
 /// exactly their keys, or for the keys of their first update domains (Ceph refused the
-/// whole set: the runtime asked about fewer domains).
+/// whole set: the runtime asked about fewer domains). Leaving keys are drained first, in a
+/// step of their own (`drain`).
 fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
+    let (proposed, draining) = drain::next_subjects(input.proposed);
+    let proposed = proposed.as_slice();
+    let verb = if draining { "be drained" } else { "stop" };
     let answered = match &input.view.input {
         CephInput::Answered(answer) => {
             let keys: BTreeSet<&OsdKey> = answer.keys.keys().collect();
-            domain_prefixes(input.proposed)
+            domain_prefixes(proposed)
                 .into_iter()
                 .find(|prefix| prefix.iter().map(|s| &s.key).collect::<BTreeSet<_>>() == keys)
         }
         _ => None,
     };
-    let subjects = answered.as_deref().unwrap_or(input.proposed);
+    let subjects = answered.as_deref().unwrap_or(proposed);
     let asked: BTreeSet<&OsdKey> = subjects.iter().map(|s| &s.key).collect();
     let keys_text = || {
         asked
@@ -452,18 +300,18 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
     let answer = match &input.view.input {
         CephInput::Answered(answer) if answered.is_some() => answer,
         _ => {
-            let mut out = GateOutcome::new(says(
-                true,
-                ConditionReason::Asking,
-                format!("asking Ceph whether {} may stop", keys_text()),
-            ));
-            out.question = Some(input.proposed.to_vec());
-            out.halted = Some(format!("asking Ceph whether {} may stop", keys_text()));
+            let asking = format!("asking Ceph whether {} may {verb}", keys_text());
+            let mut out = GateOutcome::new(says(true, ConditionReason::Asking, asking.clone()));
+            out.question = Some(proposed.to_vec());
+            out.halted = Some(asking);
             out.requeue_after = Some(input.view.look_every);
             return out;
         }
     };
     match &answer.decision {
+        GateDecision::Proceed { ids } if draining => {
+            drain::drain_started(input, answer, subjects, ids)
+        }
         GateDecision::Proceed { ids } => {
             let mut out = GateOutcome::new(says(
                 true,
@@ -487,7 +335,7 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
                 .first()
                 .map_or("CephUnavailable", Blocker::category);
             let message = format!(
-                "Ceph does not let {} stop: {}",
+                "Ceph does not let {} {verb}: {}",
                 keys_text(),
                 answer.decision
             );
@@ -526,6 +374,7 @@ fn open_step(
             .collect(),
         noout,
         started: Time(input.now),
+        drain: None,
     });
     out.first = vec![Action::RecordCephStep];
     if let Some(step) = out.step.as_ref().filter(|s| !s.noout.is_empty()) {

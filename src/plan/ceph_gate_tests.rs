@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::ceph::Blocker;
+use k8s_openapi::jiff::Timestamp;
 
 fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(seconds).expect("time")
@@ -13,6 +14,7 @@ fn step(noout: &[u32]) -> CephStep {
         osds: noout.iter().map(|&id| StepOsd { id, up_from: 5 }).collect(),
         noout: noout.to_vec(),
         started: Time(at(1000)),
+        drain: None,
     }
 }
 
@@ -21,6 +23,7 @@ fn subjects() -> Vec<GateSubject> {
         key: OsdKey::new("h", "/dev/sdb"),
         pod: Some("osd-h-sdb-x".into()),
         domain: "h".into(),
+        leaving: false,
     }]
 }
 
@@ -36,6 +39,7 @@ fn input<'a>(
         proposed,
         settled: false,
         untouched: false,
+        returned: BTreeSet::new(),
         now: at(1010),
     }
 }
@@ -201,6 +205,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
         key: OsdKey::new("i", "/dev/sdb"),
         pod: Some("osd-i-sdb-y".into()),
         domain: "i".into(),
+        leaving: false,
     }];
     // Not asked yet: the next step is asked about, the ended step's noout cleared meanwhile.
     let view = on(Some(StepProgress::Done));
@@ -224,6 +229,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         ..on(Some(StepProgress::Done))
     };
@@ -268,6 +274,7 @@ fn a_step_given_up_and_let_go_again_keeps_the_noout_of_its_osds() {
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         ..on(Some(StepProgress::Booting {
             pending: vec![OsdId(3)],
@@ -314,6 +321,7 @@ fn a_wait_without_blockers_is_still_unavailable() {
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         ..on(None)
     };
@@ -355,6 +363,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
         key: OsdKey::new(host, "/dev/sdb"),
         pod: Some(format!("osd-{host}-sdb-x")),
         domain: host.into(),
+        leaving: false,
     };
     let proposed = vec![subject("a"), subject("b"), subject("c")];
     let prefixes = domain_prefixes(&proposed);
@@ -376,6 +385,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         ..on(None)
     };
@@ -411,6 +421,7 @@ fn proceed(ids: &[u32], before: &[u32]) -> CephView {
             learned: BTreeMap::new(),
             noout_before: before.iter().copied().map(OsdId).collect(),
             unreadable_statements: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         ..on(None)
     }

@@ -51,6 +51,8 @@ pub enum EventReason {
     NooutExpired,
     /// A `noout` was set or cleared.
     Noout,
+    /// A removal's drain: OSDs marked out, drained and stopped, or marked in again.
+    Drain,
     /// A cordoned node's OSD pods may be evicted: the disruption budget has room.
     DrainAdmitted,
     /// A cordoned node's OSD pods wait: the disruption budget is used up.
@@ -84,6 +86,7 @@ impl EventReason {
             Self::CephGate => "CephGate",
             Self::NooutExpired => "NooutExpired",
             Self::Noout => "Noout",
+            Self::Drain => "Drain",
             Self::Failed(failure) => failure.as_str(),
         }
     }
@@ -96,6 +99,10 @@ impl std::fmt::Display for EventReason {
 }
 
 /// The event for a successfully applied action, if it deserves one.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one arm per action: each says what it did in its own words"
+)]
 pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
     match action {
         Action::Create { key, pod, reason } => {
@@ -197,6 +204,25 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
             warning: false,
             reason: EventReason::Noout,
             note: format!("cleared noout on {}", crate::ceph::osd_list(ids)),
+            pod: None,
+        }),
+        Action::MarkOut { ids } => Some(PlannedEvent {
+            warning: false,
+            reason: EventReason::Drain,
+            note: format!(
+                "marked {} out: left the spec, its data moves to other OSDs before its pod \
+                 stops",
+                crate::ceph::osd_list(ids)
+            ),
+            pod: None,
+        }),
+        Action::MarkIn { ids } => Some(PlannedEvent {
+            warning: false,
+            reason: EventReason::Drain,
+            note: format!(
+                "marked {} in again: back in the spec before their pods stopped",
+                crate::ceph::osd_list(ids)
+            ),
             pod: None,
         }),
     }

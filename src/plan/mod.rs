@@ -18,9 +18,11 @@ pub(crate) mod ceph_gate;
 pub(crate) mod classify;
 mod conditions;
 pub(crate) mod disk_claims;
+mod drain;
 pub(crate) mod events;
 pub(crate) mod expanded_spec;
 pub(crate) mod failure;
+mod gate_io;
 pub(crate) mod progress;
 mod replica_sets;
 mod rollout;
@@ -207,6 +209,9 @@ pub fn plan_expanded(
     let mut step = step;
     if let Some(allowed) = &gated.allowed_domains {
         step.keep_domains(allowed, |key| seen.domain_of(key));
+    }
+    if let Some(allowed) = &gated.allowed_keys {
+        step.keep_keys(allowed);
     }
     if gated.deletions_allowed {
         replacing = step.replacing;
@@ -1014,12 +1019,21 @@ fn rollout(
                 .is_some_and(|d| !seen.desired.disks.contains_key(d))
         })
         .filter_map(|p| Some(seen.domain_of(p.key.as_ref()?)));
+    // An open drain's domains count as down from its start: its pods go once Ceph lets them.
+    let drain_keys: BTreeSet<&str> = (seen.previous.ceph_step.iter())
+        .filter(|s| s.drain.is_some())
+        .flat_map(|s| s.keys.iter().map(String::as_str))
+        .collect();
+    let draining: Vec<String> = (candidates.iter())
+        .filter(|c| gate_key(c).is_some_and(|k| drain_keys.contains(k.to_string().as_str())))
+        .map(|c| c.domain.clone())
+        .collect();
     let step = rollout_step(
         seen.spec,
         &candidates,
         &unready,
         missing,
-        removing,
+        removing.chain(draining),
         start_blocked,
         limits,
     );
@@ -1035,10 +1049,12 @@ fn rollout(
         };
         if subjects.iter().all(|s| s.key != key) {
             let pod = pod_of(seen, &candidates[i], &key);
+            let leaving = !seen.desired.osds.contains_key(&key);
             subjects.push(GateSubject {
                 key,
                 pod,
                 domain: candidates[i].domain.clone(),
+                leaving,
             });
         }
     }
@@ -1085,6 +1101,27 @@ impl Rollout {
         self.subjects.retain(|s| allowed.contains(&s.domain));
         self.replacing.retain(|k| allowed.contains(&domain_of(k)));
     }
+
+    /// Only the deletions of the keys `allowed` (a drain's, once Ceph let its OSDs go).
+    fn keep_keys(&mut self, allowed: &BTreeSet<String>) {
+        let kept = |key: Option<&OsdKey>| key.is_some_and(|k| allowed.contains(&k.to_string()));
+        let actions = std::mem::take(&mut self.actions);
+        let domains = std::mem::take(&mut self.action_domains);
+        for (action, domain) in actions.into_iter().zip(domains) {
+            let key = match &action {
+                Action::Delete { key, .. } | Action::DeleteReplicaSet { key, .. } => key.as_ref(),
+                _ => None,
+            };
+            if kept(key) {
+                self.actions.push(action);
+                self.action_domains.push(domain);
+            }
+        }
+        let started: BTreeSet<&String> = self.action_domains.iter().collect();
+        self.domains.retain(|d| started.contains(d));
+        self.subjects.retain(|s| kept(Some(&s.key)));
+        self.replacing.retain(|k| kept(Some(k)));
+    }
 }
 
 /// The Ceph gate on the rollout step `step`.
@@ -1102,6 +1139,15 @@ fn gate_rollout(
         proposed: &step.subjects,
         settled: open.is_some_and(|s| step_settled(seen, s)),
         untouched: open.is_some_and(|s| s.keys.iter().all(|k| step.standing.contains(k))),
+        returned: open
+            .filter(|s| s.drain.is_some())
+            .map(|s| {
+                (s.keys.iter())
+                    .filter(|k| seen.desired.osds.keys().any(|d| d.to_string() == **k))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default(),
         now,
     })
 }

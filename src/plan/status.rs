@@ -441,6 +441,7 @@ mod tests {
             osds: Vec::new(),
             noout: vec![3],
             started: Time(at(0)),
+            drain: None,
         };
         let previous = CephOsdStatus {
             ceph_step: Some(step.clone()),
@@ -792,6 +793,7 @@ mod tests {
             osds: vec![crate::crd::StepOsd { id: 3, up_from: 5 }],
             noout: vec![3],
             started: Time(at(0)),
+            drain: None,
         }
     }
 

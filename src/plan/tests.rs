@@ -22,6 +22,7 @@ mod budget;
 mod cache;
 mod ceph_gate;
 mod migration;
+mod removal;
 mod rollout_controls;
 mod rules;
 mod safety;
@@ -297,7 +298,11 @@ impl Cluster {
                 }
                 Action::DeleteReplicaSet { name, .. } => self.delete_replica_set(name),
                 // The status is applied above; Ceph is not simulated here.
-                Action::RecordCephStep | Action::SetNoout { .. } | Action::ClearNoout { .. } => {}
+                Action::RecordCephStep
+                | Action::SetNoout { .. }
+                | Action::ClearNoout { .. }
+                | Action::MarkOut { .. }
+                | Action::MarkIn { .. } => {}
                 Action::LabelDomain { name, value } => {
                     if let Some(pod) = self.pod_mut(name) {
                         pod.labels_mut()

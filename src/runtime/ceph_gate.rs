@@ -15,6 +15,7 @@ use crate::plan::ceph_gate::{
     QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::ObservedPod;
+use crate::runtime::ceph_drain::look_at_drain;
 use crate::runtime::memory::Memory;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;
@@ -83,6 +84,12 @@ pub(crate) async fn first_view(
         None => {
             memory.step_watch(&key, None, settings.pg_stats_lag, |_| ());
             None
+        }
+        Some(open) if open.drain.is_some() => {
+            let (progress, facts) = look_at_drain(ceph, open).await;
+            looked = facts;
+            tracing::debug!(cephosd = %key, ?progress, "looked at the open drain");
+            Some(StepProgress::Draining(progress))
         }
         Some(open) => {
             let at = Instant::now();
@@ -263,6 +270,7 @@ pub(crate) async fn answer(
                 ))
             })
             .collect(),
+        out: BTreeSet::new(),
     };
     let facts = async {
         match looked {
@@ -279,6 +287,8 @@ pub(crate) async fn answer(
         }
     };
     let mapped = map_osd_ids(&keys, &metadata, &facts.osds, others);
+    // Leaving keys are drained, not stopped: no `ok-to-stop` (`plan::drain`).
+    let draining = !question.is_empty() && question.iter().all(|s| s.leaving);
     let mut known: BTreeMap<OsdKey, BTreeSet<OsdId>> = BTreeMap::new();
     for m in &mapped {
         let KeyIds::Known { ids, source } = &m.ids else {
@@ -315,11 +325,15 @@ pub(crate) async fn answer(
                 )
             })
             .collect();
-        (answer.decision, answer.up_from) = decide(ceph, &facts, &domain).await;
+        (answer.decision, answer.up_from) = decide(ceph, &facts, &domain, draining).await;
         if let GateDecision::Proceed { ids } = &answer.decision {
             answer.noout_before = ids
                 .iter()
                 .filter(|id| facts.osds.osds.get(id).is_some_and(|o| o.noout))
+                .copied()
+                .collect();
+            answer.out = (answer.keys.values().flatten())
+                .filter(|id| facts.osds.osds.get(id).is_some_and(|o| !o.is_in))
                 .copied()
                 .collect();
             break;
@@ -333,11 +347,12 @@ pub(crate) async fn answer(
 }
 
 /// The precheck of `domain` on `facts`, then `ok-to-stop` for its ids (unless all are down
-/// already), with each id's `up_from` before the stop.
+/// already, or it is a drain, which stops nothing), with each id's `up_from` before the stop.
 async fn decide(
     ceph: &dyn CephClient,
     facts: &CephFacts,
     domain: &[MappedKey],
+    drain: bool,
 ) -> (GateDecision, BTreeMap<OsdId, u64>) {
     match precheck(facts, domain) {
         GateDecision::Proceed { ids } if !ids.is_empty() => {
@@ -348,7 +363,7 @@ async fn decide(
             let all_down = ids
                 .iter()
                 .all(|id| facts.osds.osds.get(id).is_some_and(|o| !o.up));
-            if all_down {
+            if all_down || drain {
                 // Nothing up to stop: ok-to-stop has nothing to say.
                 (GateDecision::Proceed { ids }, up_from)
             } else {

@@ -84,6 +84,7 @@ fn question() -> Vec<GateSubject> {
         key: OsdKey::new("h1", "/dev/sdb"),
         pod: Some("osd-h1-sdb-x".into()),
         domain: "h1".into(),
+        leaving: false,
     }]
 }
 
@@ -206,6 +207,7 @@ fn two_domains() -> Vec<GateSubject> {
         key: OsdKey::new("h2", "/dev/sdb"),
         pod: Some("osd-h2-sdb-y".into()),
         domain: "h2".into(),
+        leaving: false,
     });
     subjects
 }
@@ -382,6 +384,7 @@ async fn a_host_of_file_backed_osds_is_asked_about_as_a_set_and_nothing_is_learn
         key: OsdKey::new("h1", "/dev/sdc"),
         pod: Some("osd-h1-sdc-z".into()),
         domain: "h1".into(),
+        leaving: false,
     });
     let ceph = ScriptedCeph::default()
         .on_status(Ok(healthy()))
@@ -446,4 +449,91 @@ async fn an_unreadable_statement_is_reported_with_its_pod() {
         "{}",
         answer.decision
     );
+}
+
+#[tokio::test]
+async fn a_drain_is_asked_without_ok_to_stop_and_learns_which_ids_are_out() {
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata()));
+    let mut leaving = question();
+    leaving[0].leaving = true;
+    let answer = ask(&ceph, &cr(), &[], &[], &leaving).await;
+    assert_eq!(
+        answer.decision,
+        GateDecision::Proceed {
+            ids: BTreeSet::from([OsdId(3)])
+        }
+    );
+    assert!(answer.out.is_empty(), "osd.3 is in");
+    assert!(
+        !ceph.calls().iter().any(|c| matches!(c, Call::OkToStop(_))),
+        "{:?}",
+        ceph.calls()
+    );
+
+    // Out already (an admin's): said, so the drain does not claim it.
+    let mut out = dump();
+    out.osds.get_mut(&OsdId(3)).expect("osd.3").is_in = false;
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(out))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(metadata()));
+    let answer = ask(&ceph, &cr(), &[], &[], &leaving).await;
+    assert_eq!(answer.out, BTreeSet::from([OsdId(3)]));
+}
+
+fn drain_step() -> crate::crd::CephStep {
+    crate::crd::CephStep {
+        keys: vec!["h1:/dev/sdb".into()],
+        osds: vec![crate::crd::StepOsd { id: 3, up_from: 12 }],
+        noout: Vec::new(),
+        started: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ),
+        drain: Some(crate::crd::StepDrain::default()),
+    }
+}
+
+#[tokio::test]
+async fn an_open_drain_is_looked_at_with_safe_to_destroy_for_exactly_its_ids() {
+    let safe = crate::ceph::SafeToDestroy {
+        safe_to_destroy: BTreeSet::from([OsdId(3)]),
+        ..crate::ceph::SafeToDestroy::default()
+    };
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_pgs_on_osd(Ok(Vec::new()))
+        .on_safe_to_destroy(Ok(safe));
+    let (progress, facts) = look_at_drain(&ceph, &drain_step()).await;
+    assert_eq!(progress, crate::ceph::DrainProgress::Safe);
+    assert!(facts.is_some());
+    assert!(ceph.calls().contains(&Call::SafeToDestroy(vec![OsdId(3)])));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_open_drain_without_a_mgr_is_not_asked_and_says_so() {
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(crate::ceph::ClusterStatus {
+            mgr_available: false,
+            ..healthy()
+        }))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states_hang()
+        .on_pgs_on_osd_hang()
+        .on_safe_to_destroy_hang();
+    let (progress, _) = look_at_drain(&ceph, &drain_step()).await;
+    assert!(
+        matches!(&progress, crate::ceph::DrainProgress::NoAnswer { why } if why.contains("no mgr")),
+        "{progress:?}"
+    );
+    assert!(!ceph
+        .calls()
+        .iter()
+        .any(|c| matches!(c, Call::SafeToDestroy(_))));
 }

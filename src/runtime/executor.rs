@@ -94,6 +94,17 @@ pub(crate) enum ExecuteError {
         osd_list(left)
     )]
     NooutNotCleared { asked: Vec<OsdId>, left: Vec<OsdId> },
+    #[error(
+        "{} was marked {} but `ceph osd dump` does not show {} so",
+        osd_list(asked),
+        if *out { "out" } else { "in" },
+        osd_list(left)
+    )]
+    MarkNotConfirmed {
+        out: bool,
+        asked: Vec<OsdId>,
+        left: Vec<OsdId>,
+    },
 }
 
 impl ExecuteError {
@@ -108,9 +119,10 @@ impl ExecuteError {
             | Self::Budget { source, .. }
             | Self::Status { source, .. } => source,
             Self::NoCeph { .. } => return false,
-            Self::Ceph { .. } | Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => {
-                return true
-            }
+            Self::Ceph { .. }
+            | Self::NooutNotSet { .. }
+            | Self::NooutNotCleared { .. }
+            | Self::MarkNotConfirmed { .. } => return true,
         };
         !matches!(source, kube::Error::Api(status)
             if (400..500).contains(&status.code) && status.code != 409 && status.code != 429)
@@ -139,7 +151,8 @@ impl ExecuteError {
             Self::NoCeph { .. }
             | Self::Ceph { .. }
             | Self::NooutNotSet { .. }
-            | Self::NooutNotCleared { .. } => return self.to_string(),
+            | Self::NooutNotCleared { .. }
+            | Self::MarkNotConfirmed { .. } => return self.to_string(),
         };
         let why = match source {
             kube::Error::Api(status) => {
@@ -168,7 +181,9 @@ impl ExecuteError {
             Self::Patch { .. } => Failure::Patch,
             Self::Status { .. } => Failure::Status,
             Self::Budget { .. } => Failure::Budget,
-            Self::NoCeph { .. } | Self::Ceph { .. } => Failure::Ceph,
+            Self::NoCeph { .. } | Self::Ceph { .. } | Self::MarkNotConfirmed { .. } => {
+                Failure::Ceph
+            }
             Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => Failure::NooutNotConfirmed,
         }
     }
@@ -482,6 +497,41 @@ async fn noout(executor: &Executor<'_>, ids: &[OsdId], set: bool) -> Result<(), 
     Ok(())
 }
 
+/// Marks `ids` out (`out`) or in, then reads `osd dump` back: Ceph exits 0 for ids that do
+/// not exist, so only the dump proves it.
+async fn mark(executor: &Executor<'_>, ids: &[OsdId], out: bool) -> Result<(), ExecuteError> {
+    let what = if out { "mark out" } else { "mark in" };
+    let ceph = executor.ceph.ok_or(ExecuteError::NoCeph { what })?;
+    let ceph_error = |what, source| ExecuteError::Ceph {
+        what,
+        ids: ids.to_vec(),
+        source,
+    };
+    let marked = if out {
+        ceph.osd_out(ids).await
+    } else {
+        ceph.osd_in(ids).await
+    };
+    marked.map_err(|source| ceph_error(what, source))?;
+    let dump = ceph
+        .osd_dump()
+        .await
+        .map_err(|source| ceph_error("read out/in back", source))?;
+    let left: Vec<OsdId> = (ids.iter())
+        .filter(|id| dump.osds.get(id).is_none_or(|o| o.is_in == out))
+        .copied()
+        .collect();
+    if !left.is_empty() {
+        return Err(ExecuteError::MarkNotConfirmed {
+            out,
+            asked: ids.to_vec(),
+            left,
+        });
+    }
+    info!(cephosd = %executor.cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
+    Ok(())
+}
+
 /// Applies one action; false when there was nothing to do (a delete that found nothing).
 async fn apply(
     executor: &Executor<'_>,
@@ -497,6 +547,8 @@ async fn apply(
         }
         Action::SetNoout { ids } => noout(executor, ids, true).await.map(|()| true),
         Action::ClearNoout { ids } => noout(executor, ids, false).await.map(|()| true),
+        Action::MarkOut { ids } => mark(executor, ids, true).await.map(|()| true),
+        Action::MarkIn { ids } => mark(executor, ids, false).await.map(|()| true),
         Action::Create { key, pod, .. } => {
             let name = pod.metadata.name.clone().unwrap_or_default();
             pods.create(&PostParams::default(), pod)

@@ -60,6 +60,8 @@ impl Expected {
             Action::RecordCephStep
             | Action::SetNoout { .. }
             | Action::ClearNoout { .. }
+            | Action::MarkOut { .. }
+            | Action::MarkIn { .. }
             | Action::WriteBudget { .. }
             | Action::DeleteBudget { .. } => None,
         }

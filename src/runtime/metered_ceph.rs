@@ -3,6 +3,7 @@
 
 use crate::ceph::{
     CephClient, CephError, ClusterStatus, OkToStop, OsdDump, OsdId, OsdMetadata, PgBrief, PgStates,
+    SafeToDestroy,
 };
 use crate::runtime::metrics::Metrics;
 use futures::future::BoxFuture;
@@ -64,6 +65,21 @@ impl CephClient for MeteredCeph {
 
     fn rm_noout<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
         self.timed("osd rm-noout", self.inner.rm_noout(ids))
+    }
+
+    fn osd_out<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.timed("osd out", self.inner.osd_out(ids))
+    }
+
+    fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
+        self.timed("osd in", self.inner.osd_in(ids))
+    }
+
+    fn safe_to_destroy<'a>(
+        &'a self,
+        ids: &'a [OsdId],
+    ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>> {
+        self.timed("osd safe-to-destroy", self.inner.safe_to_destroy(ids))
     }
 
     fn keeps_connected(&self) -> bool {

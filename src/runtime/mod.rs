@@ -5,6 +5,7 @@
 pub(crate) mod api_requests;
 mod backoff;
 mod budget_inputs;
+mod ceph_drain;
 pub(crate) mod ceph_gate;
 mod claims_registry;
 pub(crate) mod controller;

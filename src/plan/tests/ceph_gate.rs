@@ -46,6 +46,7 @@ fn answered(plan: &Plan, decision: GateDecision, first_id: u32) -> CephView {
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         None,
     )
@@ -94,6 +95,8 @@ fn action_kinds(plan: &Plan) -> Vec<&'static str> {
             Action::RecordCephStep => "RecordCephStep",
             Action::SetNoout { .. } => "SetNoout",
             Action::ClearNoout { .. } => "ClearNoout",
+            Action::MarkOut { .. } => "MarkOut",
+            Action::MarkIn { .. } => "MarkIn",
             Action::LabelDomain { .. } => "LabelDomain",
             Action::WriteBudget { .. } => "WriteBudget",
             Action::DeleteBudget { .. } => "DeleteBudget",
@@ -606,6 +609,7 @@ fn two_domains_proposed_only_the_first_let_go_goes() {
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
+            out: BTreeSet::new(),
         }),
         None,
     );

@@ -345,6 +345,8 @@ fn a_conflicting_osd_keeps_its_pod_exactly_as_it_is() {
                 | Action::RecordCephStep
                 | Action::SetNoout { .. }
                 | Action::ClearNoout { .. }
+                | Action::MarkOut { .. }
+                | Action::MarkIn { .. }
                 | Action::WriteBudget { .. }
                 | Action::DeleteBudget { .. } => false,
             };
@@ -467,6 +469,8 @@ proptest! {
                             | Action::RecordCephStep
                             | Action::SetNoout { .. }
                             | Action::ClearNoout { .. }
+                            | Action::MarkOut { .. }
+                            | Action::MarkIn { .. }
                             | Action::LabelDomain { .. }
                             | Action::WriteBudget { .. }
                             | Action::DeleteBudget { .. } => {}

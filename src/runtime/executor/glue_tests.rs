@@ -542,3 +542,64 @@ async fn a_step_handed_over_sets_noout_deletes_then_clears_the_ended_steps() {
     assert!(api.writes().is_empty(), "{:?}", api.writes());
     assert_eq!(calls, [Call::AddNoout(vec![OsdId(4)]), Call::OsdDump]);
 }
+
+/// Marks osd.3 and osd.4 out (`out`) or in, Ceph's `osd dump` showing `in_after` in.
+async fn marked(
+    out: bool,
+    in_after: &[u32],
+) -> (
+    ScriptedApi,
+    crate::ceph::fake::ScriptedCeph,
+    Result<(), ExecuteError>,
+) {
+    let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
+    let mut after = dump(&[]);
+    for info in after.osds.values_mut() {
+        info.is_in = in_after.contains(&info.id.0);
+    }
+    let ceph = crate::ceph::fake::ScriptedCeph::default()
+        .on_osd_out(Ok(()))
+        .on_osd_in(Ok(()))
+        .on_osd_dump(Ok(after));
+    let fixture = Fixture::new(&client, cr());
+    let executor = Executor {
+        ceph: Some(&ceph),
+        ..fixture.executor()
+    };
+    let ids = vec![OsdId(3), OsdId(4)];
+    let action = if out {
+        Action::MarkOut { ids }
+    } else {
+        Action::MarkIn { ids }
+    };
+    let result = executor
+        .apply_actions(
+            &[action, delete("osd-h1-sdb-x")],
+            &CephOsdStatus::default(),
+            &|_| {},
+        )
+        .await;
+    (api, ceph, result)
+}
+
+#[tokio::test]
+async fn out_and_in_are_confirmed_by_osd_dump_before_anything_else() {
+    use crate::ceph::fake::Call;
+    let (api, ceph, result) = marked(true, &[4]).await;
+    let error = result.expect_err("osd.4 is still in");
+    assert_eq!(
+        error.summary(),
+        "osd.3, osd.4 was marked out but `ceph osd dump` does not show osd.4 so"
+    );
+    assert!(api.writes().is_empty(), "no pod deleted");
+    assert_eq!(
+        ceph.calls(),
+        [Call::OsdOut(vec![OsdId(3), OsdId(4)]), Call::OsdDump]
+    );
+    let (api, _, result) = marked(true, &[]).await;
+    result.expect("both out");
+    assert!(api.event_reasons().contains(&"Drain".to_owned()));
+    let (_, ceph, result) = marked(false, &[3, 4]).await;
+    result.expect("both in");
+    assert_eq!(ceph.calls()[0], Call::OsdIn(vec![OsdId(3), OsdId(4)]));
+}

@@ -1,0 +1,406 @@
+//! Removal as Ceph expects it, end to end against a real Ceph (the operator's minimal-caps
+//! key, its OSD daemons run by the bridge for KWOK's pods): a host removed from the spec is
+//! drained before its pod stops — marked out, its data moved (every PG clean without it),
+//! then its pod deleted, with no `noout` — and stays down and out; where Ceph cannot place
+//! the data elsewhere nothing stops and `CephGate` says why with Ceph's numbers; a host put
+//! back before its pod stopped is marked in again.
+//!
+//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! daemons (`molecule-like-tests/ceph install`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use kube::ResourceExt;
+use molecule_like_tests::ceph::OsdMap;
+use molecule_like_tests::ceph_recorder::{CephRecording, Observed};
+use molecule_like_tests::gated::{Gated, GatedOptions};
+use molecule_like_tests::manifests::{storage, CR};
+use molecule_like_tests::operator::OperatorOptions;
+use molecule_like_tests::scenario::{hold, ROLLOUT};
+use serde_json::{json, Value};
+
+/// Keeps `status.cephStep.drain` in the shared control plane's CephOSD schema while a test
+/// runs: other test binaries apply the CRD of their own tree (`ensure_crd`), and one without
+/// `drain` makes the API server prune the drain from the status. Adds only that property to
+/// the schema as it is (a replace at its resourceVersion), never another tree's fields.
+struct DrainSchemaGuard {
+    task: tokio::task::JoinHandle<()>,
+    restored: Arc<AtomicUsize>,
+}
+
+const DRAIN_SCHEMA: &str =
+    "/spec/versions/0/schema/openAPIV3Schema/properties/status/properties/cephStep/properties";
+
+impl DrainSchemaGuard {
+    async fn start() -> anyhow::Result<Self> {
+        let ours = serde_json::to_value(ceph_osd_operator::crd::custom_resource_definition()?)?;
+        let drain = ours
+            .pointer(&format!("{DRAIN_SCHEMA}/drain"))
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("no drain in this tree's CRD"))?;
+        let name = ours["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let api: Api<CustomResourceDefinition> =
+            Api::all(molecule_like_tests::test_client().await?);
+        let restored = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&restored);
+        let task = tokio::spawn(async move {
+            loop {
+                if let Ok(live) = api.get(&name).await {
+                    let mut value = serde_json::to_value(&live).unwrap_or_default();
+                    if let Some(Value::Object(props)) = value.pointer_mut(DRAIN_SCHEMA) {
+                        if !props.contains_key("drain") {
+                            props.insert("drain".into(), drain.clone());
+                            if let Ok(crd) = serde_json::from_value(value) {
+                                if api
+                                    .replace(&name, &PostParams::default(), &crd)
+                                    .await
+                                    .is_ok()
+                                {
+                                    count.fetch_add(1, Ordering::SeqCst);
+                                }
+                            }
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        Ok(Self { task, restored })
+    }
+
+    /// How many times another tree's CRD had dropped `drain`.
+    fn restored(&self) -> usize {
+        self.restored.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for DrainSchemaGuard {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The osdmaps recorded from `from` on, in order.
+fn osdmaps(recording: &CephRecording, from: Duration) -> Vec<(Duration, &OsdMap)> {
+    recording
+        .events
+        .iter()
+        .filter(|e| e.at >= from)
+        .filter_map(|e| match &e.observed {
+            Observed::OsdMap(m) => Some((e.at, m)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The hosts of `g` without the last one, and the last one's key and OSD id.
+fn without_last(g: &Gated) -> (Vec<String>, OsdKey, u32) {
+    let (key, id) = g
+        .table
+        .iter()
+        .next_back()
+        .map(|(k, id)| (k.clone(), *id))
+        .unwrap();
+    let kept: BTreeSet<String> = g
+        .want
+        .iter()
+        .filter(|k| k.host != key.host)
+        .map(|k| k.host.clone())
+        .collect();
+    (kept.into_iter().collect(), key, id)
+}
+
+/// 4 hosts × 1 OSD, pool size 3: the last host removed from the spec is marked out, its data
+/// moves (every PG clean, none on it), then its pod stops; no `noout` at any time, no step
+/// left open, the OSD down and out at the end; a template change then rolls the rest.
+#[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one journey: remove, then the pods', Ceph's and the gate's records, then a rollout"
+)]
+async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Result<()> {
+    let schema = DrainSchemaGuard::start().await?;
+    let g = Gated::up_with(
+        "cephrm-four",
+        &GatedOptions {
+            hosts: &["ceph-a", "ceph-b", "ceph-c", "ceph-d"],
+            ..GatedOptions::default()
+        },
+    )
+    .await?;
+    let (kept, key, id) = without_last(&g);
+    let pod = g.converged.pods[&key].name_any();
+    let want: BTreeSet<OsdKey> = g.want.iter().filter(|k| **k != key).cloned().collect();
+
+    let from = g.ceph.elapsed();
+    let t_remove = Instant::now();
+    g.s.patch_spec(CR, json!({"storage": storage(&kept, &["/dev/sdb"])}))
+        .await?;
+    g.s.wait_converged(CR, &want, &g.converged.hash, ROLLOUT)
+        .await?;
+    let pod_gone = t_remove.elapsed();
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let gate_idle = t_remove.elapsed();
+    g.s.assert_one_pod_per_key().await?;
+
+    let recording = g.ceph.recording();
+    let report = g.report(from);
+    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
+    recording.check_hosts_down_at_most(1, from).map_err(fail)?;
+    recording.check_pgs_never_unavailable(from).map_err(fail)?;
+
+    // Ceph's view: out first, with its daemon up; no noout at any time.
+    let maps = osdmaps(&recording, from);
+    for (at, map) in &maps {
+        let noout = map.noout();
+        anyhow::ensure!(
+            noout.is_empty(),
+            "noout on {noout:?} at {:.2}s\n{report}",
+            at.as_secs_f64()
+        );
+    }
+    let out_at = maps
+        .iter()
+        .find(|(_, m)| m.osd(id).is_some_and(|o| !o.in_))
+        .map(|(at, _)| *at)
+        .ok_or_else(|| anyhow::anyhow!("osd.{id} was never out\n{report}"))?;
+    let down_at = maps
+        .iter()
+        .find(|(_, m)| m.osd(id).is_some_and(|o| !o.up))
+        .map(|(at, _)| *at)
+        .ok_or_else(|| anyhow::anyhow!("osd.{id} never went down\n{report}"))?;
+    anyhow::ensure!(
+        out_at < down_at,
+        "osd.{id} down at {:.2}s before out at {:.2}s\n{report}",
+        down_at.as_secs_f64(),
+        out_at.as_secs_f64()
+    );
+    let (_, last) = maps.last().expect("an osdmap");
+    let osd = last
+        .osd(id)
+        .expect("the OSD stays in the osdmap: purging is an admin's act");
+    anyhow::ensure!(
+        !osd.up && !osd.in_,
+        "osd.{id} at the end: {osd:?}\n{report}"
+    );
+
+    // The pod watch: the pod deleted only after the out, and once Ceph's PGs were all clean
+    // with none of them on the leaving OSD.
+    let timeline = g.s.recorder()?.timeline();
+    let events = g.s.recorder()?.events();
+    let deleted_seq = timeline
+        .get(&pod)?
+        .deletion_started
+        .expect("the pod was deleted");
+    let deleted_at = events[deleted_seq].at;
+    anyhow::ensure!(
+        deleted_at > out_at,
+        "pod {pod} deleted at {:.2}s, osd.{id} out at {:.2}s\n{report}",
+        deleted_at.as_secs_f64(),
+        out_at.as_secs_f64()
+    );
+    let pgs_before = recording
+        .events
+        .iter()
+        .filter(|e| e.at <= deleted_at)
+        .filter_map(|e| match &e.observed {
+            Observed::Pgs(p) => Some((e.at, p)),
+            _ => None,
+        })
+        .next_back();
+    let (pgs_at, pgs) = pgs_before.ok_or_else(|| anyhow::anyhow!("no PG sample\n{report}"))?;
+    anyhow::ensure!(
+        pgs.all_clean() && pgs.pgs.iter().all(|p| !p.acting.contains(&id)),
+        "the last PG sample before the pod's deletion ({:.2}s) is not clean without osd.{id}: \
+         {:?}\n{report}",
+        pgs_at.as_secs_f64(),
+        pgs.by_state
+    );
+    let daemons = g.bridge.daemons_of(id, &[&pod]).map_err(fail)?;
+    let stopping = daemons[0].stopping.expect("the daemon was stopped");
+    anyhow::ensure!(stopping >= deleted_at, "stopped before its pod's deletion");
+
+    // The operator's record: a drain step on exactly this OSD, without noout, then none.
+    let samples = g.gate.samples();
+    let drained: Vec<_> = samples
+        .iter()
+        .filter(|s| s.step.as_ref().is_some_and(|(_, ids)| *ids == [id]))
+        .collect();
+    anyhow::ensure!(!drained.is_empty(), "no step on osd.{id}\n{report}");
+    anyhow::ensure!(drained.iter().all(|s| s.noout.is_empty()), "{report}");
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    anyhow::ensure!(status.ceph_step.is_none(), "{status:?}");
+    let drain_events: Vec<String> =
+        g.s.cr_events(CR)
+            .await?
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("Drain"))
+            .filter_map(|e| e.note)
+            .collect();
+    anyhow::ensure!(
+        drain_events.iter().any(|n| n.contains("ceph osd purge")),
+        "{drain_events:?}"
+    );
+
+    // A later rollout proceeds, one host at a time.
+    let from_roll = g.ceph.elapsed();
+    let t_roll = Instant::now();
+    let (_, hash) =
+        g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+            .await?;
+    g.s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let rolled = t_roll.elapsed();
+    // One host down at a time besides the drained OSD's (down and out: it holds no PG).
+    let recording = g.ceph.recording();
+    let roll_fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{}", g.report(from_roll));
+    recording
+        .check_in_hosts_down_at_most(1, from_roll)
+        .map_err(roll_fail)?;
+    recording
+        .check_pgs_never_unavailable(from_roll)
+        .map_err(roll_fail)?;
+    recording.check_no_noout_at_end().map_err(roll_fail)?;
+    println!(
+        "==== host {} removed (osd.{id}, 4 hosts, size 3): out {:.2}s, pod deleted {:.2}s \
+         (PGs all clean without it at {:.2}s), down {:.2}s after the spec change; pods \
+         converged {:.1}s, gate idle {:.1}s; then a rollout of the 3 hosts left in {:.1}s\n\
+         drain events: {drain_events:?}; the drain's schema restored {} time(s) (another \
+         tree's CRD applied meanwhile)\n{report}",
+        key.host,
+        out_at.as_secs_f64() - from.as_secs_f64(),
+        deleted_at.as_secs_f64() - from.as_secs_f64(),
+        pgs_at.as_secs_f64() - from.as_secs_f64(),
+        down_at.as_secs_f64() - from.as_secs_f64(),
+        pod_gone.as_secs_f64(),
+        gate_idle.as_secs_f64(),
+        rolled.as_secs_f64(),
+        schema.restored(),
+    );
+    g.down().await
+}
+
+/// 3 hosts × 1 OSD, pool size 3: the last host removed from the spec is marked out, but Ceph
+/// cannot place a third copy elsewhere: its pod keeps running, its OSD up, `CephGate` False
+/// `CephDrainBlocked` with Ceph's numbers; put back in the spec, it is marked in again and the
+/// gate goes idle.
+#[tokio::test]
+async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()> {
+    let schema = DrainSchemaGuard::start().await?;
+    let mut g = Gated::up("cephrm-three").await?;
+    let (kept, key, id) = without_last(&g);
+    let pod = g.converged.pods[&key].name_any();
+    let from = g.ceph.elapsed();
+    g.s.patch_spec(CR, json!({"storage": storage(&kept, &["/dev/sdb"])}))
+        .await?;
+    let osd = format!("osd.{id}");
+    g.wait_gate(
+        "CephGate False CephDrainBlocked",
+        Duration::from_mins(1),
+        |status| {
+            status.conditions.iter().any(|c| {
+                c.type_ == "CephGate"
+                    && c.status == "False"
+                    && c.reason == "CephDrainBlocked"
+                    && c.message.contains(&osd)
+            })
+        },
+    )
+    .await?;
+    let (_, _, message) = g.gate_condition().await?.expect("CephGate");
+    anyhow::ensure!(
+        message.contains("PGs still map to") && message.contains("cannot place"),
+        "{message}"
+    );
+    // Nothing stops: the pod stays, its OSD up (and out) in Ceph.
+    hold(Duration::from_secs(5), || async {
+        let pods = g.s.owned_pods(CR).await?;
+        anyhow::ensure!(
+            pods.iter()
+                .any(|p| p.name_any() == pod && p.metadata.deletion_timestamp.is_none()),
+            "pod {pod} went\n{}",
+            g.gate.render()
+        );
+        Ok(())
+    })
+    .await?;
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    let step = status.ceph_step.clone().expect("the drain stays open");
+    anyhow::ensure!(step.drain.is_some() && step.noout.is_empty(), "{step:?}");
+    let recording = g.ceph.recording();
+    let report = g.report(from);
+    let maps = osdmaps(&recording, from);
+    let (_, last) = maps.last().expect("an osdmap");
+    let seen = last.osd(id).expect("the OSD");
+    anyhow::ensure!(seen.up && !seen.in_, "{seen:?}\n{report}");
+    anyhow::ensure!(maps.iter().all(|(_, m)| m.noout().is_empty()), "{report}");
+    recording.check_pgs_never_unavailable(from)?;
+
+    // A new leader finishes the drain from the status: it looks at the drain again
+    // (`safe-to-destroy` in its log), nothing stops, the step stays as recorded.
+    let looks = |log: &str| log.matches("osd safe-to-destroy").count();
+    let before = looks(&g.s.operator_log());
+    g.s.stop_operator();
+    let args = g.operator_args.clone();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // As `Gated` starts it: each `ceph` call in its log.
+    let log_filter = format!(
+        "{},ceph_osd_operator::ceph::cli=debug",
+        molecule_like_tests::operator::operator_log_filter()
+    );
+    g.s.start_operator_with_env(
+        &OperatorOptions::default(),
+        &args,
+        &[("RUST_LOG", &log_filter)],
+    )?;
+    g.s.wait_until(
+        "the new leader looks at the drain",
+        Duration::from_mins(1),
+        || async { Ok((looks(&g.s.operator_log()) > before).then_some(())) },
+    )
+    .await?;
+    hold(Duration::from_secs(3), || async {
+        let status = g.s.cr_status(CR).await?.unwrap_or_default();
+        anyhow::ensure!(status.ceph_step.as_ref() == Some(&step), "{status:?}");
+        let pods = g.s.owned_pods(CR).await?;
+        anyhow::ensure!(
+            pods.iter()
+                .any(|p| p.name_any() == pod && p.metadata.deletion_timestamp.is_none()),
+            "pod {pod} went after the restart"
+        );
+        Ok(())
+    })
+    .await?;
+
+    // Back in the spec before its pod stopped: marked in (by the new leader, from the ids
+    // the status says it marked out), the drain given up.
+    let all: Vec<String> = g.want.iter().map(|k| k.host.clone()).collect();
+    g.s.patch_spec(CR, json!({"storage": storage(&all, &["/dev/sdb"])}))
+        .await?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let latest = g.ceph.latest();
+    let (_, map) = latest.osdmap.as_ref().expect("an osdmap");
+    let back = map.osd(id).expect("the OSD");
+    anyhow::ensure!(back.up && back.in_, "{back:?}\n{}", g.report(from));
+    g.cluster.wait_clean(Duration::from_mins(1)).await?;
+    g.s.assert_one_pod_per_key().await?;
+    println!(
+        "==== host {} removed on 3 hosts, size 3: CephGate False CephDrainBlocked: {message}\n\
+         put back: osd.{id} in again, gate idle; the drain's schema restored {} time(s)\n{}",
+        key.host,
+        schema.restored(),
+        g.report(from)
+    );
+    g.down().await
+}

@@ -1,0 +1,270 @@
+//! Whether a removal's drain is over, pure: its OSDs were marked out; their pods may stop
+//! once Ceph says no PG needs them (`safe-to-destroy`) and every PG is clean (none left
+//! degraded). Until then it says why with Ceph's numbers, and whether Ceph is moving the data
+//! at all: with fewer failure domains in than a pool's size it cannot place the copies, and
+//! the PGs stay remapped with nothing moving.
+
+use super::answers::{PgStates, SafeToDestroy};
+use super::client::CephError;
+use super::facts::{CephFacts, PgsOnOsds};
+use super::gate::cluster_blockers;
+use super::osd_id::{self, OsdId};
+use std::collections::BTreeSet;
+
+/// Where a drain stands after a look.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DrainProgress {
+    /// No PG needs the leaving OSDs and every PG is clean: their pods may stop.
+    Safe,
+    /// Ceph still needs them and is moving their data (or its PG states trail the `out`).
+    Moving { why: String },
+    /// Ceph still needs them and no PG moves: it cannot place their data elsewhere.
+    Stuck { why: String },
+    /// Ceph could not be asked, or cannot tell.
+    NoAnswer { why: String },
+}
+
+/// PG state words of data on its way: peering, recovery or backfill under way or queued.
+const MOVING: [&str; 8] = [
+    "peering",
+    "activating",
+    "recovering",
+    "recovery_wait",
+    "forced_recovery",
+    "backfilling",
+    "backfill_wait",
+    "forced_backfill",
+];
+
+/// Judges one look at a drain of `ids`: `facts` (status, osd dump, pg stat), `answer`
+/// (`safe-to-destroy` for exactly `ids`, not asked without a mgr) and `pgs_on` (the PGs
+/// still mapped to each, as far as asked).
+pub fn judge_drain(
+    ids: &BTreeSet<OsdId>,
+    facts: &CephFacts,
+    answer: Option<&Result<SafeToDestroy, CephError>>,
+    pgs_on: &PgsOnOsds,
+) -> DrainProgress {
+    let cluster = cluster_blockers(facts);
+    if let Some(unavailable) = cluster
+        .iter()
+        .find(|b| matches!(b.category(), "CephUnavailable" | "CephPgStatesUnknown"))
+    {
+        return DrainProgress::NoAnswer {
+            why: unavailable.to_string(),
+        };
+    }
+    let answer = match answer {
+        Some(Ok(answer)) => answer,
+        Some(Err(error)) => {
+            return DrainProgress::NoAnswer {
+                why: format!("Ceph gave no usable answer: {error}"),
+            }
+        }
+        None => {
+            return DrainProgress::NoAnswer {
+                why: "safe-to-destroy was not asked".to_owned(),
+            }
+        }
+    };
+    let needed: BTreeSet<OsdId> = ids.difference(&answer.safe_to_destroy).copied().collect();
+    let pgs_unclean: Vec<String> = cluster.iter().map(ToString::to_string).collect();
+    if needed.is_empty() && pgs_unclean.is_empty() {
+        return DrainProgress::Safe;
+    }
+    let mut reasons = Vec::new();
+    for id in &needed {
+        reasons.push(needed_because(*id, answer, pgs_on));
+    }
+    reasons.extend(pgs_unclean);
+    let why = reasons.join("; ");
+    let moving = facts.pgs.as_ref().is_some_and(|pgs| {
+        pgs.by_state
+            .iter()
+            .any(|s| s.count > 0 && s.state.split('+').any(|w| MOVING.contains(&w)))
+    });
+    let all_clean = facts.pgs.as_ref().is_some_and(PgStates::all_clean);
+    // Every PG clean yet the OSD still needed: the PG states trail the `out` (moments).
+    if moving || all_clean {
+        DrainProgress::Moving { why }
+    } else if needed.is_empty() {
+        DrainProgress::Stuck { why }
+    } else {
+        DrainProgress::Stuck {
+            why: format!(
+                "{why}; no PG is peering, recovering or backfilling: Ceph cannot place the data \
+                 of {} elsewhere (fewer failure domains in than a pool's size?)",
+                osd_id::list(&needed)
+            ),
+        }
+    }
+}
+
+/// Why Ceph still needs `id`, in its own words and numbers.
+fn needed_because(id: OsdId, answer: &SafeToDestroy, pgs_on: &PgsOnOsds) -> String {
+    if answer.active.contains(&id) {
+        match pgs_on.get(&id) {
+            Some(pgs) => format!("{} PGs still map to {id}", pgs.len()),
+            None => format!("PGs still map to {id}"),
+        }
+    } else if answer.stored_pgs.contains(&id) {
+        format!("{id} last reported storing PG data and not every PG is active+clean")
+    } else if answer.missing_stats.contains(&id) {
+        format!("Ceph has no stats of {id} and not every PG is active+clean: it cannot tell")
+    } else {
+        format!("Ceph does not list {id} as safe to destroy")
+    }
+}
+
+impl DrainProgress {
+    /// In words, for the condition.
+    pub fn describe(&self) -> &str {
+        match self {
+            Self::Safe => "no PG needs them and every PG is clean",
+            Self::Moving { why } | Self::Stuck { why } | Self::NoAnswer { why } => why,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ceph::answers::{parse_pg_stat, parse_safe_to_destroy, PgBrief};
+    use crate::ceph::test_data::{fixture, healthy_status, ids};
+    use crate::ceph::{ClusterStatus, OsdDump};
+
+    fn facts(pg_stat: &str) -> CephFacts {
+        CephFacts {
+            status: healthy_status(),
+            osds: OsdDump::default(),
+            pgs: Some(parse_pg_stat(&fixture(pg_stat)).unwrap()),
+        }
+    }
+
+    fn answer(name: &str) -> Result<SafeToDestroy, CephError> {
+        parse_safe_to_destroy(&fixture(name)).map_err(|source| CephError::NotUnderstood {
+            command: "osd safe-to-destroy".into(),
+            source,
+        })
+    }
+
+    fn pgs(n: usize) -> Vec<PgBrief> {
+        (0..n)
+            .map(|i| PgBrief {
+                pgid: format!("1.{i:x}"),
+                state: "active+clean+remapped".into(),
+                reported_epoch: 30,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn safe_once_ceph_says_so_and_every_pg_is_clean() {
+        let progress = judge_drain(
+            &ids(&[3]),
+            &facts("pg_stat_clean"),
+            Some(&answer("safe_to_destroy_safe")),
+            &PgsOnOsds::new(),
+        );
+        assert_eq!(progress, DrainProgress::Safe);
+        // Safe to destroy, but PGs are degraded elsewhere: not yet.
+        let progress = judge_drain(
+            &ids(&[3]),
+            &facts("pg_stat_one_osd_down"),
+            Some(&answer("safe_to_destroy_safe")),
+            &PgsOnOsds::new(),
+        );
+        assert!(
+            matches!(&progress, DrainProgress::Stuck { why } if why.contains("not active+clean") && !why.contains("cannot place")),
+            "{progress:?}"
+        );
+    }
+
+    #[test]
+    fn right_after_the_out_the_data_is_on_its_way() {
+        // PG states trail the `out`: every PG still active+clean, the OSD still needed.
+        let progress = judge_drain(
+            &ids(&[3]),
+            &facts("pg_stat_clean"),
+            Some(&answer("safe_to_destroy_out_still_active")),
+            &PgsOnOsds::from([(OsdId(3), pgs(24))]),
+        );
+        assert_eq!(
+            progress,
+            DrainProgress::Moving {
+                why: "24 PGs still map to osd.3".into()
+            }
+        );
+        let progress = judge_drain(
+            &ids(&[3]),
+            &facts("pg_stat_peering"),
+            Some(&answer("safe_to_destroy_out_still_active")),
+            &PgsOnOsds::new(),
+        );
+        assert!(
+            matches!(&progress, DrainProgress::Moving { why } if why.starts_with("PGs still map to osd.3; ")),
+            "{progress:?}"
+        );
+    }
+
+    #[test]
+    fn data_ceph_cannot_place_is_stuck_with_cephs_numbers() {
+        let progress = judge_drain(
+            &ids(&[2]),
+            &facts("pg_stat_remapped_cannot_place"),
+            Some(&answer("safe_to_destroy_cannot_place")),
+            &PgsOnOsds::from([(OsdId(2), pgs(33))]),
+        );
+        let DrainProgress::Stuck { why } = &progress else {
+            panic!("{progress:?}")
+        };
+        assert_eq!(
+            why,
+            "33 PGs still map to osd.2; 33 of 33 PGs are not active+clean: 33 \
+             active+clean+remapped; no PG is peering, recovering or backfilling: Ceph cannot \
+             place the data of osd.2 elsewhere (fewer failure domains in than a pool's size?)"
+        );
+        // Two leaving OSDs, one of them safe: only the other is named.
+        let progress = judge_drain(
+            &ids(&[2, 3]),
+            &facts("pg_stat_remapped_cannot_place"),
+            Some(&answer("safe_to_destroy_one_of_two")),
+            &PgsOnOsds::new(),
+        );
+        assert!(
+            progress.describe().starts_with("PGs still map to osd.2; ")
+                && !progress.describe().contains("osd.3"),
+            "{progress:?}"
+        );
+    }
+
+    #[test]
+    fn no_mgr_or_no_answer_is_no_answer() {
+        let mut no_mgr = facts("pg_stat_clean");
+        no_mgr.status = ClusterStatus {
+            mgr_available: false,
+            ..healthy_status()
+        };
+        no_mgr.pgs = None;
+        let progress = judge_drain(&ids(&[3]), &no_mgr, None, &PgsOnOsds::new());
+        assert!(
+            matches!(&progress, DrainProgress::NoAnswer { why } if why.starts_with("no mgr is available")),
+            "{progress:?}"
+        );
+        let failed = Err(CephError::Failed {
+            command: "osd safe-to-destroy 3".into(),
+            exit_code: Some(11),
+            stderr: "Error EAGAIN: 33 pgs have unknown state; cannot draw any conclusions".into(),
+        });
+        let progress = judge_drain(
+            &ids(&[3]),
+            &facts("pg_stat_clean"),
+            Some(&failed),
+            &PgsOnOsds::new(),
+        );
+        assert!(
+            matches!(&progress, DrainProgress::NoAnswer { why } if why.contains("EAGAIN")),
+            "{progress:?}"
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! What the Ceph gate is given and what it makes of a plan, as data: the runtime's view of
+//! Ceph (`CephView`, `CephInput`, `GateAnswer`), the keys a step would take down
+//! (`GateSubject`), and the gate's outcome (`GateOutcome`). Its rules live in `ceph_gate`
+//! (stops) and `drain` (removals).
+
+use crate::ceph::{GateDecision, OsdId, StepProgress};
+use crate::crd::osd::OsdKey;
+use crate::crd::CephStep;
+use crate::plan::actions::Action;
+use crate::plan::events::PlannedEvent;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Default of `CephView::max_noout`: past it `noout` is cleared so Ceph re-replicates.
+pub(crate) const DEFAULT_MAX_NOOUT: SignedDuration = SignedDuration::from_secs(30 * 60);
+
+/// Default of `CephView::look_every`: when each question starts a `ceph` process.
+pub(crate) const SLOW_LOOKS: SignedDuration = SignedDuration::from_secs(1);
+/// `CephView::look_every` over a long-lived connection (a look costs a few milliseconds).
+pub(crate) const QUICK_LOOKS: SignedDuration = SignedDuration::from_millis(250);
+
+/// Why the gate is off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateOff {
+    /// The operator has no Ceph configured (`--ceph-conf`).
+    NotConfigured,
+    /// The CephOSD opts out (`spec.cephGate: Skipped`).
+    Skipped,
+}
+
+/// What the runtime learnt of Ceph for this plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CephInput {
+    Off {
+        why: GateOff,
+    },
+    /// The gate is on; Ceph was not asked in this reconcile.
+    NotAsked,
+    /// Ceph's answer for the keys the planner proposed.
+    Answered(GateAnswer),
+}
+
+/// The gate's answer for one proposal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateAnswer {
+    /// The keys asked about, each with the ids it was mapped to (empty: unknown).
+    pub keys: BTreeMap<OsdKey, BTreeSet<OsdId>>,
+    pub decision: GateDecision,
+    /// `up_from` of each id before the stop.
+    pub up_from: BTreeMap<OsdId, u64>,
+    /// Ids learnt from up daemons' metadata, for every key the operator runs.
+    pub learned: BTreeMap<OsdKey, BTreeSet<OsdId>>,
+    /// Ids to stop whose `noout` was already set when Ceph was asked.
+    pub noout_before: BTreeSet<OsdId>,
+    /// Pods whose `osd-ids` annotation is not a list of ids (pod name → the value): ignored,
+    /// and said in a Warning event.
+    pub unreadable_statements: BTreeMap<String, String>,
+    /// The ids asked about that Ceph has out already (a drain marks only the others out).
+    pub out: BTreeSet<OsdId>,
+}
+
+/// The planner's view of Ceph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CephView {
+    pub input: CephInput,
+    /// Where the open step stands (`status.cephStep`), when Ceph was looked at.
+    pub step: Option<StepProgress>,
+    /// How long `noout` may be held.
+    pub max_noout: SignedDuration,
+    /// Look at Ceph again this soon while a step is open or a question waits (Ceph's changes
+    /// trigger no watch).
+    pub look_every: SignedDuration,
+    /// Why Ceph's PGs are not all clean (or Ceph could not tell), when it was looked at for
+    /// the disruption budget: the budget admits no drain then.
+    pub pgs_unclean: Option<String>,
+}
+
+impl Default for CephView {
+    fn default() -> Self {
+        Self {
+            input: CephInput::Off {
+                why: GateOff::NotConfigured,
+            },
+            step: None,
+            max_noout: DEFAULT_MAX_NOOUT,
+            look_every: SLOW_LOOKS,
+            pgs_unclean: None,
+        }
+    }
+}
+
+/// A key whose pods the rollout would take down, its pod (if one runs) and its update domain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateSubject {
+    pub key: OsdKey,
+    pub pod: Option<String>,
+    pub domain: String,
+    /// Its key left the spec: its OSDs are drained before its pod stops.
+    pub leaving: bool,
+}
+
+/// The subjects of the first `n` update domains of `proposed` (in the order they come), for
+/// each `n` from all of them down to one: the sets Ceph may be asked about, largest first.
+pub(crate) fn domain_prefixes(proposed: &[GateSubject]) -> Vec<Vec<GateSubject>> {
+    let mut domains: Vec<&str> = Vec::new();
+    for s in proposed {
+        if !domains.contains(&s.domain.as_str()) {
+            domains.push(&s.domain);
+        }
+    }
+    (1..=domains.len())
+        .rev()
+        .map(|n| {
+            let within = &domains[..n];
+            proposed
+                .iter()
+                .filter(|s| within.contains(&s.domain.as_str()))
+                .cloned()
+                .collect()
+        })
+        .collect()
+}
+
+/// The `CephGate` condition.
+pub(crate) type GateCondition = crate::plan::conditions::StatedCondition;
+
+/// What the gate is given.
+pub(crate) struct GateInput<'a> {
+    pub view: &'a CephView,
+    /// `spec.cephGate: Skipped`.
+    pub skipped: bool,
+    /// The open step (`status.cephStep`).
+    pub open: Option<&'a CephStep>,
+    /// The keys of the deletions the rollout chose, in order.
+    pub proposed: &'a [GateSubject],
+    /// The open step's keys all have their replacements Ready (and soaked), or are gone.
+    pub settled: bool,
+    /// None of the open step's pods was taken down.
+    pub untouched: bool,
+    /// The open step's keys that the spec lists (again).
+    pub returned: BTreeSet<String>,
+    pub now: Timestamp,
+}
+
+/// What the gate makes of the plan.
+#[derive(Debug)]
+pub(crate) struct GateOutcome {
+    /// Actions before all others.
+    pub first: Vec<Action>,
+    /// Actions after all others: the `noout` of a step that ended, cleared once the next
+    /// step's pods are on their way down (it holds nothing up).
+    pub last: Vec<Action>,
+    /// Whether the rollout's deletions go ahead (after `first`).
+    pub deletions_allowed: bool,
+    /// Only these update domains' deletions go ahead (Ceph allowed the first of several
+    /// domains proposed together); None: all of them.
+    pub allowed_domains: Option<BTreeSet<String>>,
+    /// Only the deletions of these keys go ahead (a drain's); None: all of them.
+    pub allowed_keys: Option<BTreeSet<String>>,
+    /// `status.cephStep` after this plan.
+    pub step: Option<CephStep>,
+    /// Keys to ask Ceph about before planning again.
+    pub question: Option<Vec<GateSubject>>,
+    /// Why the rollout does not move, if the gate holds it.
+    pub halted: Option<String>,
+    pub condition: GateCondition,
+    pub events: Vec<PlannedEvent>,
+    pub requeue_after: Option<SignedDuration>,
+}
+
+impl GateOutcome {
+    pub(crate) fn new(condition: GateCondition) -> Self {
+        Self {
+            first: Vec::new(),
+            last: Vec::new(),
+            deletions_allowed: false,
+            allowed_domains: None,
+            allowed_keys: None,
+            step: None,
+            question: None,
+            halted: None,
+            condition,
+            events: Vec::new(),
+            requeue_after: None,
+        }
+    }
+}
