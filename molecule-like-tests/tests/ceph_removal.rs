@@ -204,16 +204,22 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
         .deletion_started
         .expect("the pod was deleted");
     let deleted_at = events[deleted_seq].at;
+    // The bridge stops the daemon when its own watch sees the deletion, which may come a few
+    // milliseconds before the recorder's: the earlier of the two is when the OSD stopped.
+    let daemons = g.bridge.daemons_of(id, &[&pod]).map_err(fail)?;
+    let stopping = daemons[0].stopping.expect("the daemon was stopped");
+    let stopped_at = deleted_at.min(stopping);
     anyhow::ensure!(
-        deleted_at > out_at,
-        "pod {pod} deleted at {:.2}s, osd.{id} out at {:.2}s\n{report}",
+        stopped_at > out_at,
+        "pod {pod} deleted at {:.2}s (its daemon stopping at {:.2}s), osd.{id} out at {:.2}s\n{report}",
         deleted_at.as_secs_f64(),
+        stopping.as_secs_f64(),
         out_at.as_secs_f64()
     );
     let pgs_before = recording
         .events
         .iter()
-        .filter(|e| e.at <= deleted_at)
+        .filter(|e| e.at <= stopped_at)
         .filter_map(|e| match &e.observed {
             Observed::Pgs(p) => Some((e.at, p)),
             _ => None,
@@ -222,14 +228,11 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
     let (pgs_at, pgs) = pgs_before.ok_or_else(|| anyhow::anyhow!("no PG sample\n{report}"))?;
     anyhow::ensure!(
         pgs.all_clean() && pgs.pgs.iter().all(|p| !p.acting.contains(&id)),
-        "the last PG sample before the pod's deletion ({:.2}s) is not clean without osd.{id}: \
+        "the last PG sample before the OSD stopped ({:.2}s) is not clean without osd.{id}: \
          {:?}\n{report}",
         pgs_at.as_secs_f64(),
         pgs.by_state
     );
-    let daemons = g.bridge.daemons_of(id, &[&pod]).map_err(fail)?;
-    let stopping = daemons[0].stopping.expect("the daemon was stopped");
-    anyhow::ensure!(stopping >= deleted_at, "stopped before its pod's deletion");
 
     // The operator's record: a drain step on exactly this OSD, without noout, then none.
     let samples = g.gate.samples();

@@ -67,11 +67,13 @@ async fn k1_a_canary_holds_plan_shows_the_order_promote_finishes_it() -> anyhow:
     let old_host = hosts_by_pod(&v1);
 
     // Usage errors exit 2 and say what is wrong.
-    let (code, _, err) = kubectl_ceph_osd(&s, &["status", "no-such-cephosd"]).await?;
-    anyhow::ensure!(
-        code == 2 && err.contains("no CephOSD no-such-cephosd"),
-        "{code} {err}"
-    );
+    for command in ["status", "pause", "resume", "restart", "promote"] {
+        let (code, _, err) = kubectl_ceph_osd(&s, &[command, "no-such-cephosd"]).await?;
+        anyhow::ensure!(
+            code == 2 && err.contains("no CephOSD no-such-cephosd") && err.lines().count() == 1,
+            "{command}: {code} {err}"
+        );
+    }
 
     // A timeout is a failure, and says where the rollout is.
     let (code, _, err) =

@@ -68,9 +68,10 @@ impl Cluster {
         if let Some(name) = name {
             return Ok(name);
         }
+        // Names only: a CephOSD this build cannot read does not keep the others from being named.
         let list = self
             .cephosds()
-            .list(&ListParams::default())
+            .list_metadata(&ListParams::default())
             .await
             .map_err(|e| Failed::not_reached(format!("cannot list CephOSDs: {e}")))?;
         let names: Vec<String> = list.items.iter().map(ResourceExt::name_any).collect();
