@@ -383,6 +383,21 @@ impl Gated {
         Ok(g)
     }
 
+    /// Sets `noout` on OSD `id` as an admin does (`ceph osd add-noout`) and waits until Ceph's
+    /// recorded view shows it on that OSD alone; returns its name (`osd.N`).
+    pub async fn add_admin_noout(&self, id: u32, timeout: Duration) -> anyhow::Result<String> {
+        let name = format!("osd.{id}");
+        self.cluster.cli(&["osd", "add-noout", &name]).await?;
+        self.ceph
+            .wait_until("the admin's noout", timeout, |v| {
+                v.osdmap
+                    .as_ref()
+                    .is_some_and(|(_, m)| m.noout() == [name.clone()])
+            })
+            .await?;
+        Ok(name)
+    }
+
     /// Waits until no step is open and `CephGate` is True `CephIdle`, and Ceph was sampled since.
     pub async fn wait_gate_idle(&self, timeout: Duration) -> anyhow::Result<()> {
         self.wait_gate("CephGate True CephIdle, no cephStep", timeout, |status| {

@@ -435,17 +435,7 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
         })
         .await?;
     g.cluster.wait_clean(LONG).await?;
-    g.cluster
-        .cli(&["osd", "add-noout", &format!("osd.{admin_osd}")])
-        .await?;
-    let admin_noout = format!("osd.{admin_osd}");
-    g.ceph
-        .wait_until("the admin's noout", LONG, |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.noout() == [admin_noout.clone()])
-        })
-        .await?;
+    let admin_noout = g.add_admin_noout(admin_osd, LONG).await?;
     g.wait_gate_idle(LONG).await?;
 
     let Started {

@@ -65,17 +65,7 @@ async fn complete_waits_for_ceph_and_an_admins_noout_stays() -> anyhow::Result<(
         .next()
         .map(|(k, id)| (k.clone(), *id))
         .unwrap();
-    g.cluster
-        .cli(&["osd", "add-noout", &format!("osd.{admin_osd}")])
-        .await?;
-    let admin_noout = format!("osd.{admin_osd}");
-    g.ceph
-        .wait_until("the admin's noout", LONG, |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.noout() == [admin_noout.clone()])
-        })
-        .await?;
+    let admin_noout = g.add_admin_noout(admin_osd, LONG).await?;
 
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
