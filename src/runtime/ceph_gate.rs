@@ -30,6 +30,9 @@ pub struct GateSettings {
     pub max_noout: Duration,
     /// How long after every stopped OSD is back PG states are trusted (`StepWatch`).
     pub pg_stats_lag: Duration,
+    /// The namespace of the Ceph clusters' step locks (one Lease per fsid), shared by every
+    /// operator on the same Ceph; None: no step starts (the condition says why).
+    pub lock_namespace: Option<String>,
 }
 
 impl Default for GateSettings {
@@ -37,6 +40,7 @@ impl Default for GateSettings {
         Self {
             max_noout: DEFAULT_MAX_NOOUT.unsigned_abs(),
             pg_stats_lag: crate::ceph::DEFAULT_PG_STATS_LAG,
+            lock_namespace: None,
         }
     }
 }

@@ -6,12 +6,14 @@
 //! (a disk listed by two of them belongs to the older one, wherever it lives); only those of
 //! the watched namespace are reconciled.
 
+use crate::ceph::{Blocker, GateDecision};
 use crate::ceph::{CephClient, CliClient, CliSettings};
 use crate::crd::osd::OsdKey;
 use crate::crd::osd::RandomSuffix;
 use crate::crd::{object_key, CephOsd};
 use crate::labels;
-use crate::plan::ceph_gate::{CephInput, CephView};
+use crate::plan::ceph_gate::{CephInput, CephView, GateAnswer, GateSubject};
+use crate::plan::cluster_lock::releases;
 use crate::plan::failure::Failure;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::pod::pod_record::{bound_host, recorded_data};
@@ -21,6 +23,7 @@ use crate::runtime::budget_inputs::{
 };
 use crate::runtime::ceph_gate::{answer, decision_label, first_view, GateSettings};
 use crate::runtime::claims_registry::ClaimsRegistry;
+use crate::runtime::cluster_lock::{CephStepLocks, LockState};
 use crate::runtime::executor::{ExecuteError, Executor};
 use crate::runtime::memory::Memory;
 use crate::runtime::metered_ceph::MeteredCeph;
@@ -73,6 +76,8 @@ struct Context {
     claims: Arc<ClaimsRegistry>,
     /// Ceph, when configured.
     ceph: Option<Arc<dyn CephClient>>,
+    /// The step lock of that Ceph cluster, when a namespace for it is configured.
+    ceph_locks: Option<Arc<CephStepLocks>>,
     /// PodDisruptionBudgets (of the watched namespace) and nodes (name and cordon only).
     budget_caches: BudgetCaches,
 }
@@ -176,6 +181,8 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
     let (budget_caches, (budget_events, node_events)) =
         watch_budgets_and_nodes(&client, settings.namespace.as_deref());
     let claims = Arc::new(ClaimsRegistry::default());
+    let ceph_locks = (settings.gate.lock_namespace.as_deref())
+        .map(|ns| Arc::new(CephStepLocks::new(client.clone(), ns)));
     let context = Arc::new(Context {
         budget_caches,
         backoff: Backoff::new(settings.retry, Duration::from_secs(300)),
@@ -192,6 +199,7 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
                 metrics: metrics.clone(),
             }) as Arc<dyn CephClient>
         }),
+        ceph_locks,
         settings,
     });
     let pods_of = {
@@ -404,6 +412,14 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         Snapshot::Lagging => return Ok(Action::requeue(Duration::from_secs(1))),
     };
     let ceph = ctx.ceph.as_deref();
+    // An open step keeps its Ceph cluster's step lock (this CephOSD may hold it).
+    let step_open = cr.status.as_ref().is_some_and(|s| s.ceph_step.is_some());
+    let mut may_hold_lock = step_open && !cr.spec.skips_ceph_gate();
+    if let (true, Some(ceph), Some(locks)) = (may_hold_lock, ceph, &ctx.ceph_locks) {
+        if let LockState::Busy { busy, lease } = Box::pin(locks.keep(ceph, &cr)).await {
+            warn!(cephosd = %cr_name, holder = %busy, %lease, "the step lock of the Ceph cluster expired while this CephOSD's step was open and another took it");
+        }
+    }
     let (view, looked) = first_view(ceph, &ctx.memory, &cr, &ctx.settings.gate).await;
     let mut plan = planned(
         &cr,
@@ -424,11 +440,35 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .zip(ceph)
         .map(|(question, ceph)| {
             let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
-            async move { answer(ceph, &cr, &observed, &pods, &question, looked).await }
+            let locks = ctx.ceph_locks.clone();
+            Box::pin(async move {
+                // The Ceph cluster's step lock first: no other CephOSD's question and stop
+                // races this one.
+                let lock = match &locks {
+                    Some(locks) => {
+                        let keys: Vec<String> =
+                            question.iter().map(|s| s.key.to_string()).collect();
+                        Box::pin(locks.take(ceph, &cr, &keys)).await
+                    }
+                    None => LockState::Failed(
+                        "no namespace is configured for it (--ceph-lock-namespace)".to_owned(),
+                    ),
+                };
+                match lock.blocker() {
+                    None => (
+                        answer(ceph, &cr, &observed, &pods, &question, looked).await,
+                        true,
+                    ),
+                    Some(blocker) => (busy_answer(&question, blocker), false),
+                }
+            })
         });
     let answering = async move {
         match answering {
-            Some(answering) => Some(answering.await),
+            Some(answering) => {
+                let (answer, took_lock) = answering.await;
+                Some((answer, took_lock))
+            }
             None => None,
         }
     };
@@ -471,6 +511,10 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
         }
     }
+    let answered = answered.map(|(answer, took_lock)| {
+        may_hold_lock |= took_lock;
+        answer
+    });
     let view = match answered {
         Some(answer) => {
             let label = decision_label(&answer.decision);
@@ -532,6 +576,12 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     if let Some(status) = &outcome.status {
         ctx.memory.remember(&cr, status);
     }
+    let step_open_after = plan.status.ceph_step.is_some();
+    if releases(may_hold_lock, step_open_after, outcome.failed.is_some()) {
+        if let (Some(ceph), Some(locks)) = (ceph, &ctx.ceph_locks) {
+            Box::pin(locks.release(ceph, &cr)).await;
+        }
+    }
     let quiet = !changes && plan.requeue_after.is_none() && outcome.failed.is_none();
     ctx.owned.planned(&cr, &observation, quiet);
     if let Some(error) = outcome.failed {
@@ -547,6 +597,21 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .and_then(|d| Duration::try_from(d).ok())
         .map_or(resync, |d| d.min(resync));
     Ok(Action::requeue(next))
+}
+
+/// Ceph's answer while the step lock is not this CephOSD's: wait, with why.
+fn busy_answer(question: &[GateSubject], blocker: Blocker) -> GateAnswer {
+    GateAnswer {
+        keys: question
+            .iter()
+            .map(|s| (s.key.clone(), std::collections::BTreeSet::new()))
+            .collect(),
+        decision: GateDecision::Wait {
+            blockers: vec![blocker],
+        },
+        up_from: std::collections::BTreeMap::new(),
+        learned: std::collections::BTreeMap::new(),
+    }
 }
 
 /// The plan for `cr` from `observation`.

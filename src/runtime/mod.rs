@@ -7,6 +7,7 @@ mod backoff;
 mod budget_inputs;
 pub(crate) mod ceph_gate;
 mod claims_registry;
+pub(crate) mod cluster_lock;
 pub(crate) mod controller;
 mod executor;
 pub(crate) mod expectations;
