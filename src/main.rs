@@ -323,6 +323,7 @@ fn run(
             client.clone(),
             settings.namespace.clone(),
             lease.clone(),
+            settings.gate.lock_namespace.clone(),
             metrics_auth,
         ));
         health.ready.store(true, Ordering::Relaxed);
