@@ -412,10 +412,11 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         Snapshot::Lagging => return Ok(Action::requeue(Duration::from_secs(1))),
     };
     let ceph = ctx.ceph.as_deref();
-    // An open step keeps its Ceph cluster's step lock (this CephOSD may hold it).
-    let step_open = cr.status.as_ref().is_some_and(|s| s.ceph_step.is_some());
-    let mut may_hold_lock = step_open && !cr.spec.skips_ceph_gate();
-    if let (true, Some(ceph), Some(locks)) = (may_hold_lock, ceph, &ctx.ceph_locks) {
+    // An open step keeps its Ceph cluster's step lock (this CephOSD may hold it; one that
+    // opts out of the gate only lets it go).
+    let mut may_hold_lock = cr.status.as_ref().is_some_and(|s| s.ceph_step.is_some());
+    let keeps = may_hold_lock && !cr.spec.skips_ceph_gate();
+    if let (true, Some(ceph), Some(locks)) = (keeps, ceph, &ctx.ceph_locks) {
         if let LockState::Busy { busy, lease } = Box::pin(locks.keep(ceph, &cr)).await {
             warn!(cephosd = %cr_name, holder = %busy, %lease, "the step lock of the Ceph cluster expired while this CephOSD's step was open and another took it");
         }
