@@ -53,6 +53,8 @@ pub(crate) enum LockState {
     Busy { busy: Busy, lease: String },
     /// It could not be read or written (fail closed: no step starts).
     Failed(String),
+    /// Ceph did not tell its fsid: which lock is not known (no step starts).
+    NoFsid(String),
 }
 
 impl LockState {
@@ -65,6 +67,9 @@ impl LockState {
                 lease: lease.clone(),
             }),
             Self::Failed(error) => Some(Blocker::ClusterLockFailed {
+                error: error.clone(),
+            }),
+            Self::NoFsid(error) => Some(Blocker::NoAnswer {
                 error: error.clone(),
             }),
         }
@@ -92,20 +97,21 @@ impl CephStepLocks {
         }
     }
 
-    /// The Lease of the Ceph cluster behind `ceph`.
-    async fn lease_name(&self, ceph: &dyn CephClient) -> Result<String, String> {
+    /// The Lease of the Ceph cluster behind `ceph` (`NoFsid` when Ceph does not tell).
+    async fn lease_name(&self, ceph: &dyn CephClient) -> Result<String, LockState> {
         let cached = locked(&self.fsid).clone();
         let fsid = if let Some(fsid) = cached {
             fsid
         } else {
-            let status = ceph
-                .status()
-                .await
-                .map_err(|e: CephError| format!("the Ceph cluster's fsid is not known: {e}"))?;
+            let status = ceph.status().await.map_err(|e: CephError| {
+                LockState::NoFsid(format!("the Ceph cluster's fsid is not known: {e}"))
+            })?;
             *locked(&self.fsid) = Some(status.fsid.clone());
             status.fsid
         };
-        lock_name(&fsid).ok_or_else(|| format!("`ceph status` gave no usable fsid ({fsid:?})"))
+        lock_name(&fsid).ok_or_else(|| {
+            LockState::NoFsid(format!("`ceph status` gave no usable fsid ({fsid:?})"))
+        })
     }
 
     /// Takes the lock for a step of `cr` on `keys` about to be asked of Ceph (written even
@@ -143,7 +149,7 @@ impl CephStepLocks {
         };
         let name = match self.lease_name(ceph).await {
             Ok(name) => name,
-            Err(error) => return LockState::Failed(error),
+            Err(state) => return state,
         };
         let shown = format!("{}/{name}", self.namespace);
         let failed = |e: kube::Error| {

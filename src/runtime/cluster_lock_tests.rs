@@ -193,7 +193,7 @@ async fn no_fsid_no_step() {
         .take(&ceph, &cephosd("team-a", "osds", "uid-a"), &[])
         .await;
     let blocker = state.blocker().expect("failed");
-    assert_eq!(blocker.category(), "CephClusterLockFailed");
+    assert_eq!(blocker.category(), "CephUnavailable");
     assert!(
         blocker.to_string().contains("fsid is not known"),
         "{blocker}"
