@@ -2,19 +2,25 @@
 //! before Ceph is asked whether a step may start, kept while the step is open, released once
 //! no step stays open. The Ceph cluster is told by its `fsid`, asked once per client.
 
-use crate::ceph::{Blocker, CephClient, CephError};
+use crate::ceph::{Blocker, CephClient, CephError, CephFacts, GateDecision};
 use crate::crd::CephOsd;
+use crate::plan::ceph_gate::{GateAnswer, GateSubject};
 use crate::plan::cluster_lock::{
     decide, held_by, lock_name, Busy, LockDecision, LockHolder, LOCK_DURATION, RENEW_AFTER,
     STEP_KEYS,
 };
+use crate::plan::ObservedPod;
+use crate::runtime::ceph_gate::answer;
 use crate::runtime::locked::locked;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::ResourceExt;
 use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::sync::Mutex;
 use tracing::{info, warn};
 
@@ -261,6 +267,47 @@ impl CephStepLocks {
             }
         }
     }
+}
+
+/// Ceph's answer about `question` (see `runtime::ceph_gate::answer`) asked only while `cr`
+/// holds the step lock of the Ceph cluster, taken first: no other CephOSD's question and stop
+/// race this one. Else wait, saying why. Also whether the lock was taken.
+pub(crate) async fn answer_holding_the_lock(
+    locks: Option<&CephStepLocks>,
+    ceph: &dyn CephClient,
+    cr: &CephOsd,
+    observed: &[ObservedPod],
+    pods: &[Arc<Pod>],
+    question: &[GateSubject],
+    looked: Option<CephFacts>,
+) -> (GateAnswer, bool) {
+    let lock = match locks {
+        Some(locks) => {
+            let keys: Vec<String> = question.iter().map(|s| s.key.to_string()).collect();
+            Box::pin(locks.take(ceph, cr, &keys)).await
+        }
+        None => LockState::Failed(
+            "no namespace is configured for it (--ceph-lock-namespace)".to_owned(),
+        ),
+    };
+    let Some(blocker) = lock.blocker() else {
+        return (
+            answer(ceph, cr, observed, pods, question, looked).await,
+            true,
+        );
+    };
+    let waiting = GateAnswer {
+        keys: question
+            .iter()
+            .map(|s| (s.key.clone(), BTreeSet::new()))
+            .collect(),
+        decision: GateDecision::Wait {
+            blockers: vec![blocker],
+        },
+        up_from: BTreeMap::new(),
+        learned: BTreeMap::new(),
+    };
+    (waiting, false)
 }
 
 /// `cr` as holder of the lock; None without a uid (never stored).

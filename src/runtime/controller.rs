@@ -6,13 +6,12 @@
 //! (a disk listed by two of them belongs to the older one, wherever it lives); only those of
 //! the watched namespace are reconciled.
 
-use crate::ceph::{Blocker, GateDecision};
 use crate::ceph::{CephClient, CliClient, CliSettings};
 use crate::crd::osd::OsdKey;
 use crate::crd::osd::RandomSuffix;
 use crate::crd::{object_key, CephOsd};
 use crate::labels;
-use crate::plan::ceph_gate::{CephInput, CephView, GateAnswer, GateSubject};
+use crate::plan::ceph_gate::{CephInput, CephView};
 use crate::plan::cluster_lock::releases;
 use crate::plan::failure::Failure;
 use crate::plan::{plan_expanded, Observed, Plan};
@@ -21,9 +20,9 @@ use crate::runtime::backoff::{Backoff, WatchRetry};
 use crate::runtime::budget_inputs::{
     budget_mappers, watch_budgets_and_nodes, BudgetCaches, BudgetInputs,
 };
-use crate::runtime::ceph_gate::{answer, decision_label, first_view, GateSettings};
+use crate::runtime::ceph_gate::{decision_label, first_view, GateSettings};
 use crate::runtime::claims_registry::ClaimsRegistry;
-use crate::runtime::cluster_lock::{CephStepLocks, LockState};
+use crate::runtime::cluster_lock::{answer_holding_the_lock, CephStepLocks, LockState};
 use crate::runtime::executor::{ExecuteError, Executor};
 use crate::runtime::memory::Memory;
 use crate::runtime::metered_ceph::MeteredCeph;
@@ -442,34 +441,16 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .map(|(question, ceph)| {
             let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
             let locks = ctx.ceph_locks.clone();
-            Box::pin(async move {
-                // The Ceph cluster's step lock first: no other CephOSD's question and stop
-                // races this one.
-                let lock = match &locks {
-                    Some(locks) => {
-                        let keys: Vec<String> =
-                            question.iter().map(|s| s.key.to_string()).collect();
-                        Box::pin(locks.take(ceph, &cr, &keys)).await
-                    }
-                    None => LockState::Failed(
-                        "no namespace is configured for it (--ceph-lock-namespace)".to_owned(),
-                    ),
-                };
-                match lock.blocker() {
-                    None => (
-                        answer(ceph, &cr, &observed, &pods, &question, looked).await,
-                        true,
-                    ),
-                    Some(blocker) => (busy_answer(&question, blocker), false),
-                }
-            })
+            async move {
+                let locks = locks.as_deref();
+                let asked =
+                    answer_holding_the_lock(locks, ceph, &cr, &observed, &pods, &question, looked);
+                Box::pin(asked).await
+            }
         });
     let answering = async move {
         match answering {
-            Some(answering) => {
-                let (answer, took_lock) = answering.await;
-                Some((answer, took_lock))
-            }
+            Some(answering) => Some(answering.await),
             None => None,
         }
     };
@@ -598,21 +579,6 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .and_then(|d| Duration::try_from(d).ok())
         .map_or(resync, |d| d.min(resync));
     Ok(Action::requeue(next))
-}
-
-/// Ceph's answer while the step lock is not this CephOSD's: wait, with why.
-fn busy_answer(question: &[GateSubject], blocker: Blocker) -> GateAnswer {
-    GateAnswer {
-        keys: question
-            .iter()
-            .map(|s| (s.key.clone(), std::collections::BTreeSet::new()))
-            .collect(),
-        decision: GateDecision::Wait {
-            blockers: vec![blocker],
-        },
-        up_from: std::collections::BTreeMap::new(),
-        learned: std::collections::BTreeMap::new(),
-    }
 }
 
 /// The plan for `cr` from `observation`.
