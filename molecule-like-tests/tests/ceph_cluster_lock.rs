@@ -320,7 +320,6 @@ async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyho
             .patch_template_metadata(sides[1].name, json!({"labels": {"rev": "2"}})),
     );
     let hashes = [a?.1, b?.1];
-    let changed_at = t_change.elapsed();
     let mut done = Vec::new();
     for (side, hash) in sides.iter().zip(&hashes) {
         side.s
@@ -423,7 +422,7 @@ async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyho
         } else {
             "one operator"
         },
-        changed_at.as_secs_f64(),
+        from.as_secs_f64(),
         sides[0].id(),
         show(&spans1),
         sides[1].id(),
