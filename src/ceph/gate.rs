@@ -73,8 +73,8 @@ pub enum Blocker {
     NoAnswer {
         error: String,
     },
-    /// Another CephOSD's step holds the Ceph cluster's step lock (`holder`: that CephOSD and
-    /// its keys; `lease`: the Lease, `namespace/name`).
+    /// Another CephOSD's step holds the Ceph cluster's step lock, or the next turn is another
+    /// CephOSD's (`holder` says which, with its keys; `lease`: the Lease, `namespace/name`).
     ClusterBusy {
         holder: String,
         lease: String,
@@ -213,8 +213,7 @@ impl fmt::Display for Blocker {
             Self::NoAnswer { error } => write!(f, "Ceph gave no usable answer: {error}"),
             Self::ClusterBusy { holder, lease } => write!(
                 f,
-                "a step of {holder} holds the Ceph cluster (Lease {lease}): one step at a time \
-                 per Ceph cluster"
+                "{holder} (Lease {lease}): one step at a time per Ceph cluster"
             ),
             Self::ClusterLockFailed { error } => {
                 write!(f, "the Ceph cluster's step lock was not taken: {error}")

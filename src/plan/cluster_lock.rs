@@ -4,7 +4,9 @@
 //! operator finishes the step and keeps the lock). It is taken before Ceph is asked
 //! `ok-to-stop`, renewed while the step is open, released when no step stays open (also when
 //! Ceph said wait or halt, so a waiting CephOSD starves no other), and expires by itself when
-//! the holder's operator is gone.
+//! the holder's operator is gone. Turns: a CephOSD that finds it busy claims the next turn on
+//! the Lease; the holder then lets it go after its step instead of starting another, and the
+//! free lock waits for the claimant (while its claim is renewed).
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -18,6 +20,14 @@ pub(crate) const LOCK_DURATION: SignedDuration = SignedDuration::from_secs(60);
 pub(crate) const RENEW_AFTER: SignedDuration = SignedDuration::from_secs(10);
 /// The Lease annotation naming the keys of the holder's step (`h1:/dev/sdb, h2:/dev/sdb`).
 pub(crate) const STEP_KEYS: &str = "ceph.elemental.net/step-keys";
+/// The Lease annotations of the CephOSD that waits for the next turn: its identity, and when
+/// it last said so (RFC 3339).
+pub(crate) const NEXT_HOLDER: &str = "ceph.elemental.net/next-holder";
+pub(crate) const NEXT_SINCE: &str = "ceph.elemental.net/next-since";
+/// A claim on the next turn stands this long after it was last written (a waiting CephOSD
+/// asks every 2 s and writes it again once it is `CLAIM_AGAIN_AFTER` old).
+pub(crate) const NEXT_TURN_FOR: SignedDuration = SignedDuration::from_secs(15);
+const CLAIM_AGAIN_AFTER: SignedDuration = SignedDuration::from_secs(5);
 
 /// The Lease of the Ceph cluster `fsid`: `ceph-osd-step-<fsid>`; None when the fsid is not
 /// one Ceph gives (a UUID: hex digits and dashes), which no name is made from.
@@ -46,23 +56,42 @@ impl LockHolder {
     }
 }
 
-/// Who holds the lock, as the Lease says: the CephOSD (`namespace/name`) and its step's keys.
+/// Who has the lock, as the Lease says: the CephOSD (`namespace/name`) whose step holds it,
+/// with its step's keys, or the one whose turn is next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Busy {
-    /// `namespace/name` of the holding CephOSD (the identity as written when it is not ours).
+    /// `namespace/name` of that CephOSD (the identity as written when it is not one).
     pub holder: String,
     /// The keys of its step, when the Lease names them.
     pub keys: Vec<String>,
+    /// It waited for another's step and has the next turn (no step of its own yet).
+    pub next: bool,
 }
 
 impl fmt::Display for Busy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CephOSD {}", self.holder)?;
+        if self.next {
+            return write!(
+                f,
+                "CephOSD {} has the next turn on the Ceph cluster (it waited for another's step)",
+                self.holder
+            );
+        }
+        write!(f, "a step of CephOSD {}", self.holder)?;
         if !self.keys.is_empty() {
             write!(f, " (on {})", self.keys.join(", "))?;
         }
-        Ok(())
+        write!(f, " holds the Ceph cluster")
     }
+}
+
+/// Why the lock is looked at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// Before Ceph is asked about a new step: always written (the step's keys, a renewal).
+    NewStep,
+    /// An open step keeps it: written once `RENEW_AFTER` old.
+    Renew,
 }
 
 /// What to do with the lock as observed.
@@ -75,19 +104,21 @@ pub(crate) enum LockDecision {
         /// Another holder (or none) before: a new acquisition.
         transition: bool,
     },
-    /// Ours, renewed less than `renew_after` ago: nothing to write.
+    /// Ours, renewed less than `RENEW_AFTER` ago: nothing to write.
     Keep,
-    /// Another CephOSD holds it and it has not expired.
-    Busy(Busy),
+    /// Another CephOSD's step holds it, or the next turn is another's; `claim`: write
+    /// ourselves in as the next holder (no one else claims it, or our claim is due).
+    Busy { busy: Busy, claim: bool },
+    /// Ours, and another CephOSD waits for its turn: let it go rather than start a new step.
+    Yield(Busy),
 }
 
-/// Pure: what `me` (a holder's identity) does with `lease` at `now`; a Lease of ours renewed
-/// less than `renew_after` ago is kept as it is (`SignedDuration::ZERO`: always written).
+/// Pure: what `me` (a holder's identity) does with `lease` at `now` for `purpose`.
 pub(crate) fn decide(
     lease: Option<&Lease>,
     me: &str,
     now: Timestamp,
-    renew_after: SignedDuration,
+    purpose: Purpose,
 ) -> LockDecision {
     let Some(lease) = lease else {
         return LockDecision::Create;
@@ -97,21 +128,54 @@ pub(crate) fn decide(
     let renewed = spec.renew_time.as_ref().map(|t| t.0);
     let duration = SignedDuration::from_secs(spec.lease_duration_seconds.unwrap_or(0).into());
     let expired = renewed.is_none_or(|r| r + duration <= now);
+    let next = next_claim(lease, now);
+    let next_other = next.filter(|(who, _)| *who != me).map(|(who, _)| Busy {
+        holder: holder_name(who),
+        keys: Vec::new(),
+        next: true,
+    });
     if holder == me {
-        let recent = renewed.is_some_and(|r| now.duration_since(r) < renew_after);
-        return if recent && !expired {
-            LockDecision::Keep
-        } else {
-            LockDecision::Take { transition: false }
+        return match (purpose, next_other) {
+            (Purpose::NewStep, Some(waiting)) => LockDecision::Yield(waiting),
+            (Purpose::NewStep, None) => LockDecision::Take { transition: false },
+            (Purpose::Renew, _) => {
+                let recent = renewed.is_some_and(|r| now.duration_since(r) < RENEW_AFTER);
+                if recent && !expired {
+                    LockDecision::Keep
+                } else {
+                    LockDecision::Take { transition: false }
+                }
+            }
         };
     }
     if holder.is_empty() || expired {
-        return LockDecision::Take { transition: true };
+        // A free lock waits for the CephOSD whose turn is next.
+        return match next_other {
+            Some(waiting) => LockDecision::Busy {
+                busy: waiting,
+                claim: false,
+            },
+            None => LockDecision::Take { transition: true },
+        };
     }
-    LockDecision::Busy(Busy {
-        holder: holder_name(holder),
-        keys: step_keys(lease),
-    })
+    let ours_due = next
+        .is_some_and(|(who, since)| who == me && now.duration_since(since) >= CLAIM_AGAIN_AFTER);
+    LockDecision::Busy {
+        busy: Busy {
+            holder: holder_name(holder),
+            keys: step_keys(lease),
+            next: false,
+        },
+        claim: purpose == Purpose::NewStep && (next.is_none() || ours_due),
+    }
+}
+
+/// The standing claim on the next turn: (identity, when written).
+fn next_claim(lease: &Lease, now: Timestamp) -> Option<(&str, Timestamp)> {
+    let annotations = lease.metadata.annotations.as_ref()?;
+    let who = annotations.get(NEXT_HOLDER)?.as_str();
+    let since: Timestamp = annotations.get(NEXT_SINCE)?.parse().ok()?;
+    (!who.is_empty() && since + NEXT_TURN_FOR > now).then_some((who, since))
 }
 
 /// Whether `me` holds `lease` (and may release it).

@@ -24,11 +24,30 @@ fn lease(holder: Option<&str>, renewed: Option<i64>, keys: Option<&str>) -> Leas
     }
 }
 
-const ALWAYS: SignedDuration = SignedDuration::ZERO;
+use Purpose::{NewStep, Renew};
+
+/// `lease` with a claim on the next turn by `who`, written at `since`.
+fn claimed(mut lease: Lease, who: &str, since: i64) -> Lease {
+    let annotations = lease
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    annotations.insert(NEXT_HOLDER.to_owned(), who.to_owned());
+    annotations.insert(NEXT_SINCE.to_owned(), at(since).to_string());
+    lease
+}
+
+fn busy(holder: &str, keys: &[&str], next: bool) -> Busy {
+    Busy {
+        holder: holder.into(),
+        keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+        next,
+    }
+}
 
 #[test]
 fn no_lease_is_created_held() {
-    assert_eq!(decide(None, ME, at(100), ALWAYS), LockDecision::Create);
+    assert_eq!(decide(None, ME, at(100), NewStep), LockDecision::Create);
 }
 
 #[test]
@@ -38,28 +57,33 @@ fn another_cephosds_valid_lock_is_busy_and_named_with_its_keys() {
         Some(100),
         Some("h3:/dev/sdb, h4:/dev/sdb"),
     );
-    let decision = decide(Some(&theirs), ME, at(159), ALWAYS);
-    let LockDecision::Busy(busy) = decision else {
-        panic!("{decision:?}");
-    };
-    assert_eq!(busy.holder, "other-ns/osds-b");
-    assert_eq!(busy.keys, ["h3:/dev/sdb", "h4:/dev/sdb"]);
+    let expected = busy("other-ns/osds-b", &["h3:/dev/sdb", "h4:/dev/sdb"], false);
     assert_eq!(
-        busy.to_string(),
-        "CephOSD other-ns/osds-b (on h3:/dev/sdb, h4:/dev/sdb)"
+        expected.to_string(),
+        "a step of CephOSD other-ns/osds-b (on h3:/dev/sdb, h4:/dev/sdb) holds the Ceph cluster"
     );
-    // Renewals keep it busy for the whole duration after each.
-    assert!(matches!(
-        decide(Some(&theirs), ME, at(100), ALWAYS),
-        LockDecision::Busy(_)
-    ));
+    // A new step waits and claims the next turn; an open step of ours claims nothing.
+    assert_eq!(
+        decide(Some(&theirs), ME, at(159), NewStep),
+        LockDecision::Busy {
+            busy: expected.clone(),
+            claim: true
+        }
+    );
+    assert_eq!(
+        decide(Some(&theirs), ME, at(100), Renew),
+        LockDecision::Busy {
+            busy: expected,
+            claim: false
+        }
+    );
 }
 
 #[test]
 fn an_expired_free_or_unrenewed_lock_is_taken_as_a_new_holder() {
     let theirs = lease(Some("other-ns/osds-b/uid-b"), Some(100), None);
     assert_eq!(
-        decide(Some(&theirs), ME, at(160), ALWAYS),
+        decide(Some(&theirs), ME, at(160), NewStep),
         LockDecision::Take { transition: true }
     );
     for free in [
@@ -69,7 +93,7 @@ fn an_expired_free_or_unrenewed_lock_is_taken_as_a_new_holder() {
         Lease::default(),
     ] {
         assert_eq!(
-            decide(Some(&free), ME, at(101), ALWAYS),
+            decide(Some(&free), ME, at(101), NewStep),
             LockDecision::Take { transition: true },
             "{free:?}"
         );
@@ -81,31 +105,86 @@ fn ours_is_renewed_when_due_and_kept_otherwise() {
     let ours = lease(Some(ME), Some(100), None);
     // Taking for a step always writes (the keys, a fresh renewal).
     assert_eq!(
-        decide(Some(&ours), ME, at(101), ALWAYS),
+        decide(Some(&ours), ME, at(101), NewStep),
         LockDecision::Take { transition: false }
     );
     // An open step renews every RENEW_AFTER.
+    assert_eq!(decide(Some(&ours), ME, at(109), Renew), LockDecision::Keep);
     assert_eq!(
-        decide(Some(&ours), ME, at(109), RENEW_AFTER),
-        LockDecision::Keep
-    );
-    assert_eq!(
-        decide(Some(&ours), ME, at(110), RENEW_AFTER),
+        decide(Some(&ours), ME, at(110), Renew),
         LockDecision::Take { transition: false }
     );
     // Expired while ours (the operator was away): written again, still ours.
     assert_eq!(
-        decide(Some(&ours), ME, at(200), RENEW_AFTER),
+        decide(Some(&ours), ME, at(200), Renew),
         LockDecision::Take { transition: false }
     );
+}
+
+/// Turns: the holder lets the lock go after its step when another waits, the free lock waits
+/// for the claimant, a claim lapses when no longer renewed; the first claim stands.
+#[test]
+fn a_waiting_cephosd_gets_the_next_turn() {
+    const OTHER: &str = "other-ns/osds-b/uid-b";
+    let waiting = busy("other-ns/osds-b", &[], true);
+    assert_eq!(
+        waiting.to_string(),
+        "CephOSD other-ns/osds-b has the next turn on the Ceph cluster (it waited for another's \
+         step)"
+    );
+    let ours = claimed(lease(Some(ME), Some(100), None), OTHER, 100);
+    // Our step ended and we would start another: we yield instead.
+    assert_eq!(
+        decide(Some(&ours), ME, at(105), NewStep),
+        LockDecision::Yield(waiting.clone())
+    );
+    // Our step still open: kept, renewed as due.
+    assert_eq!(decide(Some(&ours), ME, at(105), Renew), LockDecision::Keep);
+    // Let go: reserved for the claimant while its claim stands, then anyone's.
+    let free = claimed(lease(None, Some(105), None), OTHER, 100);
+    assert_eq!(
+        decide(Some(&free), ME, at(110), NewStep),
+        LockDecision::Busy {
+            busy: waiting,
+            claim: false
+        }
+    );
+    assert_eq!(
+        decide(Some(&free), ME, at(100 + NEXT_TURN_FOR.as_secs()), NewStep),
+        LockDecision::Take { transition: true }
+    );
+    assert_eq!(
+        decide(Some(&free), OTHER, at(110), NewStep),
+        LockDecision::Take { transition: true }
+    );
+    // Held by a third CephOSD: the first claim stands; the claimant writes its own again
+    // once it is CLAIM_AGAIN_AFTER old.
+    let third = claimed(lease(Some("x/osds-c/uid-c"), Some(100), None), OTHER, 100);
+    assert!(matches!(
+        decide(Some(&third), ME, at(104), NewStep),
+        LockDecision::Busy { claim: false, .. }
+    ));
+    assert!(matches!(
+        decide(Some(&third), OTHER, at(104), NewStep),
+        LockDecision::Busy { claim: false, .. }
+    ));
+    assert!(matches!(
+        decide(Some(&third), OTHER, at(105), NewStep),
+        LockDecision::Busy { claim: true, .. }
+    ));
+    // A lapsed claim is anyone's to make.
+    assert!(matches!(
+        decide(Some(&third), ME, at(100 + NEXT_TURN_FOR.as_secs()), NewStep),
+        LockDecision::Busy { claim: true, .. }
+    ));
 }
 
 #[test]
 fn a_cephosd_recreated_under_the_same_name_is_another_holder() {
     let old = lease(Some("ceph/osds-a/uid-old"), Some(100), None);
     assert!(matches!(
-        decide(Some(&old), ME, at(101), ALWAYS),
-        LockDecision::Busy(Busy { holder, .. }) if holder == "ceph/osds-a"
+        decide(Some(&old), ME, at(101), NewStep),
+        LockDecision::Busy { busy: Busy { holder, .. }, .. } if holder == "ceph/osds-a"
     ));
     assert!(!held_by(&old, ME));
     assert!(held_by(&lease(Some(ME), Some(100), None), ME));
@@ -151,10 +230,7 @@ fn a_busy_cluster_halts_the_proposal_naming_the_holder() {
         pod: Some("osd-h1-sdb-x".into()),
         domain: "h1".into(),
     }];
-    let busy = Busy {
-        holder: "other-ns/osds-b".into(),
-        keys: vec!["h3:/dev/sdb".into()],
-    };
+    let busy = busy("other-ns/osds-b", &["h3:/dev/sdb"], false);
     let view = CephView {
         input: CephInput::Answered(GateAnswer {
             keys: [(key, std::collections::BTreeSet::new())].into(),

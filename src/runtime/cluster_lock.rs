@@ -6,8 +6,8 @@ use crate::ceph::{Blocker, CephClient, CephError, CephFacts, GateDecision};
 use crate::crd::CephOsd;
 use crate::plan::ceph_gate::{GateAnswer, GateSubject};
 use crate::plan::cluster_lock::{
-    decide, held_by, lock_name, Busy, LockDecision, LockHolder, LOCK_DURATION, RENEW_AFTER,
-    STEP_KEYS,
+    decide, held_by, lock_name, Busy, LockDecision, LockHolder, Purpose, LOCK_DURATION,
+    NEXT_HOLDER, NEXT_SINCE, RENEW_AFTER, STEP_KEYS,
 };
 use crate::plan::ObservedPod;
 use crate::runtime::ceph_gate::answer;
@@ -15,7 +15,7 @@ use crate::runtime::locked::locked;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::ResourceExt;
 use std::collections::HashMap;
@@ -49,6 +49,9 @@ pub fn ceph_lock_namespace(
         .map(str::to_owned)
         .ok_or(NoLockNamespace)
 }
+
+/// Reads and writes of the Lease one question may take when other writers keep winning.
+const WRITE_TRIES: usize = 3;
 
 /// Where the lock stands for one CephOSD after asking.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,14 +124,14 @@ impl CephStepLocks {
     }
 
     /// Takes the lock for a step of `cr` on `keys` about to be asked of Ceph (written even
-    /// when held, with these keys).
+    /// when held, with these keys); busy, it claims the next turn.
     pub(crate) async fn take(
         &self,
         ceph: &dyn CephClient,
         cr: &CephOsd,
         keys: &[String],
     ) -> LockState {
-        self.write(ceph, cr, Some(keys), SignedDuration::ZERO).await
+        self.write(ceph, cr, Some(keys), Purpose::NewStep).await
     }
 
     /// Keeps the lock while `cr`'s step is open: renewed when due, taken back when free.
@@ -140,15 +143,17 @@ impl CephStepLocks {
         if last.is_some_and(|at| Timestamp::now().duration_since(at) < RENEW_AFTER) {
             return LockState::Held;
         }
-        self.write(ceph, cr, None, RENEW_AFTER).await
+        self.write(ceph, cr, None, Purpose::Renew).await
     }
 
+    /// Reads the Lease, decides, writes at the version read; a write that lost a race to
+    /// another writer is decided again on a new read.
     async fn write(
         &self,
         ceph: &dyn CephClient,
         cr: &CephOsd,
         keys: Option<&[String]>,
-        renew_after: SignedDuration,
+        purpose: Purpose,
     ) -> LockState {
         let Some(me) = holder(cr).map(|h| h.identity()) else {
             return LockState::Failed("the CephOSD has no uid".to_owned());
@@ -158,81 +163,60 @@ impl CephStepLocks {
             Err(state) => return state,
         };
         let shown = format!("{}/{name}", self.namespace);
-        let failed = |e: kube::Error| {
-            LockState::Failed(format!("cannot write the step lock Lease {shown}: {e}"))
-        };
-        let current = match self.leases.get_opt(&name).await {
-            Ok(current) => current,
-            Err(e) => return failed(e),
-        };
-        let now = Timestamp::now();
-        let decision = decide(current.as_ref(), &me, now, renew_after);
-        let lease = match decision {
-            LockDecision::Keep => return LockState::Held,
-            LockDecision::Busy(busy) => {
-                return LockState::Busy { busy, lease: shown };
-            }
-            LockDecision::Create => Lease {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    labels: Some(
-                        [(
-                            "app.kubernetes.io/managed-by".to_owned(),
-                            "ceph-osd-operator".to_owned(),
-                        )]
-                        .into(),
-                    ),
-                    ..ObjectMeta::default()
-                },
-                spec: Some(spec(&me, now, None, true)),
-            },
-            LockDecision::Take { transition } => {
-                let Some(mut lease) = current else {
-                    return LockState::Failed(format!("the Lease {shown} vanished"));
+        let failed =
+            |e: &kube::Error| LockState::Failed(format!("cannot write the Lease {shown}: {e}"));
+        for _ in 0..WRITE_TRIES {
+            let current = match self.leases.get_opt(&name).await {
+                Ok(current) => current,
+                Err(e) => return failed(&e),
+            };
+            let now = Timestamp::now();
+            let decision = decide(current.as_ref(), &me, now, purpose);
+            let (lease, outcome) =
+                match to_write(decision.clone(), current, &me, now, &name, &shown) {
+                    Ok(write) => write,
+                    Err(state) => return state,
                 };
-                lease.spec = Some(spec(&me, now, lease.spec.as_ref(), transition));
+            if let LockDecision::Yield(busy) = &decision {
+                info!(cephosd = %cr.object_key(), lease = %shown, next = %busy.holder, "let the step lock of the Ceph cluster go: another CephOSD waits for its turn");
+            }
+            let mut lease = lease;
+            if let (Some(keys), LockState::Held) = (keys, &outcome) {
                 lease
+                    .annotations_mut()
+                    .insert(STEP_KEYS.to_owned(), keys.join(", "));
             }
-        };
-        let mut lease = lease;
-        if let Some(keys) = keys {
-            lease
-                .annotations_mut()
-                .insert(STEP_KEYS.to_owned(), keys.join(", "));
-        }
-        // Created, or replaced at the resourceVersion read: a concurrent taker makes this a
-        // 409, never a tie.
-        let written = if decision == LockDecision::Create {
-            self.leases.create(&PostParams::default(), &lease).await
-        } else {
-            self.leases
-                .replace(&name, &PostParams::default(), &lease)
-                .await
-        };
-        match written {
-            Ok(_) => {
-                if matches!(
-                    decision,
-                    LockDecision::Create | LockDecision::Take { transition: true }
-                ) {
-                    info!(cephosd = %cr.object_key(), lease = %shown, "took the step lock of the Ceph cluster");
+            // Created, or replaced at the resourceVersion read: a concurrent writer makes this
+            // a 409, never a tie.
+            let written = if decision == LockDecision::Create {
+                self.leases.create(&PostParams::default(), &lease).await
+            } else {
+                self.leases
+                    .replace(&name, &PostParams::default(), &lease)
+                    .await
+            };
+            match written {
+                Ok(_) => {
+                    if outcome == LockState::Held {
+                        if matches!(
+                            decision,
+                            LockDecision::Create | LockDecision::Take { transition: true }
+                        ) {
+                            info!(cephosd = %cr.object_key(), lease = %shown, "took the step lock of the Ceph cluster");
+                        }
+                        locked(&self.renewed).insert(me, now);
+                    }
+                    return outcome;
                 }
-                locked(&self.renewed).insert(me, now);
-                LockState::Held
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                // A claim on the next turn not written is written on the next question.
+                Err(_) if outcome != LockState::Held => return outcome,
+                Err(e) => return failed(&e),
             }
-            // Another took it between the read and the write: busy, as the next read tells.
-            Err(kube::Error::Api(s)) if s.code == 409 => match self.leases.get_opt(&name).await {
-                Ok(now_read) => match decide(now_read.as_ref(), &me, Timestamp::now(), renew_after)
-                {
-                    LockDecision::Busy(busy) => LockState::Busy { busy, lease: shown },
-                    _ => LockState::Failed(format!(
-                        "the step lock Lease {shown} changed while it was taken; asking again"
-                    )),
-                },
-                Err(e) => failed(e),
-            },
-            Err(e) => failed(e),
         }
+        LockState::Failed(format!(
+            "the Lease {shown} changed under every one of {WRITE_TRIES} writes"
+        ))
     }
 
     /// Gives the lock up if `cr` holds it (its step ended, or Ceph said wait or halt).
@@ -308,6 +292,80 @@ pub(crate) async fn answer_holding_the_lock(
         learned: BTreeMap::new(),
     };
     (waiting, false)
+}
+
+/// The Lease to write for `decision` on `current` (read at `now`), and what holds once it is
+/// written; or what holds without a write.
+fn to_write(
+    decision: LockDecision,
+    current: Option<Lease>,
+    me: &str,
+    now: Timestamp,
+    name: &str,
+    shown: &str,
+) -> Result<(Lease, LockState), LockState> {
+    let busy = |busy| LockState::Busy {
+        busy,
+        lease: shown.to_owned(),
+    };
+    match (decision, current) {
+        (LockDecision::Keep, _) => Err(LockState::Held),
+        (
+            LockDecision::Busy {
+                busy: b,
+                claim: false,
+            },
+            _,
+        ) => Err(busy(b)),
+        (
+            LockDecision::Busy {
+                busy: b,
+                claim: true,
+            },
+            Some(mut lease),
+        ) => {
+            let annotations = lease.annotations_mut();
+            annotations.insert(NEXT_HOLDER.to_owned(), me.to_owned());
+            annotations.insert(NEXT_SINCE.to_owned(), now.to_string());
+            Ok((lease, busy(b)))
+        }
+        (LockDecision::Yield(b), Some(mut lease)) => {
+            if let Some(spec) = lease.spec.as_mut() {
+                spec.holder_identity = None;
+            }
+            lease.annotations_mut().remove(STEP_KEYS);
+            Ok((lease, busy(b)))
+        }
+        (LockDecision::Create, _) => {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(name.to_owned()),
+                    labels: Some(
+                        [(
+                            "app.kubernetes.io/managed-by".to_owned(),
+                            "ceph-osd-operator".to_owned(),
+                        )]
+                        .into(),
+                    ),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(spec(me, now, None, true)),
+            };
+            Ok((lease, LockState::Held))
+        }
+        (LockDecision::Take { transition }, Some(mut lease)) => {
+            lease.spec = Some(spec(me, now, lease.spec.as_ref(), transition));
+            let annotations = lease.annotations_mut();
+            if annotations.get(NEXT_HOLDER).map(String::as_str) == Some(me) {
+                // Our turn came: the claim is spent.
+                annotations.remove(NEXT_HOLDER);
+                annotations.remove(NEXT_SINCE);
+            }
+            Ok((lease, LockState::Held))
+        }
+        // Decided on a Lease that was read: never without one.
+        (_, None) => Err(LockState::Failed(format!("the Lease {shown} vanished"))),
+    }
 }
 
 /// `cr` as holder of the lock; None without a uid (never stored).

@@ -200,3 +200,58 @@ async fn no_fsid_no_step() {
     );
     assert!(locked(&server.0).is_empty());
 }
+
+/// A CephOSD with more steps to go lets a waiting one have the next turn: its next question
+/// finds the lock claimed, gives it up and waits; the claimant takes it; the one that gave it
+/// up then claims the turn after.
+#[tokio::test]
+async fn the_holder_lets_a_waiting_cephosd_have_the_next_turn() {
+    let server = Leases::default();
+    let (locks_a, locks_b) = (
+        CephStepLocks::new(server.client(), "locks"),
+        CephStepLocks::new(server.client(), "locks"),
+    );
+    let (ceph_a, ceph_b) = (ceph(), ceph());
+    let a = cephosd("team-a", "osds", "uid-a");
+    let b = cephosd("team-b", "osds", "uid-b");
+    let (keys_a, keys_b) = (["h1:/dev/sdb".to_owned()], ["h3:/dev/sdb".to_owned()]);
+    assert_eq!(locks_a.take(&ceph_a, &a, &keys_a).await, LockState::Held);
+    // B waits and claims the next turn.
+    assert!(locks_b.take(&ceph_b, &b, &keys_b).await.blocker().is_some());
+    let lease = server.lease();
+    assert_eq!(
+        lease.annotations().get(NEXT_HOLDER).map(String::as_str),
+        Some("team-b/osds/uid-b")
+    );
+    // A's step is open: it keeps the lock.
+    assert_eq!(locks_a.keep(&ceph_a, &a).await, LockState::Held);
+    // A's step ended; its next step yields to B.
+    let yielded = locks_a.take(&ceph_a, &a, &keys_a).await;
+    let blocker = yielded.blocker().expect("yielded");
+    assert!(
+        blocker
+            .to_string()
+            .starts_with("CephOSD team-b/osds has the next turn on the Ceph cluster"),
+        "{blocker}"
+    );
+    assert_eq!(server.lease().spec.expect("spec").holder_identity, None);
+    // A asks again before B: still B's turn.
+    assert!(locks_a.take(&ceph_a, &a, &keys_a).await.blocker().is_some());
+    assert_eq!(locks_b.take(&ceph_b, &b, &keys_b).await, LockState::Held);
+    let lease = server.lease();
+    assert_eq!(
+        lease.spec.clone().expect("spec").holder_identity.as_deref(),
+        Some("team-b/osds/uid-b")
+    );
+    // B's claim is spent; A's next question claims the turn after B's step.
+    assert_eq!(lease.annotations().get(NEXT_HOLDER), None);
+    assert!(locks_a.take(&ceph_a, &a, &keys_a).await.blocker().is_some());
+    assert_eq!(
+        server
+            .lease()
+            .annotations()
+            .get(NEXT_HOLDER)
+            .map(String::as_str),
+        Some("team-a/osds/uid-a")
+    );
+}
