@@ -4,8 +4,8 @@
 //! asked before the other stopped one (two hosts down: PGs below min_size); the step lock (a
 //! Lease per fsid) makes one wait for the other's step: in Ceph's view never two hosts down and
 //! no PG unavailable, in the pod watch never two hosts without a Ready pod, the waiting CephOSD
-//! names the one whose step holds the cluster, both rollouts complete, the Lease is free at the
-//! end.
+//! names the one whose step holds the cluster, the two take turns (each step of one followed by
+//! one of the other), both rollouts complete, the Lease is free at the end.
 //!
 //! (a) one operator for both (one namespace); (b) two namespaced operators (`--namespace`),
 //! each CephOSD in its own namespace, sharing the lock namespace (`--ceph-lock-namespace`).
@@ -385,12 +385,24 @@ async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyho
     let (spans1, waited1) = steps_and_waits(&sides[0].gate.samples(), &sides[1].id());
     let (spans2, waited2) = steps_and_waits(&sides[1].gate.samples(), &sides[0].id());
     ensure!(
-        waited1 || waited2,
-        "neither CephOSD said CephClusterBusy naming the other\n{report}"
+        waited1 && waited2,
+        "each CephOSD waits for the other's step and says so (CephClusterBusy naming it): \
+         {} {waited1}, {} {waited2}\n{report}",
+        sides[0].name,
+        sides[1].name
     );
     ensure!(
         spans1.len() == 2 && spans2.len() == 2,
         "steps {spans1:?} and {spans2:?}: two hosts each\n{report}"
+    );
+    // Turns: a waiting CephOSD's step comes next, not after the other's whole rollout.
+    let mut order: Vec<(Duration, &str)> = (spans1.iter().map(|s| (s.0, sides[0].name)))
+        .chain(spans2.iter().map(|s| (s.0, sides[1].name)))
+        .collect();
+    order.sort();
+    ensure!(
+        order.windows(2).all(|w| w[0].1 != w[1].1),
+        "the steps did not take turns: {order:?}\n{report}"
     );
     let fsid = cluster.cli(&["fsid"]).await?.trim().to_owned();
     let leases: Api<Lease> = Api::namespaced(s1.client.clone(), &lock_namespace);
@@ -416,7 +428,7 @@ async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyho
     println!(
         "==== two CephOSDs on one Ceph, {}: changed at {:.1}s; steps of {} {} | of {} {}; \
          {} waited naming {}, {} waited naming {}; rollouts done {:.1}s and {:.1}s after the \
-         change; Lease taken {transitions} times, free at the end\n{}",
+         change; the lock changed hands {transitions} times, free at the end\n{}",
         if two_operators {
             "two namespaced operators"
         } else {
