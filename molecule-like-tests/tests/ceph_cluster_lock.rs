@@ -8,7 +8,9 @@
 //! one of the other), both rollouts complete, the Lease is free at the end.
 //!
 //! (a) one operator for both (one namespace); (b) two namespaced operators (`--namespace`),
-//! each CephOSD in its own namespace, sharing the lock namespace (`--ceph-lock-namespace`).
+//! each CephOSD in its own namespace, sharing the lock namespace (`--ceph-lock-namespace`);
+//! (c) as (a), the operator SIGKILLed as the first step opens and started again: the new
+//! process keeps the lock for that step (the holder is the CephOSD, not the process).
 //!
 //! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
@@ -216,13 +218,24 @@ fn merged_events(recorders: &[&PodRecorder]) -> Vec<PodEvent> {
     all
 }
 
-/// Two CephOSDs on one Ceph changed together: by one operator (`s2` None: both in `s1`'s
-/// namespace) or by one namespaced operator each.
+/// Who runs the two CephOSDs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operators {
+    /// One operator, both CephOSDs in its namespace.
+    One,
+    /// One operator, SIGKILLed as the first step opens and started again.
+    OneKilledMidStep,
+    /// One namespaced operator per CephOSD, each in its own namespace.
+    TwoNamespaced,
+}
+
+/// Two CephOSDs on one Ceph changed together.
 #[expect(
     clippy::too_many_lines,
     reason = "one journey: set up, change both, then Ceph's, the pods' and the lock's records"
 )]
-async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyhow::Result<()> {
+async fn two_cephosds_changed_together(name: &str, operators: Operators) -> anyhow::Result<()> {
+    let two_operators = operators == Operators::TwoNamespaced;
     let mut s1 = Scenario::create(name).await?;
     s1.start_recorder().await?;
     let mut s2 = if two_operators {
@@ -320,6 +333,59 @@ async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyho
             .patch_template_metadata(sides[1].name, json!({"labels": {"rev": "2"}})),
     );
     let hashes = [a?.1, b?.1];
+    let fsid = cluster.cli(&["fsid"]).await?.trim().to_owned();
+    let leases: Api<Lease> = Api::namespaced(s1.client.clone(), &lock_namespace);
+    let lease_name = format!("ceph-osd-step-{fsid}");
+    let mut restarted = None;
+    if operators == Operators::OneKilledMidStep {
+        // SIGKILL as soon as a step is open; a new process at once.
+        let owner = s1
+            .wait_until("a step open", Duration::from_mins(1), || async {
+                for side in &sides {
+                    let status = side.s.cr_status(side.name).await?.unwrap_or_default();
+                    if let Some(step) = status.ceph_step {
+                        return Ok(Some((side, step)));
+                    }
+                }
+                Ok(None)
+            })
+            .await?;
+        s1.stop_operator();
+        let killed_at = ceph.elapsed();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        restarted =
+            Some(s1.spawn_operator("restarted", &OperatorOptions::default(), &args, &[])?);
+        // Past the new process's first looks at the open step: the lock is still its
+        // CephOSD's (not taken again, not released), and that step still open.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let (side, step) = owner;
+        let holder = leases
+            .get(&lease_name)
+            .await?
+            .spec
+            .and_then(|s| s.holder_identity)
+            .unwrap_or_default();
+        let status = side.s.cr_status(side.name).await?.unwrap_or_default();
+        ensure!(
+            status.ceph_step.as_ref() == Some(&step),
+            "the step {:?} ended within 3 s of the restart: {:?}",
+            step.keys,
+            status.ceph_step
+        );
+        ensure!(
+            holder.starts_with(&format!("{}/", side.id())),
+            "after the restart the step lock is held by {holder:?}, not by {} whose step is \
+             open",
+            side.id()
+        );
+        println!(
+            "operator SIGKILLed at {:.2}s with the step of {} on {:?} open; 3 s after a new \
+             process started the lock is still held by {holder}",
+            killed_at.as_secs_f64(),
+            side.id(),
+            step.keys
+        );
+    }
     let mut done = Vec::new();
     for (side, hash) in sides.iter().zip(&hashes) {
         side.s
@@ -404,9 +470,7 @@ async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyho
         order.windows(2).all(|w| w[0].1 != w[1].1),
         "the steps did not take turns: {order:?}\n{report}"
     );
-    let fsid = cluster.cli(&["fsid"]).await?.trim().to_owned();
-    let leases: Api<Lease> = Api::namespaced(s1.client.clone(), &lock_namespace);
-    let lease = leases.get(&format!("ceph-osd-step-{fsid}")).await?;
+    let lease = leases.get(&lease_name).await?;
     let spec = lease.spec.clone().unwrap_or_default();
     ensure!(
         spec.holder_identity.is_none(),
@@ -429,10 +493,10 @@ async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyho
         "==== two CephOSDs on one Ceph, {}: changed at {:.1}s; steps of {} {} | of {} {}; \
          {} waited naming {}, {} waited naming {}; rollouts done {:.1}s and {:.1}s after the \
          change; the lock changed hands {transitions} times, free at the end\n{}",
-        if two_operators {
-            "two namespaced operators"
-        } else {
-            "one operator"
+        match operators {
+            Operators::One => "one operator",
+            Operators::OneKilledMidStep => "one operator, SIGKILLed mid-step and started again",
+            Operators::TwoNamespaced => "two namespaced operators",
         },
         from.as_secs_f64(),
         sides[0].id(),
@@ -449,6 +513,7 @@ async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyho
     );
 
     drop(sides);
+    drop(restarted);
     for bridge in bridges {
         bridge.stop().await?;
     }
@@ -464,11 +529,30 @@ async fn two_cephosds_changed_together(name: &str, two_operators: bool) -> anyho
 /// (a) One operator, two CephOSDs in its namespace.
 #[tokio::test]
 async fn one_operator_two_cephosds_one_step_at_a_time() -> anyhow::Result<()> {
-    Box::pin(two_cephosds_changed_together("ceph-lock-one", false)).await
+    Box::pin(two_cephosds_changed_together(
+        "ceph-lock-one",
+        Operators::One,
+    ))
+    .await
 }
 
 /// (b) Two namespaced operators, one CephOSD each, sharing the lock namespace.
 #[tokio::test]
 async fn two_namespaced_operators_one_step_at_a_time() -> anyhow::Result<()> {
-    Box::pin(two_cephosds_changed_together("ceph-lock-two", true)).await
+    Box::pin(two_cephosds_changed_together(
+        "ceph-lock-two",
+        Operators::TwoNamespaced,
+    ))
+    .await
+}
+
+/// (c) One operator SIGKILLed as the first step opens, started again: the new process keeps
+/// the lock for that step, and the rest goes as in (a).
+#[tokio::test]
+async fn an_operator_killed_mid_step_keeps_the_lock_in_its_next_process() -> anyhow::Result<()> {
+    Box::pin(two_cephosds_changed_together(
+        "ceph-lock-kill",
+        Operators::OneKilledMidStep,
+    ))
+    .await
 }
