@@ -9,8 +9,9 @@
 //!
 //! (a) one operator for both (one namespace); (b) two namespaced operators (`--namespace`),
 //! each CephOSD in its own namespace, sharing the lock namespace (`--ceph-lock-namespace`);
-//! (c) as (a), the operator SIGKILLed as the first step opens and started again: the new
-//! process keeps the lock for that step (the holder is the CephOSD, not the process).
+//! (c) as (a), the operator SIGKILLed once the first step's OSDs are down and started again:
+//! the new process ends that step holding the lock (the holder is the CephOSD, not the
+//! process).
 //!
 //! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
@@ -223,7 +224,7 @@ fn merged_events(recorders: &[&PodRecorder]) -> Vec<PodEvent> {
 enum Operators {
     /// One operator, both CephOSDs in its namespace.
     One,
-    /// One operator, SIGKILLed as the first step opens and started again.
+    /// One operator, SIGKILLed once the first step's OSDs are down and started again.
     OneKilledMidStep,
     /// One namespaced operator per CephOSD, each in its own namespace.
     TwoNamespaced,
@@ -338,8 +339,8 @@ async fn two_cephosds_changed_together(name: &str, operators: Operators) -> anyh
     let lease_name = format!("ceph-osd-step-{fsid}");
     let mut restarted = None;
     if operators == Operators::OneKilledMidStep {
-        // SIGKILL as soon as a step is open; a new process at once.
-        let owner = s1
+        // SIGKILL once the first step's OSDs are down in Ceph; a new process at once.
+        let (side, step) = s1
             .wait_until("a step open", Duration::from_mins(1), || async {
                 for side in &sides {
                     let status = side.s.cr_status(side.name).await?.unwrap_or_default();
@@ -350,40 +351,54 @@ async fn two_cephosds_changed_together(name: &str, operators: Operators) -> anyh
                 Ok(None)
             })
             .await?;
+        let ids: Vec<u32> = step.osds.iter().map(|o| o.id).collect();
+        ceph.wait_until("the step's OSDs down", Duration::from_mins(1), |v| {
+            v.osdmap
+                .as_ref()
+                .is_some_and(|(_, m)| ids.iter().all(|id| m.osd(*id).is_some_and(|o| !o.up)))
+        })
+        .await?;
         s1.stop_operator();
         let killed_at = ceph.elapsed();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         restarted =
             Some(s1.spawn_operator("restarted", &OperatorOptions::default(), &args, &[])?);
-        // Past the new process's first looks at the open step: the lock is still its
-        // CephOSD's (not taken again, not released), and that step still open.
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let (side, step) = owner;
-        let holder = leases
-            .get(&lease_name)
-            .await?
-            .spec
-            .and_then(|s| s.holder_identity)
-            .unwrap_or_default();
-        let status = side.s.cr_status(side.name).await?.unwrap_or_default();
-        ensure!(
-            status.ceph_step.as_ref() == Some(&step),
-            "the step {:?} ended within 3 s of the restart: {:?}",
-            step.keys,
-            status.ceph_step
-        );
-        ensure!(
-            holder.starts_with(&format!("{}/", side.id())),
-            "after the restart the step lock is held by {holder:?}, not by {} whose step is \
-             open",
-            side.id()
-        );
+        // Until the new process ends that step, the lock stays its CephOSD's: not taken
+        // again, not released, not another's.
+        let looks = std::sync::atomic::AtomicUsize::new(0);
+        let ended = s1
+            .wait_until(
+                "the step ended by the new process",
+                Duration::from_mins(1),
+                || async {
+                    let status = side.s.cr_status(side.name).await?.unwrap_or_default();
+                    if status.ceph_step.as_ref() != Some(&step) {
+                        return Ok(Some(ceph.elapsed()));
+                    }
+                    let holder = (leases.get(&lease_name).await?.spec)
+                        .and_then(|s| s.holder_identity)
+                        .unwrap_or_default();
+                    ensure!(
+                        holder.starts_with(&format!("{}/", side.id())),
+                        "after the restart the step lock is held by {holder:?}, not by {} whose \
+                     step is open",
+                        side.id()
+                    );
+                    looks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    Ok(None)
+                },
+            )
+            .await?;
+        let looks = looks.into_inner();
+        ensure!(looks > 0, "the step ended before the lock was looked at");
         println!(
-            "operator SIGKILLed at {:.2}s with the step of {} on {:?} open; 3 s after a new \
-             process started the lock is still held by {holder}",
+            "operator SIGKILLed at {:.2}s with the step of {} on {:?} open and its OSDs down; \
+             the new process ended it at {:.2}s, the lock its CephOSD's throughout ({looks} \
+             looks)",
             killed_at.as_secs_f64(),
             side.id(),
-            step.keys
+            step.keys,
+            ended.as_secs_f64()
         );
     }
     let mut done = Vec::new();
@@ -546,8 +561,8 @@ async fn two_namespaced_operators_one_step_at_a_time() -> anyhow::Result<()> {
     .await
 }
 
-/// (c) One operator SIGKILLed as the first step opens, started again: the new process keeps
-/// the lock for that step, and the rest goes as in (a).
+/// (c) One operator SIGKILLed once the first step's OSDs are down, started again: the new
+/// process ends that step holding the lock, and the rest goes as in (a).
 #[tokio::test]
 async fn an_operator_killed_mid_step_keeps_the_lock_in_its_next_process() -> anyhow::Result<()> {
     Box::pin(two_cephosds_changed_together(
