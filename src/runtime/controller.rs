@@ -417,7 +417,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     let keeps = may_hold_lock && !cr.spec.skips_ceph_gate();
     if let (true, Some(ceph), Some(locks)) = (keeps, ceph, &ctx.ceph_locks) {
         if let LockState::Busy { busy, lease } = Box::pin(locks.keep(ceph, &cr)).await {
-            warn!(cephosd = %cr_name, holder = %busy, %lease, "the step lock of the Ceph cluster expired while this CephOSD's step was open and another took it");
+            warn!(cephosd = %cr_name, holder = %busy, %lease, "the step lock of the Ceph cluster is another CephOSD's while this one's step is open (it expired, or this step ended and is being closed)");
         }
     }
     let (view, looked) = first_view(ceph, &ctx.memory, &cr, &ctx.settings.gate).await;
