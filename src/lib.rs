@@ -28,6 +28,7 @@ pub use plan::expanded_spec::ExpandedSpec;
 pub use plan::{plan, plan_expanded, Hold, Observed, Plan, MAX_CREATIONS_PER_PLAN};
 pub use runtime::api_requests::counted_client;
 pub use runtime::ceph_gate::GateSettings;
+pub use runtime::cluster_lock::{ceph_lock_namespace, NoLockNamespace};
 pub use runtime::controller::Settings;
 pub use runtime::lease::{lease_namespace, LeaseSettings, NoLeaseNamespace};
 pub use runtime::metrics::Metrics;

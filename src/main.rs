@@ -2,9 +2,9 @@
 
 use ceph_osd_operator::ceph::{CephUser, CliSettings, DEFAULT_CALL_TIMEOUT, DEFAULT_PG_STATS_LAG};
 use ceph_osd_operator::{
-    counted_client, crd, lease_namespace, parse_cephosd, preview_pods, read_manifest,
-    report_missing_permissions, serve, GateSettings, Health, LeaseSettings, Metrics, MetricsAuth,
-    RandomSuffix, Settings, SuffixSource,
+    ceph_lock_namespace, counted_client, crd, lease_namespace, parse_cephosd, preview_pods,
+    read_manifest, report_missing_permissions, serve, GateSettings, Health, LeaseSettings, Metrics,
+    MetricsAuth, NoLockNamespace, RandomSuffix, Settings, SuffixSource,
 };
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -66,29 +66,9 @@ enum Command {
         #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
               default_value_t = true, default_missing_value = "true")]
         metrics_auth: bool,
-        /// Ceph configuration file: with it, every rollout step asks Ceph first (ok-to-stop,
-        /// noout on the OSDs stopped, PGs clean before the next step). Without it the Ceph gate
-        /// is off, which the `CephGate` condition of every CephOSD says.
-        #[arg(long)]
-        ceph_conf: Option<PathBuf>,
-        /// Keyring of the operator's Ceph key (default: Ceph's own search path).
-        #[arg(long)]
-        ceph_keyring: Option<PathBuf>,
-        /// The operator's Ceph user id (`ceph-osd-operator` for `client.ceph-osd-operator`;
-        /// default: Ceph's, `admin`).
-        #[arg(long)]
-        ceph_id: Option<String>,
-        /// Seconds one `ceph` call may take before it is killed.
-        #[arg(long, default_value_t = DEFAULT_CALL_TIMEOUT.as_secs())]
-        ceph_timeout: u64,
-        /// Seconds `noout` may be held on the OSDs of one step: past it `noout` is cleared so
-        /// Ceph re-replicates, and the rollout stays halted.
-        #[arg(long, default_value_t = 1800)]
-        ceph_max_noout_seconds: u64,
-        /// Seconds PG states may trail the osdmap (Ceph's `mgr_stats_period` and a margin): a
-        /// step ends only on clean PGs seen this long after its OSDs were back.
-        #[arg(long, default_value_t = DEFAULT_PG_STATS_LAG.as_secs())]
-        ceph_pg_stats_lag_seconds: u64,
+        /// How to reach Ceph and gate rollout steps on it.
+        #[command(flatten)]
+        ceph: Box<CephArgs>,
     },
     /// Print the CustomResourceDefinition YAML.
     Crd,
@@ -101,6 +81,44 @@ enum Command {
         #[arg(long, short = 'n', default_value = "default")]
         namespace: String,
     },
+}
+
+/// The Ceph options of `run`.
+#[derive(clap::Args)]
+#[expect(
+    clippy::struct_field_names,
+    reason = "each field is its flag: --ceph-conf, --ceph-id, …"
+)]
+struct CephArgs {
+    /// Ceph configuration file: with it, every rollout step asks Ceph first (ok-to-stop,
+    /// noout on the OSDs stopped, PGs clean before the next step). Without it the Ceph gate
+    /// is off, which the `CephGate` condition of every CephOSD says.
+    #[arg(long)]
+    ceph_conf: Option<PathBuf>,
+    /// Keyring of the operator's Ceph key (default: Ceph's own search path).
+    #[arg(long)]
+    ceph_keyring: Option<PathBuf>,
+    /// The operator's Ceph user id (`ceph-osd-operator` for `client.ceph-osd-operator`;
+    /// default: Ceph's, `admin`).
+    #[arg(long)]
+    ceph_id: Option<String>,
+    /// Seconds one `ceph` call may take before it is killed.
+    #[arg(long, default_value_t = DEFAULT_CALL_TIMEOUT.as_secs())]
+    ceph_timeout: u64,
+    /// Seconds `noout` may be held on the OSDs of one step: past it `noout` is cleared so
+    /// Ceph re-replicates, and the rollout stays halted.
+    #[arg(long, default_value_t = 1800)]
+    ceph_max_noout_seconds: u64,
+    /// Seconds PG states may trail the osdmap (Ceph's `mgr_stats_period` and a margin): a
+    /// step ends only on clean PGs seen this long after its OSDs were back.
+    #[arg(long, default_value_t = DEFAULT_PG_STATS_LAG.as_secs())]
+    ceph_pg_stats_lag_seconds: u64,
+    /// Namespace of the step lock of the Ceph cluster (a Lease `ceph-osd-step-<fsid>`): one
+    /// rollout step at a time per Ceph cluster, so every operator on the same Ceph must
+    /// name the same namespace and be allowed its Leases there (default: the leader
+    /// Lease's namespace, else the watched namespace).
+    #[arg(long, env = "CEPH_LOCK_NAMESPACE")]
+    ceph_lock_namespace: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -144,13 +162,15 @@ fn main() -> ExitCode {
             lease_namespace: lease_ns,
             lease_name,
             metrics_auth,
-            ceph_conf,
-            ceph_keyring,
-            ceph_id,
-            ceph_timeout,
-            ceph_max_noout_seconds,
-            ceph_pg_stats_lag_seconds,
+            ceph,
         } => {
+            let (ceph, gate) = match ceph.settings(lease_ns.as_deref(), namespace.as_deref()) {
+                Ok(settings) => settings,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return ExitCode::from(2);
+                }
+            };
             let lease = if leader_elect {
                 match lease_namespace(lease_ns.as_deref(), namespace.as_deref()) {
                     Ok(lease_ns) => Some(LeaseSettings {
@@ -173,17 +193,8 @@ fn main() -> ExitCode {
                 namespace,
                 resync: Duration::from_secs(resync_seconds),
                 retry: Duration::from_secs(5),
-                ceph: ceph_conf.map(|conf| CliSettings {
-                    conf: Some(conf),
-                    keyring: ceph_keyring,
-                    user: ceph_id.map(CephUser::Id),
-                    timeout: Duration::from_secs(ceph_timeout.max(1)),
-                    ..CliSettings::default()
-                }),
-                gate: GateSettings {
-                    max_noout: Duration::from_secs(ceph_max_noout_seconds),
-                    pg_stats_lag: Duration::from_secs(ceph_pg_stats_lag_seconds),
-                },
+                ceph,
+                gate,
             };
             let http = http_address.map(|address| Http {
                 address,
@@ -197,6 +208,38 @@ fn main() -> ExitCode {
                 }
             }
         }
+    }
+}
+
+impl CephArgs {
+    /// How to reach Ceph (None: the gate is off) and how steps are gated; the step lock's
+    /// namespace follows the leader Lease's (`lease`) or the watched one when not given.
+    fn settings(
+        self,
+        lease: Option<&str>,
+        watched: Option<&str>,
+    ) -> Result<(Option<CliSettings>, GateSettings), NoLockNamespace> {
+        let lock_namespace = match self.ceph_conf {
+            Some(_) => Some(ceph_lock_namespace(
+                self.ceph_lock_namespace.as_deref(),
+                lease,
+                watched,
+            )?),
+            None => None,
+        };
+        let ceph = self.ceph_conf.map(|conf| CliSettings {
+            conf: Some(conf),
+            keyring: self.ceph_keyring,
+            user: self.ceph_id.map(CephUser::Id),
+            timeout: Duration::from_secs(self.ceph_timeout.max(1)),
+            ..CliSettings::default()
+        });
+        let gate = GateSettings {
+            max_noout: Duration::from_secs(self.ceph_max_noout_seconds),
+            pg_stats_lag: Duration::from_secs(self.ceph_pg_stats_lag_seconds),
+            lock_namespace,
+        };
+        Ok((ceph, gate))
     }
 }
 
@@ -280,6 +323,7 @@ fn run(
             client.clone(),
             settings.namespace.clone(),
             lease.clone(),
+            settings.gate.lock_namespace.clone(),
             metrics_auth,
         ));
         health.ready.store(true, Ordering::Relaxed);

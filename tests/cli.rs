@@ -287,3 +287,45 @@ fn run_takes_the_gates_pg_stats_lag_in_whole_seconds() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--ceph-pg-stats-lag-seconds"), "{stderr}");
 }
+
+/// With the Ceph gate on, the step lock of the Ceph cluster is never put in a guessed
+/// namespace: with no --ceph-lock-namespace, --lease-namespace, $POD_NAMESPACE or watched
+/// namespace, `run` refuses to start, naming the flag to set.
+#[test]
+fn run_with_the_gate_and_no_lock_namespace_refuses_to_start_and_says_which_flag_to_set() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--kubeconfig",
+            "/nonexistent",
+            "--leader-elect=false",
+            "--ceph-conf",
+            "/nonexistent/ceph.conf",
+        ];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_ceph-osd-operator"))
+            .args(&args)
+            .env_remove("POD_NAMESPACE")
+            .env_remove("WATCH_NAMESPACE")
+            .env_remove("CEPH_LOCK_NAMESPACE")
+            .output()
+            .expect("runs")
+    };
+    let out = run(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--ceph-lock-namespace"), "{stderr}");
+    // Given (or following the watched namespace), it gets as far as reading the kubeconfig.
+    for extra in [
+        &["--ceph-lock-namespace", "locks"][..],
+        &["--namespace", "ceph"],
+    ] {
+        let out = run(extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot read kubeconfig /nonexistent"),
+            "{stderr}"
+        );
+    }
+}

@@ -441,6 +441,10 @@ fn helm(template: &str, when: &str) -> Vec<Value> {
             "{{ include \"ceph-osd-operator.leaseName\" . | quote }}",
             "\"ceph-osd-operator\"",
         )
+        .replace(
+            "{{ .Values.ceph.lockNamespace | default .Release.Namespace }}",
+            "operators",
+        )
         .replace("{{ .Release.Namespace }}", "operators")
         .replace("{{ .Values.watchNamespace }}", "ceph")
         .lines()
@@ -496,6 +500,44 @@ fn the_namespaced_component_grants_exactly_what_the_operator_uses_in_its_namespa
 fn the_chart_grants_exactly_what_the_operator_uses_in_either_scope() {
     check(&helm_install("cluster", None));
     check(&helm_install("namespaced", Some("ceph")));
+}
+
+/// With the Ceph gate: the step lock of the Ceph cluster (a Lease `ceph-osd-step-<fsid>`, its
+/// name unknown at install) read, taken, renewed and released in the lock namespace (the
+/// operator's by default), and nothing else.
+#[test]
+fn the_ceph_gate_grants_the_step_lock_in_the_lock_namespace_only() {
+    let expected = |namespace: &str| -> BTreeSet<Grant> {
+        ["create", "get", "update"]
+            .into_iter()
+            .map(|verb| Grant {
+                namespace: Some(namespace.to_owned()),
+                group: "coordination.k8s.io".into(),
+                resource: "leases".into(),
+                verb: verb.into(),
+                name: None,
+            })
+            .collect()
+    };
+    let component = Install {
+        what: "deploy/ceph-gate/".into(),
+        docs: kustomize_resources("deploy/ceph-gate"),
+        account: ("ceph-osd-operator".into(), "ceph-osd-operator".into()),
+        watched: None,
+        own: "ceph-osd-operator".into(),
+    };
+    assert_eq!(granted(&component), expected("ceph-osd-operator"));
+    let chart = Install {
+        what: "the chart's ceph-lock-rbac.yaml".into(),
+        docs: helm(
+            "ceph-lock-rbac.yaml",
+            "{{- if and .Values.rbac.create .Values.ceph.secretName }}",
+        ),
+        account: ("operators".into(), "ceph-osd-operator".into()),
+        watched: None,
+        own: "operators".into(),
+    };
+    assert_eq!(granted(&chart), expected("operators"));
 }
 
 /// The check itself: a grant too wide, too narrow or missing is found.

@@ -317,6 +317,8 @@ impl Gated {
             PG_STATS_LAG_SECONDS.into(),
         ];
         operator_args.extend(options.extra_args.iter().map(|a| (*a).to_owned()));
+        // The step lock of the Ceph cluster: in the watched namespace (the operator's default).
+        crate::rbac::grant_ceph_lock_in(&s.client, &s.namespace).await?;
         let args: Vec<&str> = operator_args.iter().map(String::as_str).collect();
         // Every `ceph` call the operator makes in its log (`ceph call command=…`).
         let log_filter = format!(

@@ -1,6 +1,6 @@
 //! deploy/'s RBAC objects, applied as the tests need them: the Lease Role in a test's own
-//! namespace (for tests that elect a leader there), or a whole variant bound to another
-//! ServiceAccount.
+//! namespace (for tests that elect a leader there), the Ceph step lock's Role there (for gated
+//! tests), or a whole variant bound to another ServiceAccount.
 
 use anyhow::{bail, Context};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -57,6 +57,17 @@ pub async fn apply(client: &Client, docs: &[Value]) -> anyhow::Result<()> {
 /// and RoleBinding, moved there (they go with the namespace).
 pub async fn grant_lease_in(client: &Client, namespace: &str) -> anyhow::Result<()> {
     let mut docs = manifests("deploy/lease-rbac.yaml")?;
+    for doc in &mut docs {
+        doc["metadata"]["namespace"] = Value::from(namespace);
+    }
+    apply(client, &docs).await
+}
+
+/// Lets the operator's ServiceAccount hold the step locks of Ceph clusters (Leases
+/// `ceph-osd-step-<fsid>`) in `namespace`: deploy/ceph-gate/'s lock Role and RoleBinding, moved
+/// there (they go with the namespace).
+pub async fn grant_ceph_lock_in(client: &Client, namespace: &str) -> anyhow::Result<()> {
+    let mut docs = manifests("deploy/ceph-gate/ceph-lock-rbac.yaml")?;
     for doc in &mut docs {
         doc["metadata"]["namespace"] = Value::from(namespace);
     }

@@ -335,6 +335,18 @@ fn helm_lints_the_chart_strictly_and_renders_what_kustomize_builds() -> anyhow::
     // The Ceph gate: the Secret mounted the same way, the same flags, no Secret RBAC.
     let chart = helm_template(&["--set", "ceph.secretName=ceph-osd-operator-ceph"])?;
     let built = kustomize(&["deploy/ceph-gate"])?;
+    // The step lock's Role in the operator's namespace, the same both ways.
+    for kind in ["Role", "RoleBinding"] {
+        let name = "ceph-osd-operator-ceph-lock";
+        let (a, b) = (find(&chart, kind, name)?, find(&built, kind, name)?);
+        for field in ["rules", "subjects", "roleRef"] {
+            ensure!(
+                a[field] == b[field] && a["metadata"]["namespace"] == b["metadata"]["namespace"],
+                "{kind} {name}: `{field}` differs between the chart and deploy/ceph-gate/:\nchart:   \
+                 {a}\ndeploy/: {b}"
+            );
+        }
+    }
     let (a, b) = (only(&chart, "Deployment")?, only(&built, "Deployment")?);
     for pointer in [
         "/spec/template/spec/volumes",
@@ -406,7 +418,7 @@ fn helm_renders_every_documented_value_and_refuses_contradictions() -> anyhow::R
         "logFormat": "human",
         "resyncSeconds": 77,
         "httpPort": 9090,
-        "ceph": {"secretName": "my-ceph", "id": "op2", "timeoutSeconds": 9, "maxNooutSeconds": 99},
+        "ceph": {"secretName": "my-ceph", "id": "op2", "timeoutSeconds": 9, "maxNooutSeconds": 99, "lockNamespace": "ceph-locks"},
         "extraArgs": ["--ceph-pg-stats-lag-seconds=3"],
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
         "nodeSelector": {"role": "infra"},
@@ -485,6 +497,14 @@ fn helm_renders_every_documented_value_and_refuses_contradictions() -> anyhow::R
         (
             "ceph.maxNooutSeconds",
             a.contains("--ceph-max-noout-seconds=99"),
+        ),
+        (
+            "ceph.lockNamespace",
+            a.contains("--ceph-lock-namespace=ceph-locks")
+                && find(&out, "Role", "ceph-osd-operator-ceph-lock")
+                    .is_ok_and(|r| r["metadata"]["namespace"] == "ceph-locks")
+                && find(&out, "RoleBinding", "ceph-osd-operator-ceph-lock")
+                    .is_ok_and(|r| r["metadata"]["namespace"] == "ceph-locks"),
         ),
         ("extraArgs", a.contains("--ceph-pg-stats-lag-seconds=3")),
         ("resources", c["resources"] == changed["resources"]),

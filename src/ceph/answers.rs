@@ -57,6 +57,8 @@ fn by_id<T>(
 /// `pg stat` otherwise.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterStatus {
+    /// The cluster's identity (a UUID): the key of its step lock.
+    pub fsid: String,
     /// Ranks of the mons in quorum.
     pub quorum: Vec<u32>,
     pub quorum_names: Vec<String>,
@@ -70,6 +72,8 @@ pub struct ClusterStatus {
 
 #[derive(Deserialize)]
 struct RawStatus {
+    #[serde(default)]
+    fsid: String,
     quorum: Vec<u32>,
     #[serde(default)]
     quorum_names: Vec<String>,
@@ -104,6 +108,7 @@ struct RawHealthSummary {
 pub fn parse_status(json: &[u8]) -> Result<ClusterStatus, ParseError> {
     let raw: RawStatus = parse(json)?;
     Ok(ClusterStatus {
+        fsid: raw.fsid,
         quorum: raw.quorum,
         quorum_names: raw.quorum_names,
         mgr_available: raw.mgrmap.available,
@@ -354,6 +359,7 @@ mod tests {
     #[test]
     fn status_of_a_healthy_cluster() {
         let s = parse_status(&fixture("status_healthy")).unwrap();
+        assert_eq!(s.fsid, "7011e4e5-061d-4159-a02f-0c78dae09efa");
         assert_eq!(s.quorum, vec![0]);
         assert_eq!(s.quorum_names, vec!["a"]);
         assert!(s.mgr_available);

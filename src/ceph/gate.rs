@@ -73,6 +73,16 @@ pub enum Blocker {
     NoAnswer {
         error: String,
     },
+    /// Another CephOSD's step holds the Ceph cluster's step lock, or the next turn is another
+    /// CephOSD's (`holder` says which, with its keys; `lease`: the Lease, `namespace/name`).
+    ClusterBusy {
+        holder: String,
+        lease: String,
+    },
+    /// The Ceph cluster's step lock could not be read or taken: no step starts.
+    ClusterLockFailed {
+        error: String,
+    },
 }
 
 /// How a blocker ends.
@@ -99,7 +109,9 @@ impl Blocker {
             | Self::OsdDown { .. }
             | Self::NotOkToStop { .. }
             | Self::OkToStopNotKnown { .. }
-            | Self::NoAnswer { .. } => Severity::Wait,
+            | Self::NoAnswer { .. }
+            | Self::ClusterBusy { .. }
+            | Self::ClusterLockFailed { .. } => Severity::Wait,
         }
     }
 
@@ -116,6 +128,8 @@ impl Blocker {
             Self::OsdNotInOsdmap { .. } => "CephOsdMissing",
             Self::NotOkToStop { .. } | Self::OkToStopNotKnown { .. } => "CephNotOkToStop",
             Self::OkToStopIncomplete { .. } => "CephAnswerNotUnderstood",
+            Self::ClusterBusy { .. } => "CephClusterBusy",
+            Self::ClusterLockFailed { .. } => "CephClusterLockFailed",
         }
     }
 }
@@ -197,6 +211,13 @@ impl fmt::Display for Blocker {
                 osd_id::list(answered)
             ),
             Self::NoAnswer { error } => write!(f, "Ceph gave no usable answer: {error}"),
+            Self::ClusterBusy { holder, lease } => write!(
+                f,
+                "{holder} (Lease {lease}): one step at a time per Ceph cluster"
+            ),
+            Self::ClusterLockFailed { error } => {
+                write!(f, "the Ceph cluster's step lock was not taken: {error}")
+            }
         }
     }
 }

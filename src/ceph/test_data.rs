@@ -20,9 +20,13 @@ pub(crate) fn ids(ids: &[u32]) -> BTreeSet<OsdId> {
     ids.iter().copied().map(OsdId).collect()
 }
 
+/// The fsid of the test cluster.
+pub(crate) const FSID: &str = "5b9d0f4e-7c1a-4e2b-9f3d-2a6c8e1b0d4f";
+
 /// A status with quorum and a mgr.
 pub(crate) fn healthy_status() -> ClusterStatus {
     ClusterStatus {
+        fsid: FSID.to_owned(),
         quorum: vec![0],
         quorum_names: vec!["a".into()],
         mgr_available: true,

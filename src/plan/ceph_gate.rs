@@ -334,11 +334,17 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
             let reason = blockers
                 .first()
                 .map_or("CephUnavailable", Blocker::category);
-            let message = format!(
-                "Ceph does not let {} {verb}: {}",
-                keys_text(),
-                answer.decision
-            );
+            let message = match blockers.first() {
+                // Another CephOSD's step: waiting for the cluster, not refused by Ceph.
+                Some(b @ (Blocker::ClusterBusy { .. } | Blocker::ClusterLockFailed { .. })) => {
+                    format!("{} waits for the Ceph cluster: {b}", keys_text())
+                }
+                _ => format!(
+                    "Ceph does not let {} {verb}: {}",
+                    keys_text(),
+                    answer.decision
+                ),
+            };
             let mut out = GateOutcome::new(says(
                 false,
                 ConditionReason::CephBlocked(reason),

@@ -59,6 +59,21 @@ pub struct GateAnswer {
     pub out: BTreeSet<OsdId>,
 }
 
+impl Default for GateAnswer {
+    /// Nothing asked yet: a `Wait` (never a `Proceed` on no answer).
+    fn default() -> Self {
+        Self {
+            keys: BTreeMap::new(),
+            decision: GateDecision::no_answer(&"not asked yet"),
+            up_from: BTreeMap::new(),
+            learned: BTreeMap::new(),
+            noout_before: BTreeSet::new(),
+            unreadable_statements: BTreeMap::new(),
+            out: BTreeSet::new(),
+        }
+    }
+}
+
 /// The planner's view of Ceph.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CephView {

@@ -16,6 +16,7 @@ pub(crate) mod actions;
 pub(crate) mod budget;
 pub(crate) mod ceph_gate;
 pub(crate) mod classify;
+pub(crate) mod cluster_lock;
 mod conditions;
 pub(crate) mod disk_claims;
 mod drain;

@@ -31,6 +31,9 @@ pub struct GateSettings {
     pub max_noout: Duration,
     /// How long after every stopped OSD is back PG states are trusted (`StepWatch`).
     pub pg_stats_lag: Duration,
+    /// The namespace of the Ceph clusters' step locks (one Lease per fsid), shared by every
+    /// operator on the same Ceph; None: no step starts (the condition says why).
+    pub lock_namespace: Option<String>,
 }
 
 impl Default for GateSettings {
@@ -38,6 +41,7 @@ impl Default for GateSettings {
         Self {
             max_noout: DEFAULT_MAX_NOOUT.unsigned_abs(),
             pg_stats_lag: crate::ceph::DEFAULT_PG_STATS_LAG,
+            lock_namespace: None,
         }
     }
 }
@@ -238,19 +242,33 @@ fn keys_to_map(
     keys
 }
 
+/// What a plan asks Ceph about: the keys it proposes to take down (`subjects`), and what
+/// the operator knows of them and of the other CephOSDs.
+#[derive(Clone, Copy)]
+pub(crate) struct Question<'a> {
+    pub cr: &'a CephOsd,
+    pub observed: &'a [ObservedPod],
+    pub pods: &'a [Arc<Pod>],
+    pub subjects: &'a [GateSubject],
+    pub others: &'a OtherCephOsds,
+}
+
 /// Asks Ceph about `question` (the keys a plan of `observed` proposes to take down): one look at the
 /// cluster (`looked`, when one was just taken in this reconcile) and `osd metadata` at once,
 /// every key the operator runs mapped to its ids (beside what `others`, the other CephOSDs,
 /// hold), the precheck, then `ok-to-stop` for exactly the ids to stop.
 pub(crate) async fn answer(
     ceph: &dyn CephClient,
-    cr: &CephOsd,
-    observed: &[ObservedPod],
-    pods: &[Arc<Pod>],
-    question: &[GateSubject],
+    asked: &Question<'_>,
     looked: Option<CephFacts>,
-    others: &OtherCephOsds,
 ) -> GateAnswer {
+    let Question {
+        cr,
+        observed,
+        pods,
+        subjects: question,
+        others,
+    } = *asked;
     let keys = keys_to_map(cr, observed, pods, question);
     let mut answer = GateAnswer {
         keys: question

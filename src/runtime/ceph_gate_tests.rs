@@ -67,16 +67,15 @@ async fn ask(
     pods: &[Arc<Pod>],
     question: &[GateSubject],
 ) -> GateAnswer {
-    answer(
-        ceph,
+    let others = OtherCephOsds::default();
+    let asked = Question {
         cr,
         observed,
         pods,
-        question,
-        None,
-        &OtherCephOsds::default(),
-    )
-    .await
+        subjects: question,
+        others: &others,
+    };
+    answer(ceph, &asked, None).await
 }
 
 fn question() -> Vec<GateSubject> {
@@ -289,15 +288,15 @@ async fn an_answer_starts_from_a_look_just_taken() {
         osds: dump(),
         pgs: Some(clean()),
     };
-    let answer = answer(
-        &ceph,
-        &cr(),
-        &[],
-        &[],
-        &question(),
-        Some(looked),
-        &OtherCephOsds::default(),
-    )
+    let (cr, subjects, others) = (cr(), question(), OtherCephOsds::default());
+    let asked = Question {
+        cr: &cr,
+        observed: &[],
+        pods: &[],
+        subjects: &subjects,
+        others: &others,
+    };
+    let answer = answer(&ceph, &asked, Some(looked))
     .await;
     assert!(matches!(answer.decision, GateDecision::Proceed { .. }));
     assert_eq!(

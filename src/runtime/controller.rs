@@ -12,6 +12,7 @@ use crate::crd::osd::RandomSuffix;
 use crate::crd::{object_key, CephOsd};
 use crate::labels;
 use crate::plan::ceph_gate::{CephInput, CephView};
+use crate::plan::cluster_lock::releases;
 use crate::plan::failure::Failure;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::pod::pod_record::{bound_host, recorded_data};
@@ -19,8 +20,9 @@ use crate::runtime::backoff::{Backoff, WatchRetry};
 use crate::runtime::budget_inputs::{
     budget_mappers, watch_budgets_and_nodes, BudgetCaches, BudgetInputs,
 };
-use crate::runtime::ceph_gate::{answer, decision_label, first_view, GateSettings};
+use crate::runtime::ceph_gate::{decision_label, first_view, GateSettings, Question};
 use crate::runtime::claims_registry::ClaimsRegistry;
+use crate::runtime::cluster_lock::{answer_holding_the_lock, CephStepLocks, LockState};
 use crate::runtime::executor::{ExecuteError, Executor};
 use crate::runtime::memory::Memory;
 use crate::runtime::metered_ceph::MeteredCeph;
@@ -76,6 +78,8 @@ struct Context {
     claims: Arc<ClaimsRegistry>,
     /// Ceph, when configured.
     ceph: Option<Arc<dyn CephClient>>,
+    /// The step lock of that Ceph cluster, when a namespace for it is configured.
+    ceph_locks: Option<Arc<CephStepLocks>>,
     /// PodDisruptionBudgets (of the watched namespace) and nodes (name and cordon only).
     budget_caches: BudgetCaches,
 }
@@ -179,6 +183,8 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
     let (budget_caches, (budget_events, node_events)) =
         watch_budgets_and_nodes(&client, settings.namespace.as_deref());
     let claims = Arc::new(ClaimsRegistry::default());
+    let ceph_locks = (settings.gate.lock_namespace.as_deref())
+        .map(|ns| Arc::new(CephStepLocks::new(client.clone(), ns)));
     let context = Arc::new(Context {
         budget_caches,
         backoff: Backoff::new(settings.retry, Duration::from_secs(300)),
@@ -195,6 +201,7 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
                 metrics: metrics.clone(),
             }) as Arc<dyn CephClient>
         }),
+        ceph_locks,
         settings,
     });
     let pods_of = {
@@ -486,6 +493,15 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         Snapshot::Lagging => return Ok(Action::requeue(Duration::from_secs(1))),
     };
     let ceph = ctx.ceph.as_deref();
+    // An open step keeps its Ceph cluster's step lock (this CephOSD may hold it; one that
+    // opts out of the gate only lets it go).
+    let mut may_hold_lock = cr.status.as_ref().is_some_and(|s| s.ceph_step.is_some());
+    let keeps = may_hold_lock && !cr.spec.skips_ceph_gate();
+    if let (true, Some(ceph), Some(locks)) = (keeps, ceph, &ctx.ceph_locks) {
+        if let LockState::Busy { busy, lease } = Box::pin(locks.keep(ceph, &cr)).await {
+            warn!(cephosd = %cr_name, holder = %busy, %lease, "the step lock of the Ceph cluster is another CephOSD's while this one's step is open (it expired, or this step ended and is being closed)");
+        }
+    }
     let (view, looked) = first_view(ceph, &ctx.memory, &cr, &ctx.settings.gate).await;
     let mut plan = planned(
         &cr,
@@ -507,7 +523,18 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .map(|(question, ceph)| {
             let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
             let others = other_cephosds(&cr, &ctx.crs.state(), &ctx.memory);
-            async move { answer(ceph, &cr, &observed, &pods, &question, looked, &others).await }
+            let locks = ctx.ceph_locks.clone();
+            async move {
+                let locks = locks.as_deref();
+                let asked = Question {
+                    cr: &cr,
+                    observed: &observed,
+                    pods: &pods,
+                    subjects: &question,
+                    others: &others,
+                };
+                Box::pin(answer_holding_the_lock(locks, ceph, &asked, looked)).await
+            }
         });
     let answering = async move {
         match answering {
@@ -554,6 +581,10 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
         }
     }
+    let answered = answered.map(|(answer, took_lock)| {
+        may_hold_lock |= took_lock;
+        answer
+    });
     let view = match answered {
         Some(answer) => {
             let label = decision_label(&answer.decision);
@@ -614,6 +645,12 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         .await;
     if let Some(status) = &outcome.status {
         ctx.memory.remember(&cr, status);
+    }
+    let step_open_after = plan.status.ceph_step.is_some();
+    if releases(may_hold_lock, step_open_after, outcome.failed.is_some()) {
+        if let (Some(ceph), Some(locks)) = (ceph, &ctx.ceph_locks) {
+            Box::pin(locks.release(ceph, &cr)).await;
+        }
     }
     let quiet = !changes && plan.requeue_after.is_none() && outcome.failed.is_none();
     ctx.owned.planned(&cr, &observation, quiet);

@@ -8,6 +8,7 @@ mod budget_inputs;
 mod ceph_drain;
 pub(crate) mod ceph_gate;
 mod claims_registry;
+pub(crate) mod cluster_lock;
 pub(crate) mod controller;
 mod executor;
 pub(crate) mod expectations;

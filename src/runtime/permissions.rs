@@ -42,10 +42,12 @@ impl fmt::Display for Permission {
 }
 
 /// What `run` calls, for an operator watching `watched` (None: every namespace), with the
-/// leader `lease` and, when `metrics_auth`, reviewing the credentials of `/metrics` readers.
+/// leader `lease`, the Ceph clusters' step locks in `ceph_lock` (a namespace, with the Ceph
+/// gate) and, when `metrics_auth`, reviewing the credentials of `/metrics` readers.
 pub(crate) fn needed(
     watched: Option<&str>,
     lease: Option<&LeaseSettings>,
+    ceph_lock: Option<&str>,
     metrics_auth: bool,
 ) -> Vec<Permission> {
     let at = |verb, group, resource, namespace: Option<&str>, name: Option<&str>| Permission {
@@ -90,6 +92,12 @@ pub(crate) fn needed(
         needed.push(at("update", "coordination.k8s.io", "leases", ns, name));
         needed.push(at("create", "coordination.k8s.io", "leases", ns, None));
     }
+    // The step lock's name holds the Ceph cluster's fsid: any Lease of its namespace.
+    if let Some(ns) = ceph_lock {
+        for verb in ["get", "update", "create"] {
+            needed.push(at(verb, "coordination.k8s.io", "leases", Some(ns), None));
+        }
+    }
     if metrics_auth {
         needed.push(at(
             "create",
@@ -116,9 +124,15 @@ pub async fn report_missing_permissions(
     client: Client,
     watched: Option<String>,
     lease: Option<LeaseSettings>,
+    ceph_lock: Option<String>,
     metrics_auth: bool,
 ) {
-    let needed = needed(watched.as_deref(), lease.as_ref(), metrics_auth);
+    let needed = needed(
+        watched.as_deref(),
+        lease.as_ref(),
+        ceph_lock.as_deref(),
+        metrics_auth,
+    );
     let reviews: Api<SelfSubjectAccessReview> = Api::all(client);
     let answers = join_all(needed.iter().map(|p| allowed(&reviews, p))).await;
     let mut missing = 0;
@@ -191,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_namespaced_operator_needs_its_namespace_but_reads_cephosds_everywhere() {
-        let all = shown(&needed(Some("ceph"), Some(&lease()), true));
+        let all = shown(&needed(Some("ceph"), Some(&lease()), Some("locks"), true));
         for expected in [
             "watch pods in namespace ceph",
             "delete replicasets.apps in namespace ceph",
@@ -200,6 +214,8 @@ mod tests {
             "create events.events.k8s.io in namespace ceph",
             "update leases.coordination.k8s.io ceph-osd-operator in namespace op",
             "create leases.coordination.k8s.io in namespace op",
+            "update leases.coordination.k8s.io in namespace locks",
+            "get leases.coordination.k8s.io in namespace locks",
             "create tokenreviews.authentication.k8s.io cluster-wide",
             "create subjectaccessreviews.authorization.k8s.io cluster-wide",
         ] {
@@ -216,7 +232,7 @@ mod tests {
 
     #[test]
     fn without_lease_or_metrics_auth_none_of_their_permissions_are_needed() {
-        let all = shown(&needed(None, None, false));
+        let all = shown(&needed(None, None, None, false));
         assert!(
             all.iter().any(|p| p == "list pods cluster-wide"),
             "{all:#?}"

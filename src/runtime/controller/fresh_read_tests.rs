@@ -96,6 +96,7 @@ fn context(client: Client, cr: &CephOsd, cached_pods: Vec<Pod>) -> Arc<Context> 
         crs: synced_store(vec![cr.clone()]),
         claims: Arc::new(ClaimsRegistry::default()),
         ceph: None,
+        ceph_locks: None,
         budget_caches: BudgetCaches {
             budgets: synced_store(vec![]),
             nodes: synced_store(vec![]),
