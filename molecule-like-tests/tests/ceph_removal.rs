@@ -11,13 +11,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::OsdKey;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::ceph::OsdMap;
 use molecule_like_tests::ceph_recorder::{CephRecording, Observed};
@@ -25,71 +21,7 @@ use molecule_like_tests::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::{storage, CR};
 use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::scenario::{hold, ROLLOUT};
-use serde_json::{json, Value};
-
-/// Keeps `status.cephStep.drain` in the shared control plane's CephOSD schema while a test
-/// runs: other test binaries apply the CRD of their own tree (`ensure_crd`), and one without
-/// `drain` makes the API server prune the drain from the status. Adds only that property to
-/// the schema as it is (a replace at its resourceVersion), never another tree's fields.
-struct DrainSchemaGuard {
-    task: tokio::task::JoinHandle<()>,
-    restored: Arc<AtomicUsize>,
-}
-
-const DRAIN_SCHEMA: &str =
-    "/spec/versions/0/schema/openAPIV3Schema/properties/status/properties/cephStep/properties";
-
-impl DrainSchemaGuard {
-    async fn start() -> anyhow::Result<Self> {
-        let ours = serde_json::to_value(ceph_osd_operator::crd::custom_resource_definition()?)?;
-        let drain = ours
-            .pointer(&format!("{DRAIN_SCHEMA}/drain"))
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("no drain in this tree's CRD"))?;
-        let name = ours["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let api: Api<CustomResourceDefinition> =
-            Api::all(molecule_like_tests::test_client().await?);
-        let restored = Arc::new(AtomicUsize::new(0));
-        let count = Arc::clone(&restored);
-        let task = tokio::spawn(async move {
-            loop {
-                if let Ok(live) = api.get(&name).await {
-                    let mut value = serde_json::to_value(&live).unwrap_or_default();
-                    if let Some(Value::Object(props)) = value.pointer_mut(DRAIN_SCHEMA) {
-                        if !props.contains_key("drain") {
-                            props.insert("drain".into(), drain.clone());
-                            if let Ok(crd) = serde_json::from_value(value) {
-                                if api
-                                    .replace(&name, &PostParams::default(), &crd)
-                                    .await
-                                    .is_ok()
-                                {
-                                    count.fetch_add(1, Ordering::SeqCst);
-                                }
-                            }
-                        }
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        });
-        Ok(Self { task, restored })
-    }
-
-    /// How many times another tree's CRD had dropped `drain`.
-    fn restored(&self) -> usize {
-        self.restored.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for DrainSchemaGuard {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+use serde_json::json;
 
 /// The osdmaps recorded from `from` on, in order.
 fn osdmaps(recording: &CephRecording, from: Duration) -> Vec<(Duration, &OsdMap)> {
@@ -130,7 +62,6 @@ fn without_last(g: &Gated) -> (Vec<String>, OsdKey, u32) {
     reason = "one journey: remove, then the pods', Ceph's and the gate's records, then a rollout"
 )]
 async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Result<()> {
-    let schema = DrainSchemaGuard::start().await?;
     let g = Gated::up_with(
         "cephrm-four",
         &GatedOptions {
@@ -279,8 +210,7 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
         "==== host {} removed (osd.{id}, 4 hosts, size 3): out {:.2}s, pod deleted {:.2}s \
          (PGs all clean without it at {:.2}s), down {:.2}s after the spec change; pods \
          converged {:.1}s, gate idle {:.1}s; then a rollout of the 3 hosts left in {:.1}s\n\
-         drain events: {drain_events:?}; the drain's schema restored {} time(s) (another \
-         tree's CRD applied meanwhile)\n{report}",
+         drain events: {drain_events:?}\n{report}",
         key.host,
         out_at.as_secs_f64() - from.as_secs_f64(),
         deleted_at.as_secs_f64() - from.as_secs_f64(),
@@ -289,7 +219,6 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
         pod_gone.as_secs_f64(),
         gate_idle.as_secs_f64(),
         rolled.as_secs_f64(),
-        schema.restored(),
     );
     g.down().await
 }
@@ -300,7 +229,6 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
 /// gate goes idle.
 #[tokio::test]
 async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()> {
-    let schema = DrainSchemaGuard::start().await?;
     let mut g = Gated::up("cephrm-three").await?;
     let (kept, key, id) = without_last(&g);
     let pod = g.converged.pods[&key].name_any();
@@ -400,9 +328,8 @@ async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()
     g.s.assert_one_pod_per_key().await?;
     println!(
         "==== host {} removed on 3 hosts, size 3: CephGate False CephDrainBlocked: {message}\n\
-         put back: osd.{id} in again, gate idle; the drain's schema restored {} time(s)\n{}",
+         put back: osd.{id} in again, gate idle\n{}",
         key.host,
-        schema.restored(),
         g.report(from)
     );
     g.down().await

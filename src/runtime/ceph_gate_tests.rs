@@ -296,8 +296,7 @@ async fn an_answer_starts_from_a_look_just_taken() {
         subjects: &subjects,
         others: &others,
     };
-    let answer = answer(&ceph, &asked, Some(looked))
-    .await;
+    let answer = answer(&ceph, &asked, Some(looked)).await;
     assert!(matches!(answer.decision, GateDecision::Proceed { .. }));
     assert_eq!(
         ceph.calls(),

@@ -16,8 +16,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::ResourceExt;
-use std::collections::HashMap;
 use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::sync::Mutex;
 use tracing::{info, warn};
 
@@ -270,10 +270,7 @@ pub(crate) async fn answer_holding_the_lock(
         ),
     };
     let Some(blocker) = lock.blocker() else {
-        return (
-            answer(ceph, asked, looked).await,
-            true,
-        );
+        return (answer(ceph, asked, looked).await, true);
     };
     let waiting = GateAnswer {
         keys: question
