@@ -11,6 +11,7 @@ mod claims_registry;
 pub(crate) mod controller;
 mod executor;
 pub(crate) mod expectations;
+mod finalizer;
 pub(crate) mod lease;
 mod locked;
 mod memory;
