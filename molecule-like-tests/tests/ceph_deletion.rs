@@ -18,6 +18,7 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
+use molecule_like_tests::ceph_recorder::Observed;
 use molecule_like_tests::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::{cephosd, storage, CR};
 use serde_json::json;
@@ -51,6 +52,18 @@ async fn no_noout_after(g: &Gated, after: Duration, timeout: Duration) -> anyhow
         })
         .await
         .map(drop)
+}
+
+/// When Ceph's view first showed no `noout` after `after`.
+fn first_without_noout(g: &Gated, after: Duration) -> Option<Duration> {
+    g.ceph
+        .recording()
+        .events
+        .iter()
+        .find_map(|e| match &e.observed {
+            Observed::OsdMap(m) if e.at > after && m.noout().is_empty() => Some(e.at),
+            _ => None,
+        })
 }
 
 /// 5 hosts, pool size 3: `keep` on three, `CR` on two. `CR` deleted while its first rollout
@@ -192,7 +205,8 @@ async fn its_namespace_deleted_mid_step_leaves_no_noout() -> anyhow::Result<()> 
     no_noout_after(&g, deleted_at, Duration::from_mins(1))
         .await
         .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
-    let cleared = g.ceph.elapsed().saturating_sub(deleted_at);
+    let cleared = first_without_noout(&g, deleted_at)
+        .ok_or_else(|| anyhow::anyhow!("no osdmap without noout\n{}", g.report(from)))?;
     g.s.wait_until("the namespace is gone", LONG, || async {
         Ok(namespaces
             .get_opt(&g.s.namespace)
@@ -208,8 +222,9 @@ async fn its_namespace_deleted_mid_step_leaves_no_noout() -> anyhow::Result<()> 
         "the log does not say the pods went at once"
     );
     println!(
-        "==== namespace deleted mid-step (noout on {noout:?}): noout cleared within {:.1}s, \
-         the namespace gone\n{}",
+        "==== namespace deleted mid-step at {:.2}s (noout on {noout:?}): no noout in Ceph's \
+         view from {:.2}s, the namespace gone\n{}",
+        deleted_at.as_secs_f64(),
         cleared.as_secs_f64(),
         g.report(from)
     );

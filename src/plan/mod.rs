@@ -303,6 +303,11 @@ pub fn plan_expanded(
         actions.splice(first..first, budget.actions);
         actions.extend(gated.last);
     }
+    if let Some(Deletion::AtOnce(_)) = deletion {
+        // Kubernetes removes the CephOSD's objects itself (a terminating namespace takes no
+        // new one): only its Ceph step is ended.
+        actions.retain(|a| matches!(a, Action::ClearNoout { .. } | Action::RecordCephStep));
+    }
     let blocking_terminations = seen.pods.iter().filter(|p| {
         p.class == PodClass::Terminating
             && p.key

@@ -231,6 +231,8 @@ fn pods_deleted_at_once_are_said_and_only_our_noout_is_cleared() {
         ("w2:/dev/sdb".into(), vec![8]),
     ]);
     cluster.status = Some(known);
+    // The disruption budget is managed: it is not written either.
+    cluster.disruption = Some(SimulatedDisruption::default());
     // `--cascade=foreground`: every pod is terminating.
     for pod in &mut cluster.pods {
         pod.metadata.deletion_timestamp = Some(Time(at(0)));
