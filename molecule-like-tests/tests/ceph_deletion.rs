@@ -230,3 +230,84 @@ async fn its_namespace_deleted_mid_step_leaves_no_noout() -> anyhow::Result<()> 
     );
     g.down().await
 }
+
+/// 3 hosts, size 3: deleted with `--cascade=foreground` while a step is open: Kubernetes
+/// deletes every pod; the operator clears its `noout`, says which OSDs went down together (a
+/// Warning event), and the CephOSD goes.
+#[tokio::test]
+async fn deleted_with_cascade_foreground_the_step_ends_and_it_is_said() -> anyhow::Result<()> {
+    let g = Gated::up("cephdel-fg").await?;
+    let (from, noout) = mid_step(&g).await?;
+    let deleted_at = g.ceph.elapsed();
+    g.s.crs.delete(CR, &DeleteParams::foreground()).await?;
+    g.s.wait_until("the CephOSD is gone", LONG, || async {
+        Ok(g.s.crs.get_opt(CR).await?.is_none().then_some(()))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
+    no_noout_after(&g, g.ceph.elapsed(), Duration::from_secs(30)).await?;
+    let cleared = first_without_noout(&g, deleted_at).unwrap_or_default();
+    let said: Vec<String> =
+        g.s.cr_events(CR)
+            .await?
+            .into_iter()
+            .filter(|e| {
+                e.reason.as_deref() == Some("Deleting") && e.type_.as_deref() == Some("Warning")
+            })
+            .filter_map(|e| e.note)
+            .collect();
+    anyhow::ensure!(
+        said.iter()
+            .any(|n| n.contains("foreground") && n.contains("went down at once")),
+        "no Warning says the OSDs went at once: {said:?}"
+    );
+    println!(
+        "==== deleted with --cascade=foreground at {:.2}s mid-step (noout on {noout:?}): no \
+         noout from {:.2}s; said: {said:?}",
+        deleted_at.as_secs_f64(),
+        cleared.as_secs_f64()
+    );
+    g.down().await
+}
+
+/// 3 hosts, size 3: deleted with `--cascade=orphan` while a step is open: no pod is taken
+/// down after the deletion (the OSDs keep running without the operator), the step's `noout`
+/// is cleared, and the CephOSD goes.
+#[tokio::test]
+async fn deleted_with_cascade_orphan_the_osds_keep_running() -> anyhow::Result<()> {
+    let g = Gated::up("cephdel-orphan").await?;
+    let (from, noout) = mid_step(&g).await?;
+    let seq = g.s.recorder()?.len();
+    g.s.crs.delete(CR, &DeleteParams::orphan()).await?;
+    g.s.wait_until("the CephOSD is gone", LONG, || async {
+        Ok(g.s.crs.get_opt(CR).await?.is_none().then_some(()))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
+    no_noout_after(&g, g.ceph.elapsed(), Duration::from_secs(30)).await?;
+    // A few seconds more: still nothing taken down.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let recorder = g.s.recorder()?;
+    recorder.catch_up(&g.s.pods).await?;
+    let deleted_after: Vec<String> = (recorder.timeline().deletions.iter())
+        .filter(|(at, _)| *at >= seq)
+        .map(|(_, name)| name.clone())
+        .collect();
+    anyhow::ensure!(
+        deleted_after.is_empty(),
+        "pods deleted after an orphaning delete: {deleted_after:?}\n{}",
+        recorder.render()
+    );
+    let running =
+        g.s.list_pods()
+            .await?
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .count();
+    println!(
+        "==== deleted with --cascade=orphan mid-step (noout on {noout:?}): {running} OSD pods \
+         keep running, none deleted after the delete, no noout left\n{}",
+        g.report(from)
+    );
+    g.down().await
+}
