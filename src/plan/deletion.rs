@@ -7,7 +7,7 @@
 //! the operator only ends its open step (clears its own `noout`) and says what happened.
 
 use crate::ceph::{osd_list, OsdId};
-use crate::crd::{CephOsd, CephStep, StepDrain};
+use crate::crd::{CephOsd, CephStep};
 use crate::plan::actions::Action;
 use crate::plan::conditions::ConditionReason;
 use crate::plan::events::{EventReason, PlannedEvent};
@@ -95,17 +95,17 @@ fn ids_of(ids: &[u32]) -> Vec<OsdId> {
     ids.iter().copied().map(OsdId).collect()
 }
 
-/// A rollout step (not a drain) open when the deletion began: its OSDs are leaving now.
-/// Deleted as a rollout with pods of it left (`pods_left`), the step becomes their drain: its
-/// own `noout` cleared and its OSDs marked out, so their pods stop only once Ceph says they
-/// are safe to destroy. Otherwise (orphaned: the pods are not ours; at once: they are gone)
-/// the step ends with its own `noout` cleared. None: the gate's rules apply (no step, or a
-/// drain, which ends once its pods are gone).
+/// A rollout step (not a drain) open when the deletion began: its OSDs are leaving now. The
+/// step ends with its own `noout` cleared; deleted as a rollout with pods of it left
+/// (`pods_left`), its OSDs are marked out too (a pod of theirs still running is then drained
+/// as every leaving key is; Ceph moves the data of one that is down). Orphaned (the pods are
+/// not ours) or deleted at once (they are gone), only the `noout` goes. Ended, not rewritten:
+/// writes that fail keep the step recorded, so the next plan ends it again. None: the gate's
+/// rules apply (no step, or a drain, which ends once its pods are gone).
 pub(crate) fn open_step_at_deletion(
     deletion: Deletion,
     open: &CephStep,
     pods_left: bool,
-    ids_by_key: &BTreeMap<String, Vec<u32>>,
 ) -> Option<GateOutcome> {
     if open.drain.is_some() || deletion == Deletion::Orphaning {
         return None;
@@ -125,28 +125,14 @@ pub(crate) fn open_step_at_deletion(
         ));
     }
     if deletion == Deletion::Rollout && pods_left && !ids.is_empty() {
-        let drain = StepDrain {
-            ids: (open.keys.iter())
-                .filter_map(|k| ids_by_key.get(k).map(|ids| (k.clone(), ids.clone())))
-                .collect(),
-            marked_out: ids.clone(),
-        };
-        let mut step = open.clone();
-        step.noout.clear();
-        step.drain = Some(drain);
-        out.first.insert(0, Action::RecordCephStep);
         out.first.push(Action::MarkOut { ids: ids_of(&ids) });
         note.push_str(&format!(
-            "; {} marked out: drained before the CephOSD's pods stop",
+            "; {} marked out: leaving, drained before a pod of theirs stops",
             osd_list(&ids_of(&ids))
         ));
-        out.condition = says(true, ConditionReason::StepInProgress, note.clone());
-        out.halted = Some(note.clone());
-        out.step = Some(step);
-    } else {
-        note.push_str(": the step ends");
-        out.condition.message.clone_from(&note);
     }
+    note.push_str(": the step ends");
+    out.condition.message.clone_from(&note);
     out.events.push(PlannedEvent {
         warning: false,
         reason: EventReason::Deleting,
@@ -156,8 +142,8 @@ pub(crate) fn open_step_at_deletion(
     Some(out)
 }
 
-/// The Warning said once the pods of a CephOSD deleted at once are gone: which OSDs went
-/// down together (`known`: the OSD ids of each key, as last known).
+/// The Warning of a CephOSD whose pods Kubernetes deletes at once: which OSDs went down
+/// together (`known`: the OSD ids of each key, as last known).
 pub(crate) fn went_at_once(why: &str, known: &BTreeMap<String, Vec<u32>>) -> PlannedEvent {
     let ids: Vec<OsdId> = known.values().flatten().copied().map(OsdId).collect();
     let keys = known.keys().cloned().collect::<Vec<_>>().join(", ");

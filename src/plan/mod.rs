@@ -231,7 +231,7 @@ pub fn plan_expanded(
     let mut gated = match (deletion, open_step) {
         (Some(deleting), Some(open)) => {
             let live = seen.pods.iter().any(ObservedPod::is_live);
-            deletion::open_step_at_deletion(deleting, open, live, &seen.previous.osd_ids)
+            deletion::open_step_at_deletion(deleting, open, live)
         }
         _ => None,
     }
@@ -421,7 +421,9 @@ pub fn plan_expanded(
         status.ceph_step.is_some(),
     );
     let mut events = transition_events(&seen.previous, &status);
-    if let (Some(Deletion::AtOnce(why)), Some(FinalizerWrite::Remove)) = (deletion, finalizer) {
+    if let Some(Deletion::AtOnce(why)) = deletion {
+        // Said from the first plan that sees it (the garbage collector may be through before
+        // the next): the same words each time, one Event series.
         events.push(deletion::went_at_once(why, &status.osd_ids));
     }
     events.extend(foreign_pod_events(&seen.previous, &foreign_pods));

@@ -178,7 +178,7 @@ fn deleted_with_the_gate_on_each_host_is_drained_before_its_pod_stops() {
 }
 
 #[test]
-fn a_step_open_at_deletion_becomes_the_drain_of_its_osds_and_its_noout_is_cleared() {
+fn a_step_open_at_deletion_ends_its_noout_cleared_its_osds_out_then_drained() {
     let (mut cluster, rolled) = step_open();
     // The replacement of w1 runs already: it is drained before it stops.
     cluster.finish_terminations();
@@ -188,18 +188,21 @@ fn a_step_open_at_deletion_becomes_the_drain_of_its_osds_and_its_noout_is_cleare
     cluster.make_all_ready();
     let gone = deleted(&rolled, None);
     let plan = cluster.reconcile(&gone);
-    assert_eq!(kinds(&plan), ["RecordCephStep", "ClearNoout", "MarkOut"]);
-    assert!(matches!(&plan.actions[1], Action::ClearNoout { ids } if *ids == [OsdId(7)]));
-    assert!(matches!(&plan.actions[2], Action::MarkOut { ids } if *ids == [OsdId(7)]));
-    let step = plan
-        .status
-        .ceph_step
-        .clone()
-        .expect("the step, now a drain");
-    assert!(step.noout.is_empty());
-    assert_eq!(step.drain.expect("a drain").marked_out, [7]);
+    assert_eq!(kinds(&plan), ["ClearNoout", "MarkOut"]);
+    assert!(matches!(&plan.actions[0], Action::ClearNoout { ids } if *ids == [OsdId(7)]));
+    assert!(matches!(&plan.actions[1], Action::MarkOut { ids } if *ids == [OsdId(7)]));
+    assert!(
+        plan.status.ceph_step.is_none(),
+        "ended: a failed write keeps it recorded"
+    );
     assert!(deletes(&plan).is_empty());
     assert!(event_reasons(&plan).contains(&"Deleting"));
+    // The replacement of w1 is leaving like every key: drained before it stops.
+    let next = cluster.reconcile(&gone);
+    let question = next.gate_question.clone().expect("a question");
+    assert_eq!(question.len(), 1);
+    assert!(question[0].leaving && question[0].key.host == "w1");
+    assert!(deletes(&next).is_empty());
 }
 
 #[test]
