@@ -77,6 +77,16 @@ const REQUIRED: Calls = &[
         &["get", "patch", "update"],
         None,
     ),
+    // The operator's finalizer on each CephOSD it reconciles (a metadata patch), and whether
+    // a deleted CephOSD's namespace is being deleted too.
+    (
+        Scope::Watched,
+        "ceph.elemental.net",
+        "cephosds",
+        &["patch"],
+        None,
+    ),
+    (Scope::Watched, "", "namespaces", &["get"], None),
     // kube-runtime's Recorder (events.k8s.io/v1) creates events and patches series; core v1
     // for older clients.
     (
@@ -762,6 +772,14 @@ fn deploy_covers_the_api_calls_in_src() {
             "list",
             None,
             all.contains("Api<CephOsd>"),
+        ),
+        (
+            None,
+            "",
+            "namespaces",
+            "get",
+            None,
+            all.contains("Api<Namespace>"),
         ),
         (
             None,

@@ -139,6 +139,10 @@ pub struct GatedOptions<'a> {
     /// daemons report no pod, the node as `hostname`) laid before the operator starts, as a
     /// migration finds them; converged once the operator labelled every pod.
     pub adopt: bool,
+    /// The host bases `CR` lists (None: all of `hosts`): the other hosts' OSDs are created
+    /// and their daemons run for the pod of their key, whichever CephOSD the test gives them;
+    /// the pool is then left for the test to create once they run.
+    pub cr_hosts: Option<&'a [&'a str]>,
 }
 
 impl Default for GatedOptions<'_> {
@@ -155,6 +159,7 @@ impl Default for GatedOptions<'_> {
             data_per_host: None,
             loop_devices: false,
             adopt: false,
+            cr_hosts: None,
         }
     }
 }
@@ -193,6 +198,24 @@ async fn create_osds(
     Ok((planned.iter().zip(ids))
         .map(|((host, data), id)| (OsdKey::new(*host, *data), id))
         .collect())
+}
+
+/// The hosts `CR` lists, and its keys of `table`.
+fn cr_want(
+    s: &Scenario,
+    hosts: &[String],
+    table: &BTreeMap<OsdKey, u32>,
+    options: &GatedOptions<'_>,
+) -> (Vec<String>, BTreeSet<OsdKey>) {
+    let cr_hosts: Vec<String> = match options.cr_hosts {
+        Some(bases) => bases.iter().map(|h| s.host(h)).collect(),
+        None => hosts.to_vec(),
+    };
+    let want = (table.keys())
+        .filter(|k| cr_hosts.contains(&k.host))
+        .cloned()
+        .collect();
+    (cr_hosts, want)
 }
 
 /// A `spec.storage` of one entry per host, with that host's keys of `want`.
@@ -279,19 +302,23 @@ impl Gated {
         Self::up_with(name, &GatedOptions::default()).await
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one scenario's start in order: Ceph, recorders, bridge, operator, the CephOSD"
+    )]
     pub async fn up_with(name: &str, options: &GatedOptions<'_>) -> anyhow::Result<Self> {
         let mut s = Scenario::create(name).await?;
         s.start_recorder().await?;
         let hosts: Vec<String> = options.hosts.iter().map(|h| s.host(h)).collect();
         let cluster = Arc::new(CephCluster::for_scenario(&s, 0).await?);
         let table = create_osds(&cluster, &hosts, options).await?;
-        let want: BTreeSet<OsdKey> = table.keys().cloned().collect();
+        let (cr_hosts, want) = cr_want(&s, &hosts, &table, options);
         let clock = Instant::now()
             .checked_sub(s.recorder()?.elapsed())
             .ok_or_else(|| anyhow::anyhow!("no clock"))?;
         let ceph = CephRecorder::start(&cluster, clock).await?;
         let bridge = CephBridge::start(s.pods.clone(), Arc::clone(&cluster), &table, &ceph).await?;
-        for key in &want {
+        for key in table.keys() {
             if options.anonymous.iter().any(|h| s.host(h) == key.host) {
                 bridge.anonymous(key);
             }
@@ -348,7 +375,7 @@ impl Gated {
         let storage = if options.loop_devices || options.data_per_host.is_some() {
             storage_of(&want)
         } else {
-            storage(&hosts, options.data)
+            storage(&cr_hosts, options.data)
         };
         let mut manifest = cephosd(CR, storage, options.update_domain, template);
         if let Some(serde_json::Value::Object(patch)) = &options.spec_patch {
@@ -365,7 +392,10 @@ impl Gated {
         } else {
             // Creating missing pods is never gated: their daemons are down already.
             let converged = s.create_converged(&manifest, want.clone()).await?;
-            cluster.pool_create().await?;
+            // Hosts left for another CephOSD: the test creates the pool once they run.
+            if options.cr_hosts.is_none() {
+                cluster.pool_create().await?;
+            }
             converged
         };
         let g = Self {

@@ -690,7 +690,16 @@ pub async fn cleanup(client: &Client, namespace: &str) -> anyhow::Result<()> {
     let crs: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), namespace, &cephosd_resource());
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    // The operator is stopped: its finalizer would keep each CephOSD (and the namespace).
+    let unheld = json!({"metadata": {"finalizers": null}});
     for cr in crs.list(&ListParams::default()).await?.items {
+        let _ = crs
+            .patch(
+                &cr.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&unheld),
+            )
+            .await;
         let _ = crs.delete(&cr.name_any(), &DeleteParams::default()).await;
     }
     let deadline = Instant::now() + Duration::from_secs(10);

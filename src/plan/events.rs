@@ -53,6 +53,8 @@ pub enum EventReason {
     Noout,
     /// A removal's drain: OSDs marked out, drained and stopped, or marked in again.
     Drain,
+    /// The CephOSD is being deleted: its pods go as a rollout's, or went at once.
+    Deleting,
     /// A cordoned node's OSD pods may be evicted: the disruption budget has room.
     DrainAdmitted,
     /// A cordoned node's OSD pods wait: the disruption budget is used up.
@@ -87,6 +89,7 @@ impl EventReason {
             Self::NooutExpired => "NooutExpired",
             Self::Noout => "Noout",
             Self::Drain => "Drain",
+            Self::Deleting => "Deleting",
             Self::Failed(failure) => failure.as_str(),
         }
     }

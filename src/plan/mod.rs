@@ -18,6 +18,7 @@ pub(crate) mod ceph_gate;
 pub(crate) mod classify;
 pub(crate) mod cluster_lock;
 mod conditions;
+pub(crate) mod deletion;
 pub(crate) mod disk_claims;
 mod drain;
 pub(crate) mod events;
@@ -42,6 +43,7 @@ use crate::plan::ceph_gate::{gate, osd_ids, CephView, GateInput, GateSubject};
 use crate::plan::classify::{classify, held_disks, Owner, Timing};
 pub(crate) use crate::plan::classify::{ObservedPod, PodClass, Workload};
 use crate::plan::conditions::{ConditionReason, SpecProblem};
+pub(crate) use crate::plan::deletion::{Deletion, FinalizerWrite};
 use crate::plan::events::{
     foreign_pod_events, transition_events, unschedulable_events, EventReason, PlannedEvent,
 };
@@ -76,6 +78,8 @@ pub struct Observed<'a> {
     /// The PodDisruptionBudgets of the namespace and the cordoned nodes (None: not watched,
     /// no budget is kept or reported).
     pub disruption: Option<DisruptionView<'a>>,
+    /// Whether the CephOSD's namespace is being deleted (its pods go at once).
+    pub namespace_terminating: bool,
 }
 
 impl<'a> Observed<'a> {
@@ -128,6 +132,10 @@ pub struct Plan {
     pub starting: Vec<String>,
     /// Seconds each update domain that finished in this plan took.
     pub finished_domain_seconds: Vec<i64>,
+    /// How the CephOSD is being deleted, if it is.
+    pub(crate) deletion: Option<Deletion>,
+    /// The operator's finalizer to add or remove, after the actions went through.
+    pub(crate) finalizer: Option<FinalizerWrite>,
 }
 
 impl Plan {
@@ -178,10 +186,26 @@ pub fn plan_expanded(
     suffixes: &mut dyn SuffixSource,
     now: Timestamp,
 ) -> Plan {
+    // Deleted: every key leaves the spec, and only the pods it controls are its own.
+    let deletion = deletion::deletion_of(cr, observed.namespace_terminating);
+    let leaving_all;
+    let expanded = if deletion.is_some() {
+        leaving_all = expanded.leaving_all();
+        &leaving_all
+    } else {
+        expanded
+    };
     let keeping = Keeping::of(cr, observed.disruption.as_ref(), &observed.pods);
     let no_cordons = BTreeSet::new();
     let cordoned = keeping.cordoned().unwrap_or(&no_cordons);
-    let seen = Seen::new(cr, expanded, observed, cordoned, now);
+    let mut seen = Seen::new(cr, expanded, observed, cordoned, now);
+    if deletion.is_some() {
+        seen.pods.retain(|p| p.controlled);
+        seen.replica_sets.clear();
+        seen.era.clear();
+        seen.era_superfluous.clear();
+    }
+    let seen = seen;
     let current = seen.current();
     let removals = seen.removals();
     let mut actions = deletions(&seen, &removals);
@@ -205,7 +229,20 @@ pub fn plan_expanded(
         .unbuildable
         .or_else(|| successors_unbuildable(&seen, &step.replacing));
     let open_step = seen.previous.ceph_step.as_ref();
-    let gated = gate_rollout(&seen, &observed.ceph, &step, now);
+    let mut gated = match (deletion, open_step) {
+        (Some(deleting), Some(open)) => {
+            let live = seen.pods.iter().any(ObservedPod::is_live);
+            deletion::open_step_at_deletion(deleting, open, live)
+        }
+        _ => None,
+    }
+    .unwrap_or_else(|| gate_rollout(&seen, &observed.ceph, &step, now));
+    if let Some(Deletion::AtOnce(why)) = deletion {
+        // Kubernetes takes every pod down itself: the operator takes none and asks nothing.
+        gated.deletions_allowed = false;
+        gated.question = None;
+        gated.halted.get_or_insert_with(|| why.to_owned());
+    }
     let mut replacing = Vec::new();
     let mut step = step;
     if let Some(allowed) = &gated.allowed_domains {
@@ -266,6 +303,11 @@ pub fn plan_expanded(
         actions.splice(0..0, gated.first);
         actions.splice(first..first, budget.actions);
         actions.extend(gated.last);
+    }
+    if let Some(Deletion::AtOnce(_)) = deletion {
+        // Kubernetes removes the CephOSD's objects itself (a terminating namespace takes no
+        // new one): only its Ceph step is ended.
+        actions.retain(|a| matches!(a, Action::ClearNoout { .. } | Action::RecordCephStep));
     }
     let blocking_terminations = seen.pods.iter().filter(|p| {
         p.class == PodClass::Terminating
@@ -369,7 +411,22 @@ pub fn plan_expanded(
     status.expected_updated_domains =
         i64::try_from(seen.domain_count().saturating_sub(step.held.len())).ok();
     status.rollout = rollout_progress;
+    if matches!(deletion, Some(Deletion::AtOnce(_))) {
+        // Kept to say which OSDs went down at once.
+        status.osd_ids.clone_from(&seen.previous.osd_ids);
+    }
+    let finalizer = deletion::finalizer_write(
+        cr,
+        deletion,
+        !seen.pods.is_empty(),
+        status.ceph_step.is_some(),
+    );
     let mut events = transition_events(&seen.previous, &status);
+    if let Some(Deletion::AtOnce(why)) = deletion {
+        // Said from the first plan that sees it (the garbage collector may be through before
+        // the next): the same words each time, one Event series.
+        events.push(deletion::went_at_once(why, &status.osd_ids));
+    }
     events.extend(foreign_pod_events(&seen.previous, &foreign_pods));
     events.extend(unschedulable_events(&seen.previous, &unschedulable_pods));
     events.extend(pod_events(&seen, &current));
@@ -394,6 +451,8 @@ pub fn plan_expanded(
         held: step.held,
         starting,
         finished_domain_seconds,
+        deletion,
+        finalizer,
     }
 }
 

@@ -21,6 +21,7 @@ use std::collections::BTreeSet;
 mod budget;
 mod cache;
 mod ceph_gate;
+mod deletion;
 mod migration;
 mod removal;
 mod rollout_controls;

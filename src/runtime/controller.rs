@@ -13,6 +13,8 @@ use crate::crd::{object_key, CephOsd};
 use crate::labels;
 use crate::plan::ceph_gate::{CephInput, CephView};
 use crate::plan::cluster_lock::releases;
+use crate::plan::deletion::{self, Deletion, FinalizerWrite};
+use crate::plan::events::EventReason;
 use crate::plan::failure::Failure;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::pod::pod_record::{bound_host, recorded_data};
@@ -24,6 +26,7 @@ use crate::runtime::ceph_gate::{decision_label, first_view, GateSettings, Questi
 use crate::runtime::claims_registry::ClaimsRegistry;
 use crate::runtime::cluster_lock::{answer_holding_the_lock, CephStepLocks, LockState};
 use crate::runtime::executor::{ExecuteError, Executor};
+use crate::runtime::finalizer;
 use crate::runtime::memory::Memory;
 use crate::runtime::metered_ceph::MeteredCeph;
 use crate::runtime::metrics::Metrics;
@@ -102,6 +105,13 @@ pub(crate) enum ReconcileError {
         #[source]
         source: kube::Error,
     },
+    #[error("failed to {what} the finalizer of CephOSD {cr}: {source}")]
+    Finalizer {
+        cr: String,
+        what: &'static str,
+        #[source]
+        source: kube::Error,
+    },
     #[error(transparent)]
     Execute(#[from] ExecuteError),
 }
@@ -110,6 +120,7 @@ impl ReconcileError {
     pub(crate) fn category(&self) -> Failure {
         match self {
             Self::List { .. } | Self::Get { .. } => Failure::List,
+            Self::Finalizer { .. } => Failure::Patch,
             Self::Execute(e) => e.category(),
         }
     }
@@ -429,7 +440,7 @@ fn owner_of<K: ResourceExt>(object: K) -> Option<ObjectRef<CephOsd>> {
 async fn timed_reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = std::time::Instant::now();
     let object = cr.object_key();
-    let result = reconcile(cr, ctx.clone()).await;
+    let result = Box::pin(reconcile(cr, ctx.clone())).await;
     match &result {
         Ok(_) => ctx.memory.succeeded(&object),
         Err(error) => ctx.metrics.failed(error.category(), started.elapsed()),
@@ -448,12 +459,25 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         return Ok(Action::await_change());
     }
     let mut cr = ctx.memory.latest(cr);
-    if cr.metadata.deletion_timestamp.is_some() {
-        // Garbage collection removes the pods through their ownerReferences.
-        return Ok(Action::await_change());
-    }
     let namespace = cr.namespace().unwrap_or_default();
     let cr_name = cr.object_key();
+    let crs: Api<CephOsd> = Api::namespaced(ctx.client.clone(), &namespace);
+    let finalizer_failed = |what| {
+        let cr = cr_name.clone();
+        move |source| ReconcileError::Finalizer { cr, what, source }
+    };
+    if cr.metadata.deletion_timestamp.is_some() {
+        if awaits_deletion(&cr) {
+            return Ok(Action::await_change());
+        }
+    } else if deletion::finalizer_write(&cr, None, true, true) == Some(FinalizerWrite::Add) {
+        Box::pin(finalizer::write(&crs, &cr.name_any(), true))
+            .await
+            .map_err(finalizer_failed("add"))?;
+        info!(cephosd = %cr_name, finalizer = deletion::FINALIZER, "added the finalizer");
+    }
+    let namespace_terminating = cr.metadata.deletion_timestamp.is_some()
+        && Box::pin(finalizer::namespace_terminating(&ctx.client, &namespace)).await;
     let watched_pods: Api<WatchedPod> = Api::namespaced(ctx.client.clone(), &namespace);
     let replica_sets: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
     // The API keeps whole seconds; so do we, so an unchanged status compares equal.
@@ -510,6 +534,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         claimed.as_deref(),
         &view,
         budget_inputs.as_ref(),
+        namespace_terminating,
         now,
     );
     // Pods go down only on a view as new as the decision: a plan that takes pods down, or
@@ -545,7 +570,6 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     let read_again =
         observation.fingerprint.is_some() && (plan.disrupts() || plan.gate_question.is_some());
     let (fresh, answered) = if read_again {
-        let crs: Api<CephOsd> = Api::namespaced(ctx.client.clone(), &namespace);
         let name = cr.name_any();
         if let Some(inputs) = budget_inputs.take() {
             let budgets = Api::namespaced(ctx.client.clone(), &namespace);
@@ -573,9 +597,11 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         })?;
         observation = fresh_objects.map_err(list_failed)?;
         if fresh_cr.resource_version() != cr.resource_version() {
+            let was_deleting = cr.metadata.deletion_timestamp.is_some();
             cr = ctx.memory.latest(Arc::new(fresh_cr));
-            if cr.metadata.deletion_timestamp.is_some() {
-                return Ok(Action::await_change());
+            // Deleted meanwhile: planned again from the next reconcile.
+            if cr.metadata.deletion_timestamp.is_some() != was_deleting || awaits_deletion(&cr) {
+                return Ok(Action::requeue(Duration::from_secs(1)));
             }
             expanded = ctx.memory.expanded(&cr);
             claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
@@ -605,6 +631,7 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
             claimed.as_deref(),
             &view,
             budget_inputs.as_ref(),
+            namespace_terminating,
             now,
         );
         debug!(cephosd = %cr_name, disrupts = plan.disrupts(), "planned again from a fresh read and Ceph's answer");
@@ -658,6 +685,25 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
         // The retry follows the error policy's backoff.
         return Err(error.into());
     }
+    if plan.finalizer == Some(FinalizerWrite::Remove) {
+        let how = match plan.deletion {
+            Some(Deletion::AtOnce(why)) => why,
+            _ => "its pods went one update domain at a time",
+        };
+        // A terminating namespace takes no Event: the log says it.
+        for event in plan
+            .events
+            .iter()
+            .filter(|e| e.reason == EventReason::Deleting)
+        {
+            warn!(cephosd = %cr_name, note = %event.note, "deletion");
+        }
+        Box::pin(finalizer::write(&crs, &cr.name_any(), false))
+            .await
+            .map_err(finalizer_failed("remove"))?;
+        info!(cephosd = %cr_name, how, "no pod of the CephOSD is left and no Ceph step is open: removed the finalizer");
+        return Ok(Action::await_change());
+    }
     ctx.metrics
         .reconciled(&namespace, &cr.name_any(), &plan.summary, started.elapsed());
     ctx.metrics.domains_finished(&plan.finished_domain_seconds);
@@ -669,7 +715,17 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     Ok(Action::requeue(next))
 }
 
+/// Whether a deleted CephOSD is left alone for now: the operator's finalizer is not on it
+/// (nothing to do), or the garbage collector is still orphaning its pods.
+fn awaits_deletion(cr: &CephOsd) -> bool {
+    !deletion::is_held(cr) || deletion::deletion_of(cr, false) == Some(Deletion::Orphaning)
+}
+
 /// The plan for `cr` from `observation`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each input of one plan, as the reconcile holds it"
+)]
 fn planned(
     cr: &CephOsd,
     expanded: &crate::plan::expanded_spec::ExpandedSpec,
@@ -677,6 +733,7 @@ fn planned(
     claimed: Option<&std::collections::BTreeMap<OsdKey, String>>,
     ceph: &CephView,
     budgets: Option<&BudgetInputs>,
+    namespace_terminating: bool,
     now: Timestamp,
 ) -> Plan {
     let observed = Observed {
@@ -686,6 +743,7 @@ fn planned(
         claimed: claimed.cloned().unwrap_or_default(),
         ceph: ceph.clone(),
         disruption: budgets.map(BudgetInputs::view),
+        namespace_terminating,
     };
     plan_expanded(cr, expanded, &observed, &mut RandomSuffix, now)
 }

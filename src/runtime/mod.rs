@@ -12,6 +12,7 @@ pub(crate) mod cluster_lock;
 pub(crate) mod controller;
 mod executor;
 pub(crate) mod expectations;
+mod finalizer;
 pub(crate) mod lease;
 mod locked;
 mod memory;

@@ -83,6 +83,10 @@ pub(crate) fn needed(
         watched,
         None,
     ));
+    // The operator's finalizer on each CephOSD it reconciles; whether a deleted one's
+    // namespace is being deleted too.
+    needed.push(at("patch", "ceph.elemental.net", "cephosds", watched, None));
+    needed.push(at("get", "", "namespaces", watched, watched));
     for verb in ["create", "patch"] {
         needed.push(at(verb, "events.k8s.io", "events", watched, None));
     }
@@ -211,6 +215,8 @@ mod tests {
             "delete replicasets.apps in namespace ceph",
             "list cephosds.ceph.elemental.net cluster-wide",
             "patch cephosds/status.ceph.elemental.net in namespace ceph",
+            "patch cephosds.ceph.elemental.net in namespace ceph",
+            "get namespaces ceph in namespace ceph",
             "create events.events.k8s.io in namespace ceph",
             "update leases.coordination.k8s.io ceph-osd-operator in namespace op",
             "create leases.coordination.k8s.io in namespace op",

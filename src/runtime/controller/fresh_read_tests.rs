@@ -113,6 +113,7 @@ fn template_change(served: impl Fn(&Pod) -> bool) -> (CephOsd, Vec<Pod>, ServerS
     let cluster = converged(&old);
     let mut new = cr(UpdateDomain::Host, &["a", "b"], &["/dev/sdb"], "2");
     new.metadata.resource_version = Some("7".into());
+    new.metadata.finalizers = Some(vec![deletion::FINALIZER.to_owned()]);
     new.status.clone_from(&cluster.status);
     let cached = cluster.pods;
     assert_eq!(cached.len(), 2);
@@ -135,7 +136,9 @@ async fn a_stale_cache_never_decides_a_deletion() {
     let (received, client) = server.client();
     let ctx = context(client, &new, cached);
 
-    reconcile(Arc::new(new), ctx).await.expect("reconciled");
+    Box::pin(reconcile(Arc::new(new), ctx))
+        .await
+        .expect("reconciled");
 
     assert!(
         paths(&received, &Method::DELETE, "/pods").is_empty(),
@@ -165,7 +168,9 @@ async fn a_fresh_read_that_agrees_lets_the_step_go() {
     let (received, client) = server.client();
     let ctx = context(client, &new, cached);
 
-    reconcile(Arc::new(new), ctx).await.expect("reconciled");
+    Box::pin(reconcile(Arc::new(new), ctx))
+        .await
+        .expect("reconciled");
 
     let deleted = paths(&received, &Method::DELETE, "/pods");
     assert_eq!(deleted.len(), 1, "{deleted:?}");

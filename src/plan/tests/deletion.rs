@@ -1,0 +1,267 @@
+//! Deletion in whole plans: the finalizer is added, a deleted CephOSD's pods go one update
+//! domain at a time as removals do (drained with the gate on), a step open at deletion ends
+//! with its own `noout` cleared, orphaned pods are left alone, pods Kubernetes deletes at
+//! once are said, and the finalizer goes only once no pod and no step is left.
+
+use super::*;
+use crate::ceph::{DrainProgress, GateDecision, OsdId, StepProgress};
+use crate::plan::ceph_gate::{CephInput, GateAnswer};
+use crate::plan::deletion::{deletion_of, finalizer_write, FINALIZER};
+
+const HOSTS: [&str; 3] = ["w1", "w2", "w3"];
+
+fn spec(marker: &str) -> CephOsd {
+    let mut cr = cr(UpdateDomain::Host, &HOSTS, &["/dev/sdb"], marker);
+    cr.metadata.finalizers = Some(vec![FINALIZER.to_owned()]);
+    cr
+}
+
+/// `cr` deleted, with the garbage collector's `extra` finalizer if any.
+fn deleted(cr: &CephOsd, extra: Option<&str>) -> CephOsd {
+    let mut cr = cr.clone();
+    cr.metadata.deletion_timestamp = Some(Time(at(0)));
+    if let Some(extra) = extra {
+        cr.metadata
+            .finalizers
+            .get_or_insert_with(Vec::new)
+            .push(extra.to_owned());
+    }
+    cr
+}
+
+fn view(input: CephInput, step: Option<StepProgress>) -> CephView {
+    CephView {
+        input,
+        step,
+        ..CephView::default()
+    }
+}
+
+fn kinds(plan: &Plan) -> Vec<&'static str> {
+    plan.actions
+        .iter()
+        .map(|a| match a {
+            Action::Delete { .. } => "Delete",
+            Action::RecordCephStep => "RecordCephStep",
+            Action::MarkOut { .. } => "MarkOut",
+            Action::SetNoout { .. } => "SetNoout",
+            Action::ClearNoout { .. } => "ClearNoout",
+            _ => "other",
+        })
+        .collect()
+}
+
+/// Ceph lets the question of `plan` go, each key mapped to `id`, `id + 1`, ….
+fn proceed(plan: &Plan, id: u32) -> CephView {
+    let question = plan.gate_question.clone().expect("a question");
+    let keys: BTreeMap<_, _> = (question.iter().zip(id..))
+        .map(|(s, id)| (s.key.clone(), BTreeSet::from([OsdId(id)])))
+        .collect();
+    let ids = keys.values().flatten().copied().collect();
+    view(
+        CephInput::Answered(GateAnswer {
+            keys,
+            decision: GateDecision::Proceed { ids },
+            up_from: BTreeMap::new(),
+            learned: BTreeMap::new(),
+            noout_before: BTreeSet::new(),
+            unreadable_statements: BTreeMap::new(),
+            out: BTreeSet::new(),
+        }),
+        None,
+    )
+}
+
+/// A converged cluster, gate on, whose template changed: the step on w1 (osd.7) is open,
+/// its pod deleted, with our `noout` on osd.7.
+fn step_open() -> (Cluster, CephOsd) {
+    let mut cluster = converged(&spec("a"));
+    cluster.ceph = view(CephInput::NotAsked, None);
+    let rolled = spec("b");
+    let asked = cluster.reconcile(&rolled);
+    cluster.ceph = proceed(&asked, 7);
+    let plan = cluster.reconcile(&rolled);
+    assert_eq!(kinds(&plan), ["RecordCephStep", "SetNoout", "Delete"]);
+    cluster.ceph = view(CephInput::NotAsked, None);
+    (cluster, rolled)
+}
+
+#[test]
+fn the_finalizer_is_added_once_and_the_deletion_read_from_the_metadata() {
+    let bare = cr(UpdateDomain::Host, &HOSTS, &["/dev/sdb"], "a");
+    assert_eq!(
+        finalizer_write(&bare, None, true, true),
+        Some(FinalizerWrite::Add)
+    );
+    let held = spec("a");
+    assert_eq!(finalizer_write(&held, None, true, true), None);
+    assert_eq!(deletion_of(&held, false), None);
+    assert_eq!(
+        deletion_of(&deleted(&held, None), false),
+        Some(Deletion::Rollout)
+    );
+    assert_eq!(
+        deletion_of(&deleted(&held, Some("orphan")), false),
+        Some(Deletion::Orphaning)
+    );
+    assert!(matches!(
+        deletion_of(&deleted(&held, Some("foregroundDeletion")), false),
+        Some(Deletion::AtOnce(why)) if why.contains("foreground")
+    ));
+    assert!(matches!(
+        deletion_of(&deleted(&held, None), true),
+        Some(Deletion::AtOnce(why)) if why.contains("namespace")
+    ));
+    // Orphaning: nothing happens until the garbage collector is through.
+    let orphaning = deleted(&held, Some("orphan"));
+    assert_eq!(
+        finalizer_write(&orphaning, Some(Deletion::Orphaning), false, false),
+        None
+    );
+}
+
+#[test]
+fn deleted_without_ceph_the_pods_go_one_domain_at_a_time_then_the_finalizer() {
+    let mut cluster = converged(&spec("a"));
+    let gone = deleted(&spec("a"), None);
+    let mut deleted_pods = 0;
+    for _ in 0..20 {
+        let terminating = cluster.pods.len() - cluster.live().len();
+        let plan = cluster.reconcile(&gone);
+        assert!(
+            creates(&plan).is_empty(),
+            "nothing is created for a deleted CephOSD"
+        );
+        let deleting = deletes(&plan).len();
+        assert!(deleting <= 1, "one update domain at a time");
+        assert!(
+            terminating == 0 || deleting == 0,
+            "the next waits for the last to be gone"
+        );
+        deleted_pods += deleting;
+        if plan.finalizer == Some(FinalizerWrite::Remove) {
+            assert!(
+                cluster.pods.is_empty(),
+                "the finalizer goes once no pod is left"
+            );
+            assert_eq!(deleted_pods, 3);
+            return;
+        }
+        if deleting == 0 {
+            cluster.finish_terminations();
+        }
+    }
+    panic!("the finalizer was never removed");
+}
+
+#[test]
+fn deleted_with_the_gate_on_each_host_is_drained_before_its_pod_stops() {
+    let mut cluster = converged(&spec("a"));
+    cluster.ceph = view(CephInput::NotAsked, None);
+    let gone = deleted(&spec("a"), None);
+    let asked = cluster.reconcile(&gone);
+    assert!(deletes(&asked).is_empty());
+    let question = asked.gate_question.clone().expect("a question");
+    assert_eq!(question.len(), 1, "one domain at a time");
+    assert!(question[0].leaving);
+    cluster.ceph = proceed(&asked, 4);
+    let started = cluster.reconcile(&gone);
+    assert_eq!(kinds(&started), ["RecordCephStep", "MarkOut"]);
+    assert_eq!(started.finalizer, None, "a pod and a step are left");
+    cluster.ceph = view(
+        CephInput::NotAsked,
+        Some(StepProgress::Draining(DrainProgress::Safe)),
+    );
+    let safe = cluster.reconcile(&gone);
+    assert_eq!(deletes(&safe).len(), 1);
+    assert_eq!(safe.finalizer, None);
+}
+
+#[test]
+fn a_step_open_at_deletion_ends_its_noout_cleared_its_osds_out_then_drained() {
+    let (mut cluster, rolled) = step_open();
+    // The replacement of w1 runs already: it is drained before it stops.
+    cluster.finish_terminations();
+    let plan = cluster.reconcile(&rolled);
+    assert_eq!(creates(&plan).len(), 1);
+    cluster.finish_terminations();
+    cluster.make_all_ready();
+    let gone = deleted(&rolled, None);
+    let plan = cluster.reconcile(&gone);
+    assert_eq!(kinds(&plan), ["ClearNoout", "MarkOut"]);
+    assert!(matches!(&plan.actions[0], Action::ClearNoout { ids } if *ids == [OsdId(7)]));
+    assert!(matches!(&plan.actions[1], Action::MarkOut { ids } if *ids == [OsdId(7)]));
+    assert!(
+        plan.status.ceph_step.is_none(),
+        "ended: a failed write keeps it recorded"
+    );
+    assert!(deletes(&plan).is_empty());
+    assert!(event_reasons(&plan).contains(&"Deleting"));
+    // The replacement of w1 is leaving like every key: drained before it stops.
+    let next = cluster.reconcile(&gone);
+    let question = next.gate_question.clone().expect("a question");
+    assert_eq!(question.len(), 1);
+    assert!(question[0].leaving && question[0].key.host == "w1");
+    assert!(deletes(&next).is_empty());
+}
+
+#[test]
+fn orphaned_pods_are_left_running_and_only_the_step_is_ended() {
+    let (mut cluster, rolled) = step_open();
+    cluster.finish_terminations();
+    // The garbage collector took the ownerReferences away and its finalizer off.
+    for pod in &mut cluster.pods {
+        pod.metadata.owner_references = None;
+    }
+    let gone = deleted(&rolled, None);
+    let plan = cluster.reconcile(&gone);
+    assert!(
+        deletes(&plan).is_empty(),
+        "orphaned pods are not ours to take down"
+    );
+    assert!(creates(&plan).is_empty());
+    assert_eq!(kinds(&plan), ["ClearNoout"]);
+    assert!(plan.status.ceph_step.is_none());
+    assert_eq!(plan.finalizer, Some(FinalizerWrite::Remove));
+}
+
+#[test]
+fn pods_deleted_at_once_are_said_and_only_our_noout_is_cleared() {
+    let (mut cluster, rolled) = step_open();
+    let mut known = cluster.status.clone().expect("a status");
+    known.osd_ids = BTreeMap::from([
+        ("w1:/dev/sdb".into(), vec![7]),
+        ("w2:/dev/sdb".into(), vec![8]),
+    ]);
+    cluster.status = Some(known);
+    // The disruption budget is managed: it is not written either.
+    cluster.disruption = Some(SimulatedDisruption::default());
+    // `--cascade=foreground`: every pod is terminating.
+    for pod in &mut cluster.pods {
+        pod.metadata.deletion_timestamp = Some(Time(at(0)));
+    }
+    let gone = deleted(&rolled, Some("foregroundDeletion"));
+    let plan = cluster.reconcile(&gone);
+    assert_eq!(kinds(&plan), ["ClearNoout"]);
+    assert!(
+        plan.gate_question.is_none(),
+        "Ceph is not asked: nothing is ours to stop"
+    );
+    assert!(plan.status.ceph_step.is_none());
+    assert_eq!(plan.finalizer, None, "pods are still terminating");
+    cluster.finish_terminations();
+    let plan = cluster.reconcile(&gone);
+    assert!(plan.actions.is_empty());
+    assert_eq!(plan.finalizer, Some(FinalizerWrite::Remove));
+    let said = plan
+        .events
+        .iter()
+        .find(|e| e.warning && e.reason == EventReason::Deleting)
+        .expect("a Warning");
+    assert!(said.note.contains("foreground"), "{}", said.note);
+    assert!(
+        said.note.contains("osd.7") && said.note.contains("osd.8"),
+        "{}",
+        said.note
+    );
+}
