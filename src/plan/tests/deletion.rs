@@ -4,8 +4,8 @@
 //! once are said, and the finalizer goes only once no pod and no step is left.
 
 use super::*;
-use crate::ceph::{DrainProgress, GateDecision, OsdId, StepProgress};
-use crate::plan::ceph_gate::{CephInput, GateAnswer};
+use crate::ceph::{DrainProgress, OsdId, StepProgress};
+use crate::plan::ceph_gate::CephInput;
 use crate::plan::deletion::{deletion_of, finalizer_write, FINALIZER};
 
 const HOSTS: [&str; 3] = ["w1", "w2", "w3"];
@@ -53,23 +53,7 @@ fn kinds(plan: &Plan) -> Vec<&'static str> {
 
 /// Ceph lets the question of `plan` go, each key mapped to `id`, `id + 1`, ….
 fn proceed(plan: &Plan, id: u32) -> CephView {
-    let question = plan.gate_question.clone().expect("a question");
-    let keys: BTreeMap<_, _> = (question.iter().zip(id..))
-        .map(|(s, id)| (s.key.clone(), BTreeSet::from([OsdId(id)])))
-        .collect();
-    let ids = keys.values().flatten().copied().collect();
-    view(
-        CephInput::Answered(GateAnswer {
-            keys,
-            decision: GateDecision::Proceed { ids },
-            up_from: BTreeMap::new(),
-            learned: BTreeMap::new(),
-            noout_before: BTreeSet::new(),
-            unreadable_statements: BTreeMap::new(),
-            out: BTreeSet::new(),
-        }),
-        None,
-    )
+    view(super::removal::letting_go(plan, id, &[]), None)
 }
 
 /// A converged cluster, gate on, whose template changed: the step on w1 (osd.7) is open,

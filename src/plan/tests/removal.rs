@@ -27,26 +27,25 @@ fn gated() -> Cluster {
     cluster
 }
 
-/// Ceph lets the question of `plan` go, each key mapped to `id`, `id + 1`, …; `out`: the
-/// ids Ceph has out already.
-fn proceed(plan: &Plan, id: u32, out: &[u32]) -> CephView {
+/// Ceph's answer letting the question of `plan` go, each key mapped to `id`, `id + 1`, …;
+/// `out`: the ids Ceph has out already.
+pub(super) fn letting_go(plan: &Plan, id: u32, out: &[u32]) -> CephInput {
     let question = plan.gate_question.clone().expect("a question");
     let keys: BTreeMap<_, _> = (question.iter().zip(id..))
         .map(|(s, id)| (s.key.clone(), BTreeSet::from([OsdId(id)])))
         .collect();
     let ids = keys.values().flatten().copied().collect();
-    view(
-        CephInput::Answered(GateAnswer {
-            keys,
-            decision: GateDecision::Proceed { ids },
-            up_from: BTreeMap::new(),
-            learned: BTreeMap::new(),
-            noout_before: BTreeSet::new(),
-            unreadable_statements: BTreeMap::new(),
-            out: out.iter().copied().map(OsdId).collect(),
-        }),
-        None,
-    )
+    CephInput::Answered(GateAnswer {
+        keys,
+        decision: GateDecision::Proceed { ids },
+        out: out.iter().copied().map(OsdId).collect(),
+        ..GateAnswer::default()
+    })
+}
+
+/// Ceph lets the question of `plan` go (see `letting_go`).
+fn proceed(plan: &Plan, id: u32, out: &[u32]) -> CephView {
+    view(letting_go(plan, id, out), None)
 }
 
 fn draining(progress: DrainProgress) -> CephView {
