@@ -223,3 +223,38 @@ fn a_thousand_osds_fold_into_a_screenful() {
         &plan_text("ceph/osds", &hash, &preview, &step),
     );
 }
+
+#[test]
+fn an_open_ceph_step_is_shown_with_what_it_waits_for() {
+    let driven = small_rollout();
+    let (mut view, _) = driven.view();
+    let without = status_text(&view, &TextOptions::default());
+    assert!(!without.contains("\nceph "), "{without}");
+    view.status.ceph_step = Some(crate::crd::CephStep {
+        keys: vec!["node002:/dev/sdb".into()],
+        osds: vec![crate::crd::StepOsd { id: 4, up_from: 9 }],
+        noout: Vec::new(),
+        started: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(0)),
+        drain: None,
+    });
+    view.status
+        .conditions
+        .push(k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+            type_: "CephGate".into(),
+            status: "True".into(),
+            reason: "StepInProgress".into(),
+            message:
+                "a step is under way on node002:/dev/sdb: the new daemon of osd.4 is not up yet"
+                    .into(),
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(0)),
+            observed_generation: None,
+        });
+    let text = status_text(&view, &TextOptions::default());
+    assert!(
+        text.contains(
+            "\nceph      step open on node002:/dev/sdb · stops osd.4 · noout none · a step is \
+             under way on node002:/dev/sdb: the new daemon of osd.4 is not up yet\n"
+        ),
+        "{text}"
+    );
+}
