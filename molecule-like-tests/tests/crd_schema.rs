@@ -215,7 +215,7 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
             &["spec.podTemplate.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"],
         ),
         (edit(&|m: &mut Value| m["spec"]["partition"] = json!("half")), &["spec.partition", "percentage"]),
-        (edit(&|m: &mut Value| m["spec"]["partition"] = json!(-1)), &["spec.partition", "non-negative"]),
+        (edit(&|m: &mut Value| m["spec"]["partition"] = json!(-1)), &["spec.partition", "an integer from 0 to 2147483647"]),
         (edit(&|m: &mut Value| m["spec"]["canary"] = json!("150%")), &["spec.canary", "percentage"]),
         (edit(&|m: &mut Value| m["spec"]["canary"] = json!("10")), &["spec.canary"]),
     ];
