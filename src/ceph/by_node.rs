@@ -250,5 +250,4 @@ fn set_evidence(ids: &mut KeyIds, evidence: NodeEvidence) {
 }
 
 #[cfg(test)]
-#[path = "by_node_tests.rs"]
 mod tests;

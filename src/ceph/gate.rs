@@ -433,5 +433,4 @@ pub fn confirm(ids: &BTreeSet<OsdId>, answer: &OkToStop) -> GateDecision {
 }
 
 #[cfg(test)]
-#[path = "gate_tests.rs"]
 mod tests;

@@ -432,5 +432,4 @@ pub(crate) fn osd_ids(
 }
 
 #[cfg(test)]
-#[path = "ceph_gate_tests.rs"]
 mod tests;

@@ -218,5 +218,4 @@ fn step_keys(lease: &Lease) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[path = "cluster_lock_tests.rs"]
 mod tests;

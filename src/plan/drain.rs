@@ -226,5 +226,4 @@ pub(crate) fn drain_open(input: &GateInput<'_>, open: &CephStep, drain: &StepDra
 }
 
 #[cfg(test)]
-#[path = "drain_tests.rs"]
 mod tests;

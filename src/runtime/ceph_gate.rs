@@ -410,5 +410,4 @@ pub(crate) fn decision_label(decision: &GateDecision) -> &'static str {
 }
 
 #[cfg(test)]
-#[path = "ceph_gate_tests.rs"]
 mod tests;

@@ -385,7 +385,6 @@ fn spec(me: &str, now: Timestamp, previous: Option<&LeaseSpec>, transition: bool
 }
 
 #[cfg(test)]
-#[path = "cluster_lock_tests.rs"]
 mod glue_tests;
 
 #[cfg(test)]
