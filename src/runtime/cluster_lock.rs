@@ -10,9 +10,9 @@ use crate::plan::cluster_lock::{
     NEXT_HOLDER, NEXT_SINCE, RENEW_AFTER, STEP_KEYS,
 };
 use crate::runtime::ceph_gate::{answer, Question};
+use crate::runtime::lease::lease_spec;
 use crate::runtime::locked::locked;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::ResourceExt;
@@ -369,19 +369,7 @@ fn holder(cr: &CephOsd) -> Option<LockHolder> {
 }
 
 fn spec(me: &str, now: Timestamp, previous: Option<&LeaseSpec>, transition: bool) -> LeaseSpec {
-    let transitions = previous.and_then(|s| s.lease_transitions).unwrap_or(0);
-    LeaseSpec {
-        holder_identity: Some(me.to_owned()),
-        lease_duration_seconds: Some(i32::try_from(LOCK_DURATION.as_secs()).unwrap_or(i32::MAX)),
-        acquire_time: if transition {
-            Some(MicroTime(now))
-        } else {
-            previous.and_then(|s| s.acquire_time.clone())
-        },
-        renew_time: Some(MicroTime(now)),
-        lease_transitions: Some(transitions + i32::from(transition)),
-        ..LeaseSpec::default()
-    }
+    lease_spec(me, LOCK_DURATION.unsigned_abs(), now, previous, transition)
 }
 
 #[cfg(test)]

@@ -110,21 +110,13 @@ impl LeaderLease {
     }
 
     fn spec(&self, now: Timestamp, previous: Option<&LeaseSpec>, transition: bool) -> LeaseSpec {
-        let transitions = previous.and_then(|s| s.lease_transitions).unwrap_or(0);
-        LeaseSpec {
-            holder_identity: Some(self.settings.identity.clone()),
-            lease_duration_seconds: Some(
-                i32::try_from(self.settings.duration.as_secs()).unwrap_or(i32::MAX),
-            ),
-            acquire_time: if transition {
-                Some(MicroTime(now))
-            } else {
-                previous.and_then(|s| s.acquire_time.clone())
-            },
-            renew_time: Some(MicroTime(now)),
-            lease_transitions: Some(transitions + i32::from(transition)),
-            ..LeaseSpec::default()
-        }
+        lease_spec(
+            &self.settings.identity,
+            self.settings.duration,
+            now,
+            previous,
+            transition,
+        )
     }
 
     /// One attempt: true when we hold the lease afterwards.
@@ -240,6 +232,30 @@ where
             Ok(Err(source)) => return failed(source.to_string()),
             Err(_) => return failed("the API server did not answer".to_owned()),
         }
+    }
+}
+
+/// A Lease held by `holder` for `duration`, renewed at `now`: taken over from another holder
+/// (`transition`: acquired now, one more transition) or kept (`previous`'s acquire time).
+pub(crate) fn lease_spec(
+    holder: &str,
+    duration: std::time::Duration,
+    now: Timestamp,
+    previous: Option<&LeaseSpec>,
+    transition: bool,
+) -> LeaseSpec {
+    let transitions = previous.and_then(|s| s.lease_transitions).unwrap_or(0);
+    LeaseSpec {
+        holder_identity: Some(holder.to_owned()),
+        lease_duration_seconds: Some(i32::try_from(duration.as_secs()).unwrap_or(i32::MAX)),
+        acquire_time: if transition {
+            Some(MicroTime(now))
+        } else {
+            previous.and_then(|s| s.acquire_time.clone())
+        },
+        renew_time: Some(MicroTime(now)),
+        lease_transitions: Some(transitions + i32::from(transition)),
+        ..LeaseSpec::default()
     }
 }
 

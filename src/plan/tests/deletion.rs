@@ -3,6 +3,7 @@
 //! with its own `noout` cleared, orphaned pods are left alone, pods Kubernetes deletes at
 //! once are said, and the finalizer goes only once no pod and no step is left.
 
+use super::removal::kinds;
 use super::*;
 use crate::ceph::{DrainProgress, OsdId, StepProgress};
 use crate::plan::ceph_gate::CephInput;
@@ -35,20 +36,6 @@ fn view(input: CephInput, step: Option<StepProgress>) -> CephView {
         step,
         ..CephView::default()
     }
-}
-
-fn kinds(plan: &Plan) -> Vec<&'static str> {
-    plan.actions
-        .iter()
-        .map(|a| match a {
-            Action::Delete { .. } => "Delete",
-            Action::RecordCephStep => "RecordCephStep",
-            Action::MarkOut { .. } => "MarkOut",
-            Action::SetNoout { .. } => "SetNoout",
-            Action::ClearNoout { .. } => "ClearNoout",
-            _ => "other",
-        })
-        .collect()
 }
 
 /// Ceph lets the question of `plan` go, each key mapped to `id`, `id + 1`, ….

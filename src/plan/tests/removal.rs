@@ -68,7 +68,7 @@ fn drain_started(out: &[u32]) -> (Cluster, CephOsd, Plan) {
     (cluster, two, started)
 }
 
-fn kinds(plan: &Plan) -> Vec<&'static str> {
+pub(super) fn kinds(plan: &Plan) -> Vec<&'static str> {
     plan.actions
         .iter()
         .map(|a| match a {
