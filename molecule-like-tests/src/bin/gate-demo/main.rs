@@ -15,7 +15,7 @@ mod verdict;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use molecule_like_tests::gated::Gated;
 use molecule_like_tests::manifests::CR;
@@ -41,7 +41,7 @@ async fn main() -> ExitCode {
             }
         }
     }
-    match run(once).await {
+    match Box::pin(run(once)).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("\ngate-demo FAILED: {e:#}");
@@ -55,21 +55,34 @@ async fn run(once: bool) -> anyhow::Result<()> {
         "a tiny real Ceph (mon, mgr, 3 OSDs on 3 CRUSH hosts), a ceph-osd daemon per OSD pod, \
          and the operator asking Ceph before each step",
     );
+    let started = Instant::now();
     let g = tokio::select! {
         g = Gated::up("demo") => g?,
         _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted while starting"),
     };
+    let up = started.elapsed();
     show_start(&g).await?;
+    let rolling = Instant::now();
     let rolled = tokio::select! {
         r = roll(&g) => r,
         _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
     };
+    let rollout = rolling.elapsed();
     if rolled.is_ok() && !once {
         look_around(&g);
         let _ = tokio::signal::ctrl_c().await;
     }
     say("stopping the operator, the OSD daemons and Ceph");
+    let stopping = Instant::now();
     let down = g.down().await;
+    println!(
+        "the Ceph part took {:.0} s: Ceph, bridge, operator and the CephOSD converged {:.0} s, \
+         the rollout and its checks {:.0} s, stopping {:.0} s",
+        started.elapsed().as_secs_f64(),
+        up.as_secs_f64(),
+        rollout.as_secs_f64(),
+        stopping.elapsed().as_secs_f64()
+    );
     rolled?;
     down
 }
@@ -143,9 +156,15 @@ async fn roll(g: &Gated) -> anyhow::Result<()> {
             r = &mut done => break r,
             () = tokio::time::sleep(LOOK_EVERY) => {}
         }
-        print_lines(look(g, &mut n).await?, g.ceph.elapsed() - from);
+        print_lines(
+            look(g, &mut n).await?,
+            g.ceph.elapsed().saturating_sub(from),
+        );
     };
-    print_lines(look(g, &mut n).await?, g.ceph.elapsed() - from);
+    print_lines(
+        look(g, &mut n).await?,
+        g.ceph.elapsed().saturating_sub(from),
+    );
     let report = || g.report(from);
     finished.map_err(|e| anyhow::anyhow!("{e:#}\n{}", report()))?;
 

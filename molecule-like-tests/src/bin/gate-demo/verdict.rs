@@ -84,8 +84,9 @@ pub(crate) fn check(
     recording.check_one_host_at_a_time(from)
 }
 
-fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
+/// Seconds from `from` to `at`.
+fn since(at: Duration, from: Duration) -> f64 {
+    at.saturating_sub(from).as_secs_f64()
 }
 
 /// One line per step, times from `from`: opened → closed, and in Ceph's view its OSDs down,
@@ -96,14 +97,14 @@ pub(crate) fn summary(steps: &[Step], recording: &CephRecording, from: Duration)
     for (i, step) in steps.iter().enumerate() {
         let closed = step.closed.map_or_else(
             || "still open".to_owned(),
-            |c| format!("closed {:.1}s", secs(c - from)),
+            |c| format!("closed {:.1}s", since(c, from)),
         );
         let _ = write!(
             out,
             "  step {}: {} — opened {:.1}s, {closed}",
             i + 1,
             step.keys.join(", "),
-            secs(step.opened - from)
+            since(step.opened, from)
         );
         let mut booted_last = None;
         for id in &step.ids {
@@ -116,10 +117,10 @@ pub(crate) fn summary(steps: &[Step], recording: &CephRecording, from: Duration)
                 .into_iter()
                 .find(|(at, _)| *at >= step.opened);
             if let Some(span) = span {
-                let _ = write!(out, "; {name} down {:.1}s", secs(span.from - from));
+                let _ = write!(out, "; {name} down {:.1}s", since(span.from, from));
             }
             if let Some((at, up_from)) = booted {
-                let _ = write!(out, ", up (up_from {up_from}) {:.1}s", secs(at - from));
+                let _ = write!(out, ", up (up_from {up_from}) {:.1}s", since(at, from));
                 booted_last = booted_last.max(Some(at));
             }
         }
@@ -130,7 +131,7 @@ pub(crate) fn summary(steps: &[Step], recording: &CephRecording, from: Duration)
             })
         });
         if let Some(clean) = clean {
-            let _ = write!(out, ", every PG active+clean {:.1}s", secs(clean - from));
+            let _ = write!(out, ", every PG active+clean {:.1}s", since(clean, from));
         }
         out.push('\n');
     }
