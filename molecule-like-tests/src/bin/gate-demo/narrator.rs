@@ -286,9 +286,29 @@ fn ceph_call(log_line: &str) -> Option<CephCall> {
         .unwrap_or(exit_code);
     Some(CephCall {
         command: command.to_owned(),
-        elapsed: elapsed.to_owned(),
+        elapsed: rounded(elapsed),
         exit_code: exit_code.to_owned(),
     })
+}
+
+/// A logged `Duration` (`1.613124ms`, `1.01s`, `983.2µs`) to 3 significant digits at most
+/// (`1.61 ms`, `1.01 s`, `983 µs`); as logged when it is not one.
+fn rounded(logged: &str) -> String {
+    let split = logged
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(logged.len());
+    let (number, unit) = logged.split_at(split);
+    let Ok(value) = number.parse::<f64>() else {
+        return logged.to_owned();
+    };
+    let decimals = if value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.decimals$} {unit}")
 }
 
 #[cfg(test)]
@@ -389,17 +409,20 @@ mod tests {
         assert_eq!(
             texts(&n.log(log)),
             [
-                "ceph osd ok-to-stop 0 -f json: exit code 0 in 212.5ms",
-                "ceph osd add-noout osd.0: exit code 0 in 1.01s"
+                "ceph osd ok-to-stop 0 -f json: exit code 0 in 212 ms",
+                "ceph osd add-noout osd.0: exit code 0 in 1.01 s"
             ]
         );
         // The cut line is read once complete, and nothing twice.
         let more = format!("{log}d.0 elapsed=0.9s exit_code=Some(0)\n");
         assert_eq!(
             texts(&n.log(&more)),
-            ["ceph osd rm-noout osd.0: exit code 0 in 0.9s"]
+            ["ceph osd rm-noout osd.0: exit code 0 in 0.90 s"]
         );
         assert!(n.log(&more).is_empty());
+        assert_eq!(rounded("1.613124ms"), "1.61 ms");
+        assert_eq!(rounded("983.2µs"), "983 µs");
+        assert_eq!(rounded("soon"), "soon");
     }
 
     #[test]
