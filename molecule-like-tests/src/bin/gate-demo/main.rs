@@ -141,7 +141,11 @@ async fn roll(g: &Gated) -> anyhow::Result<()> {
     let _ = look(g, &mut n).await?;
 
     say("changing the pod template (label rev=2): the operator asks Ceph before each host");
-    println!("  times from the change; what each line says comes from (Ceph's own view, the CephOSD's status, its Events, the ceph commands in the operator's log)");
+    println!(
+        "  seconds from the change | who says it: Ceph (its own osdmap and PG states), status / \
+         event (the CephOSD's, written by the operator), operator→Ceph (a ceph command in the \
+         operator's log)"
+    );
     let from = g.ceph.elapsed();
     let (_, hash) =
         g.s.patch_template_metadata(CR, serde_json::json!({"labels": {"rev": "2"}}))
