@@ -13,7 +13,9 @@
 mod narrator;
 mod verdict;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Node;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -74,7 +76,9 @@ async fn run(once: bool) -> anyhow::Result<()> {
     }
     say("stopping the operator, the OSD daemons and Ceph");
     let stopping = Instant::now();
-    let down = g.down().await;
+    let (client, hosts) = (g.s.client.clone(), g.want.iter().map(|k| k.host.clone()));
+    let hosts: BTreeSet<String> = hosts.collect();
+    let down = g.down().await.and(remove_nodes(&client, &hosts).await);
     println!(
         "the Ceph part took {:.0} s: Ceph, bridge, operator and the CephOSD converged {:.0} s, \
          the rollout and its checks {:.0} s, stopping {:.0} s",
@@ -172,6 +176,17 @@ async fn roll(g: &Gated) -> anyhow::Result<()> {
     let report = || g.report(from);
     finished.map_err(|e| anyhow::anyhow!("{e:#}\n{}", report()))?;
 
+    // The gate's record polls on its own: it may not hold the idle status just read yet.
+    let _ =
+        g.s.wait_until(
+            "the gate's record idle too",
+            Duration::from_secs(10),
+            || async {
+                let last = g.gate.samples().pop();
+                Ok(last.is_some_and(|s| s.step.is_none()).then_some(()))
+            },
+        )
+        .await;
     let recording = g.ceph.recording();
     let steps = verdict::steps(&g.gate.samples(), from);
     say("the steps (from the CephOSD's status) against Ceph's view");
@@ -215,6 +230,23 @@ fn print_lines(lines: Vec<Line>, at: Duration) {
             l.text
         );
     }
+}
+
+/// Deletes the (KWOK) Nodes of the demo's own hosts: a control plane that stays up keeps no
+/// Node of a finished demo.
+async fn remove_nodes(client: &kube::Client, hosts: &BTreeSet<String>) -> anyhow::Result<()> {
+    let nodes: kube::Api<Node> = kube::Api::all(client.clone());
+    for host in hosts {
+        match nodes
+            .delete(host, &kube::api::DeleteParams::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(e) => return Err(anyhow::anyhow!("deleting Node {host}: {e}")),
+        }
+    }
+    Ok(())
 }
 
 /// Where to look while the demo waits for Ctrl-C.
