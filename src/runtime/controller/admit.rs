@@ -18,18 +18,27 @@ pub(super) async fn admit(ctx: &Context, cr: &CephOsd) -> Result<ControlFlow<()>
             return Ok(ControlFlow::Break(()));
         }
     } else if deletion::finalizer_write(cr, None, true, true) == Some(FinalizerWrite::Add) {
-        let crs: Api<CephOsd> =
-            Api::namespaced(ctx.client.clone(), &cr.namespace().unwrap_or_default());
-        Box::pin(finalizer::write(&crs, &cr.name_any(), true))
-            .await
-            .map_err(|source| ReconcileError::Finalizer {
-                cr: cr.object_key(),
-                what: "add",
-                source,
-            })?;
+        write_finalizer(ctx, cr, true).await?;
         info!(cephosd = %cr.object_key(), finalizer = deletion::FINALIZER, "added the finalizer");
     }
     Ok(ControlFlow::Continue(()))
+}
+
+/// Adds (`on`) or removes the operator's finalizer on `cr`.
+pub(super) async fn write_finalizer(
+    ctx: &Context,
+    cr: &CephOsd,
+    on: bool,
+) -> Result<(), ReconcileError> {
+    let crs: Api<CephOsd> =
+        Api::namespaced(ctx.client.clone(), &cr.namespace().unwrap_or_default());
+    Box::pin(finalizer::write(&crs, &cr.name_any(), on))
+        .await
+        .map_err(|source| ReconcileError::Finalizer {
+            cr: cr.object_key(),
+            what: if on { "add" } else { "remove" },
+            source,
+        })
 }
 
 /// Whether a deleted CephOSD is left alone for now: the operator's finalizer is not on it

@@ -8,7 +8,7 @@ use crate::plan::deletion::{Deletion, FinalizerWrite};
 use crate::plan::events::EventReason;
 use crate::plan::Plan;
 use crate::runtime::act::executor::{ExecuteError, Executor};
-use crate::runtime::act::finalizer;
+use crate::runtime::controller::admit::write_finalizer;
 use crate::runtime::controller::context::Context;
 use crate::runtime::controller::plan_inputs::PlanInputs;
 use crate::runtime::controller::reconcile_error::ReconcileError;
@@ -109,14 +109,7 @@ pub(super) async fn finish(
         {
             warn!(cephosd = %cr.object_key(), note = %event.note, "deletion");
         }
-        let crs: Api<CephOsd> = Api::namespaced(ctx.client.clone(), &namespace);
-        Box::pin(finalizer::write(&crs, &cr.name_any(), false))
-            .await
-            .map_err(|source| ReconcileError::Finalizer {
-                cr: cr.object_key(),
-                what: "remove",
-                source,
-            })?;
+        write_finalizer(ctx, cr, false).await?;
         info!(cephosd = %cr.object_key(), how, "no pod of the CephOSD is left and no Ceph step is open: removed the finalizer");
         return Ok(Action::await_change());
     }

@@ -32,6 +32,7 @@ pub struct Settings {
     pub gate: GateSettings,
 }
 
+/// What every reconcile shares.
 pub(super) struct Context {
     pub client: Client,
     pub settings: Settings,

@@ -30,10 +30,11 @@ use tracing::warn;
 /// without a disruption budget (a missing permission, said in the log).
 const BUDGET_SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What a plan is made from but the objects and Ceph (see the module docs).
 pub(super) struct PlanInputs {
     /// The CephOSD as of our last status write.
     pub cr: Arc<CephOsd>,
-    pub expanded: Arc<ExpandedSpec>,
+    expanded: Arc<ExpandedSpec>,
     /// Every CephOSD's disk claims, as of this reconcile.
     claims: Arc<DiskClaims>,
     /// Its OSDs whose disk an older CephOSD holds.
@@ -172,7 +173,7 @@ impl PlanInputs {
         Ok(ControlFlow::Continue(observation))
     }
 
-    pub(super) fn list_failed(&self, source: kube::Error) -> ReconcileError {
+    fn list_failed(&self, source: kube::Error) -> ReconcileError {
         ReconcileError::List {
             cr: self.cr.object_key(),
             source,
