@@ -1,7 +1,8 @@
 //! What one plan of a CephOSD is made from, besides its objects and the view of Ceph: the
 //! CephOSD as last known, its expansion, the OSDs whose disk an older CephOSD holds, the
 //! disruption budget's inputs, whether its namespace is being deleted, and the time. Read
-//! once per reconcile, read again before a plan that takes pods down; planned from twice.
+//! once per reconcile, again before a plan that takes pods down; planned from once, and again
+//! after a fresh read or Ceph's answer.
 
 use crate::crd::osd::{OsdKey, RandomSuffix};
 use crate::crd::CephOsd;
