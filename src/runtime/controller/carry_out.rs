@@ -17,7 +17,7 @@ use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::ResourceExt;
 use std::time::{Duration, Instant};
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 /// Carries `plan` out, remembers the status written and the objects planned from (`quiet`
 /// when nothing changed), and lets the step lock go when the plan's rules say so. The write
@@ -60,30 +60,6 @@ pub(super) async fn carry_out(
 /// Whether `plan` changes anything: an action, an event or the status.
 pub(super) fn changes(plan: &Plan) -> bool {
     !plan.actions.is_empty() || !plan.events.is_empty() || plan.status_changed
-}
-
-/// One line per planned reconcile, INFO only when it changes something: a resync of a
-/// settled CephOSD is a DEBUG line. (Tracing's levels are constants: one call per level.)
-pub(super) fn say_reconciled(cr: &CephOsd, plan: &Plan) {
-    let (cr, s) = (cr.object_key(), &plan.summary);
-    let halted = plan.halted.as_deref().unwrap_or("");
-    if changes(plan) {
-        info!(
-            cephosd = %cr, hash = %plan.template_hash,
-            desired = s.desired, current = s.current, ready = s.ready, updated = s.updated,
-            out_of_date = s.out_of_date, unready = s.unready, invalid = s.invalid,
-            terminating = s.terminating, superfluous = s.superfluous,
-            actions = plan.actions.len(), halted, "reconciled"
-        );
-    } else {
-        debug!(
-            cephosd = %cr, hash = %plan.template_hash,
-            desired = s.desired, current = s.current, ready = s.ready, updated = s.updated,
-            out_of_date = s.out_of_date, unready = s.unready, invalid = s.invalid,
-            terminating = s.terminating, superfluous = s.superfluous,
-            actions = plan.actions.len(), halted, "reconciled"
-        );
-    }
 }
 
 /// After `plan` was carried out: a deleted CephOSD whose plan removes the finalizer gets it

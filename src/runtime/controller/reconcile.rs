@@ -4,12 +4,13 @@
 
 use crate::crd::CephOsd;
 use crate::plan::ceph_gate::CephInput;
+use crate::plan::Plan;
 use crate::runtime::ceph::ceph_gate::first_view;
 use crate::runtime::controller::admit::admit;
 use crate::runtime::controller::ask_ceph::{
     ask_ceph_and_read_again, keep_step_lock, with_answer, Asked,
 };
-use crate::runtime::controller::carry_out::{carry_out, finish, say_reconciled};
+use crate::runtime::controller::carry_out::{carry_out, changes, finish};
 use crate::runtime::controller::context::{in_scope, Context};
 use crate::runtime::controller::plan_inputs::PlanInputs;
 use crate::runtime::controller::reconcile_error::ReconcileError;
@@ -19,7 +20,7 @@ use kube::ResourceExt;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 /// A reconcile, counted in the metrics and the memory of failures.
 pub(super) async fn timed_reconcile(
@@ -95,6 +96,30 @@ pub(super) async fn reconcile(
         return Err(error.into());
     }
     finish(&ctx, &inputs.cr, &plan, started).await
+}
+
+/// One line per planned reconcile, INFO only when it changes something: a resync of a
+/// settled CephOSD is a DEBUG line. (Tracing's levels are constants: one call per level.)
+fn say_reconciled(cr: &CephOsd, plan: &Plan) {
+    let (cr, s) = (cr.object_key(), &plan.summary);
+    let halted = plan.halted.as_deref().unwrap_or("");
+    if changes(plan) {
+        info!(
+            cephosd = %cr, hash = %plan.template_hash,
+            desired = s.desired, current = s.current, ready = s.ready, updated = s.updated,
+            out_of_date = s.out_of_date, unready = s.unready, invalid = s.invalid,
+            terminating = s.terminating, superfluous = s.superfluous,
+            actions = plan.actions.len(), halted, "reconciled"
+        );
+    } else {
+        debug!(
+            cephosd = %cr, hash = %plan.template_hash,
+            desired = s.desired, current = s.current, ready = s.ready, updated = s.updated,
+            out_of_date = s.out_of_date, unready = s.unready, invalid = s.invalid,
+            terminating = s.terminating, superfluous = s.superfluous,
+            actions = plan.actions.len(), halted, "reconciled"
+        );
+    }
 }
 
 #[allow(clippy::needless_pass_by_value)] // the signature `Controller::run` wants
