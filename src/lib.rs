@@ -28,7 +28,7 @@ pub use plan::expanded_spec::ExpandedSpec;
 pub use plan::{plan, plan_expanded, Hold, Observed, Plan, MAX_CREATIONS_PER_PLAN};
 pub use runtime::ceph::ceph_gate::GateSettings;
 pub use runtime::ceph::cluster_lock::{ceph_lock_namespace, NoLockNamespace};
-pub use runtime::controller::Settings;
+pub use runtime::controller::context::Settings;
 pub use runtime::operator::run;
 pub use runtime::serve::api_requests::counted_client;
 pub use runtime::serve::lease::{lease_namespace, LeaseSettings, NoLeaseNamespace};

@@ -1,7 +1,7 @@
 //! The operator process: the controller, run at once or, with leader election, only while this
 //! replica holds the Lease; it ends on SIGTERM or Ctrl-C, or when leadership is lost.
 
-use crate::runtime::controller::{self, Settings};
+use crate::runtime::controller::{self, context::Settings};
 use crate::runtime::serve::lease::{LeaderLease, LeaseError, LeaseSettings};
 use crate::runtime::serve::metrics::Metrics;
 use kube::Client;
