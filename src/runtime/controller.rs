@@ -681,6 +681,16 @@ async fn reconcile(cr: Arc<CephOsd>, ctx: Arc<Context>) -> Result<Action, Reconc
     }
     let quiet = !changes && plan.requeue_after.is_none() && outcome.failed.is_none();
     ctx.owned.planned(&cr, &observation, quiet);
+    // The status the CephOSD shows now: the one written, else the one it had.
+    let shown = (outcome.status.as_ref())
+        .or(cr.status.as_ref())
+        .unwrap_or(&plan.status);
+    ctx.metrics.status_shown(
+        &namespace,
+        &cr.name_any(),
+        shown,
+        ctx.settings.gate.max_noout,
+    );
     if let Some(error) = outcome.failed {
         // The retry follows the error policy's backoff.
         return Err(error.into());
