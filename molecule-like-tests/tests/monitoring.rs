@@ -6,9 +6,10 @@
 //!   deploy/monitoring/alerts.test.yaml; every alert has a test where it fires and one where it
 //!   does not, a summary, a description naming the CephOSD (or, for the operator's own alerts,
 //!   its job), and a runbook_url to its section of README.md's Runbooks.
-//! - The operator run against the local control plane with a CephOSD, its /metrics scraped:
-//!   every series the rule tests feed promtool has a name the operator exports and exactly its
-//!   labels (besides those Prometheus gives each target); every metric the rules and the
+//! - The operator's /metrics scraped twice on the local control plane: a CephOSD whose writes
+//!   fail (a ResourceQuota refuses a pod), and a gated rollout step holding `noout` on a real
+//!   Ceph's OSDs. Every series the rule tests feed promtool has a sample there, with exactly
+//!   its labels (besides those Prometheus gives each target); every metric the rules and the
 //!   dashboard's expressions name is exported; the dashboard is valid JSON.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -19,6 +20,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{ensure, Context};
+use molecule_like_tests::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
 use molecule_like_tests::operator::{free_port, http_get, OperatorOptions};
 use molecule_like_tests::paths::workspace_root;
@@ -201,10 +203,25 @@ fn promtool_test_fails_when_an_alerts_threshold_changes() -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Metric names of a PromQL expression: identifiers that are not functions, keywords, label
-/// names (inside `{}` or a `by (…)` list), durations or Grafana variables.
+/// Metric names of a PromQL expression: identifiers that are not functions, keywords,
+/// aggregations, label names (inside `{}` or a `by (…)` list), durations or Grafana variables.
 fn metric_names(expr: &str) -> BTreeSet<String> {
-    const KEYWORDS: [&str; 12] = [
+    // Keywords, and aggregations (their `by (…)` may come before their parentheses).
+    const KEYWORDS: [&str; 26] = [
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+        "limitk",
+        "limit_ratio",
         "by",
         "without",
         "on",
@@ -345,9 +362,34 @@ impl Exported {
     }
 }
 
-#[tokio::test]
-async fn the_rule_tests_and_the_dashboard_use_only_series_the_operator_exports(
-) -> anyhow::Result<()> {
+/// `/metrics` on `port` once `until` holds for its text (within 3 minutes).
+async fn scrape_until(
+    s: &Scenario,
+    port: u16,
+    what: &str,
+    until: impl Fn(&str) -> bool,
+) -> anyhow::Result<String> {
+    let until = &until;
+    s.wait_until(what, Duration::from_mins(3), || async move {
+        let Ok((200, body)) = http_get(port, "/metrics").await else {
+            return Ok(None);
+        };
+        Ok(until(&body).then_some(body))
+    })
+    .await
+}
+
+/// Whether `text` has a sample of `name` for CephOSD `namespace/CR` (and `more` labels).
+fn shows(text: &str, name: &str, namespace: &str, more: &str) -> bool {
+    let selector = format!(r#"{name}{{namespace="{namespace}",cephosd="{CR}"{more}"#);
+    text.lines().any(|l| l.starts_with(&selector))
+}
+
+/// The operator's /metrics with a CephOSD whose writes fail: a ResourceQuota of one pod
+/// refuses its second OSD's pod (`ReconcileFailed`, `reconcile_errors_total`).
+async fn scrape_of_failing_writes() -> anyhow::Result<String> {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+    use kube::api::{Api, PostParams};
     let mut s = Scenario::create("monitoring").await?;
     let port = free_port()?;
     let address = format!("127.0.0.1:{port}");
@@ -356,34 +398,94 @@ async fn the_rule_tests_and_the_dashboard_use_only_series_the_operator_exports(
         &["--http-address", &address, "--metrics-auth=false"],
     )?;
     let hosts = s.hosts(["m1"]);
-    let data = ["/dev/sdb"];
     s.create_converged(
-        &cephosd(CR, storage(&hosts, &data), "Host", fast_sample_template()?),
-        keys(&hosts, &data),
+        &cephosd(
+            CR,
+            storage(&hosts, &["/dev/sdb"]),
+            "Host",
+            fast_sample_template()?,
+        ),
+        keys(&hosts, &["/dev/sdb"]),
+    )
+    .await?;
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.client.clone(), &s.namespace);
+    let quota: ResourceQuota = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "one-pod"},
+        "spec": {"hard": {"pods": "1"}},
+    }))?;
+    quotas.create(&PostParams::default(), &quota).await?;
+    s.wait_until(
+        "the quota controller counts pods",
+        Duration::from_mins(1),
+        || async {
+            let used = quotas.get("one-pod").await?.status.and_then(|st| st.used);
+            Ok(used.unwrap_or_default().contains_key("pods").then_some(()))
+        },
+    )
+    .await?;
+    s.patch_spec(
+        CR,
+        serde_json::json!({"storage": storage(&hosts, &["/dev/sdb", "/dev/sdc"])}),
     )
     .await?;
     let ns = s.namespace.clone();
-    let mine = format!(r#"namespace="{ns}",cephosd="{CR}""#);
-    let text = s
-        .wait_until(
-            "/metrics shows the CephOSD's conditions and budget",
-            Duration::from_secs(60),
-            || async {
-                let Ok((200, body)) = http_get(port, "/metrics").await else {
-                    return Ok(None);
-                };
-                let shows = |name: &str| {
-                    body.lines()
-                        .any(|l| l.starts_with(&format!("{name}{{{mine}")))
-                };
-                Ok(
-                    (shows("ceph_osd_operator_condition_since_timestamp_seconds")
-                        && shows("ceph_osd_operator_budget_drains_waiting"))
-                    .then_some(body),
-                )
-            },
-        )
-        .await?;
+    let text = scrape_until(&s, port, "/metrics shows the refused creation", |text| {
+        shows(
+            text,
+            "ceph_osd_operator_condition_since_timestamp_seconds",
+            &ns,
+            r#",type="ReconcileFailed""#,
+        ) && shows(text, "ceph_osd_operator_budget_drains_waiting", &ns, "")
+            && text.contains("ceph_osd_operator_reconcile_errors_total{")
+    })
+    .await?;
+    // One process without leader election leads.
+    ensure!(
+        text.lines().any(|l| l == "ceph_osd_operator_leader 1"),
+        "the only process does not say it leads:\n{text}"
+    );
+    s.destroy().await?;
+    Ok(text)
+}
+
+/// The operator's /metrics while a gated rollout step holds `noout` on a real Ceph's OSDs.
+async fn scrape_of_a_gated_step() -> anyhow::Result<String> {
+    let port = free_port()?;
+    let address = format!("127.0.0.1:{port}");
+    let extra_args = ["--http-address", &address, "--metrics-auth=false"];
+    let g = Gated::up_with(
+        "monitoring-gate",
+        &GatedOptions {
+            extra_args: &extra_args,
+            ..GatedOptions::default()
+        },
+    )
+    .await?;
+    let scraped = async {
+        g.s.patch_template_metadata(CR, serde_json::json!({"labels": {"rev": "2"}}))
+            .await?;
+        let ns = g.s.namespace.clone();
+        scrape_until(&g.s, port, "/metrics shows a step's noout", |text| {
+            shows(
+                text,
+                "ceph_osd_operator_ceph_noout_since_timestamp_seconds",
+                &ns,
+                "",
+            ) && shows(text, "ceph_osd_operator_ceph_noout_limit_seconds", &ns, "")
+        })
+        .await
+    }
+    .await;
+    g.down().await?;
+    scraped
+}
+
+#[tokio::test]
+async fn the_rule_tests_and_the_dashboard_use_only_series_the_operator_exports(
+) -> anyhow::Result<()> {
+    let failing = scrape_of_failing_writes().await?;
+    let gated = scrape_of_a_gated_step().await?;
+    let text = format!("{failing}\n{gated}");
     let exported = Exported::parse(&text);
 
     // The rule tests' series: names exported, labels exactly those of the scraped samples.
@@ -398,19 +500,11 @@ async fn the_rule_tests_and_the_dashboard_use_only_series_the_operator_exports(
         .filter_map(|s| s["series"].as_str())
     {
         let (name, labels) = series_name_and_labels(series);
-        if !exported.has(&name) {
-            problems.push(format!("{name}: not exported by the operator"));
-            continue;
-        }
-        checked.insert(name.clone());
         let Some(scraped) = exported.samples.get(&name) else {
-            // Only while a Ceph step holds noout (the metrics unit test checks its labels).
-            ensure!(
-                name.starts_with("ceph_osd_operator_ceph_noout_"),
-                "{name}: no sample in the scrape to compare its labels with"
-            );
+            problems.push(format!("{name}: no sample in the operator's scrapes"));
             continue;
         };
+        checked.insert(name.clone());
         let own: BTreeSet<&String> = labels
             .iter()
             .filter(|l| !TARGET_LABELS.contains(&l.as_str()) || scraped.contains(*l))
@@ -422,7 +516,7 @@ async fn the_rule_tests_and_the_dashboard_use_only_series_the_operator_exports(
             ));
         }
     }
-    eprintln!("[monitoring] series of the rule tests checked against the scrape: {checked:?}");
+    eprintln!("[monitoring] series of the rule tests checked against the scrapes: {checked:?}");
 
     // Every metric the rules and the dashboard name.
     let rules = yaml(RULES)?;
@@ -476,8 +570,8 @@ async fn the_rule_tests_and_the_dashboard_use_only_series_the_operator_exports(
     }
     ensure!(
         problems.is_empty(),
-        "{}\n-- the scrape:\n{text}",
+        "{}\n-- the scrapes:\n{text}",
         problems.join("\n")
     );
-    s.destroy().await
+    Ok(())
 }

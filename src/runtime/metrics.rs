@@ -180,7 +180,7 @@ impl Default for Metrics {
         );
         registry.register(
             "leader",
-            "1 while this process holds the leader lease",
+            "1 while this process acts: it holds the leader lease, or runs without leader election",
             leader.clone(),
         );
         registry.register(
