@@ -115,7 +115,7 @@ fn promtool_checks_the_rules_and_each_alert_fires_in_one_test_and_not_in_another
         .as_array()
         .into_iter()
         .flatten()
-        .flat_map(|t| t["alert_rule_tests"].as_array().into_iter().flatten())
+        .flat_map(|t| t["alert_rule_test"].as_array().into_iter().flatten())
         .collect();
     let names: Vec<&str> = alerts(&rules)
         .iter()
