@@ -206,8 +206,17 @@ fn promtool_test_fails_when_an_alerts_threshold_changes() -> anyhow::Result<()> 
 /// Metric names of a PromQL expression: identifiers that are not functions, keywords,
 /// aggregations, label names (inside `{}` or a `by (…)` list), durations or Grafana variables.
 fn metric_names(expr: &str) -> BTreeSet<String> {
-    // Keywords, and aggregations (their `by (…)` may come before their parentheses).
-    const KEYWORDS: [&str; 26] = [
+    // Keywords followed by a list of label names.
+    const LABEL_LISTS: [&str; 6] = [
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+    ];
+    // Other keywords, and aggregations (their `by (…)` may come before their parentheses).
+    const KEYWORDS: [&str; 20] = [
         "sum",
         "min",
         "max",
@@ -222,26 +231,12 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
         "quantile",
         "limitk",
         "limit_ratio",
-        "by",
-        "without",
-        "on",
-        "ignoring",
-        "group_left",
-        "group_right",
         "bool",
         "and",
         "or",
         "unless",
         "offset",
         "atan2",
-    ];
-    const LABEL_LISTS: [&str; 6] = [
-        "by",
-        "without",
-        "on",
-        "ignoring",
-        "group_left",
-        "group_right",
     ];
     let chars: Vec<char> = expr.chars().collect();
     let mut names = BTreeSet::new();
@@ -291,9 +286,9 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
                 let end = word(i);
                 let ident: String = chars[i..end].iter().collect();
                 let next = chars[end..].iter().find(|c| !c.is_whitespace());
-                if KEYWORDS.contains(&ident.as_str()) {
-                    label_list_next = LABEL_LISTS.contains(&ident.as_str());
-                } else if next != Some(&'(') {
+                if LABEL_LISTS.contains(&ident.as_str()) {
+                    label_list_next = true;
+                } else if !KEYWORDS.contains(&ident.as_str()) && next != Some(&'(') {
                     names.insert(ident);
                 }
                 i = end;
