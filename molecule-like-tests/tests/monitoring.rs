@@ -479,7 +479,7 @@ async fn scrape_of_a_gated_step() -> anyhow::Result<String> {
 async fn the_rule_tests_and_the_dashboard_use_only_series_the_operator_exports(
 ) -> anyhow::Result<()> {
     let failing = scrape_of_failing_writes().await?;
-    let gated = scrape_of_a_gated_step().await?;
+    let gated = Box::pin(scrape_of_a_gated_step()).await?;
     let text = format!("{failing}\n{gated}");
     let exported = Exported::parse(&text);
 

@@ -87,12 +87,7 @@ pub struct Metrics {
     gate_decisions: Family<GateLabels, Counter>,
     ceph_commands: Family<CephCommandLabels, Counter>,
     ceph_command_seconds: Family<CephCommandLabels, Counter<f64, AtomicU64>>,
-    condition_since: Family<ConditionLabels, Gauge>,
-    /// The condition series each CephOSD shows now, to drop those its status no longer has.
-    conditions_shown: Mutex<HashMap<CephOsdLabels, Vec<ConditionLabels>>>,
-    noout_since: Family<CephOsdLabels, Gauge>,
-    noout_limit: Family<CephOsdLabels, Gauge>,
-    drains_waiting: Family<CephOsdLabels, Gauge>,
+    status: StatusSeries,
 }
 
 impl Default for Metrics {
@@ -111,30 +106,7 @@ impl Default for Metrics {
         let gate_decisions = Family::<GateLabels, Counter>::default();
         let ceph_commands = Family::<CephCommandLabels, Counter>::default();
         let ceph_command_seconds = Family::<CephCommandLabels, Counter<f64, AtomicU64>>::default();
-        let condition_since = Family::<ConditionLabels, Gauge>::default();
-        let noout_since = Family::<CephOsdLabels, Gauge>::default();
-        let noout_limit = Family::<CephOsdLabels, Gauge>::default();
-        let drains_waiting = Family::<CephOsdLabels, Gauge>::default();
-        registry.register(
-            "condition_since_timestamp_seconds",
-            "Each status condition of a CephOSD (type, status, reason) and since when its status holds (lastTransitionTime, Unix seconds)",
-            condition_since.clone(),
-        );
-        registry.register(
-            "ceph_noout_since_timestamp_seconds",
-            "While a CephOSD's open Ceph step holds noout on its OSDs: when the step started (Unix seconds)",
-            noout_since.clone(),
-        );
-        registry.register(
-            "ceph_noout_limit_seconds",
-            "While a CephOSD's open Ceph step holds noout: how long it may (--ceph-max-noout-seconds)",
-            noout_limit.clone(),
-        );
-        registry.register(
-            "budget_drains_waiting",
-            "Cordoned hosts of a CephOSD whose OSD pods still run (their drains wait for the disruption budget)",
-            drains_waiting.clone(),
-        );
+        let status = StatusSeries::registered(&mut registry);
         registry.register(
             "ceph_commands",
             "Ceph CLI commands run by the gate, answered or not",
@@ -203,11 +175,7 @@ impl Default for Metrics {
             gate_decisions,
             ceph_commands,
             ceph_command_seconds,
-            condition_since,
-            conditions_shown: Mutex::default(),
-            noout_since,
-            noout_limit,
-            drains_waiting,
+            status,
         }
     }
 }
@@ -268,6 +236,118 @@ impl Metrics {
         status: &CephOsdStatus,
         max_noout: Duration,
     ) {
+        self.status.show(namespace, cephosd, status, max_noout);
+    }
+
+    /// Drops the series of a CephOSD that no longer exists.
+    pub fn forget(&self, namespace: &str, cephosd: &str) {
+        for state in STATES {
+            self.pods.remove(&StateLabels {
+                namespace: namespace.to_owned(),
+                cephosd: cephosd.to_owned(),
+                state,
+            });
+        }
+        let labels = CephOsdLabels {
+            namespace: namespace.to_owned(),
+            cephosd: cephosd.to_owned(),
+        };
+        self.desired.remove(&labels);
+        self.updated.remove(&labels);
+        self.status.forget(&labels);
+    }
+
+    pub fn failed(&self, failure: Failure, took: Duration) {
+        self.reconciles.inc();
+        self.duration.observe(took.as_secs_f64());
+        self.errors
+            .get_or_create(&ErrorLabels {
+                category: failure.as_str(),
+            })
+            .inc();
+    }
+
+    /// Counts one Ceph CLI command and the time it took.
+    pub(crate) fn ceph_command(&self, command: &'static str, took: Duration) {
+        let labels = CephCommandLabels { command };
+        self.ceph_commands.get_or_create(&labels).inc();
+        self.ceph_command_seconds
+            .get_or_create(&labels)
+            .inc_by(took.as_secs_f64());
+    }
+
+    /// Counts one answer of the Ceph gate (`Proceed` or a blocker's category).
+    pub(crate) fn gate_decided(&self, decision: &'static str) {
+        self.gate_decisions
+            .get_or_create(&GateLabels { decision })
+            .inc();
+    }
+
+    pub fn api_request(&self, verb: String, resource: String) {
+        self.api_requests
+            .get_or_create(&RequestLabels { verb, resource })
+            .inc();
+    }
+
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.set(i64::from(leader));
+    }
+
+    /// The Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// What each CephOSD's status shows since when: its conditions, the `noout` its open Ceph step
+/// holds (with the limit), the drains waiting for its budget.
+struct StatusSeries {
+    condition_since: Family<ConditionLabels, Gauge>,
+    /// The condition series each CephOSD shows now, to drop those its status no longer has.
+    conditions_shown: Mutex<HashMap<CephOsdLabels, Vec<ConditionLabels>>>,
+    noout_since: Family<CephOsdLabels, Gauge>,
+    noout_limit: Family<CephOsdLabels, Gauge>,
+    drains_waiting: Family<CephOsdLabels, Gauge>,
+}
+
+impl StatusSeries {
+    fn registered(registry: &mut Registry) -> Self {
+        let condition_since = Family::<ConditionLabels, Gauge>::default();
+        let noout_since = Family::<CephOsdLabels, Gauge>::default();
+        let noout_limit = Family::<CephOsdLabels, Gauge>::default();
+        let drains_waiting = Family::<CephOsdLabels, Gauge>::default();
+        registry.register(
+            "condition_since_timestamp_seconds",
+            "Each status condition of a CephOSD (type, status, reason) and since when its status holds (lastTransitionTime, Unix seconds)",
+            condition_since.clone(),
+        );
+        registry.register(
+            "ceph_noout_since_timestamp_seconds",
+            "While a CephOSD's open Ceph step holds noout on its OSDs: when the step started (Unix seconds)",
+            noout_since.clone(),
+        );
+        registry.register(
+            "ceph_noout_limit_seconds",
+            "While a CephOSD's open Ceph step holds noout: how long it may (--ceph-max-noout-seconds)",
+            noout_limit.clone(),
+        );
+        registry.register(
+            "budget_drains_waiting",
+            "Cordoned hosts of a CephOSD whose OSD pods still run (their drains wait for the disruption budget)",
+            drains_waiting.clone(),
+        );
+        Self {
+            condition_since,
+            conditions_shown: Mutex::default(),
+            noout_since,
+            noout_limit,
+            drains_waiting,
+        }
+    }
+
+    fn show(&self, namespace: &str, cephosd: &str, status: &CephOsdStatus, max_noout: Duration) {
         let of = CephOsdLabels {
             namespace: namespace.to_owned(),
             cephosd: cephosd.to_owned(),
@@ -326,75 +406,18 @@ impl Metrics {
         }
     }
 
-    /// Drops the series of a CephOSD that no longer exists.
-    pub fn forget(&self, namespace: &str, cephosd: &str) {
-        for state in STATES {
-            self.pods.remove(&StateLabels {
-                namespace: namespace.to_owned(),
-                cephosd: cephosd.to_owned(),
-                state,
-            });
-        }
-        let labels = CephOsdLabels {
-            namespace: namespace.to_owned(),
-            cephosd: cephosd.to_owned(),
-        };
-        self.desired.remove(&labels);
-        self.updated.remove(&labels);
+    fn forget(&self, labels: &CephOsdLabels) {
         let shown = self
             .conditions_shown
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&labels);
+            .remove(labels);
         for gone in shown.into_iter().flatten() {
             self.condition_since.remove(&gone);
         }
-        self.noout_since.remove(&labels);
-        self.noout_limit.remove(&labels);
-        self.drains_waiting.remove(&labels);
-    }
-
-    pub fn failed(&self, failure: Failure, took: Duration) {
-        self.reconciles.inc();
-        self.duration.observe(took.as_secs_f64());
-        self.errors
-            .get_or_create(&ErrorLabels {
-                category: failure.as_str(),
-            })
-            .inc();
-    }
-
-    /// Counts one Ceph CLI command and the time it took.
-    pub(crate) fn ceph_command(&self, command: &'static str, took: Duration) {
-        let labels = CephCommandLabels { command };
-        self.ceph_commands.get_or_create(&labels).inc();
-        self.ceph_command_seconds
-            .get_or_create(&labels)
-            .inc_by(took.as_secs_f64());
-    }
-
-    /// Counts one answer of the Ceph gate (`Proceed` or a blocker's category).
-    pub(crate) fn gate_decided(&self, decision: &'static str) {
-        self.gate_decisions
-            .get_or_create(&GateLabels { decision })
-            .inc();
-    }
-
-    pub fn api_request(&self, verb: String, resource: String) {
-        self.api_requests
-            .get_or_create(&RequestLabels { verb, resource })
-            .inc();
-    }
-
-    pub fn set_leader(&self, leader: bool) {
-        self.leader.set(i64::from(leader));
-    }
-
-    /// The Prometheus text exposition.
-    pub fn encode(&self) -> String {
-        let mut out = String::new();
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+        self.noout_since.remove(labels);
+        self.noout_limit.remove(labels);
+        self.drains_waiting.remove(labels);
     }
 }
 
