@@ -17,7 +17,10 @@ pub async fn run(
     lease: Option<LeaseSettings>,
 ) -> Result<(), LeaseError> {
     let Some(lease) = lease else {
-        controller::run(client, settings, metrics).await;
+        // Without leader election this process is the one that acts: it leads.
+        metrics.set_leader(true);
+        controller::run(client, settings, metrics.clone()).await;
+        metrics.set_leader(false);
         return Ok(());
     };
     let lease = LeaderLease::new(client.clone(), lease);

@@ -54,6 +54,16 @@ pub(super) async fn carry_out(
     }
     let quiet = !changes(plan) && plan.requeue_after.is_none() && outcome.failed.is_none();
     ctx.owned.planned(cr, observation, quiet);
+    // The status the CephOSD shows now: the one written, else the one it had.
+    let shown = (outcome.status.as_ref())
+        .or(cr.status.as_ref())
+        .unwrap_or(&plan.status);
+    ctx.metrics.status_shown(
+        &namespace,
+        &cr.name_any(),
+        shown,
+        ctx.settings.gate.max_noout,
+    );
     outcome.failed
 }
 
