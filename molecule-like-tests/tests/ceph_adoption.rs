@@ -27,7 +27,7 @@ use ceph_osd_operator::{labels, OsdKey};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Patch, PatchParams};
 use kube::ResourceExt;
-use molecule_like_tests::gated::{GateSample, Gated, GatedOptions};
+use molecule_like_tests::ceph::gated::{GateSample, Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::pods::{is_ready, pod_key};
 use molecule_like_tests::scenario::hold;

@@ -20,16 +20,16 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph::CephCluster;
-use molecule_like_tests::ceph_bridge::{
+use molecule_like_tests::ceph::bridge::{
     ready_when_osd_up, BridgeEvent, BridgeEventKind, CephBridge,
 };
-use molecule_like_tests::ceph_recorder::CephRecorder;
+use molecule_like_tests::ceph::CephCluster;
 use molecule_like_tests::manifests::{
     cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
     READY_AFTER_ANNOTATION,
 };
 use molecule_like_tests::nodes::ensure_nodes;
+use molecule_like_tests::recording::ceph::CephRecorder;
 use molecule_like_tests::scenario::{hold, Scenario, ROLLOUT};
 use serde_json::json;
 

@@ -28,19 +28,19 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::CephCluster;
-use molecule_like_tests::ceph_bridge::{ready_when_osd_up, CephBridge};
-use molecule_like_tests::ceph_recorder::CephRecorder;
-use molecule_like_tests::gated::{
+use molecule_like_tests::ceph::bridge::{ready_when_osd_up, CephBridge};
+use molecule_like_tests::ceph::gated::{
     GateSample, GateWatch, GRACE_SECONDS, OPERATOR_USER, PG_STATS_LAG_SECONDS,
 };
+use molecule_like_tests::ceph::CephCluster;
 use molecule_like_tests::manifests::{
     cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs,
 };
 use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::pods::{is_ready, pod_key};
 use molecule_like_tests::rbac::grant_ceph_lock_in;
-use molecule_like_tests::recorder::{EventKind, PodEvent, PodRecorder};
+use molecule_like_tests::recording::ceph::CephRecorder;
+use molecule_like_tests::recording::pods::{EventKind, PodEvent, PodRecorder};
 use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::json;
 

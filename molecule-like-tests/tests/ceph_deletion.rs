@@ -18,9 +18,9 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph_recorder::Observed;
-use molecule_like_tests::gated::{Gated, GatedOptions};
+use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::{cephosd, storage, CR};
+use molecule_like_tests::recording::ceph::Observed;
 use serde_json::json;
 
 const LONG: Duration = Duration::from_mins(4);

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
-use molecule_like_tests::ceph_recorder::Observed;
-use molecule_like_tests::gated::{Gated, GatedOptions};
+use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
+use molecule_like_tests::recording::ceph::Observed;
 use molecule_like_tests::scenario::{hold, ROLLOUT};
 use serde_json::json;
 

@@ -19,12 +19,12 @@ use anyhow::anyhow;
 use ceph_osd_operator::crd::{CephStep, UpdateDomain};
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
+use molecule_like_tests::ceph::gated::{GateSample, Gated};
 use molecule_like_tests::ceph::{OsdMap, OsdStart};
-use molecule_like_tests::ceph_recorder::{hosts_down, CephRecording, Observed};
-use molecule_like_tests::gated::{GateSample, Gated};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::pods::pod_key;
+use molecule_like_tests::recording::ceph::{hosts_down, CephRecording, Observed};
 use molecule_like_tests::scenario::hold;
 use serde_json::json;
 

@@ -17,11 +17,11 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph_recorder::Observed;
-use molecule_like_tests::gated::Gated;
+use molecule_like_tests::ceph::gated::Gated;
 use molecule_like_tests::manifests::{CR, FIELD_MANAGER};
 use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::plugin::kubectl_ceph_osd;
+use molecule_like_tests::recording::ceph::Observed;
 use serde_json::{json, Value};
 
 const LONG: Duration = Duration::from_mins(3);

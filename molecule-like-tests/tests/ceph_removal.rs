@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
+use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::ceph::OsdMap;
-use molecule_like_tests::ceph_recorder::{CephRecording, Observed};
-use molecule_like_tests::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::{storage, CR};
 use molecule_like_tests::operator::OperatorOptions;
+use molecule_like_tests::recording::ceph::{CephRecording, Observed};
 use molecule_like_tests::scenario::{hold, ROLLOUT};
 use serde_json::json;
 

@@ -20,7 +20,7 @@ use molecule_like_tests::nodes::ensure_nodes;
 use molecule_like_tests::operator::{lease_holder, OperatorOptions};
 use molecule_like_tests::paths::workspace_root;
 use molecule_like_tests::pods::{annotation, is_ready, pod_key};
-use molecule_like_tests::recorder::PodEvent;
+use molecule_like_tests::recording::pods::PodEvent;
 use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::json;
 use tokio::sync::Mutex;

@@ -27,7 +27,7 @@ use molecule_like_tests::manifests::{
 use molecule_like_tests::operator::{free_port, http_get, lease_holder, OperatorOptions};
 use molecule_like_tests::paths::kubectl;
 use molecule_like_tests::pods::{annotation, is_ready, pod_key};
-use molecule_like_tests::recorder::{EventKind, WatchRecorder};
+use molecule_like_tests::recording::pods::{EventKind, WatchRecorder};
 use molecule_like_tests::scenario::{
     describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
 };

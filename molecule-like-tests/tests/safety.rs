@@ -16,7 +16,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
 use molecule_like_tests::pods::pod_key;
-use molecule_like_tests::recorder::{EventKind, PodEvent};
+use molecule_like_tests::recording::pods::{EventKind, PodEvent};
 use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::json;
 

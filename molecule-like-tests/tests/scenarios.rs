@@ -23,7 +23,7 @@ use molecule_like_tests::manifests::{
 };
 use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::pods::{annotation, is_ready, pod_key};
-use molecule_like_tests::recorder::PodRecorder;
+use molecule_like_tests::recording::pods::PodRecorder;
 use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::{json, Value};
 
@@ -661,7 +661,7 @@ async fn s8_reference_pods_are_adopted_with_one_label_write_and_no_restart() -> 
     let events = rec.events();
     let modified = events[mark..]
         .iter()
-        .filter(|e| e.kind == molecule_like_tests::recorder::EventKind::Modified)
+        .filter(|e| e.kind == molecule_like_tests::recording::pods::EventKind::Modified)
         .count();
     anyhow::ensure!(
         events.len() == mark + laid.len() && modified == laid.len(),

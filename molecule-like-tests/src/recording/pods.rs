@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::ResourceExt;
 
-use crate::pods::{annotation, is_ready, pod_key, rollout_order};
+use crate::kubernetes::pods::{annotation, is_ready, pod_key, rollout_order};
 
 /// What a watch event said about a pod.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

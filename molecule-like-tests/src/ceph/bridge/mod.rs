@@ -54,9 +54,9 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 
 use crate::ceph::{CephCluster, OsdStart};
-use crate::ceph_recorder::{CephRecorder, CephState};
-use crate::manifests::READY_ANNOTATION;
-use crate::pods::{annotation, is_ready};
+use crate::kubernetes::manifests::READY_ANNOTATION;
+use crate::kubernetes::pods::{annotation, is_ready};
+use crate::recording::ceph::{CephRecorder, CephState};
 
 /// Value of `testing.local/ready` for pods Ready once their OSD is up in Ceph.
 pub const READY_WHEN_OSD_UP: &str = "ceph";

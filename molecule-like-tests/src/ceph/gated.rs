@@ -12,15 +12,15 @@ use ceph_osd_operator::OsdKey;
 use kube::api::{Api, PostParams};
 use kube::ResourceExt;
 
+use crate::ceph::bridge::{ready_when_osd_up, CephBridge};
 use crate::ceph::CephCluster;
-use crate::ceph_bridge::{ready_when_osd_up, CephBridge};
-use crate::ceph_recorder::CephRecorder;
-use crate::manifests::{
+use crate::kubernetes::manifests::{
     cephosd, fast_sample_template, hash_of, random_suffix, reference_pod, storage,
     with_kubelet_knobs, Knobs, CR,
 };
-use crate::operator::OperatorOptions;
-use crate::scenario::{Converged, Scenario, CONVERGE};
+use crate::kubernetes::operator::OperatorOptions;
+use crate::kubernetes::scenario::{Converged, Scenario, CONVERGE};
+use crate::recording::ceph::CephRecorder;
 
 /// Longer than any daemon stop: the bridge removes a pod once its daemon has exited.
 pub const GRACE_SECONDS: i64 = 30;
@@ -345,12 +345,12 @@ impl Gated {
         ];
         operator_args.extend(options.extra_args.iter().map(|a| (*a).to_owned()));
         // The step lock of the Ceph cluster: in the watched namespace (the operator's default).
-        crate::rbac::grant_ceph_lock_in(&s.client, &s.namespace).await?;
+        crate::kubernetes::rbac::grant_ceph_lock_in(&s.client, &s.namespace).await?;
         let args: Vec<&str> = operator_args.iter().map(String::as_str).collect();
         // Every `ceph` call the operator makes in its log (`ceph call command=…`).
         let log_filter = format!(
             "{},ceph_osd_operator::ceph::cli=debug",
-            crate::operator::operator_log_filter()
+            crate::kubernetes::operator::operator_log_filter()
         );
         let start_operator = |s: &mut Scenario| {
             s.start_operator_with_env(
