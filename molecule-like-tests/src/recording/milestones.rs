@@ -159,10 +159,10 @@ mod tests {
         assert_eq!(
             report,
             "==== rollout by host\n\
-             \x20 template changed      at     1.50s\n\
-             \x20 first pod replaced    at     4.25s  +2.75s after template changed\n\
-             \x20 set up                12.35s\n\
-             \x20 steps                 3\n\
+             \x20 template changed    at     1.50s\n\
+             \x20 first pod replaced  at     4.25s  +2.75s after template changed\n\
+             \x20 set up              12.35s\n\
+             \x20 steps               3\n\
              ceph calls:\n  ok-to-stop 1\n"
         );
         assert_eq!(
