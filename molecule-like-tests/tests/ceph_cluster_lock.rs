@@ -37,7 +37,7 @@ use molecule_like_tests::manifests::{
     cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs,
 };
 use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::pods::{is_ready, pod_key};
+use molecule_like_tests::pods::{is_ready, names_by_key, pod_key};
 use molecule_like_tests::rbac::grant_ceph_lock_in;
 use molecule_like_tests::recording::ceph::CephRecorder;
 use molecule_like_tests::recording::pods::{EventKind, PodEvent, PodRecorder};
@@ -63,9 +63,7 @@ impl Side<'_> {
     }
 
     fn old_pods(&self) -> BTreeMap<String, OsdKey> {
-        (self.converged.pods.iter())
-            .map(|(k, p)| (p.name_any(), k.clone()))
-            .collect()
+        names_by_key(&self.converged.pods)
     }
 
     async fn wait_idle(&self, timeout: Duration) -> anyhow::Result<()> {

@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
 use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
@@ -58,16 +57,7 @@ async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
     g.cluster.wait_clean(Duration::from_mins(1)).await?;
 
     // The pods: one per disk at any time, host by host, each host's replacement Ready first.
-    g.s.assert_one_pod_per_key().await?;
-    let old: BTreeMap<String, OsdKey> = g
-        .converged
-        .pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect();
-    g.s.recorder()?
-        .timeline()
-        .check_rollout(&old, UpdateDomain::Host)?;
+    g.check_pods_rolled_by_host().await?;
     g.bridge.check()?;
 
     // Ceph's view: one host down at most, no PG unavailable, no noout at the end.
@@ -176,20 +166,10 @@ async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
 async fn an_osd_down_outside_the_rollout_halts_it_until_it_is_back() -> anyhow::Result<()> {
     let g = Gated::up("cephgate-down").await?;
     // The last host in the rollout's order: the first step would stop another host.
-    let (key, id) = g
-        .table
-        .iter()
-        .next_back()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (key, id) = g.last_in_rollout_order();
     let pod = g.converged.pods[&key].name_any();
     g.cluster.osd_stop(id, true).await?;
-    g.ceph
-        .wait_until("the killed OSD down", Duration::from_mins(1), |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.osd(id).is_some_and(|o| !o.up))
-        })
+    g.wait_osd("the killed OSD down", id, Duration::from_mins(1), |o| !o.up)
         .await?;
 
     let from = g.ceph.elapsed();

@@ -16,8 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
-use ceph_osd_operator::crd::{CephStep, UpdateDomain};
-use ceph_osd_operator::OsdKey;
+use ceph_osd_operator::crd::CephStep;
 use kube::ResourceExt;
 use molecule_like_tests::ceph::gated::{GateSample, Gated};
 use molecule_like_tests::ceph::{OsdMap, OsdStart};
@@ -330,17 +329,7 @@ async fn mgr_then_mon_away(name: &str) -> anyhow::Result<()> {
     let fail = |e: anyhow::Error| anyhow!("{e:#}\n{report}");
     recording.check_one_host_at_a_time(from).map_err(fail)?;
     g.bridge.check().map_err(fail)?;
-    g.s.assert_one_pod_per_key().await.map_err(fail)?;
-    let old: BTreeMap<String, OsdKey> = g
-        .converged
-        .pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect();
-    g.s.recorder()?
-        .timeline()
-        .check_rollout(&old, UpdateDomain::Host)
-        .map_err(fail)?;
+    g.check_pods_rolled_by_host().await.map_err(fail)?;
     // No other OSD was asked to stop before the mgr was back.
     for (key, id) in &g.table {
         if step_keys.contains(&key.to_string()) {
@@ -487,17 +476,7 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
     recording.check_hosts_down_at_most(1, from).map_err(fail)?;
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
     g.bridge.check().map_err(fail)?;
-    g.s.assert_one_pod_per_key().await.map_err(fail)?;
-    let old: BTreeMap<String, OsdKey> = g
-        .converged
-        .pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect();
-    g.s.recorder()?
-        .timeline()
-        .check_rollout(&old, UpdateDomain::Host)
-        .map_err(fail)?;
+    g.check_pods_rolled_by_host().await.map_err(fail)?;
 
     // The admin's noout in every sample, and alone at the end.
     for e in recording.events.iter().filter(|e| e.at >= from) {
@@ -647,12 +626,7 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
         .await?;
     g.cluster.osd_stop(id, true).await?;
     let killed = g.ceph.elapsed();
-    g.ceph
-        .wait_until("the killed OSD down", LONG, |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.osd(id).is_some_and(|o| !o.up))
-        })
+    g.wait_osd("the killed OSD down", id, LONG, |o| !o.up)
         .await?;
     let seen_down = g.ceph.elapsed();
     let osd = format!("osd.{id}");

@@ -9,11 +9,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::{custom_resource_definition, CephOsd, UpdateDomain};
-use ceph_osd_operator::OsdKey;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
@@ -25,15 +23,6 @@ use molecule_like_tests::recording::ceph::Observed;
 use serde_json::{json, Value};
 
 const LONG: Duration = Duration::from_mins(3);
-
-/// The pods of the rollout, by name, before it: what the pod watch's rollout check compares.
-fn old_pods(g: &Gated) -> BTreeMap<String, OsdKey> {
-    g.converged
-        .pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect()
-}
 
 /// Every check of a gated rollout by host from `from` but the `noout` at the end: one host
 /// down at most and no PG unavailable in Ceph's view, one pod per disk and host by host in
@@ -47,7 +36,7 @@ async fn check_rollout(g: &Gated, from: Duration, report: &str) -> anyhow::Resul
     g.s.assert_one_pod_per_key().await.map_err(fail)?;
     g.s.recorder()?
         .timeline()
-        .check_rollout(&old_pods(g), UpdateDomain::Host)
+        .check_rollout(&g.old_pods(), UpdateDomain::Host)
         .map_err(fail)
 }
 

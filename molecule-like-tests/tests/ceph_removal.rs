@@ -38,12 +38,7 @@ fn osdmaps(recording: &CephRecording, from: Duration) -> Vec<(Duration, &OsdMap)
 
 /// The hosts of `g` without the last one, and the last one's key and OSD id.
 fn without_last(g: &Gated) -> (Vec<String>, OsdKey, u32) {
-    let (key, id) = g
-        .table
-        .iter()
-        .next_back()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (key, id) = g.last_in_rollout_order();
     let kept: BTreeSet<String> = g
         .want
         .iter()

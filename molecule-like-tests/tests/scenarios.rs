@@ -22,16 +22,10 @@ use molecule_like_tests::manifests::{
     ready_again_revision, reference_pod, storage, with_kubelet_knobs, Knobs, CR,
 };
 use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::pods::{annotation, is_ready, pod_key};
+use molecule_like_tests::pods::{annotation, is_ready, names_by_key, pod_key};
 use molecule_like_tests::recording::pods::PodRecorder;
 use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::{json, Value};
-
-fn names(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<String, OsdKey> {
-    pods.iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect()
-}
 
 fn uids(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<OsdKey, String> {
     pods.iter()
@@ -289,7 +283,7 @@ async fn rollout(name: &str, domain: UpdateDomain) -> anyhow::Result<()> {
         pods: before,
         ..
     } = s.create_converged(&manifest, keys(&hosts, &data)).await?;
-    let old = names(&before);
+    let old = names_by_key(&before);
 
     let (_, new_hash) = s
         .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
