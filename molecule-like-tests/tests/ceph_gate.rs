@@ -13,10 +13,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::recording::ceph::Observed;
+use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::scenario::{hold, ROLLOUT};
 use serde_json::json;
 
@@ -32,10 +34,6 @@ fn secs(at: Option<Duration>, from: Duration) -> String {
 /// PG clean before the next host stops; at most one host down in Ceph's view, no PG
 /// unavailable, no `noout` left, the gate idle at the end.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: roll, then the pods', Ceph's and the gate's records"
-)]
 async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
     let g = Gated::up("cephgate-roll").await?;
     let map = g.cluster.osd_dump().await?;
@@ -68,6 +66,31 @@ async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
 
     // Per OSD in the order the rollout stopped them: the old daemon stopped, the new one
     // booted with a newer up_from, then every PG clean, all before the next host's stop.
+    let lines = check_steps_in_order(&g, &rolled, &before, &report)?;
+
+    // The gate at the end: idle, no step, noout on no OSD.
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    anyhow::ensure!(status.ceph_step.is_none(), "{status:?}");
+    Milestones::new("gated rollout by host")
+        .span("pods converged after the template change", pods_converged)
+        .span("gate idle after the template change", gate_idle)
+        .section("steps (times from each stop request)", lines.join("\n"))
+        .section("records", &report)
+        .print();
+    g.down().await
+}
+
+/// Per OSD in the order the rollout stopped them: the old daemon stopped, the new one booted
+/// with a newer up_from (than `before`), then every PG clean, all before the next host's
+/// stop. Returns a line per step: the operator's step against Ceph's stop, down, boot, clean.
+fn check_steps_in_order(
+    g: &Gated,
+    rolled: &BTreeMap<OsdKey, Pod>,
+    before: &BTreeMap<u32, u64>,
+    report: &str,
+) -> anyhow::Result<Vec<String>> {
+    let recording = g.ceph.recording();
+    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
     let mut steps: Vec<(Duration, OsdKey, u32)> = Vec::new();
     for (key, id) in &g.table {
         let (old_pod, new_pod) = (g.converged.pods[key].name_any(), rolled[key].name_any());
@@ -146,17 +169,7 @@ async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
         ));
     }
 
-    // The gate at the end: idle, no step, noout on no OSD.
-    let status = g.s.cr_status(CR).await?.unwrap_or_default();
-    anyhow::ensure!(status.ceph_step.is_none(), "{status:?}");
-    println!(
-        "==== gated rollout by host: pods converged {:.1}s, gate idle {:.1}s after the template \
-         change\nsteps (times from each stop request):\n{}\n{report}",
-        pods_converged.as_secs_f64(),
-        gate_idle.as_secs_f64(),
-        lines.join("\n"),
-    );
-    g.down().await
+    Ok(lines)
 }
 
 /// An OSD killed outside any rollout (its pod stays Ready: only Ceph knows): a template change
