@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use ceph_osd_operator::crd::CephStep;
+use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
 use molecule_like_tests::ceph::gated::{GateSample, Gated};
 use molecule_like_tests::ceph::{OsdMap, OsdStart};
@@ -668,10 +669,6 @@ async fn an_osd_killed_outside_the_step_is_named_and_holds_the_next_step_until_i
 const NAMED_WITHIN: Duration = Duration::from_mins(1);
 
 /// The journey of the test above.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the kill mid-step, the hold, the restart, then the records"
-)]
 async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let g = Gated::up(name).await?;
@@ -708,21 +705,7 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     // Nothing more goes down while it is down: checked for HELD and until the gate names it,
     // NAMED_WITHIN at most.
     let holding = Instant::now();
-    let mut named = None;
-    loop {
-        nothing_more_down(&g, &step_keys, "the OSD killed").await?;
-        if named.is_none() {
-            named = g
-                .gate_condition()
-                .await?
-                .filter(|(_, _, message)| message.contains(&osd));
-        }
-        let waited = holding.elapsed();
-        if waited >= HELD && (named.is_some() || waited >= NAMED_WITHIN) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    let named = hold_while_down(&g, &step_keys, &osd).await?;
     let held = g.gate_condition().await?;
     let held_for = holding.elapsed();
 
@@ -734,36 +717,15 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     let done = t_roll.elapsed();
     g.cluster.wait_clean(LONG).await?;
 
-    let recording = g.ceph.recording();
     let sequence = condition_sequence(&g.gate.samples(), from);
     let report = format!(
         "{}CephGate sequence:\n{}",
         g.report(from),
         render_sequence(&sequence)
     );
-    let fail = |e: anyhow::Error| anyhow!("{e:#}\n{report}");
-    let back_up = first_map(&recording, restarted, |m| m.osd(id).is_some_and(|o| o.up))
-        .ok_or_else(|| anyhow!("{osd} never seen up again\n{report}"))?;
-    // The operator's own: one host down at most besides the killed OSD's; PGs unavailable only
-    // while that OSD was down.
-    check_hosts_down_besides(&recording, from, &key.host, 1).map_err(fail)?;
-    recording.check_hosts_down_at_most(2, from).map_err(fail)?;
-    recording
-        .check_pgs_never_unavailable(back_up)
-        .map_err(fail)?;
-    recording.check_no_noout_at_end().map_err(fail)?;
-    g.s.assert_one_pod_per_key().await.map_err(fail)?;
-    // No other OSD asked to stop before the killed one was back.
-    for (other, stop) in old_daemon_stops(&g) {
-        if step_ids.contains(&other) || other == id {
-            continue;
-        }
-        anyhow::ensure!(
-            stop.is_some_and(|s| s > back_up),
-            "osd.{other} was stopped at {stop:?}, {osd} back up only at {:.2}s\n{report}",
-            back_up.as_secs_f64()
-        );
-    }
+    let back_up = check_kill_was_the_only_fault(&g, from, &key, id, &step_ids, restarted)
+        .await
+        .map_err(|e| anyhow!("{e:#}\n{report}"))?;
     // What the gate said while the OSD was down, from its samples.
     let named_at = g.gate.samples().into_iter().find(|s| {
         s.at >= killed
@@ -772,20 +734,24 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
                 .as_ref()
                 .is_some_and(|(_, _, message)| message.contains(&osd))
     });
-    println!(
-        "==== {osd} ({key}) killed mid-step: step on {step_keys:?} (osds {step_ids:?}); killed \
-         {:.2}s, down in Ceph {:.2}s; CephGate named it: {:?}; CephGate {held:?} after {:.0}s; restarted \
-         {:.2}s, up {:.2}s; rollout done and gate idle {:.1}s after the template change\n\
-         CephGate sequence:\n{}\n{report}",
-        killed.as_secs_f64(),
-        seen_down.as_secs_f64(),
-        named_at.as_ref().map(|s| (s.at, &s.condition)),
-        held_for.as_secs_f64(),
-        restarted.as_secs_f64(),
-        back_up.as_secs_f64(),
-        done.as_secs_f64(),
-        render_sequence(&sequence),
-    );
+    Milestones::on_clock(format!("{osd} ({key}) killed mid-step"), g.ceph.clock())
+        .figure("step", format!("on {step_keys:?} (osds {step_ids:?})"))
+        .mark_at("killed", killed)
+        .mark_at("down in Ceph", seen_down)
+        .figure(
+            "CephGate named it",
+            format!("{:?}", named_at.as_ref().map(|s| (s.at, &s.condition))),
+        )
+        .figure(
+            format!("CephGate after {:.0}s", held_for.as_secs_f64()),
+            format!("{held:?}"),
+        )
+        .mark_at("restarted", restarted)
+        .mark_at("up", back_up)
+        .span("rollout done and gate idle after the template change", done)
+        .section("CephGate sequence", render_sequence(&sequence))
+        .section("records", &report)
+        .print();
     anyhow::ensure!(
         named.is_some() && named_at.is_some(),
         "CephGate never named {osd} in the {:.0}s it was checked while it was down\n{report}",
@@ -793,4 +759,67 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     );
     println!("==== the scenario took {:.1}s", t0.elapsed().as_secs_f64());
     g.down().await
+}
+
+/// The rollout around the killed OSD (`id` of `key`, started again at `restarted`): one host
+/// down at most besides the killed OSD's, PGs unavailable only while it was down, no `noout`
+/// left, one pod per disk, no other OSD asked to stop before it was back. Returns when it was
+/// seen up again.
+async fn check_kill_was_the_only_fault(
+    g: &Gated,
+    from: Duration,
+    key: &OsdKey,
+    id: u32,
+    step_ids: &[u32],
+    restarted: Duration,
+) -> anyhow::Result<Duration> {
+    let recording = g.ceph.recording();
+    let osd = format!("osd.{id}");
+    let back_up = first_map(&recording, restarted, |m| m.osd(id).is_some_and(|o| o.up))
+        .ok_or_else(|| anyhow!("{osd} never seen up again"))?;
+    // The operator's own: one host down at most besides the killed OSD's; PGs unavailable only
+    // while that OSD was down.
+    check_hosts_down_besides(&recording, from, &key.host, 1)?;
+    recording.check_hosts_down_at_most(2, from)?;
+    recording.check_pgs_never_unavailable(back_up)?;
+    recording.check_no_noout_at_end()?;
+    g.s.assert_one_pod_per_key().await?;
+    // No other OSD asked to stop before the killed one was back.
+    for (other, stop) in old_daemon_stops(g) {
+        if step_ids.contains(&other) || other == id {
+            continue;
+        }
+        anyhow::ensure!(
+            stop.is_some_and(|s| s > back_up),
+            "osd.{other} was stopped at {stop:?}, {osd} back up only at {:.2}s",
+            back_up.as_secs_f64()
+        );
+    }
+    Ok(back_up)
+}
+
+/// While the killed OSD (`osd`) is down: nothing more goes down, checked for [`HELD`] and
+/// until `CephGate` names it ([`NAMED_WITHIN`] at most). Returns the condition naming it.
+async fn hold_while_down(
+    g: &Gated,
+    step_keys: &BTreeSet<String>,
+    osd: &str,
+) -> anyhow::Result<Option<(String, String, String)>> {
+    let holding = Instant::now();
+    let mut named = None;
+    loop {
+        nothing_more_down(g, step_keys, "the OSD killed").await?;
+        if named.is_none() {
+            named = g
+                .gate_condition()
+                .await?
+                .filter(|(_, _, message)| message.contains(osd));
+        }
+        let waited = holding.elapsed();
+        if waited >= HELD && (named.is_some() || waited >= NAMED_WITHIN) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Ok(named)
 }
