@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use ceph_osd_operator::crd::CephStep;
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
 use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
@@ -319,6 +320,36 @@ async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()
 
     // A new leader finishes the drain from the status: it looks at the drain again
     // (`safe-to-destroy` in its log), nothing stops, the step stays as recorded.
+    new_leader_keeps_the_drain(&mut g, &pod, &step).await?;
+
+    // Back in the spec before its pod stopped: marked in (by the new leader, from the ids
+    // the status says it marked out), the drain given up.
+    let all: Vec<String> = g.want.iter().map(|k| k.host.clone()).collect();
+    g.s.patch_spec(CR, json!({"storage": storage(&all, &["/dev/sdb"])}))
+        .await?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let latest = g.ceph.latest();
+    let (_, map) = latest.osdmap.as_ref().expect("an osdmap");
+    let back = map.osd(id).expect("the OSD");
+    anyhow::ensure!(back.up && back.in_, "{back:?}\n{}", g.report(from));
+    g.cluster.wait_clean(Duration::from_mins(1)).await?;
+    g.s.assert_one_pod_per_key().await?;
+    println!(
+        "==== host {} removed on 3 hosts, size 3: CephGate False CephDrainBlocked: {message}\n\
+         put back: osd.{id} in again, gate idle\n{}",
+        key.host,
+        g.report(from)
+    );
+    g.down().await
+}
+
+/// The operator restarted (as `Gated` starts it) while a drain is open: the new leader looks at
+/// the drain again (`safe-to-destroy` in its log), `pod` stays, the step stays as recorded.
+async fn new_leader_keeps_the_drain(
+    g: &mut Gated,
+    pod: &str,
+    step: &CephStep,
+) -> anyhow::Result<()> {
     let looks = |log: &str| log.matches("osd safe-to-destroy").count();
     let before = looks(&g.s.operator_log());
     g.s.stop_operator();
@@ -342,7 +373,7 @@ async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()
     .await?;
     hold(Duration::from_secs(3), || async {
         let status = g.s.cr_status(CR).await?.unwrap_or_default();
-        anyhow::ensure!(status.ceph_step.as_ref() == Some(&step), "{status:?}");
+        anyhow::ensure!(status.ceph_step.as_ref() == Some(step), "{status:?}");
         let pods = g.s.owned_pods(CR).await?;
         anyhow::ensure!(
             pods.iter()
@@ -352,24 +383,5 @@ async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()
         Ok(())
     })
     .await?;
-
-    // Back in the spec before its pod stopped: marked in (by the new leader, from the ids
-    // the status says it marked out), the drain given up.
-    let all: Vec<String> = g.want.iter().map(|k| k.host.clone()).collect();
-    g.s.patch_spec(CR, json!({"storage": storage(&all, &["/dev/sdb"])}))
-        .await?;
-    g.wait_gate_idle(Duration::from_mins(1)).await?;
-    let latest = g.ceph.latest();
-    let (_, map) = latest.osdmap.as_ref().expect("an osdmap");
-    let back = map.osd(id).expect("the OSD");
-    anyhow::ensure!(back.up && back.in_, "{back:?}\n{}", g.report(from));
-    g.cluster.wait_clean(Duration::from_mins(1)).await?;
-    g.s.assert_one_pod_per_key().await?;
-    println!(
-        "==== host {} removed on 3 hosts, size 3: CephGate False CephDrainBlocked: {message}\n\
-         put back: osd.{id} in again, gate idle\n{}",
-        key.host,
-        g.report(from)
-    );
-    g.down().await
+    Ok(())
 }
