@@ -451,10 +451,6 @@ async fn halt_at_unknown_id(
 /// would say yes for it; another pod's id: unknown); the right one lets the rollout ask
 /// `ok-to-stop` about exactly that id and complete, no PG unavailable.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the halt, three statements, the records"
-)]
 async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_states_its_id(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
@@ -466,7 +462,8 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
         },
     )
     .await?;
-    let setup = t0.elapsed();
+    let mut m = Milestones::on_clock("a Ready pod whose daemon names no pod", g.ceph.clock());
+    m.span("set up", t0.elapsed());
     let (key, id) = g.last_in_rollout_order();
     let pod = g.converged.pods[&key].clone();
     let name = pod.name_any();
@@ -476,12 +473,6 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
         "osd.{id} reports pod {:?}",
         metadata["pod_name"]
     );
-    let (other_key, other_id) = g
-        .table
-        .iter()
-        .next()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
 
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
@@ -504,51 +495,23 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
         status.osd_ids
     );
     check_halted_before(&g, &key, &pod, "CephOsdIdUnknown", HALT_HOLD).await?;
+    m.span("halted after the template change", halted_after)
+        .figure("status.osdIds", format!("{:?}", status.osd_ids))
+        .figure("no statement: CephGate", shown(&unknown));
 
-    // A statement of an id Ceph does not have: ok-to-stop would say yes; the gate does not ask.
-    let missing = 99;
-    annotate(&g, &pod, labels::OSD_IDS, &missing.to_string()).await?;
-    let not_in_map = wait_condition(
-        &g,
-        "CephGate False CephOsdMissing naming osd.99",
-        Duration::from_mins(1),
-        |(s, r, m)| s == "False" && r == "CephOsdMissing" && m.contains(&format!("osd.{missing}")),
-    )
-    .await?;
-    check_halted_before(&g, &key, &pod, "CephOsdMissing", HALT_HOLD / 2).await?;
-
-    // Another pod's OSD: up in that pod, so not this one's.
-    let other_pod = pod_of(&g, &other_key).await?.unwrap().name_any();
-    annotate(&g, &pod, labels::OSD_IDS, &other_id.to_string()).await?;
-    let in_other = wait_condition(
-        &g,
-        "CephGate False CephOsdIdUnknown naming the other pod",
-        Duration::from_mins(1),
-        |(s, r, m)| {
-            s == "False"
-                && r == "CephOsdIdUnknown"
-                && m.contains(&format!("osd.{other_id}"))
-                && m.contains(&other_pod)
-        },
-    )
-    .await?;
-    check_halted_before(&g, &key, &pod, "CephOsdIdUnknown", HALT_HOLD / 2).await?;
-    let log_at_annotation = g.s.operator_log().len();
-    let asked_before = ceph_calls(&g, "osd ok-to-stop", 0);
-    anyhow::ensure!(
-        asked_before
-            .iter()
-            .all(|l| !ok_to_stop_ids(l).iter().any(|i| *i == id || *i == missing)),
-        "ok-to-stop was asked about osd.{id} or osd.{missing} before the right statement:\n{}",
-        asked_before.join("\n")
-    );
+    let (log_at_annotation, asked_before) =
+        wrong_statements_not_trusted(&g, &key, &pod, id, &mut m).await?;
 
     // The right id.
-    let annotated = g.ceph.elapsed();
+    let annotated = m.mark(format!("osd.{id} stated"));
     annotate(&g, &pod, labels::OSD_IDS, &id.to_string()).await?;
     let rolled = g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
-    let done = g.ceph.elapsed();
+    m.mark_since(
+        "rollout done and gate idle",
+        g.ceph.elapsed(),
+        &format!("osd.{id} stated"),
+    );
 
     let report = report(&g, from).await;
     let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
@@ -574,28 +537,90 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
     g.bridge
         .daemons_of(id, &[&name, &successor])
         .map_err(fail)?;
-    let shown = |(s, r, m): &Gate| format!("{s} {r}: {m}");
-    println!(
-        "==== a Ready pod whose daemon names no pod: set up {:.1}s; halted {:.1}s after the \
-         template change, status.osdIds {:?}\n  no statement: CephGate {}\n  osd.{missing} \
-         stated: CephGate {}\n  osd.{other_id} (up in {other_pod}) stated: CephGate {}\n  \
-         osd.{id} stated at {}: step opened {}, rollout done and gate idle {} (+{:.2}s)\n\
-         ok-to-stop before the right statement: {} calls, none about osd.{id} or osd.{missing}; \
-         after it:\n{}\n{report}",
-        setup.as_secs_f64(),
-        halted_after.as_secs_f64(),
-        status.osd_ids,
-        shown(&unknown),
-        shown(&not_in_map),
-        shown(&in_other),
-        at(annotated),
-        at(step.at),
-        at(done),
-        done.saturating_sub(annotated).as_secs_f64(),
-        asked_before.len(),
-        asked_after.join("\n"),
-    );
+    m.mark_at("step opened", step.at)
+        .figure(
+            "ok-to-stop before the right statement",
+            format!(
+                "{} calls, none about osd.{id} or osd.99",
+                asked_before.len()
+            ),
+        )
+        .section("ok-to-stop after it", asked_after.join("\n"))
+        .section("records", &report)
+        .print();
     g.down().await
+}
+
+/// An admin's wrong statements about `key`'s pod are not trusted: an id Ceph does not have
+/// (`ok-to-stop` would say yes for it) gives `CephOsdMissing`, another pod's up id
+/// `CephOsdIdUnknown` naming that pod; the rollout stays halted, and `ok-to-stop` was never
+/// asked about `id` or the missing id. Returns where the operator's log stood and the
+/// `ok-to-stop` calls so far.
+async fn wrong_statements_not_trusted(
+    g: &Gated,
+    key: &OsdKey,
+    pod: &Pod,
+    id: u32,
+    m: &mut Milestones,
+) -> anyhow::Result<(usize, Vec<String>)> {
+    let (other_key, other_id) = g
+        .table
+        .iter()
+        .next()
+        .map(|(k, id)| (k.clone(), *id))
+        .unwrap();
+    // A statement of an id Ceph does not have: ok-to-stop would say yes; the gate does not ask.
+    let missing = 99;
+    annotate(g, pod, labels::OSD_IDS, &missing.to_string()).await?;
+    let not_in_map = wait_condition(
+        g,
+        "CephGate False CephOsdMissing naming osd.99",
+        Duration::from_mins(1),
+        |(s, r, m)| s == "False" && r == "CephOsdMissing" && m.contains(&format!("osd.{missing}")),
+    )
+    .await?;
+    check_halted_before(g, key, pod, "CephOsdMissing", HALT_HOLD / 2).await?;
+    m.figure(
+        format!("osd.{missing} stated: CephGate"),
+        shown(&not_in_map),
+    );
+
+    // Another pod's OSD: up in that pod, so not this one's.
+    let other_pod = pod_of(g, &other_key).await?.unwrap().name_any();
+    annotate(g, pod, labels::OSD_IDS, &other_id.to_string()).await?;
+    let in_other = wait_condition(
+        g,
+        "CephGate False CephOsdIdUnknown naming the other pod",
+        Duration::from_mins(1),
+        |(s, r, m)| {
+            s == "False"
+                && r == "CephOsdIdUnknown"
+                && m.contains(&format!("osd.{other_id}"))
+                && m.contains(&other_pod)
+        },
+    )
+    .await?;
+    check_halted_before(g, key, pod, "CephOsdIdUnknown", HALT_HOLD / 2).await?;
+    m.figure(
+        format!("osd.{other_id} (up in {other_pod}) stated: CephGate"),
+        shown(&in_other),
+    );
+    let log_at_annotation = g.s.operator_log().len();
+    let asked_before = ceph_calls(g, "osd ok-to-stop", 0);
+    anyhow::ensure!(
+        asked_before
+            .iter()
+            .all(|l| !ok_to_stop_ids(l).iter().any(|i| *i == id || *i == missing)),
+        "ok-to-stop was asked about osd.{id} or osd.{missing} before the right statement:\n{}",
+        asked_before.join("\n")
+    );
+
+    Ok((log_at_annotation, asked_before))
+}
+
+/// A `CephGate` condition in one line.
+fn shown((status, reason, message): &Gate) -> String {
+    format!("{status} {reason}: {message}")
 }
 
 /// The operator's key with `mon 'allow r'` only (`client.nocaps`): a template change takes no
