@@ -627,10 +627,6 @@ fn shown((status, reason, message): &Gate) -> String {
 /// pod down (held), `CephGate` False quoting Ceph's refusal (EACCES), a Warning event on the
 /// CephOSD says so; the operator keeps running.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the change, the hold, the condition, the event, the records"
-)]
 async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_refused(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
@@ -650,10 +646,6 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
     let watch_from = g.s.recorder()?.len();
     g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
-    let refused = |m: &str| {
-        let m = m.to_lowercase();
-        m.contains("eacces") || m.contains("access denied") || m.contains("permission")
-    };
     let (status, reason, message) = wait_condition(
         &g,
         "CephGate False quoting Ceph's refusal",
@@ -662,33 +654,7 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
     )
     .await?;
     let said_after = t_roll.elapsed();
-    let old: BTreeMap<String, Option<String>> = g
-        .converged
-        .pods
-        .values()
-        .map(|p| (p.name_any(), p.uid()))
-        .collect();
-    hold(HALT_HOLD, || async {
-        for p in g.s.owned_pods(CR).await? {
-            anyhow::ensure!(
-                old.get(&p.name_any()) == Some(&p.uid()) && p.metadata.deletion_timestamp.is_none(),
-                "pod {} changed without Ceph's answer\ngate status:\n{}",
-                p.name_any(),
-                g.gate.render()
-            );
-        }
-        let status = g.s.cr_status(CR).await?.unwrap_or_default();
-        anyhow::ensure!(status.ceph_step.is_none(), "a step opened: {status:?}");
-        let c = g.gate_condition().await?;
-        anyhow::ensure!(
-            c.as_ref()
-                .is_some_and(|(s, _, m)| s == "False" && refused(m)),
-            "CephGate is {c:?} while Ceph refuses\ngate status:\n{}",
-            g.gate.render()
-        );
-        Ok(())
-    })
-    .await?;
+    hold_while_ceph_refuses(&g).await?;
     g.s.check_operator_alive()?;
     check_pod_watch(&g, watch_from).await?;
     let log = g.s.operator_log();
@@ -717,23 +683,72 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
         "ok-to-stop asked without Ceph's other answers:\n{}",
         ok_to_stop.join("\n")
     );
-    println!(
-        "==== the operator's key without caps: set up {:.1}s; CephGate before the change \
-         {before:?}\nCephGate {status} {reason} {:.1}s after the template change: {message}\n\
-         Warning event {}: {}\nheld {}s: no pod down, no step; operator alive\nits calls \
-         refused (first 3):\n{}\n{report}",
-        setup.as_secs_f64(),
-        said_after.as_secs_f64(),
-        warning.reason.as_deref().unwrap_or("-"),
-        warning.note.as_deref().unwrap_or("-"),
-        HALT_HOLD.as_secs(),
-        denied
-            .iter()
-            .map(|l| l.as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-    );
+    Milestones::new("the operator's key without caps")
+        .span("set up", setup)
+        .figure("CephGate before the change", format!("{before:?}"))
+        .span(
+            format!("CephGate {status} {reason} after the template change"),
+            said_after,
+        )
+        .figure("its message", message)
+        .figure(
+            format!("Warning event {}", warning.reason.as_deref().unwrap_or("-")),
+            warning.note.as_deref().unwrap_or("-"),
+        )
+        .figure(
+            format!("held {}s", HALT_HOLD.as_secs()),
+            "no pod down, no step; operator alive",
+        )
+        .section(
+            "its calls refused (first 3)",
+            denied
+                .iter()
+                .map(|l| l.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+        .section("records", &report)
+        .print();
     g.down().await
+}
+
+/// Whether a message quotes Ceph's refusal of the key (EACCES).
+fn refused(message: &str) -> bool {
+    let m = message.to_lowercase();
+    m.contains("eacces") || m.contains("access denied") || m.contains("permission")
+}
+
+/// While Ceph refuses the operator's key ([`HALT_HOLD`]): no pod changes, no step opens,
+/// `CephGate` stays False quoting the refusal.
+async fn hold_while_ceph_refuses(g: &Gated) -> anyhow::Result<()> {
+    let old: BTreeMap<String, Option<String>> = g
+        .converged
+        .pods
+        .values()
+        .map(|p| (p.name_any(), p.uid()))
+        .collect();
+    hold(HALT_HOLD, || async {
+        for p in g.s.owned_pods(CR).await? {
+            anyhow::ensure!(
+                old.get(&p.name_any()) == Some(&p.uid()) && p.metadata.deletion_timestamp.is_none(),
+                "pod {} changed without Ceph's answer\ngate status:\n{}",
+                p.name_any(),
+                g.gate.render()
+            );
+        }
+        let status = g.s.cr_status(CR).await?.unwrap_or_default();
+        anyhow::ensure!(status.ceph_step.is_none(), "a step opened: {status:?}");
+        let c = g.gate_condition().await?;
+        anyhow::ensure!(
+            c.as_ref()
+                .is_some_and(|(s, _, m)| s == "False" && refused(m)),
+            "CephGate is {c:?} while Ceph refuses\ngate status:\n{}",
+            g.gate.render()
+        );
+        Ok(())
+    })
+    .await?;
+    Ok(())
 }
 
 /// `--ceph-max-noout-seconds 10`, a rollout by host whose first replacement daemon never
