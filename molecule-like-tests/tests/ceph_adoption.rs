@@ -30,6 +30,7 @@ use kube::ResourceExt;
 use molecule_like_tests::ceph::gated::{GateSample, Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::pods::{is_ready, pod_key};
+use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::scenario::hold;
 use serde_json::json;
 
@@ -298,10 +299,6 @@ async fn live_pod(g: &Gated, key: &OsdKey) -> anyhow::Result<Pod> {
 }
 
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the host's set, the halt with candidates, the annotation, the rest"
-)]
 async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annotation_tells(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
@@ -337,82 +334,16 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
 
     // One OSD at a time: the second host's two daemons cannot be told apart.
     let released = release_by_osd(&g).await?;
-    let hosts: Vec<&str> = g
-        .want
-        .iter()
-        .map(|k| k.host.as_str())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let second: Vec<(&OsdKey, u32)> = g
-        .table
-        .iter()
-        .filter(|(k, _)| k.host == hosts[1])
-        .map(|(k, id)| (k, *id))
-        .collect();
-    let (status, reason, message) =
-        g.s.wait_until(
-            "CephGate False CephOsdIdUnknown listing the second host's two OSDs",
-            ONE_HOST,
-            || async {
-                Ok(g.gate_condition().await?.filter(|(s, r, m)| {
-                    s == "False"
-                        && r == "CephOsdIdUnknown"
-                        && second
-                            .iter()
-                            .all(|(_, id)| m.contains(&format!("osd.{id}")))
-                }))
-            },
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("{e:#}\ngate status:\n{}", g.gate.render()))?;
-    let halted = g.ceph.elapsed();
-    // The key it names, and its pod.
-    let (key, id) = second
-        .iter()
-        .copied()
-        .find(|(k, _)| message.contains(&format!("the OSD id of {k}")))
-        .ok_or_else(|| anyhow::anyhow!("the condition names no key of {}: {message}", hosts[1]))?;
-    let pod = live_pod(&g, key).await?;
-    let command = format!(
-        "kubectl annotate pod --overwrite -n {} {} {}=N",
-        g.s.namespace,
-        pod.name_any(),
-        labels::OSD_IDS
-    );
-    anyhow::ensure!(
-        message.contains(&command),
-        "the condition does not give `{command}`: {message}"
-    );
-    // Nothing of that host goes down meanwhile.
-    hold(HALT_HOLD, || async {
-        for (k, _) in &second {
-            let p = live_pod(&g, k).await?;
-            anyhow::ensure!(
-                p.annotations().get(labels::TEMPLATE_HASH) != Some(&hash),
-                "{k} rolled during the halt"
-            );
-        }
-        let status = g.s.cr_status(CR).await?.unwrap_or_default();
-        anyhow::ensure!(
-            status.ceph_step.is_none(),
-            "a step opened during the halt: {:?}",
-            status.ceph_step
-        );
-        Ok(())
-    })
-    .await?;
-
-    // Ceph was never asked about either of them.
-    let log_at_annotation = g.s.operator_log().len();
-    let asked = ok_to_stop_asked(&g, 0, log_at_annotation);
-    anyhow::ensure!(
-        !asked.is_empty()
-            && asked
-                .iter()
-                .all(|ids| second.iter().all(|(_, id)| !ids.contains(id))),
-        "ok-to-stop asked about {asked:?} before the annotation (the second host runs {second:?})"
-    );
+    let Halt {
+        status,
+        reason,
+        message,
+        halted,
+        key,
+        id,
+        pod,
+        log_at_annotation,
+    } = halt_at_the_second_host(&g, &hash).await?;
 
     // The admin runs the command the condition gives, with the id the disk runs.
     let annotated = g.ceph.elapsed();
@@ -453,20 +384,138 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
         );
     }
     check_rollout(&g, from, watch_from).await?;
-    println!(
-        "==== adopted, file-backed: set up {} (2 + 2 + 1 BlueStore files, reference pods \
-         adopted); the first host by host {} (one step, its set); by OSD: CephGate {status} \
-         {reason} at {}: {message}\nheld {}s; annotated at {}, the rest done at {} ({} after)\n{}{}",
-        secs(setup),
-        secs(by_host),
-        secs(halted),
-        HALT_HOLD.as_secs(),
-        secs(annotated),
-        secs(done),
-        secs(done.saturating_sub(annotated)),
-        render_steps(&host_steps),
-        render_steps(&osd_steps),
-    );
-    println!("{}", g.report(from));
+    Milestones::on_clock("adopted, file-backed", g.ceph.clock())
+        .figure(
+            "set up",
+            format!(
+                "{} (2 + 2 + 1 BlueStore files, reference pods adopted)",
+                secs(setup)
+            ),
+        )
+        .figure(
+            "the first host by host",
+            format!("{} (one step, its set)", secs(by_host)),
+        )
+        .mark_at(format!("by OSD: CephGate {status} {reason}"), halted)
+        .figure("its message", &message)
+        .figure("held", format!("{}s", HALT_HOLD.as_secs()))
+        .mark_at("annotated", annotated)
+        .mark_since("the rest done", done, "annotated")
+        .section(
+            "steps",
+            format!("{}{}", render_steps(&host_steps), render_steps(&osd_steps)),
+        )
+        .section("records", g.report(from))
+        .print();
     g.down().await
+}
+
+/// Where the rollout by OSD halted: `CephGate`'s words, when, the key it named, its OSD id
+/// and live pod, and where the operator's log stood.
+struct Halt {
+    status: String,
+    reason: String,
+    message: String,
+    halted: Duration,
+    key: OsdKey,
+    id: u32,
+    pod: Pod,
+    log_at_annotation: usize,
+}
+
+/// By OSD, the second host's two daemons cannot be told apart: `CephGate` False
+/// `CephOsdIdUnknown` lists both and gives the `kubectl annotate` command for the key it
+/// names; nothing of that host goes down meanwhile (the template `hash` not reached), and
+/// `ok-to-stop` was never asked about either.
+async fn halt_at_the_second_host(g: &Gated, hash: &str) -> anyhow::Result<Halt> {
+    let hosts: Vec<&str> = g
+        .want
+        .iter()
+        .map(|k| k.host.as_str())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let second: Vec<(&OsdKey, u32)> = g
+        .table
+        .iter()
+        .filter(|(k, _)| k.host == hosts[1])
+        .map(|(k, id)| (k, *id))
+        .collect();
+    let (status, reason, message) =
+        g.s.wait_until(
+            "CephGate False CephOsdIdUnknown listing the second host's two OSDs",
+            ONE_HOST,
+            || async {
+                Ok(g.gate_condition().await?.filter(|(s, r, m)| {
+                    s == "False"
+                        && r == "CephOsdIdUnknown"
+                        && second
+                            .iter()
+                            .all(|(_, id)| m.contains(&format!("osd.{id}")))
+                }))
+            },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:#}\ngate status:\n{}", g.gate.render()))?;
+    let halted = g.ceph.elapsed();
+    // The key it names, and its pod.
+    let (key, id) = second
+        .iter()
+        .copied()
+        .find(|(k, _)| message.contains(&format!("the OSD id of {k}")))
+        .ok_or_else(|| anyhow::anyhow!("the condition names no key of {}: {message}", hosts[1]))?;
+    let pod = live_pod(g, key).await?;
+    let command = format!(
+        "kubectl annotate pod --overwrite -n {} {} {}=N",
+        g.s.namespace,
+        pod.name_any(),
+        labels::OSD_IDS
+    );
+    anyhow::ensure!(
+        message.contains(&command),
+        "the condition does not give `{command}`: {message}"
+    );
+    // Nothing of that host goes down meanwhile.
+    hold(HALT_HOLD, || async {
+        for (k, _) in &second {
+            let p = live_pod(g, k).await?;
+            anyhow::ensure!(
+                p.annotations()
+                    .get(labels::TEMPLATE_HASH)
+                    .map(String::as_str)
+                    != Some(hash),
+                "{k} rolled during the halt"
+            );
+        }
+        let status = g.s.cr_status(CR).await?.unwrap_or_default();
+        anyhow::ensure!(
+            status.ceph_step.is_none(),
+            "a step opened during the halt: {:?}",
+            status.ceph_step
+        );
+        Ok(())
+    })
+    .await?;
+
+    // Ceph was never asked about either of them.
+    let log_at_annotation = g.s.operator_log().len();
+    let asked = ok_to_stop_asked(g, 0, log_at_annotation);
+    anyhow::ensure!(
+        !asked.is_empty()
+            && asked
+                .iter()
+                .all(|ids| second.iter().all(|(_, id)| !ids.contains(id))),
+        "ok-to-stop asked about {asked:?} before the annotation (the second host runs {second:?})"
+    );
+
+    Ok(Halt {
+        status,
+        reason,
+        message,
+        halted,
+        key: key.clone(),
+        id,
+        pod,
+        log_at_annotation,
+    })
 }
