@@ -206,51 +206,10 @@ async fn create_unreadable(g: &Gated, name: &str) -> anyhow::Result<()> {
 /// and Warning event), and the log names it once per process. The schema now refuses the
 /// value, naming the field.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: refused, relaxed, restarted, the records"
-)]
 async fn an_unreadable_cephosd_is_reported_and_stops_no_other() -> anyhow::Result<()> {
     let mut g = Gated::up("gateusers-unread").await?;
     // Refused by the schema as it is now, naming the field.
-    let mut manifest = json!({
-        "apiVersion": "ceph.elemental.net/v1alpha1",
-        "kind": "CephOSD",
-        "metadata": {"name": "refused", "namespace": g.s.namespace},
-        "spec": {
-            "storage": [{"hosts": [g.s.host("unread")], "osds": [{"data": "/dev/sdq"}]}],
-            "updateDomain": "Host",
-            "podTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
-        }
-    });
-    // The CRD as this build generates it (a schema change takes a moment to be in force).
-    partition_unbounded(&g, false).await?;
-    for field in ["partition", "canary"] {
-        manifest["spec"][field] = json!(2_147_483_648_i64);
-        let body = serde_json::to_string(&manifest)?;
-        let message =
-            g.s.wait_until("the bound in force", Duration::from_secs(30), || async {
-                if let Err(message) = g.s.create_cr_raw(body.clone()).await? {
-                    return Ok(Some(message));
-                }
-                let api: Api<DynamicObject> = Api::namespaced_with(
-                    g.s.client.clone(),
-                    &g.s.namespace,
-                    &ApiResource::erase::<CephOsd>(&()),
-                );
-                api.delete("refused", &kube::api::DeleteParams::default())
-                    .await?;
-                Ok(None)
-            })
-            .await?;
-        anyhow::ensure!(
-            message.contains(&format!(
-                "spec.{field} must be an integer from 0 to 2147483647"
-            )),
-            "{field}: 2147483648 not refused by name: {message:?}"
-        );
-        manifest["spec"].as_object_mut().unwrap().remove(field);
-    }
+    check_out_of_bound_refused(&g).await?;
 
     let from = g.ceph.elapsed();
     let (_, hash) =
@@ -278,35 +237,7 @@ async fn an_unreadable_cephosd_is_reported_and_stops_no_other() -> anyhow::Resul
         &g.s.namespace,
         &ApiResource::erase::<CephOsd>(&()),
     );
-    let reported =
-        g.s.wait_until("the unreadable CephOSD's condition", LONG, || async {
-            let object = serde_json::to_value(api.get("too-big").await?)?;
-            let condition = object["status"]["conditions"]
-                .as_array()
-                .and_then(|c| c.iter().find(|c| c["type"] == "InvalidSpec"))
-                .cloned();
-            Ok(condition
-                .filter(|c| c["reason"] == "Unreadable")
-                .map(|c| (object["status"]["phase"].clone(), c)))
-        })
-        .await?;
-    let (phase, condition) = reported;
-    let message = condition["message"].as_str().unwrap_or_default();
-    anyhow::ensure!(phase == "Error", "phase {phase}");
-    anyhow::ensure!(
-        condition["status"] == "True"
-            && message.starts_with("the operator cannot read this CephOSD (spec.partition:"),
-        "{condition}"
-    );
-    let events = g.s.cr_events("too-big").await?;
-    anyhow::ensure!(
-        events
-            .iter()
-            .any(|e| e.reason.as_deref() == Some("Unreadable")
-                && e.type_.as_deref() == Some("Warning")),
-        "no Unreadable event\n{}",
-        molecule_like_tests::scenario::describe_events(&events)
-    );
+    let message = check_reported_on_itself(&g, &api, "too-big").await?;
     // One log line per operator process for the object, not one per retried LIST.
     let log = g.s.operator_log();
     let lines = log
@@ -325,4 +256,88 @@ async fn an_unreadable_cephosd_is_reported_and_stops_no_other() -> anyhow::Resul
     api.delete("too-big", &kube::api::DeleteParams::default())
         .await?;
     g.down().await
+}
+
+/// `partition` and `canary` of 2147483648 are refused by the schema as it is now (the CRD as
+/// this build generates it, in force), naming the field.
+async fn check_out_of_bound_refused(g: &Gated) -> anyhow::Result<()> {
+    let mut manifest = json!({
+        "apiVersion": "ceph.elemental.net/v1alpha1",
+        "kind": "CephOSD",
+        "metadata": {"name": "refused", "namespace": g.s.namespace},
+        "spec": {
+            "storage": [{"hosts": [g.s.host("unread")], "osds": [{"data": "/dev/sdq"}]}],
+            "updateDomain": "Host",
+            "podTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
+        }
+    });
+    // The CRD as this build generates it (a schema change takes a moment to be in force).
+    partition_unbounded(g, false).await?;
+    for field in ["partition", "canary"] {
+        manifest["spec"][field] = json!(2_147_483_648_i64);
+        let body = serde_json::to_string(&manifest)?;
+        let message =
+            g.s.wait_until("the bound in force", Duration::from_secs(30), || async {
+                if let Err(message) = g.s.create_cr_raw(body.clone()).await? {
+                    return Ok(Some(message));
+                }
+                let api: Api<DynamicObject> = Api::namespaced_with(
+                    g.s.client.clone(),
+                    &g.s.namespace,
+                    &ApiResource::erase::<CephOsd>(&()),
+                );
+                api.delete("refused", &kube::api::DeleteParams::default())
+                    .await?;
+                Ok(None)
+            })
+            .await?;
+        anyhow::ensure!(
+            message.contains(&format!(
+                "spec.{field} must be an integer from 0 to 2147483647"
+            )),
+            "{field}: 2147483648 not refused by name: {message:?}"
+        );
+        manifest["spec"].as_object_mut().unwrap().remove(field);
+    }
+
+    Ok(())
+}
+
+/// The unreadable CephOSD `name` says why on itself: `InvalidSpec` True `Unreadable` naming
+/// `spec.partition`, phase `Error`, a Warning event. Returns the condition's message.
+async fn check_reported_on_itself(
+    g: &Gated,
+    api: &Api<DynamicObject>,
+    name: &str,
+) -> anyhow::Result<String> {
+    let reported =
+        g.s.wait_until("the unreadable CephOSD's condition", LONG, || async {
+            let object = serde_json::to_value(api.get(name).await?)?;
+            let condition = object["status"]["conditions"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == "InvalidSpec"))
+                .cloned();
+            Ok(condition
+                .filter(|c| c["reason"] == "Unreadable")
+                .map(|c| (object["status"]["phase"].clone(), c)))
+        })
+        .await?;
+    let (phase, condition) = reported;
+    let message = condition["message"].as_str().unwrap_or_default();
+    anyhow::ensure!(phase == "Error", "phase {phase}");
+    anyhow::ensure!(
+        condition["status"] == "True"
+            && message.starts_with("the operator cannot read this CephOSD (spec.partition:"),
+        "{condition}"
+    );
+    let events = g.s.cr_events(name).await?;
+    anyhow::ensure!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Unreadable")
+                && e.type_.as_deref() == Some("Warning")),
+        "no Unreadable event\n{}",
+        molecule_like_tests::scenario::describe_events(&events)
+    );
+    Ok(message.to_owned())
 }
