@@ -196,10 +196,6 @@ async fn pod_on(s: &Scenario, key: &OsdKey, hash: &str) -> anyhow::Result<Option
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "the status at each step of one rollout"
-)]
 async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> anyhow::Result<()> {
     let s = Scenario::converge("status").await?;
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
@@ -265,12 +261,45 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
         "the last write is not the final status\n{}",
         ctx()
     );
+    let (seen_out_of_date, updates) = check_status_writes(&snaps, &h2, gen2, &ctx)?;
+    anyhow::ensure!(
+        [0, 1, 2, 3].iter().all(|n| seen_out_of_date.contains(n)),
+        "outOfDate did not step 3 → 2 → 1 → 0: {seen_out_of_date:?}\n{}",
+        ctx()
+    );
+    let expected: Vec<Vec<String>> = [&k1, &k2, &k3]
+        .iter()
+        .map(|k| vec![k.to_string()])
+        .collect();
+    anyhow::ensure!(
+        updates == expected,
+        "currentUpdate went {updates:?}, expected {expected:?}\n{}",
+        ctx()
+    );
+
+    // Printer columns, in the CRD and through kubectl.
+    check_printer_columns(&s).await?;
+    s.assert_one_pod_per_key().await?;
+    s.destroy().await
+}
+
+/// Each status write of the rollout to generation `generation` (template `hash`): consistent
+/// counts (at most one OSD down), outOfDate never up and updated never down, conditions of
+/// that generation, phase Progressing and one OSD in `currentUpdate` until the last write.
+/// Returns the outOfDate counts seen and the `currentUpdate`s in order; `ctx` describes the
+/// writes for an error.
+fn check_status_writes(
+    snaps: &[CephOsdStatus],
+    hash: &str,
+    generation: Option<i64>,
+    ctx: &impl Fn() -> String,
+) -> anyhow::Result<(BTreeSet<i64>, Vec<Vec<String>>)> {
     let mut seen_out_of_date = BTreeSet::new();
     let mut updates: Vec<Vec<String>> = Vec::new();
     for (i, st) in snaps.iter().enumerate() {
         let [desired, current, ready, updated, out_of_date, unready, invalid] = counts(st);
         anyhow::ensure!(
-            st.template_hash.as_deref() == Some(h2.as_str()),
+            st.template_hash.as_deref() == Some(hash),
             "write #{i}: templateHash {:?}\n{}",
             st.template_hash,
             ctx()
@@ -295,7 +324,7 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
         }
         for c in &st.conditions {
             anyhow::ensure!(
-                c.observed_generation == gen2,
+                c.observed_generation == generation,
                 "write #{i}: condition {} at generation {:?}\n{}",
                 c.type_,
                 c.observed_generation,
@@ -339,22 +368,11 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
             updates.push(st.current_update.clone());
         }
     }
-    anyhow::ensure!(
-        [0, 1, 2, 3].iter().all(|n| seen_out_of_date.contains(n)),
-        "outOfDate did not step 3 → 2 → 1 → 0: {seen_out_of_date:?}\n{}",
-        ctx()
-    );
-    let expected: Vec<Vec<String>> = [&k1, &k2, &k3]
-        .iter()
-        .map(|k| vec![k.to_string()])
-        .collect();
-    anyhow::ensure!(
-        updates == expected,
-        "currentUpdate went {updates:?}, expected {expected:?}\n{}",
-        ctx()
-    );
+    Ok((seen_out_of_date, updates))
+}
 
-    // Printer columns, in the CRD and through kubectl.
+/// The CRD's printer columns, and `kubectl get cephosd` showing them (when kubectl is here).
+async fn check_printer_columns(s: &Scenario) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(s.client.clone());
     let crd = crds.get("cephosds.ceph.elemental.net").await?;
     let columns: Vec<String> = crd
@@ -392,8 +410,7 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
     } else {
         eprintln!("kubectl not installed: skipping the kubectl get cephosd check");
     }
-    s.assert_one_pod_per_key().await?;
-    s.destroy().await
+    Ok(())
 }
 
 // 2 ------------------------------------------------------------------------------------------
