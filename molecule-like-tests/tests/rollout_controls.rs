@@ -24,7 +24,9 @@ use kube::ResourceExt;
 use molecule_like_tests::manifests::{
     cephosd, fast_sample_template, keys, never_ready_revision, ready_again_revision, storage, CR,
 };
-use molecule_like_tests::operator::{free_port, http_get, lease_holder, OperatorOptions};
+use molecule_like_tests::operator::{
+    free_port, http_get, lease_holder, OperatorOptions, OperatorProcess,
+};
 use molecule_like_tests::paths::kubectl;
 use molecule_like_tests::pods::{annotation, is_ready, pod_key};
 use molecule_like_tests::recording::pods::{EventKind, WatchRecorder};
@@ -797,10 +799,6 @@ async fn c5_events_tell_the_story_of_a_host_rollout() -> anyhow::Result<()> {
 // 6 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: a standby, the leader stopping, the takeover"
-)]
 async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Result<()> {
     let mut s = Scenario::create("leader").await?;
     s.start_recorder().await?;
@@ -835,36 +833,7 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
     let Converged { want, .. } = create_osds(&s, &s.hosts(["w1"]), &data, "OSD", json!({})).await?;
     wait_status(&s, "Ready", CONVERGE, |st| st.phase == Some(Phase::Ready)).await?;
     // A few resyncs: only a acts.
-    hold(Duration::from_secs(4), || async {
-        a.check_alive()?;
-        b.check_alive()?;
-        anyhow::ensure!(
-            holder().await?.as_deref() == Some(id_a.as_str()),
-            "the lease moved"
-        );
-        Ok(())
-    })
-    .await?;
-    anyhow::ensure!(
-        a.log().matches("reconciled").count() >= 2,
-        "the leader did not reconcile:\n{}",
-        a.log()
-    );
-    let b_log = b.log();
-    anyhow::ensure!(
-        !b_log.contains("reconciled")
-            && !b_log.contains("created pod")
-            && !b_log.contains("acquired"),
-        "the standby acted:\n{b_log}"
-    );
-    let events = s.cr_events(CR).await?;
-    anyhow::ensure!(
-        !events.is_empty()
-            && events
-                .iter()
-                .all(|e| e.reporting_instance.as_deref() == Some(id_a.as_str())),
-        "events not all from the leader {id_a}:\n{events:?}"
-    );
+    check_only_the_leader_acts(&s, &a, &b, &id_a).await?;
 
     // SIGTERM the leader: it releases the lease, the standby takes over within seconds.
     let b_reconciles = b.log().matches("reconciled").count();
@@ -911,6 +880,46 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
     s.assert_one_pod_per_key().await?;
     drop(b);
     s.destroy().await
+}
+
+/// A few resyncs with `a` leading (`id_a`) and `b` standing by: both alive, the lease stays
+/// `a`'s, `a` reconciles, `b` neither reconciles nor writes, every event is `a`'s.
+async fn check_only_the_leader_acts(
+    s: &Scenario,
+    a: &OperatorProcess,
+    b: &OperatorProcess,
+    id_a: &str,
+) -> anyhow::Result<()> {
+    let holder = || lease_holder(&s.client, &s.namespace);
+    hold(Duration::from_secs(4), || async {
+        a.check_alive()?;
+        b.check_alive()?;
+        anyhow::ensure!(holder().await?.as_deref() == Some(id_a), "the lease moved");
+        Ok(())
+    })
+    .await?;
+    anyhow::ensure!(
+        a.log().matches("reconciled").count() >= 2,
+        "the leader did not reconcile:\n{}",
+        a.log()
+    );
+    let b_log = b.log();
+    anyhow::ensure!(
+        !b_log.contains("reconciled")
+            && !b_log.contains("created pod")
+            && !b_log.contains("acquired"),
+        "the standby acted:\n{b_log}"
+    );
+    let events = s.cr_events(CR).await?;
+    anyhow::ensure!(
+        !events.is_empty()
+            && events
+                .iter()
+                .all(|e| e.reporting_instance.as_deref() == Some(id_a)),
+        "events not all from the leader {id_a}:\n{events:?}"
+    );
+
+    Ok(())
 }
 
 // 7 ------------------------------------------------------------------------------------------
