@@ -792,7 +792,6 @@ async fn pod_uids(client: &kube::Client, namespace: &str) -> anyhow::Result<BTre
 }
 
 #[tokio::test]
-#[expect(clippy::too_many_lines, reason = "one install's journey, step by step")]
 async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osds(
 ) -> anyhow::Result<()> {
     let _cluster = CLUSTER.lock().await;
@@ -804,15 +803,7 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
 
     // Helm installs crds/ only where the CRD is absent: take it away first.
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    if let Some(uid) = crds.get_opt(CRD_NAME).await?.and_then(|crd| crd.uid()) {
-        crds.delete(CRD_NAME, &DeleteParams::default()).await?;
-        let gone = tokio::time::timeout(
-            Duration::from_mins(1),
-            await_condition(crds.clone(), CRD_NAME, conditions::is_deleted(&uid)),
-        )
-        .await;
-        ensure!(gone.is_ok(), "the CRD was not deleted within 60 s");
-    }
+    delete_crd(&crds).await?;
     restricted_namespace(&client, &namespace).await?;
     check_restricted_admission(&client, &namespace).await?;
     // A PriorityClass of its own (the control plane's setup applies deploy/'s `ceph-osd`).
@@ -847,6 +838,62 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
     let crd_uid = crds.get(CRD_NAME).await?.uid();
     let admitted = wait_pods_admitted(&client, &namespace, &fullname).await?;
     eprintln!("[deploy] {admitted} operator pods admitted under the restricted standard");
+    check_service_account_rights(&namespace, &fullname)?;
+    // The operator binary as Helm's ServiceAccount, with Helm's RBAC: it reconciles a CephOSD.
+    let reconciled = reconciling_as(&namespace, &fullname, "helm-osds").await?;
+    let s = &reconciled.s;
+    let before = pod_uids(&client, &s.namespace).await?;
+    ensure!(before.len() == 4, "{} OSD pods", before.len());
+
+    // Upgrade with a changed value: the Deployment's template changes, a new ReplicaSet rolls.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+    upgrade_rolls(&helm, &client, &release, &namespace, &fullname).await?;
+
+    // Uninstall: the CRD (same UID), the CephOSD and every OSD pod (same UIDs) stay.
+    s.stop_operator();
+    run(&helm, &["uninstall", &release, "--namespace", &namespace])?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    ensure!(
+        crds.get(CRD_NAME).await?.uid() == crd_uid,
+        "the CRD was replaced or removed"
+    );
+    ensure!(s.crs.get_opt(CR).await?.is_some(), "the CephOSD is gone");
+    let after = pod_uids(&client, &s.namespace).await?;
+    ensure!(
+        after == before,
+        "OSD pods changed by the uninstall: {before:?} → {after:?}"
+    );
+    let left = deployments.get_opt(&fullname).await?;
+    ensure!(left.is_none(), "the Deployment outlived the uninstall");
+    ensure!(
+        priority_classes.get_opt(&priority_class).await?.is_none(),
+        "the release's PriorityClass outlived the uninstall"
+    );
+    reconciled.check_pod_watch().await?;
+    reconciled.s.destroy().await?;
+    Api::<Namespace>::all(client.clone())
+        .delete(&namespace, &DeleteParams::default())
+        .await?;
+    Ok(())
+}
+
+/// Deletes the CephOSD CRD when there is one and waits until it is gone.
+async fn delete_crd(crds: &Api<CustomResourceDefinition>) -> anyhow::Result<()> {
+    if let Some(uid) = crds.get_opt(CRD_NAME).await?.and_then(|crd| crd.uid()) {
+        crds.delete(CRD_NAME, &DeleteParams::default()).await?;
+        let gone = tokio::time::timeout(
+            Duration::from_mins(1),
+            await_condition(crds.clone(), CRD_NAME, conditions::is_deleted(&uid)),
+        )
+        .await;
+        ensure!(gone.is_ok(), "the CRD was not deleted within 60 s");
+    }
+    Ok(())
+}
+
+/// What the chart's ServiceAccount may do cluster-wide, asked with `kubectl auth can-i`: no
+/// Secrets, pods yes, the CephOSD status subresource yes.
+fn check_service_account_rights(namespace: &str, fullname: &str) -> anyhow::Result<()> {
     let sa = format!("system:serviceaccount:{namespace}:{fullname}");
     let kubectl = kubectl_bin()?;
     for (verb, resource, subresource, expected) in [
@@ -881,29 +928,34 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
         );
     }
 
-    // The operator binary as Helm's ServiceAccount, with Helm's RBAC: it reconciles a CephOSD.
-    let reconciled = reconciling_as(&namespace, &fullname, "helm-osds").await?;
-    let s = &reconciled.s;
-    let before = pod_uids(&client, &s.namespace).await?;
-    ensure!(before.len() == 4, "{} OSD pods", before.len());
+    Ok(())
+}
 
-    // Upgrade with a changed value: the Deployment's template changes, a new ReplicaSet rolls.
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
-    let generation = deployments.get(&fullname).await?.metadata.generation;
+/// `helm upgrade` with a changed value: the Deployment's generation moves, its args carry the
+/// value, a new ReplicaSet next to the old, the new pods admitted.
+async fn upgrade_rolls(
+    helm: &str,
+    client: &kube::Client,
+    release: &str,
+    namespace: &str,
+    fullname: &str,
+) -> anyhow::Result<()> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let generation = deployments.get(fullname).await?.metadata.generation;
     run(
-        &helm,
+        helm,
         &[
             "upgrade",
-            &release,
+            release,
             CHART,
             "--namespace",
-            &namespace,
+            namespace,
             "--reuse-values",
             "--set",
             "resyncSeconds=60",
         ],
     )?;
-    let upgraded = deployments.get(&fullname).await?;
+    let upgraded = deployments.get(fullname).await?;
     ensure!(
         upgraded.metadata.generation > generation,
         "the Deployment's generation did not move: {generation:?} → {:?}",
@@ -915,7 +967,7 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
         "{:?}",
         args(&rendered)
     );
-    let sets = Api::<ReplicaSet>::namespaced(client.clone(), &namespace)
+    let sets = Api::<ReplicaSet>::namespaced(client.clone(), namespace)
         .list(&ListParams::default())
         .await?
         .items
@@ -924,33 +976,8 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
         sets == 2,
         "{sets} ReplicaSets after the upgrade, expected the old and the new"
     );
-    wait_pods_admitted(&client, &namespace, &fullname).await?;
+    wait_pods_admitted(client, namespace, fullname).await?;
 
-    // Uninstall: the CRD (same UID), the CephOSD and every OSD pod (same UIDs) stay.
-    s.stop_operator();
-    run(&helm, &["uninstall", &release, "--namespace", &namespace])?;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    ensure!(
-        crds.get(CRD_NAME).await?.uid() == crd_uid,
-        "the CRD was replaced or removed"
-    );
-    ensure!(s.crs.get_opt(CR).await?.is_some(), "the CephOSD is gone");
-    let after = pod_uids(&client, &s.namespace).await?;
-    ensure!(
-        after == before,
-        "OSD pods changed by the uninstall: {before:?} → {after:?}"
-    );
-    let left = deployments.get_opt(&fullname).await?;
-    ensure!(left.is_none(), "the Deployment outlived the uninstall");
-    ensure!(
-        priority_classes.get_opt(&priority_class).await?.is_none(),
-        "the release's PriorityClass outlived the uninstall"
-    );
-    reconciled.check_pod_watch().await?;
-    reconciled.s.destroy().await?;
-    Api::<Namespace>::all(client.clone())
-        .delete(&namespace, &DeleteParams::default())
-        .await?;
     Ok(())
 }
 
