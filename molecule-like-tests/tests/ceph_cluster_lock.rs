@@ -28,14 +28,12 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::bridge::{ready_when_osd_up, CephBridge};
+use molecule_like_tests::ceph::bridge::CephBridge;
 use molecule_like_tests::ceph::gated::{
-    GateSample, GateWatch, GRACE_SECONDS, OPERATOR_USER, PG_STATS_LAG_SECONDS,
+    gated_template, GateSample, GateWatch, OPERATOR_USER, PG_STATS_LAG_SECONDS,
 };
 use molecule_like_tests::ceph::CephCluster;
-use molecule_like_tests::manifests::{
-    cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs,
-};
+use molecule_like_tests::manifests::{cephosd, keys, storage};
 use molecule_like_tests::operator::{OperatorOptions, OperatorProcess};
 use molecule_like_tests::pods::{is_ready, names_by_key, pod_key};
 use molecule_like_tests::rbac::grant_ceph_lock_in;
@@ -121,14 +119,7 @@ async fn converged(
     name: &str,
     hosts: &[String],
 ) -> anyhow::Result<(BTreeSet<OsdKey>, Converged)> {
-    let template = ready_when_osd_up(with_kubelet_knobs(
-        fast_sample_template()?,
-        Knobs {
-            ready_after: 1,
-            never_ready: false,
-            grace: GRACE_SECONDS,
-        },
-    ));
+    let template = gated_template()?;
     let want = keys(hosts, &["/dev/sdb"]);
     let manifest = cephosd(name, storage(hosts, &["/dev/sdb"]), "Host", template);
     // Creating missing pods is never gated: their daemons are down already.

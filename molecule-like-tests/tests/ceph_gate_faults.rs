@@ -342,48 +342,21 @@ async fn mgr_then_mon_away_mid_step(
             })
         })
         .await?;
-    let mgr_condition = wait_condition(
-        g,
-        "CephGate saying the mgr is away",
-        Duration::from_mins(1),
-        |status, reason, message| {
-            status == "False" && reason == "CephUnavailable" && message.contains("mgr")
-        },
-    )
-    .await;
-    hold(HELD, || nothing_more_down(g, step_keys, "mgr away")).await?;
-    let mgr_held = g.gate_condition().await?;
-    m.figure(
-        "CephGate, mgr away",
-        format!("{:?}", mgr_condition.as_ref().map_err(|_| "never said")),
-    )
-    .figure(
-        format!("still, after {}s", HELD.as_secs()),
-        format!("{mgr_held:?}"),
-    );
+    let mgr_condition =
+        unavailable_and_held(g, step_keys, "the mgr is away", "mgr", "mgr away", m).await?;
 
     // The mon away too: nothing answers.
     g.cluster.mon_stop().await?;
     m.mark("mon stopped");
-    let mon_condition = wait_condition(
+    let mon_condition = unavailable_and_held(
         g,
-        "CephGate saying Ceph does not answer",
-        Duration::from_mins(1),
-        |status, reason, message| {
-            status == "False" && reason == "CephUnavailable" && message.contains("answer")
-        },
+        step_keys,
+        "Ceph does not answer",
+        "answer",
+        "mon and mgr away",
+        m,
     )
-    .await;
-    hold(HELD, || nothing_more_down(g, step_keys, "mon and mgr away")).await?;
-    let mon_held = g.gate_condition().await?;
-    m.figure(
-        "CephGate, mon and mgr away",
-        format!("{:?}", mon_condition.as_ref().map_err(|_| "never said")),
-    )
-    .figure(
-        format!("still, after {}s ", HELD.as_secs()),
-        format!("{mon_held:?}"),
-    );
+    .await?;
 
     // Back: the mon, then the mgr.
     g.cluster.mon_start().await?;
@@ -391,6 +364,39 @@ async fn mgr_then_mon_away_mid_step(
     g.cluster.mgr_start().await?;
     m.mark("mgr back");
     Ok((mgr_condition, mon_condition))
+}
+
+/// With part of Ceph away (`away`): `CephGate` says so (False `CephUnavailable`, `word` in its
+/// message; `saying` in the error), and nothing more goes down for [`HELD`]. Returns what it
+/// said; both in the milestones.
+async fn unavailable_and_held(
+    g: &Gated,
+    step_keys: &BTreeSet<String>,
+    saying: &str,
+    word: &str,
+    away: &str,
+    m: &mut Milestones,
+) -> anyhow::Result<Said> {
+    let said = wait_condition(
+        g,
+        &format!("CephGate saying {saying}"),
+        Duration::from_mins(1),
+        |status, reason, message| {
+            status == "False" && reason == "CephUnavailable" && message.contains(word)
+        },
+    )
+    .await;
+    hold(HELD, || nothing_more_down(g, step_keys, away)).await?;
+    let held = g.gate_condition().await?;
+    m.figure(
+        format!("CephGate, {away}"),
+        format!("{:?}", said.as_ref().map_err(|_| "never said")),
+    )
+    .figure(
+        format!("still, after {}s ({away})", HELD.as_secs()),
+        format!("{held:?}"),
+    );
+    Ok(said)
 }
 
 /// No OSD outside the step was asked to stop before `after` (the mgr back).

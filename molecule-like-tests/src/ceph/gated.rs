@@ -24,6 +24,19 @@ use crate::recording::ceph::CephRecorder;
 
 /// Longer than any daemon stop: the bridge removes a pod once its daemon has exited.
 pub const GRACE_SECONDS: i64 = 30;
+
+/// The fast sample's pod template with pods Ready once their OSD is up in Ceph and a grace
+/// period of [`GRACE_SECONDS`]: the template of a gated scenario's CephOSDs.
+pub fn gated_template() -> anyhow::Result<serde_json::Value> {
+    Ok(ready_when_osd_up(with_kubelet_knobs(
+        fast_sample_template()?,
+        Knobs {
+            ready_after: 1,
+            never_ready: false,
+            grace: GRACE_SECONDS,
+        },
+    )))
+}
 /// The test cluster's `mgr stats period` is 1 s: PG states trail the osdmap by about that.
 pub const PG_STATS_LAG_SECONDS: &str = "2";
 /// The operator's Ceph user, with the minimal caps `molecule-like-tests/ceph` gives it.
@@ -302,10 +315,6 @@ impl Gated {
         Self::up_with(name, &GatedOptions::default()).await
     }
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one scenario's start in order: Ceph, recorders, bridge, operator, the CephOSD"
-    )]
     pub async fn up_with(name: &str, options: &GatedOptions<'_>) -> anyhow::Result<Self> {
         let mut s = Scenario::create(name).await?;
         s.start_recorder().await?;
@@ -364,14 +373,7 @@ impl Gated {
         }
         let gate = GateWatch::start(s.crs.clone(), CR, clock);
 
-        let template = ready_when_osd_up(with_kubelet_knobs(
-            fast_sample_template()?,
-            Knobs {
-                ready_after: 1,
-                never_ready: false,
-                grace: GRACE_SECONDS,
-            },
-        ));
+        let template = gated_template()?;
         let storage = if options.loop_devices || options.data_per_host.is_some() {
             storage_of(&want)
         } else {
