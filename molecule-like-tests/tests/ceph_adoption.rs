@@ -207,6 +207,24 @@ fn ok_to_stop_asked(g: &Gated, from: usize, to: usize) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// The first host rolled (see [`roll_first_host`]) in one step of its two OSDs, each step
+/// exact. Returns the new template's hash, where the rollout began, how long it took, and
+/// its steps.
+async fn first_host_in_one_step(
+    g: &Gated,
+) -> anyhow::Result<(String, Duration, Duration, Vec<Step>)> {
+    let t_roll = Instant::now();
+    let (hash, from) = roll_first_host(g).await?;
+    let by_host = t_roll.elapsed();
+    let host_steps = check_steps_exact(g, from)?;
+    anyhow::ensure!(
+        host_steps.len() == 1 && host_steps[0].keys.len() == 2,
+        "one step of the first host's two OSDs expected:\n{}",
+        render_steps(&host_steps)
+    );
+    Ok((hash, from, by_host, host_steps))
+}
+
 fn render_steps(steps: &[Step]) -> String {
     steps
         .iter()
@@ -238,15 +256,7 @@ async fn adopted_osds_on_loop_devices_roll_by_host_and_by_osd_from_cephs_own_wor
     );
     let watch_from = g.s.recorder()?.len();
 
-    let t_roll = Instant::now();
-    let (hash, from) = roll_first_host(&g).await?;
-    let by_host = t_roll.elapsed();
-    let host_steps = check_steps_exact(&g, from)?;
-    anyhow::ensure!(
-        host_steps.len() == 1 && host_steps[0].keys.len() == 2,
-        "one step of the first host's two OSDs expected:\n{}",
-        render_steps(&host_steps)
-    );
+    let (hash, from, by_host, host_steps) = first_host_in_one_step(&g).await?;
     // Every key the operator runs was mapped at the first question, and recorded.
     let status = g.s.cr_status(CR).await?.unwrap_or_default();
     let want_ids: BTreeMap<String, Vec<u32>> = g
@@ -321,15 +331,7 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
     let watch_from = g.s.recorder()?.len();
 
     // The first host as one step: its two file-backed OSDs are the node's free set.
-    let t_roll = Instant::now();
-    let (hash, from) = roll_first_host(&g).await?;
-    let by_host = t_roll.elapsed();
-    let host_steps = check_steps_exact(&g, from)?;
-    anyhow::ensure!(
-        host_steps.len() == 1 && host_steps[0].keys.len() == 2,
-        "one step of the first host's two OSDs expected:\n{}",
-        render_steps(&host_steps)
-    );
+    let (hash, from, by_host, host_steps) = first_host_in_one_step(&g).await?;
     check_never_unknown(&g, from, g.ceph.elapsed())?;
 
     // One OSD at a time: the second host's two daemons cannot be told apart.
