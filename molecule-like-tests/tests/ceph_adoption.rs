@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::{labels, OsdKey};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Patch, PatchParams};
 use kube::ResourceExt;
 use molecule_like_tests::ceph::gated::{GateSample, Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
@@ -349,14 +348,7 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
 
     // The admin runs the command the condition gives, with the id the disk runs.
     let annotated = g.ceph.elapsed();
-    let patch =
-        json!({"metadata": {"uid": pod.uid(), "annotations": {labels::OSD_IDS: id.to_string()}}});
-    g.s.pods
-        .patch(
-            &pod.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
+    g.annotate_pod(&pod, labels::OSD_IDS, &id.to_string())
         .await?;
     g.s.wait_converged(CR, &g.want, &hash, THE_REST)
         .await

@@ -18,7 +18,7 @@ use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::{labels, OsdKey};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::DeleteParams;
 use kube::ResourceExt;
 use molecule_like_tests::ceph::bridge::OSD_UP_ANNOTATION;
 use molecule_like_tests::ceph::gated::{GateSample, Gated, GatedOptions};
@@ -57,19 +57,6 @@ fn phase(p: &Pod) -> &str {
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("-")
-}
-
-/// Sets one annotation on `pod` (that very pod: its uid in the patch).
-async fn annotate(g: &Gated, pod: &Pod, key: &str, value: &str) -> anyhow::Result<()> {
-    let patch = json!({"metadata": {"uid": pod.uid(), "annotations": {key: value}}});
-    g.s.pods
-        .patch(
-            &pod.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
-    Ok(())
 }
 
 /// Waits until `CephGate` satisfies `done`; the error shows the gate's record.
@@ -241,7 +228,8 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
 
     // The admin states the id.
     let annotated = m.mark("annotated");
-    annotate(&g, &pod, labels::OSD_IDS, &id.to_string()).await?;
+    g.annotate_pod(&pod, labels::OSD_IDS, &id.to_string())
+        .await?;
     let step =
         g.s.wait_until("a step on the disk", Duration::from_mins(1), || async {
             Ok(g.s
@@ -358,7 +346,7 @@ async fn pod_that_never_booted(
         )
         .await?;
     // Ready as far as Kubernetes knows (a probe that does not ask Ceph).
-    annotate(g, &pod, OSD_UP_ANNOTATION, "true").await?;
+    g.annotate_pod(&pod, OSD_UP_ANNOTATION, "true").await?;
     g.s.wait_until("the pod Ready", CONVERGE, || async {
         Ok(g.s
             .pods
@@ -504,7 +492,8 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
 
     // The right id.
     let annotated = m.mark(format!("osd.{id} stated"));
-    annotate(&g, &pod, labels::OSD_IDS, &id.to_string()).await?;
+    g.annotate_pod(&pod, labels::OSD_IDS, &id.to_string())
+        .await?;
     let rolled = g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
     m.mark_since(
@@ -563,15 +552,11 @@ async fn wrong_statements_not_trusted(
     id: u32,
     m: &mut Milestones,
 ) -> anyhow::Result<(usize, Vec<String>)> {
-    let (other_key, other_id) = g
-        .table
-        .iter()
-        .next()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (other_key, other_id) = g.first_in_rollout_order();
     // A statement of an id Ceph does not have: ok-to-stop would say yes; the gate does not ask.
     let missing = 99;
-    annotate(g, pod, labels::OSD_IDS, &missing.to_string()).await?;
+    g.annotate_pod(pod, labels::OSD_IDS, &missing.to_string())
+        .await?;
     let not_in_map = wait_condition(
         g,
         "CephGate False CephOsdMissing naming osd.99",
@@ -587,7 +572,8 @@ async fn wrong_statements_not_trusted(
 
     // Another pod's OSD: up in that pod, so not this one's.
     let other_pod = pod_of(g, &other_key).await?.unwrap().name_any();
-    annotate(g, pod, labels::OSD_IDS, &other_id.to_string()).await?;
+    g.annotate_pod(pod, labels::OSD_IDS, &other_id.to_string())
+        .await?;
     let in_other = wait_condition(
         g,
         "CephGate False CephOsdIdUnknown naming the other pod",
@@ -770,12 +756,7 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
     let mut m = Milestones::on_clock(format!("noout held past {MAX_NOOUT}s"), g.ceph.clock());
     m.span("set up", t0.elapsed());
     // The first host in the rollout's order: its replacement's daemon will not start.
-    let (key, id) = g
-        .table
-        .iter()
-        .next()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (key, id) = g.first_in_rollout_order();
     g.bridge.withhold(&key);
 
     let from = g.ceph.elapsed();

@@ -48,12 +48,7 @@ async fn check_rollout(g: &Gated, from: Duration, report: &str) -> anyhow::Resul
 async fn complete_waits_for_ceph_and_an_admins_noout_stays() -> anyhow::Result<()> {
     let g = Gated::up("gateusers-done").await?;
     // The admin's maintenance flag on the OSD of one host the rollout will step.
-    let (admin_key, admin_osd) = g
-        .table
-        .iter()
-        .next()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (admin_key, admin_osd) = g.first_in_rollout_order();
     let admin_noout = g.add_admin_noout(admin_osd, LONG).await?;
 
     let from = g.ceph.elapsed();

@@ -1,11 +1,15 @@
-//! What the gated journeys look up and check the same way: the disk the rollout reaches last,
-//! the converged pods the pod watch's rollout check compares, an OSD's state in Ceph's view.
+//! What the gated journeys look up and do the same way: the disks the rollout reaches first
+//! and last, an admin's pod annotation, the converged pods the pod watch's rollout check compares, an OSD's state in Ceph's view.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Patch, PatchParams};
+use kube::ResourceExt;
+use serde_json::json;
 
 use crate::ceph::gated::Gated;
 use crate::ceph::OsdInfo;
@@ -20,6 +24,27 @@ impl Gated {
             .max_by_key(|(key, _)| rollout_order(key))
             .expect("a gated scenario has disks");
         (key.clone(), *id)
+    }
+
+    /// The first disk in the rollout's order, with its OSD id: the first step stops its host.
+    pub fn first_in_rollout_order(&self) -> (OsdKey, u32) {
+        let (key, id) = (self.table.iter())
+            .min_by_key(|(key, _)| rollout_order(key))
+            .expect("a gated scenario has disks");
+        (key.clone(), *id)
+    }
+
+    /// Sets one annotation on `pod` (that very pod: its uid in the patch), as an admin does.
+    pub async fn annotate_pod(&self, pod: &Pod, key: &str, value: &str) -> anyhow::Result<()> {
+        let patch = json!({"metadata": {"uid": pod.uid(), "annotations": {key: value}}});
+        (self.s.pods)
+            .patch(
+                &pod.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+        Ok(())
     }
 
     /// The converged pods by name with their disks: what the pod watch's rollout check compares.
