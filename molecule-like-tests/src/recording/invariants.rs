@@ -10,7 +10,7 @@ use ceph_osd_operator::{labels, OsdKey};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use super::pods::{EventKind, PodEvent};
+use super::pod_events::{EventKind, PodEvent};
 use crate::kubernetes::pods::{annotation, is_ready, pod_key, rollout_order};
 
 /// The disk each pod held when it was first seen (its annotations then, as the operator

@@ -10,5 +10,6 @@
 pub mod ceph;
 pub mod invariants;
 pub mod milestones;
+mod pod_events;
 pub mod pods;
 pub mod watch;

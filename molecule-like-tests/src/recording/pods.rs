@@ -17,28 +17,10 @@ use kube::ResourceExt;
 
 pub use super::invariants::{check_one_pod_per_key, PodHistory, Timeline};
 use super::invariants::{render_events, FirstSeen};
+pub use super::pod_events::{EventKind, PodEvent};
 use super::watch::spawn_watch;
 pub use super::watch::{WatchRecorder, Watched};
 use crate::kubernetes::pods::is_ready;
-
-/// What a watch event said about a pod.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventKind {
-    Added,
-    Modified,
-    Deleted,
-}
-
-/// One recorded watch event.
-#[derive(Clone, Debug)]
-pub struct PodEvent {
-    /// Position in the recording (0, 1, 2, …).
-    pub seq: usize,
-    /// Time since the recorder started.
-    pub at: Duration,
-    pub kind: EventKind,
-    pub pod: Pod,
-}
 
 #[derive(Default)]
 struct Recording {

@@ -11,7 +11,7 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 
-use super::pods::EventKind;
+use super::pod_events::EventKind;
 
 /// Watches `api` from `rv` (starting with the open stream `first`), resuming from the last
 /// seen resourceVersion whenever a watch ends. When that resourceVersion is gone (`410`, e.g.

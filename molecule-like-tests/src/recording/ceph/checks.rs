@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::bail;
 
 use super::pg_states::{classify, count_classes, PgClass};
-use super::{CephEvent, Observed};
+use super::samples::{CephEvent, Observed};
 use crate::ceph::{OsdMap, PgStat};
 
 /// A time span on the recorder's clock; `to` is None while it lasts.

@@ -28,7 +28,9 @@
 mod checks;
 mod pg_states;
 mod recorder;
+mod samples;
 
 pub use checks::{hosts_down, CephRecording, PgSpan, Span};
 pub use pg_states::{classify, pg_class, PgClass};
-pub use recorder::{CephEvent, CephRecorder, CephState, Observed, SAMPLE_INTERVAL};
+pub use recorder::{CephRecorder, CephState, SAMPLE_INTERVAL};
+pub use samples::{CephEvent, Observed};

@@ -8,28 +8,12 @@ use anyhow::{anyhow, bail, Context as _};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 
-use super::CephRecording;
+use super::checks::CephRecording;
+use super::samples::{CephEvent, Observed};
 use crate::ceph::{script_command, CephCluster, OsdMap, PgStat};
 
 /// How often `ceph watch` samples.
 pub const SAMPLE_INTERVAL: &str = "0.25";
-
-/// One sample of Ceph's view.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Observed {
-    OsdMap(OsdMap),
-    Pgs(PgStat),
-    /// A sample that failed (mon or mgr away, a timeout).
-    Error(String),
-}
-
-/// One recorded sample.
-#[derive(Clone, Debug)]
-pub struct CephEvent {
-    /// On the recorder's clock (see [`CephRecorder::start`]).
-    pub at: Duration,
-    pub observed: Observed,
-}
 
 /// The latest osdmap and PG states, with when they were seen.
 #[derive(Clone, Debug, Default)]
