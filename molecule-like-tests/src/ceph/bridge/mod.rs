@@ -36,6 +36,10 @@
 //!
 //! [`CephBridge::check`] replays the events: no violation or error, every pod that ran got its
 //! daemon, every pod gone had its daemon stopped first.
+//!
+//! Its parts, one type each: `table` (the disks' OSD ids, each pod's disk), `daemons` (who
+//! holds each OSD id; starts and stops), `faults` (asked for by disk), `readiness` (Ready by
+//! Ceph), `events` (the record and its rules), `kubelet` (the loop over the pod watch).
 
 mod daemons;
 mod events;
