@@ -22,12 +22,12 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use kube::ResourceExt;
+use molecule_like_tests::ceph::gated::{Gated, GatedOptions, PG_STATS_LAG_SECONDS};
 use molecule_like_tests::ceph::{CephCluster, OsdStart};
-use molecule_like_tests::ceph_recorder::{CephRecorder, CephRecording, Observed};
-use molecule_like_tests::gated::{Gated, GatedOptions, PG_STATS_LAG_SECONDS};
 use molecule_like_tests::manifests::{random_suffix, CR};
 use molecule_like_tests::operator::{free_port, http_get};
 use molecule_like_tests::paths::target_dir;
+use molecule_like_tests::recording::ceph::{CephRecorder, CephRecording, Observed};
 use molecule_like_tests::scenario::ROLLOUT;
 use serde_json::json;
 

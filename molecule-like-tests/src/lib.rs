@@ -2,22 +2,14 @@
 //! against the local Kubernetes started by `molecule-like-tests/control-plane` (kube-apiserver,
 //! kube-controller-manager, kube-scheduler, KWOK; see `molecule-like-tests/README.md`).
 //!
-//! - [`scenario`]: the lifecycle of one scenario (create, converge, verify, destroy) in a
-//!   namespace of its own, and the steps the scenarios share;
-//! - [`manifests`]: CephOSD manifests, the reference sample, the fake kubelet's
-//!   [`Knobs`](manifests::Knobs), host names of a scenario's own;
-//! - [`pods`]: reading and describing pods;
-//! - [`recorder`]: watch recorders and the invariants checked on their recordings;
-//! - [`operator`]: the operator under test as a child process;
-//! - [`paths`]: the workspace, the build output, the binaries;
-//! - [`plugin`]: `kubectl ceph-osd` run in a scenario's namespace;
-//! - [`nodes`]: the fake Nodes (managed by KWOK) that the CephOSDs' hosts name;
-//! - [`rbac`]: deploy/'s RBAC objects, applied where a test needs them;
-//! - [`ceph`]: a real Ceph cluster of the scenario (`molecule-like-tests/ceph`), and Ceph's view;
-//! - [`ceph_recorder`]: Ceph's own view recorded (OSDs up, noout, PG states) and its checks;
-//! - [`ceph_bridge`]: runs a real `ceph-osd` for each OSD pod KWOK runs, stops it when the pod
-//!   is deleted;
-//! - [`gated`]: a scenario with the Ceph gate on over real OSD daemons, and its status recorded.
+//! - [`kubernetes`]: the Kubernetes side: a scenario's lifecycle ([`scenario`]), CephOSD
+//!   manifests ([`manifests`]), pods, Nodes, RBAC, the operator under test, `kubectl ceph-osd`
+//!   (re-exported here by their own names);
+//! - [`ceph`]: the Ceph side: a real Ceph cluster, the bridge that runs a real `ceph-osd` for
+//!   each OSD pod, the gated scenario;
+//! - [`recording`]: recorders of the pod watch and of Ceph's view, the invariants checked on
+//!   what they recorded, and a journey's milestones;
+//! - [`paths`]: the workspace, the build output, the binaries.
 
 #![allow(
     clippy::unwrap_used,
@@ -27,18 +19,11 @@
 )]
 
 pub mod ceph;
-pub mod ceph_bridge;
-pub mod ceph_recorder;
-pub mod gated;
-pub mod manifests;
-pub mod nodes;
-pub mod operator;
+pub mod kubernetes;
 pub mod paths;
-pub mod plugin;
-pub mod pods;
-pub mod rbac;
-pub mod recorder;
-pub mod scenario;
+pub mod recording;
+
+pub use kubernetes::{manifests, nodes, operator, plugin, pods, rbac, scenario};
 
 use std::path::{Path, PathBuf};
 

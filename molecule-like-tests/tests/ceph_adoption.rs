@@ -25,11 +25,11 @@ use std::time::{Duration, Instant};
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::{labels, OsdKey};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Patch, PatchParams};
 use kube::ResourceExt;
-use molecule_like_tests::gated::{GateSample, Gated, GatedOptions};
+use molecule_like_tests::ceph::gated::{GateSample, Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::pods::{is_ready, pod_key};
+use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::scenario::hold;
 use serde_json::json;
 
@@ -206,6 +206,24 @@ fn ok_to_stop_asked(g: &Gated, from: usize, to: usize) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// The first host rolled (see [`roll_first_host`]) in one step of its two OSDs, each step
+/// exact. Returns the new template's hash, where the rollout began, how long it took, and
+/// its steps.
+async fn first_host_in_one_step(
+    g: &Gated,
+) -> anyhow::Result<(String, Duration, Duration, Vec<Step>)> {
+    let t_roll = Instant::now();
+    let (hash, from) = roll_first_host(g).await?;
+    let by_host = t_roll.elapsed();
+    let host_steps = check_steps_exact(g, from)?;
+    anyhow::ensure!(
+        host_steps.len() == 1 && host_steps[0].keys.len() == 2,
+        "one step of the first host's two OSDs expected:\n{}",
+        render_steps(&host_steps)
+    );
+    Ok((hash, from, by_host, host_steps))
+}
+
 fn render_steps(steps: &[Step]) -> String {
     steps
         .iter()
@@ -237,15 +255,7 @@ async fn adopted_osds_on_loop_devices_roll_by_host_and_by_osd_from_cephs_own_wor
     );
     let watch_from = g.s.recorder()?.len();
 
-    let t_roll = Instant::now();
-    let (hash, from) = roll_first_host(&g).await?;
-    let by_host = t_roll.elapsed();
-    let host_steps = check_steps_exact(&g, from)?;
-    anyhow::ensure!(
-        host_steps.len() == 1 && host_steps[0].keys.len() == 2,
-        "one step of the first host's two OSDs expected:\n{}",
-        render_steps(&host_steps)
-    );
+    let (hash, from, by_host, host_steps) = first_host_in_one_step(&g).await?;
     // Every key the operator runs was mapped at the first question, and recorded.
     let status = g.s.cr_status(CR).await?.unwrap_or_default();
     let want_ids: BTreeMap<String, Vec<u32>> = g
@@ -298,10 +308,6 @@ async fn live_pod(g: &Gated, key: &OsdKey) -> anyhow::Result<Pod> {
 }
 
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the host's set, the halt with candidates, the annotation, the rest"
-)]
 async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annotation_tells(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
@@ -324,19 +330,98 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
     let watch_from = g.s.recorder()?.len();
 
     // The first host as one step: its two file-backed OSDs are the node's free set.
-    let t_roll = Instant::now();
-    let (hash, from) = roll_first_host(&g).await?;
-    let by_host = t_roll.elapsed();
-    let host_steps = check_steps_exact(&g, from)?;
-    anyhow::ensure!(
-        host_steps.len() == 1 && host_steps[0].keys.len() == 2,
-        "one step of the first host's two OSDs expected:\n{}",
-        render_steps(&host_steps)
-    );
+    let (hash, from, by_host, host_steps) = first_host_in_one_step(&g).await?;
     check_never_unknown(&g, from, g.ceph.elapsed())?;
 
     // One OSD at a time: the second host's two daemons cannot be told apart.
     let released = release_by_osd(&g).await?;
+    let Halt {
+        status,
+        reason,
+        message,
+        halted,
+        key,
+        id,
+        pod,
+        log_at_annotation,
+    } = halt_at_the_second_host(&g, &hash).await?;
+
+    // The admin runs the command the condition gives, with the id the disk runs.
+    let annotated = g.ceph.elapsed();
+    g.annotate_pod(&pod, labels::OSD_IDS, &id.to_string())
+        .await?;
+    g.s.wait_converged(CR, &g.want, &hash, THE_REST)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
+    g.wait_gate_idle(ONE_HOST).await?;
+    let done = g.ceph.elapsed();
+    let osd_steps = check_steps_exact(&g, released)?;
+    anyhow::ensure!(
+        osd_steps.len() == 3 && osd_steps.iter().all(|s| s.keys.len() == 1),
+        "three steps of one OSD each expected:\n{}",
+        render_steps(&osd_steps)
+    );
+    anyhow::ensure!(
+        osd_steps[0].at > annotated && osd_steps[0].keys == [key.to_string()],
+        "the first step by OSD ({:?}) before the annotation at {}",
+        osd_steps[0],
+        secs(annotated)
+    );
+    // After the annotation nothing else needed one; ok-to-stop asked about exactly each id.
+    check_never_unknown(&g, annotated + Duration::from_secs(3), done)?;
+    let asked = ok_to_stop_asked(&g, log_at_annotation, usize::MAX);
+    for step in &osd_steps {
+        anyhow::ensure!(
+            asked.contains(&step.ids),
+            "ok-to-stop never asked about exactly {:?}: {asked:?}",
+            step.ids
+        );
+    }
+    check_rollout(&g, from, watch_from).await?;
+    Milestones::on_clock("adopted, file-backed", g.ceph.clock())
+        .figure(
+            "set up",
+            format!(
+                "{} (2 + 2 + 1 BlueStore files, reference pods adopted)",
+                secs(setup)
+            ),
+        )
+        .figure(
+            "the first host by host",
+            format!("{} (one step, its set)", secs(by_host)),
+        )
+        .mark_at(format!("by OSD: CephGate {status} {reason}"), halted)
+        .figure("its message", &message)
+        .figure("held", format!("{}s", HALT_HOLD.as_secs()))
+        .mark_at("annotated", annotated)
+        .mark_since("the rest done", done, "annotated")
+        .section(
+            "steps",
+            format!("{}{}", render_steps(&host_steps), render_steps(&osd_steps)),
+        )
+        .section("records", g.report(from))
+        .print();
+    g.down().await
+}
+
+/// Where the rollout by OSD halted: `CephGate`'s words, when, the key it named, its OSD id
+/// and live pod, and where the operator's log stood.
+struct Halt {
+    status: String,
+    reason: String,
+    message: String,
+    halted: Duration,
+    key: OsdKey,
+    id: u32,
+    pod: Pod,
+    log_at_annotation: usize,
+}
+
+/// By OSD, the second host's two daemons cannot be told apart: `CephGate` False
+/// `CephOsdIdUnknown` lists both and gives the `kubectl annotate` command for the key it
+/// names; nothing of that host goes down meanwhile (the template `hash` not reached), and
+/// `ok-to-stop` was never asked about either.
+async fn halt_at_the_second_host(g: &Gated, hash: &str) -> anyhow::Result<Halt> {
     let hosts: Vec<&str> = g
         .want
         .iter()
@@ -373,7 +458,7 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
         .copied()
         .find(|(k, _)| message.contains(&format!("the OSD id of {k}")))
         .ok_or_else(|| anyhow::anyhow!("the condition names no key of {}: {message}", hosts[1]))?;
-    let pod = live_pod(&g, key).await?;
+    let pod = live_pod(g, key).await?;
     let command = format!(
         "kubectl annotate pod --overwrite -n {} {} {}=N",
         g.s.namespace,
@@ -387,9 +472,12 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
     // Nothing of that host goes down meanwhile.
     hold(HALT_HOLD, || async {
         for (k, _) in &second {
-            let p = live_pod(&g, k).await?;
+            let p = live_pod(g, k).await?;
             anyhow::ensure!(
-                p.annotations().get(labels::TEMPLATE_HASH) != Some(&hash),
+                p.annotations()
+                    .get(labels::TEMPLATE_HASH)
+                    .map(String::as_str)
+                    != Some(hash),
                 "{k} rolled during the halt"
             );
         }
@@ -405,7 +493,7 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
 
     // Ceph was never asked about either of them.
     let log_at_annotation = g.s.operator_log().len();
-    let asked = ok_to_stop_asked(&g, 0, log_at_annotation);
+    let asked = ok_to_stop_asked(g, 0, log_at_annotation);
     anyhow::ensure!(
         !asked.is_empty()
             && asked
@@ -414,59 +502,14 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
         "ok-to-stop asked about {asked:?} before the annotation (the second host runs {second:?})"
     );
 
-    // The admin runs the command the condition gives, with the id the disk runs.
-    let annotated = g.ceph.elapsed();
-    let patch =
-        json!({"metadata": {"uid": pod.uid(), "annotations": {labels::OSD_IDS: id.to_string()}}});
-    g.s.pods
-        .patch(
-            &pod.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
-    g.s.wait_converged(CR, &g.want, &hash, THE_REST)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
-    g.wait_gate_idle(ONE_HOST).await?;
-    let done = g.ceph.elapsed();
-    let osd_steps = check_steps_exact(&g, released)?;
-    anyhow::ensure!(
-        osd_steps.len() == 3 && osd_steps.iter().all(|s| s.keys.len() == 1),
-        "three steps of one OSD each expected:\n{}",
-        render_steps(&osd_steps)
-    );
-    anyhow::ensure!(
-        osd_steps[0].at > annotated && osd_steps[0].keys == [key.to_string()],
-        "the first step by OSD ({:?}) before the annotation at {}",
-        osd_steps[0],
-        secs(annotated)
-    );
-    // After the annotation nothing else needed one; ok-to-stop asked about exactly each id.
-    check_never_unknown(&g, annotated + Duration::from_secs(3), done)?;
-    let asked = ok_to_stop_asked(&g, log_at_annotation, usize::MAX);
-    for step in &osd_steps {
-        anyhow::ensure!(
-            asked.contains(&step.ids),
-            "ok-to-stop never asked about exactly {:?}: {asked:?}",
-            step.ids
-        );
-    }
-    check_rollout(&g, from, watch_from).await?;
-    println!(
-        "==== adopted, file-backed: set up {} (2 + 2 + 1 BlueStore files, reference pods \
-         adopted); the first host by host {} (one step, its set); by OSD: CephGate {status} \
-         {reason} at {}: {message}\nheld {}s; annotated at {}, the rest done at {} ({} after)\n{}{}",
-        secs(setup),
-        secs(by_host),
-        secs(halted),
-        HALT_HOLD.as_secs(),
-        secs(annotated),
-        secs(done),
-        secs(done.saturating_sub(annotated)),
-        render_steps(&host_steps),
-        render_steps(&osd_steps),
-    );
-    println!("{}", g.report(from));
-    g.down().await
+    Ok(Halt {
+        status,
+        reason,
+        message,
+        halted,
+        key: key.clone(),
+        id,
+        pod,
+        log_at_annotation,
+    })
 }

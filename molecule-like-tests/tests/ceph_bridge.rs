@@ -20,44 +20,104 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph::CephCluster;
-use molecule_like_tests::ceph_bridge::{
+use molecule_like_tests::ceph::bridge::{
     ready_when_osd_up, BridgeEvent, BridgeEventKind, CephBridge,
 };
-use molecule_like_tests::ceph_recorder::CephRecorder;
+use molecule_like_tests::ceph::CephCluster;
 use molecule_like_tests::manifests::{
     cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
     READY_AFTER_ANNOTATION,
 };
 use molecule_like_tests::nodes::ensure_nodes;
-use molecule_like_tests::scenario::{hold, Scenario, ROLLOUT};
+use molecule_like_tests::pods::names_by_key;
+use molecule_like_tests::recording::ceph::CephRecorder;
+use molecule_like_tests::recording::milestones::Milestones;
+use molecule_like_tests::scenario::{hold, Converged, Scenario, ROLLOUT};
 use serde_json::json;
 
 const DATA: &str = "/dev/sdb";
 /// Longer than any daemon stop: the bridge removes a pod once its daemon has exited.
 const GRACE_SECONDS: i64 = 30;
 
+/// A scenario's pods bridged to a real Ceph: 3 hosts × 1 OSD, converged, the pool clean.
+struct Bridged {
+    s: Scenario,
+    cluster: Arc<CephCluster>,
+    ceph: CephRecorder,
+    bridge: CephBridge,
+    table: BTreeMap<OsdKey, u32>,
+    want: BTreeSet<OsdKey>,
+    converged: Converged,
+}
+
 /// Creates 3 hosts × 1 OSD (`updateDomain: Host`) with real daemons, waits for every PG
 /// active+clean, rolls a template change host by host, and checks the bridge's rules.
 /// `ready_by_ceph`: pods Ready once their OSD is up in Ceph, else KWOK's 1 s timing.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: Ceph up, converge, roll, then the bridge's and Ceph's records"
-)]
 async fn roll_real_osds(name: &str, ready_by_ceph: bool) -> anyhow::Result<()> {
     let test_start = Instant::now();
+    let ready = if ready_by_ceph {
+        "when their OSD is up in Ceph"
+    } else {
+        "by KWOK's 1 s timing"
+    };
+    let mut m = Milestones::new(format!("{name} (pods Ready {ready})"));
+    let b = bridged(name, ready_by_ceph, &mut m).await?;
+    let before = check_daemons_in_their_pods(&b).await?;
+
+    // A template change rolls host by host; every daemon restarts.
+    let from = b.ceph.elapsed();
+    let rolled = roll(&b, &before, &mut m).await?;
+
+    // The pods: one per disk at any time, host by host.
+    b.s.assert_one_pod_per_key().await?;
+    b.s.recorder()?
+        .timeline()
+        .check_rollout(&names_by_key(&b.converged.pods), UpdateDomain::Host)?;
+    let restarts = check_restarts(&b, &rolled, &before).await?;
+
+    // What the ungated rollout did in Ceph's view (reported, not asserted: no gate yet).
+    let recording = b.ceph.recording();
+    m.section(
+        "restarts (times from the stop request)",
+        restarts.join("\n"),
+    )
+    .section(
+        "ceph",
+        format!("{}{}", recording.summary(from), recording.render(from)),
+    )
+    .section("bridge", b.bridge.render())
+    .print();
+
+    let events = b.bridge.stop().await?;
+    anyhow::ensure!(
+        events
+            .iter()
+            .all(|e| !matches!(e.kind, BridgeEventKind::Error(_))),
+        "bridge errors while stopping"
+    );
+    drop(b.ceph);
+    b.s.destroy().await?;
+    b.cluster.down()?;
+    println!(
+        "==== {name}: test {:.1}s",
+        test_start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Ceph (mon + mgr, one OSD per disk, its CRUSH host the disk's node), the bridge, the
+/// CephOSD converged with every OSD up, then the pool active+clean.
+async fn bridged(name: &str, ready_by_ceph: bool, m: &mut Milestones) -> anyhow::Result<Bridged> {
     let s = Scenario::converge(name).await?;
     let hosts = s.hosts(["ceph-a", "ceph-b", "ceph-c"]);
     let want = keys(&hosts, &[DATA]);
-
-    // Ceph: mon + mgr, then one OSD per disk, its CRUSH host the disk's node.
     let t = Instant::now();
     let cluster = Arc::new(CephCluster::for_scenario(&s, 0).await?);
-    let mon_mgr_up = t.elapsed();
+    m.span("ceph up: mon+mgr", t.elapsed());
     let ids =
         futures::future::try_join_all(want.iter().map(|k| cluster.osd_create(&k.host))).await?;
     let table: BTreeMap<OsdKey, u32> = want.iter().cloned().zip(ids).collect();
-    let osds_created = t.elapsed();
+    m.span("ceph up: 3 OSDs created", t.elapsed());
 
     // The pod recorder's clock: both recordings on one time line.
     let clock = Instant::now()
@@ -87,17 +147,32 @@ async fn roll_real_osds(name: &str, ready_by_ceph: bool) -> anyhow::Result<()> {
     .await?;
     let t_pool = Instant::now();
     cluster.pool_create().await?;
-    let pool_clean = t_pool.elapsed();
-    let cluster_up = t.elapsed();
+    m.span(
+        "ceph up: pool active+clean after the OSDs were up",
+        t_pool.elapsed(),
+    )
+    .span("ceph up: in all", t.elapsed());
+    Ok(Bridged {
+        s,
+        cluster,
+        ceph,
+        bridge,
+        table,
+        want,
+        converged,
+    })
+}
 
-    // Each OSD runs in its pod on its node: Ceph's metadata and CRUSH say so.
-    let map = cluster.osd_dump().await?;
-    for (key, id) in &table {
-        let pod = &converged.pods[key];
-        let meta = cluster.osd_metadata(*id).await?;
+/// Each OSD runs in its pod on its node: Ceph's metadata and CRUSH say so. Returns each OSD's
+/// `up_from`.
+async fn check_daemons_in_their_pods(b: &Bridged) -> anyhow::Result<BTreeMap<u32, u64>> {
+    let map = b.cluster.osd_dump().await?;
+    for (key, id) in &b.table {
+        let pod = &b.converged.pods[key];
+        let meta = b.cluster.osd_metadata(*id).await?;
         anyhow::ensure!(
             meta["pod_name"] == json!(pod.name_any())
-                && meta["pod_namespace"] == json!(s.namespace)
+                && meta["pod_namespace"] == json!(b.s.namespace)
                 && meta["hostname"] == json!(key.host),
             "osd.{id} ({key}): metadata {meta}, expected pod {} on {}",
             pod.name_any(),
@@ -110,54 +185,60 @@ async fn roll_real_osds(name: &str, ready_by_ceph: bool) -> anyhow::Result<()> {
             key.host
         );
     }
-    let before: BTreeMap<u32, u64> = table
-        .values()
+    Ok((b.table.values())
         .map(|id| (*id, map.osd(*id).map_or(0, |o| o.up_from)))
-        .collect();
+        .collect())
+}
 
-    // A template change rolls host by host; every daemon restarts.
-    let from = ceph.elapsed();
+/// A template change, rolled: the pods converged, every OSD up again with a newer `up_from`
+/// (than `before`), every PG active+clean. Returns the new pods.
+async fn roll(
+    b: &Bridged,
+    before: &BTreeMap<u32, u64>,
+    m: &mut Milestones,
+) -> anyhow::Result<BTreeMap<OsdKey, Pod>> {
     let t_roll = Instant::now();
-    let (_, hash) = s
-        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+    let (_, hash) =
+        b.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+            .await?;
+    let rolled = b.s.wait_converged(CR, &b.want, &hash, ROLLOUT).await?;
+    m.span("rollout: pods converged", t_roll.elapsed());
+    b.ceph
+        .wait_until(
+            "every OSD up again with a newer up_from",
+            Duration::from_mins(1),
+            |v| {
+                v.osdmap.as_ref().is_some_and(|(_, m)| {
+                    before
+                        .iter()
+                        .all(|(id, old)| m.osd(*id).is_some_and(|o| o.up && o.up_from > *old))
+                })
+            },
+        )
         .await?;
-    let rolled = s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
-    let rollout_pods = t_roll.elapsed();
-    ceph.wait_until(
-        "every OSD up again with a newer up_from",
-        Duration::from_mins(1),
-        |v| {
-            v.osdmap.as_ref().is_some_and(|(_, m)| {
-                before
-                    .iter()
-                    .all(|(id, old)| m.osd(*id).is_some_and(|o| o.up && o.up_from > *old))
-            })
-        },
-    )
-    .await?;
-    cluster.wait_clean(Duration::from_mins(1)).await?;
-    let rollout_clean = t_roll.elapsed();
+    b.cluster.wait_clean(Duration::from_mins(1)).await?;
+    m.span(
+        "rollout: every PG active+clean after the template change",
+        t_roll.elapsed(),
+    );
+    Ok(rolled)
+}
 
-    // The pods: one per disk at any time, host by host.
-    s.assert_one_pod_per_key().await?;
-    let old: BTreeMap<String, OsdKey> = converged
-        .pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect();
-    s.recorder()?
-        .timeline()
-        .check_rollout(&old, UpdateDomain::Host)?;
-
-    // The bridge: one daemon per OSD id, each old pod's stopped before it was gone, each new
-    // pod's booted with a newer up_from; Ceph's metadata names the new pods.
-    bridge.check()?;
+/// The bridge: one daemon per OSD id, each old pod's stopped before it was gone, each new
+/// pod's booted with a newer up_from; Ceph's metadata names the new pods. Returns a line per
+/// restart (times from its stop request).
+async fn check_restarts(
+    b: &Bridged,
+    rolled: &BTreeMap<OsdKey, Pod>,
+    before: &BTreeMap<u32, u64>,
+) -> anyhow::Result<Vec<String>> {
+    b.bridge.check()?;
     let mut restarts = Vec::new();
-    for (key, id) in &table {
-        let (old_pod, new_pod) = (converged.pods[key].name_any(), rolled[key].name_any());
-        let list = bridge
+    for (key, id) in &b.table {
+        let (old_pod, new_pod) = (b.converged.pods[key].name_any(), rolled[key].name_any());
+        let list = (b.bridge)
             .daemons_of(*id, &[&old_pod, &new_pod])
-            .map_err(|e| anyhow::anyhow!("{e:#}\n{}", bridge.render()))?;
+            .map_err(|e| anyhow::anyhow!("{e:#}\n{}", b.bridge.render()))?;
         let (first, second) = (&list[0], &list[1]);
         anyhow::ensure!(
             first.stopped.is_some() && first.gone.is_some() && first.stopped <= first.gone,
@@ -167,7 +248,7 @@ async fn roll_real_osds(name: &str, ready_by_ceph: bool) -> anyhow::Result<()> {
             .booted
             .ok_or_else(|| anyhow::anyhow!("osd.{id}: new daemon never booted: {second:?}"))?;
         anyhow::ensure!(up_from > before[id], "osd.{id}: up_from {up_from}");
-        let meta = cluster.osd_metadata(*id).await?;
+        let meta = b.cluster.osd_metadata(*id).await?;
         anyhow::ensure!(
             meta["pod_name"] == json!(new_pod),
             "osd.{id}: metadata {meta}"
@@ -185,47 +266,7 @@ async fn roll_real_osds(name: &str, ready_by_ceph: bool) -> anyhow::Result<()> {
             since(Some(booted_at), stopping),
         ));
     }
-
-    // What the ungated rollout did in Ceph's view (reported, not asserted: no gate yet).
-    let recording = ceph.recording();
-    println!(
-        "==== {name} (pods Ready {}):\n\
-         ceph up: mon+mgr {:.1}s, 3 OSDs created {:.1}s, pool active+clean {:.1}s after the \
-         OSDs were up ({:.1}s in all)\n\
-         rollout: pods converged {:.1}s, every PG active+clean {:.1}s after the template change\n\
-         restarts (times from the stop request):\n{}\n{}{}{}",
-        if ready_by_ceph {
-            "when their OSD is up in Ceph"
-        } else {
-            "by KWOK's 1 s timing"
-        },
-        mon_mgr_up.as_secs_f64(),
-        osds_created.as_secs_f64(),
-        pool_clean.as_secs_f64(),
-        cluster_up.as_secs_f64(),
-        rollout_pods.as_secs_f64(),
-        rollout_clean.as_secs_f64(),
-        restarts.join("\n"),
-        recording.summary(from),
-        recording.render(from),
-        bridge.render(),
-    );
-
-    let events = bridge.stop().await?;
-    anyhow::ensure!(
-        events
-            .iter()
-            .all(|e| !matches!(e.kind, BridgeEventKind::Error(_))),
-        "bridge errors while stopping"
-    );
-    drop(ceph);
-    s.destroy().await?;
-    cluster.down()?;
-    println!(
-        "==== {name}: test {:.1}s",
-        test_start.elapsed().as_secs_f64()
-    );
-    Ok(())
+    Ok(restarts)
 }
 
 /// Seconds from `from` to `at`.

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use molecule_like_tests::ceph_recorder::CephRecorder;
+use molecule_like_tests::recording::ceph::CephRecorder;
 
 use ceph_osd_operator::ceph::{
     confirm, gather_facts, map_osd_ids, precheck, CephClient, CephError, CephUser, CliClient,

@@ -28,19 +28,18 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use kube::ResourceExt;
+use molecule_like_tests::ceph::bridge::CephBridge;
+use molecule_like_tests::ceph::gated::{
+    gated_template, GateSample, GateWatch, OPERATOR_USER, PG_STATS_LAG_SECONDS,
+};
 use molecule_like_tests::ceph::CephCluster;
-use molecule_like_tests::ceph_bridge::{ready_when_osd_up, CephBridge};
-use molecule_like_tests::ceph_recorder::CephRecorder;
-use molecule_like_tests::gated::{
-    GateSample, GateWatch, GRACE_SECONDS, OPERATOR_USER, PG_STATS_LAG_SECONDS,
-};
-use molecule_like_tests::manifests::{
-    cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs,
-};
-use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::pods::{is_ready, pod_key};
+use molecule_like_tests::manifests::{cephosd, keys, storage};
+use molecule_like_tests::operator::{OperatorOptions, OperatorProcess};
+use molecule_like_tests::pods::{is_ready, names_by_key, pod_key};
 use molecule_like_tests::rbac::grant_ceph_lock_in;
-use molecule_like_tests::recorder::{EventKind, PodEvent, PodRecorder};
+use molecule_like_tests::recording::ceph::CephRecorder;
+use molecule_like_tests::recording::milestones::Milestones;
+use molecule_like_tests::recording::pods::{EventKind, PodEvent, PodRecorder};
 use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::json;
 
@@ -63,9 +62,7 @@ impl Side<'_> {
     }
 
     fn old_pods(&self) -> BTreeMap<String, OsdKey> {
-        (self.converged.pods.iter())
-            .map(|(k, p)| (p.name_any(), k.clone()))
-            .collect()
+        names_by_key(&self.converged.pods)
     }
 
     async fn wait_idle(&self, timeout: Duration) -> anyhow::Result<()> {
@@ -122,14 +119,7 @@ async fn converged(
     name: &str,
     hosts: &[String],
 ) -> anyhow::Result<(BTreeSet<OsdKey>, Converged)> {
-    let template = ready_when_osd_up(with_kubelet_knobs(
-        fast_sample_template()?,
-        Knobs {
-            ready_after: 1,
-            never_ready: false,
-            grace: GRACE_SECONDS,
-        },
-    ));
+    let template = gated_template()?;
     let want = keys(hosts, &["/dev/sdb"]);
     let manifest = cephosd(name, storage(hosts, &["/dev/sdb"]), "Host", template);
     // Creating missing pods is never gated: their daemons are down already.
@@ -230,12 +220,22 @@ enum Operators {
     TwoNamespaced,
 }
 
-/// Two CephOSDs on one Ceph changed together.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: set up, change both, then Ceph's, the pods' and the lock's records"
-)]
-async fn two_cephosds_changed_together(name: &str, operators: Operators) -> anyhow::Result<()> {
+/// The shared part of the test: one Ceph (an OSD per disk of 4 hosts), one or two
+/// scenarios (namespaces) with their bridges, the step lock's RBAC, the operators started.
+struct Fleet {
+    s1: Scenario,
+    s2: Option<Scenario>,
+    hosts: [String; 4],
+    all_keys: BTreeSet<OsdKey>,
+    cluster: Arc<CephCluster>,
+    clock: Instant,
+    ceph: CephRecorder,
+    bridges: Vec<CephBridge>,
+    args: Vec<String>,
+    lock_namespace: String,
+}
+
+async fn fleet(name: &str, operators: Operators) -> anyhow::Result<Fleet> {
     let two_operators = operators == Operators::TwoNamespaced;
     let mut s1 = Scenario::create(name).await?;
     s1.start_recorder().await?;
@@ -298,127 +298,48 @@ async fn two_cephosds_changed_together(name: &str, operators: Operators) -> anyh
         start_operator(s2, &args)?;
     }
 
-    let second_scenario = s2.as_ref().unwrap_or(&s1);
-    let (want1, converged1) = converged(&s1, "osds-1", first_hosts).await?;
-    let (want2, converged2) = converged(second_scenario, "osds-2", second_hosts).await?;
-    cluster.pool_create().await?;
-    let sides = [
-        Side {
-            s: &s1,
-            name: "osds-1",
-            want: want1,
-            converged: converged1,
-            gate: GateWatch::start(s1.crs.clone(), "osds-1", clock),
-        },
-        Side {
-            s: second_scenario,
-            name: "osds-2",
-            want: want2,
-            converged: converged2,
-            gate: GateWatch::start(second_scenario.crs.clone(), "osds-2", clock),
-        },
-    ];
-    for side in &sides {
-        side.wait_idle(Duration::from_mins(1)).await?;
-    }
+    Ok(Fleet {
+        s1,
+        s2,
+        hosts,
+        all_keys,
+        cluster,
+        clock,
+        ceph,
+        bridges,
+        args,
+        lock_namespace,
+    })
+}
+
+/// Two CephOSDs on one Ceph changed together.
+async fn two_cephosds_changed_together(name: &str, operators: Operators) -> anyhow::Result<()> {
+    let Fleet {
+        s1,
+        s2,
+        hosts,
+        all_keys,
+        cluster,
+        clock,
+        ceph,
+        bridges,
+        args,
+        lock_namespace,
+    } = fleet(name, operators).await?;
+    let sides = two_sides(&s1, s2.as_ref(), &hosts, &cluster, clock).await?;
 
     // The same template change on both at once.
     let from = ceph.elapsed();
     let t_change = Instant::now();
-    let (a, b) = futures::join!(
-        sides[0]
-            .s
-            .patch_template_metadata(sides[0].name, json!({"labels": {"rev": "2"}})),
-        sides[1]
-            .s
-            .patch_template_metadata(sides[1].name, json!({"labels": {"rev": "2"}})),
-    );
-    let hashes = [a?.1, b?.1];
+    let hashes = change_both(&sides).await?;
     let fsid = cluster.cli(&["fsid"]).await?.trim().to_owned();
     let leases: Api<Lease> = Api::namespaced(s1.client.clone(), &lock_namespace);
     let lease_name = format!("ceph-osd-step-{fsid}");
     let mut restarted = None;
     if operators == Operators::OneKilledMidStep {
-        // SIGKILL once the first step's OSDs are down in Ceph; a new process at once.
-        let (side, step) = s1
-            .wait_until("a step open", Duration::from_mins(1), || async {
-                for side in &sides {
-                    let status = side.s.cr_status(side.name).await?.unwrap_or_default();
-                    if let Some(step) = status.ceph_step {
-                        return Ok(Some((side, step)));
-                    }
-                }
-                Ok(None)
-            })
-            .await?;
-        let ids: Vec<u32> = step.osds.iter().map(|o| o.id).collect();
-        ceph.wait_until("the step's OSDs down", Duration::from_mins(1), |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| ids.iter().all(|id| m.osd(*id).is_some_and(|o| !o.up)))
-        })
-        .await?;
-        s1.stop_operator();
-        let killed_at = ceph.elapsed();
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        restarted =
-            Some(s1.spawn_operator("restarted", &OperatorOptions::default(), &args, &[])?);
-        // Until the new process ends that step, the lock stays its CephOSD's: not taken
-        // again, not released, not another's.
-        let looks = std::sync::atomic::AtomicUsize::new(0);
-        let ended = s1
-            .wait_until(
-                "the step ended by the new process",
-                Duration::from_mins(1),
-                || async {
-                    let status = side.s.cr_status(side.name).await?.unwrap_or_default();
-                    if status.ceph_step.as_ref() != Some(&step) {
-                        return Ok(Some(ceph.elapsed()));
-                    }
-                    let holder = (leases.get(&lease_name).await?.spec)
-                        .and_then(|s| s.holder_identity)
-                        .unwrap_or_default();
-                    ensure!(
-                        holder.starts_with(&format!("{}/", side.id())),
-                        "after the restart the step lock is held by {holder:?}, not by {} whose \
-                     step is open",
-                        side.id()
-                    );
-                    looks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    Ok(None)
-                },
-            )
-            .await?;
-        let looks = looks.into_inner();
-        ensure!(looks > 0, "the step ended before the lock was looked at");
-        println!(
-            "operator SIGKILLed at {:.2}s with the step of {} on {:?} open and its OSDs down; \
-             the new process ended it at {:.2}s, the lock its CephOSD's throughout ({looks} \
-             looks)",
-            killed_at.as_secs_f64(),
-            side.id(),
-            step.keys,
-            ended.as_secs_f64()
-        );
+        restarted = Some(kill_mid_step(&s1, &sides, &ceph, &args, &leases, &lease_name).await?);
     }
-    let mut done = Vec::new();
-    for (side, hash) in sides.iter().zip(&hashes) {
-        side.s
-            .wait_converged(side.name, &side.want, hash, BOTH_ROLLOUTS)
-            .await
-            .map_err(|e| anyhow!("{e:#}\n{}", ceph.recording().summary(from)))?;
-        side.wait_idle(Duration::from_mins(1)).await?;
-        done.push(t_change.elapsed());
-    }
-    cluster.wait_clean(Duration::from_mins(1)).await?;
-    // The end as Ceph sees it: an osdmap sampled after both gates went idle.
-    let idle_at = ceph.elapsed();
-    ceph.wait_until(
-        "an osdmap sample after both gates went idle",
-        Duration::from_secs(30),
-        |v| v.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at),
-    )
-    .await?;
+    let done = wait_both_done(&sides, &hashes, &ceph, &cluster, from, t_change).await?;
 
     let recording = ceph.recording();
     let gates: String = sides
@@ -437,30 +358,260 @@ async fn two_cephosds_changed_together(name: &str, operators: Operators) -> anyh
 
     // The pods: one per disk; each CephOSD host by host; over both, never two hosts without a
     // Ready pod.
+    check_pods(&s1, s2.as_ref(), &sides, &bridges, &all_keys, t_change)
+        .await
+        .map_err(fail)?;
+
+    let (spans1, spans2, transitions) =
+        check_lock_turns(&sides, &leases, &lease_name, &report).await?;
+
+    let show = |spans: &[(Duration, Duration)]| {
+        spans
+            .iter()
+            .map(|(a, b)| format!("{:.1}–{:.1}s", a.as_secs_f64(), b.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let operators = match operators {
+        Operators::One => "one operator",
+        Operators::OneKilledMidStep => "one operator, SIGKILLed mid-step and started again",
+        Operators::TwoNamespaced => "two namespaced operators",
+    };
+    Milestones::on_clock(format!("two CephOSDs on one Ceph, {operators}"), clock)
+        .mark_at("changed", from)
+        .figure(format!("steps of {}", sides[0].id()), show(&spans1))
+        .figure(format!("steps of {}", sides[1].id()), show(&spans2))
+        .figure("waited naming the other", "both")
+        .span(
+            format!("rollout of {} done after the change", sides[0].name),
+            done[0],
+        )
+        .span(
+            format!("rollout of {} done after the change", sides[1].name),
+            done[1],
+        )
+        .figure(
+            "the lock changed hands",
+            format!("{transitions} times, free at the end"),
+        )
+        .section("ceph", recording.summary(from))
+        .print();
+
+    drop(sides);
+    drop(restarted);
+    for bridge in bridges {
+        bridge.stop().await?;
+    }
+    drop(ceph);
+    if let Some(s2) = s2 {
+        s2.destroy().await?;
+    }
+    s1.destroy().await?;
+    cluster.down()?;
+    Ok(())
+}
+
+/// The two CephOSDs (two hosts each; the second in `s2` when given), converged, the pool
+/// created, both gates idle.
+async fn two_sides<'a>(
+    s1: &'a Scenario,
+    s2: Option<&'a Scenario>,
+    hosts: &[String],
+    cluster: &CephCluster,
+    clock: Instant,
+) -> anyhow::Result<[Side<'a>; 2]> {
+    let (first_hosts, second_hosts) = hosts.split_at(2);
+    let second_scenario = s2.unwrap_or(s1);
+    let (want1, converged1) = converged(s1, "osds-1", first_hosts).await?;
+    let (want2, converged2) = converged(second_scenario, "osds-2", second_hosts).await?;
+    cluster.pool_create().await?;
+    let sides = [
+        Side {
+            s: s1,
+            name: "osds-1",
+            want: want1,
+            converged: converged1,
+            gate: GateWatch::start(s1.crs.clone(), "osds-1", clock),
+        },
+        Side {
+            s: second_scenario,
+            name: "osds-2",
+            want: want2,
+            converged: converged2,
+            gate: GateWatch::start(second_scenario.crs.clone(), "osds-2", clock),
+        },
+    ];
+    for side in &sides {
+        side.wait_idle(Duration::from_mins(1)).await?;
+    }
+    Ok(sides)
+}
+
+/// The same template change on both CephOSDs at once; returns their new template hashes.
+async fn change_both(sides: &[Side<'_>]) -> anyhow::Result<[String; 2]> {
+    let (a, b) = futures::join!(
+        sides[0]
+            .s
+            .patch_template_metadata(sides[0].name, json!({"labels": {"rev": "2"}})),
+        sides[1]
+            .s
+            .patch_template_metadata(sides[1].name, json!({"labels": {"rev": "2"}})),
+    );
+    let hashes = [a?.1, b?.1];
+    Ok(hashes)
+}
+
+/// Waits for both rollouts (each CephOSD converged and idle; each one's time since the change
+/// at `t_change`), every PG clean, and an osdmap sampled after both gates went idle (the end as
+/// Ceph sees it).
+async fn wait_both_done(
+    sides: &[Side<'_>],
+    hashes: &[String; 2],
+    ceph: &CephRecorder,
+    cluster: &CephCluster,
+    from: Duration,
+    t_change: Instant,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut done = Vec::new();
+    for (side, hash) in sides.iter().zip(hashes) {
+        side.s
+            .wait_converged(side.name, &side.want, hash, BOTH_ROLLOUTS)
+            .await
+            .map_err(|e| anyhow!("{e:#}\n{}", ceph.recording().summary(from)))?;
+        side.wait_idle(Duration::from_mins(1)).await?;
+        done.push(t_change.elapsed());
+    }
+    cluster.wait_clean(Duration::from_mins(1)).await?;
+    // The end as Ceph sees it: an osdmap sampled after both gates went idle.
+    let idle_at = ceph.elapsed();
+    ceph.wait_until(
+        "an osdmap sample after both gates went idle",
+        Duration::from_secs(30),
+        |v| v.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at),
+    )
+    .await?;
+    Ok(done)
+}
+
+/// SIGKILLs the operator once the first step's OSDs are down in Ceph and starts a new process
+/// at once; until that process ends the step, the lock stays its CephOSD's (not taken again,
+/// not released, not another's). Returns the new process.
+async fn kill_mid_step(
+    s1: &Scenario,
+    sides: &[Side<'_>],
+    ceph: &CephRecorder,
+    args: &[String],
+    leases: &Api<Lease>,
+    lease_name: &str,
+) -> anyhow::Result<OperatorProcess> {
+    // SIGKILL once the first step's OSDs are down in Ceph; a new process at once.
+    let (side, step) = s1
+        .wait_until("a step open", Duration::from_mins(1), || async {
+            for side in sides {
+                let status = side.s.cr_status(side.name).await?.unwrap_or_default();
+                if let Some(step) = status.ceph_step {
+                    return Ok(Some((side, step)));
+                }
+            }
+            Ok(None)
+        })
+        .await?;
+    let ids: Vec<u32> = step.osds.iter().map(|o| o.id).collect();
+    ceph.wait_until("the step's OSDs down", Duration::from_mins(1), |v| {
+        v.osdmap
+            .as_ref()
+            .is_some_and(|(_, m)| ids.iter().all(|id| m.osd(*id).is_some_and(|o| !o.up)))
+    })
+    .await?;
+    s1.stop_operator();
+    let killed_at = ceph.elapsed();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let restarted = s1.spawn_operator("restarted", &OperatorOptions::default(), &args, &[])?;
+    // Until the new process ends that step, the lock stays its CephOSD's: not taken
+    // again, not released, not another's.
+    let looks = std::sync::atomic::AtomicUsize::new(0);
+    let ended = s1
+        .wait_until(
+            "the step ended by the new process",
+            Duration::from_mins(1),
+            || async {
+                let status = side.s.cr_status(side.name).await?.unwrap_or_default();
+                if status.ceph_step.as_ref() != Some(&step) {
+                    return Ok(Some(ceph.elapsed()));
+                }
+                let holder = (leases.get(lease_name).await?.spec)
+                    .and_then(|s| s.holder_identity)
+                    .unwrap_or_default();
+                ensure!(
+                    holder.starts_with(&format!("{}/", side.id())),
+                    "after the restart the step lock is held by {holder:?}, not by {} whose \
+                 step is open",
+                    side.id()
+                );
+                looks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(None)
+            },
+        )
+        .await?;
+    let looks = looks.into_inner();
+    ensure!(looks > 0, "the step ended before the lock was looked at");
+    println!(
+        "operator SIGKILLed at {:.2}s with the step of {} on {:?} open and its OSDs down; \
+         the new process ended it at {:.2}s, the lock its CephOSD's throughout ({looks} \
+         looks)",
+        killed_at.as_secs_f64(),
+        side.id(),
+        step.keys,
+        ended.as_secs_f64()
+    );
+    Ok(restarted)
+}
+
+/// The pods: one per disk; each CephOSD host by host; over both namespaces (merged on one
+/// clock, from the change at `t_change` on), never two hosts without a Ready pod; each
+/// bridge's rules.
+async fn check_pods(
+    s1: &Scenario,
+    s2: Option<&Scenario>,
+    sides: &[Side<'_>],
+    bridges: &[CephBridge],
+    all_keys: &BTreeSet<OsdKey>,
+    t_change: Instant,
+) -> anyhow::Result<()> {
     let mut recorders = vec![s1.recorder()?];
-    if let Some(s2) = &s2 {
+    if let Some(s2) = s2 {
         recorders.push(s2.recorder()?);
     }
-    for side in &sides {
-        side.s.assert_one_pod_per_key().await.map_err(fail)?;
+    for side in sides {
+        side.s.assert_one_pod_per_key().await?;
         side.s
             .recorder()?
             .timeline()
-            .check_rollout(&side.old_pods(), UpdateDomain::Host)
-            .map_err(fail)?;
+            .check_rollout(&side.old_pods(), UpdateDomain::Host)?;
     }
     let events = merged_events(&recorders);
     let rollout_from = recorders[0].elapsed().saturating_sub(t_change.elapsed());
-    let (most, at, unready) = most_hosts_unready(&events, &all_keys, rollout_from);
+    let (most, at, unready) = most_hosts_unready(&events, all_keys, rollout_from);
     ensure!(
         most <= 1,
-        "{most} hosts without a Ready pod at once at {:.2}s: {unready:?}\n{report}",
+        "{most} hosts without a Ready pod at once at {:.2}s: {unready:?}",
         at.as_secs_f64()
     );
-    for bridge in &bridges {
-        bridge.check().map_err(fail)?;
+    for bridge in bridges {
+        bridge.check()?;
     }
+    Ok(())
+}
 
+/// The lock: each CephOSD waited, naming the other; two steps each, taking turns; the Lease
+/// free at the end, having changed hands. Returns each side's steps and the Lease's
+/// transitions.
+async fn check_lock_turns(
+    sides: &[Side<'_>],
+    leases: &Api<Lease>,
+    lease_name: &str,
+    report: &str,
+) -> anyhow::Result<(Vec<(Duration, Duration)>, Vec<(Duration, Duration)>, i32)> {
     // The lock: one CephOSD waited, naming the other; steps never open together; the Lease
     // free at the end.
     let (spans1, waited1) = steps_and_waits(&sides[0].gate.samples(), &sides[1].id());
@@ -485,7 +636,7 @@ async fn two_cephosds_changed_together(name: &str, operators: Operators) -> anyh
         order.windows(2).all(|w| w[0].1 != w[1].1),
         "the steps did not take turns: {order:?}\n{report}"
     );
-    let lease = leases.get(&lease_name).await?;
+    let lease = leases.get(lease_name).await?;
     let spec = lease.spec.clone().unwrap_or_default();
     ensure!(
         spec.holder_identity.is_none(),
@@ -497,48 +648,7 @@ async fn two_cephosds_changed_together(name: &str, operators: Operators) -> anyh
         "the lock changed hands {transitions} times: each CephOSD must have held it"
     );
 
-    let show = |spans: &[(Duration, Duration)]| {
-        spans
-            .iter()
-            .map(|(a, b)| format!("{:.1}–{:.1}s", a.as_secs_f64(), b.as_secs_f64()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    println!(
-        "==== two CephOSDs on one Ceph, {}: changed at {:.1}s; steps of {} {} | of {} {}; \
-         {} waited naming {}, {} waited naming {}; rollouts done {:.1}s and {:.1}s after the \
-         change; the lock changed hands {transitions} times, free at the end\n{}",
-        match operators {
-            Operators::One => "one operator",
-            Operators::OneKilledMidStep => "one operator, SIGKILLed mid-step and started again",
-            Operators::TwoNamespaced => "two namespaced operators",
-        },
-        from.as_secs_f64(),
-        sides[0].id(),
-        show(&spans1),
-        sides[1].id(),
-        show(&spans2),
-        sides[0].name,
-        if waited1 { "the other" } else { "nobody" },
-        sides[1].name,
-        if waited2 { "the other" } else { "nobody" },
-        done[0].as_secs_f64(),
-        done[1].as_secs_f64(),
-        recording.summary(from),
-    );
-
-    drop(sides);
-    drop(restarted);
-    for bridge in bridges {
-        bridge.stop().await?;
-    }
-    drop(ceph);
-    if let Some(s2) = s2 {
-        s2.destroy().await?;
-    }
-    s1.destroy().await?;
-    cluster.down()?;
-    Ok(())
+    Ok((spans1, spans2, transitions))
 }
 
 /// (a) One operator, two CephOSDs in its namespace.

@@ -18,9 +18,9 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph_recorder::Observed;
-use molecule_like_tests::gated::{Gated, GatedOptions};
+use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::{cephosd, storage, CR};
+use molecule_like_tests::recording::ceph::Observed;
 use serde_json::json;
 
 const LONG: Duration = Duration::from_mins(4);
@@ -70,10 +70,6 @@ fn first_without_noout(g: &Gated, after: Duration) -> Option<Duration> {
 /// step is open: the step becomes the drain of its OSD, its `noout` cleared; then the other
 /// host is drained and stopped; `CR` is gone, `keep`'s pods untouched, no `noout` left.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: two CephOSDs, a step, the deletion, then the pods', Ceph's and the operator's records"
-)]
 async fn a_cephosd_deleted_mid_step_goes_one_host_at_a_time() -> anyhow::Result<()> {
     let g = Gated::up_with(
         "cephdel-five",
@@ -132,36 +128,7 @@ async fn a_cephosd_deleted_mid_step_goes_one_host_at_a_time() -> anyhow::Result<
     // The pod watch: one pod per key throughout; the CephOSD's pods went host by host, each
     // host's deletions only once the other host's pods were gone.
     g.s.assert_one_pod_per_key().await.map_err(fail)?;
-    let timeline = g.s.recorder()?.timeline();
-    let mut by_host: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    for pod in timeline.pods.values() {
-        let Some(key) = pod.key.as_ref().filter(|k| g.want.contains(k)) else {
-            continue;
-        };
-        let Some(started) = pod.deletion_started else {
-            continue;
-        };
-        let gone = pod.gone.unwrap_or(usize::MAX);
-        let span = by_host.entry(key.host.clone()).or_insert((started, gone));
-        span.0 = span.0.min(started);
-        span.1 = span.1.max(gone);
-    }
-    anyhow::ensure!(
-        by_host.len() == 2,
-        "deletions by host: {by_host:?}\n{report}"
-    );
-    let spans: Vec<(usize, usize)> = by_host.values().copied().collect();
-    let (first, second) = if spans[0].0 <= spans[1].0 {
-        (spans[0], spans[1])
-    } else {
-        (spans[1], spans[0])
-    };
-    anyhow::ensure!(
-        second.0 > first.1,
-        "a host's pods were deleted before the other's were gone (events {first:?} then \
-         {second:?})\n{}",
-        g.s.recorder()?.render()
-    );
+    let (first, second) = deleted_host_by_host(&g).map_err(fail)?;
     // `keep` untouched: the same pods, Ready.
     let keep_now =
         g.s.wait_converged("keep", &keep_want, &keep.hash, LONG)
@@ -188,6 +155,39 @@ async fn a_cephosd_deleted_mid_step_goes_one_host_at_a_time() -> anyhow::Result<
         gone.as_secs_f64()
     );
     g.down().await
+}
+
+/// The CephOSD's pods went host by host: each host's deletions only once the other host's pods
+/// were gone. Returns each host's span of pod events (first deletion, last gone), in order.
+fn deleted_host_by_host(g: &Gated) -> anyhow::Result<((usize, usize), (usize, usize))> {
+    let timeline = g.s.recorder()?.timeline();
+    let mut by_host: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for pod in timeline.pods.values() {
+        let Some(key) = pod.key.as_ref().filter(|k| g.want.contains(k)) else {
+            continue;
+        };
+        let Some(started) = pod.deletion_started else {
+            continue;
+        };
+        let gone = pod.gone.unwrap_or(usize::MAX);
+        let span = by_host.entry(key.host.clone()).or_insert((started, gone));
+        span.0 = span.0.min(started);
+        span.1 = span.1.max(gone);
+    }
+    anyhow::ensure!(by_host.len() == 2, "deletions by host: {by_host:?}");
+    let spans: Vec<(usize, usize)> = by_host.values().copied().collect();
+    let (first, second) = if spans[0].0 <= spans[1].0 {
+        (spans[0], spans[1])
+    } else {
+        (spans[1], spans[0])
+    };
+    anyhow::ensure!(
+        second.0 > first.1,
+        "a host's pods were deleted before the other's were gone (events {first:?} then \
+         {second:?})\n{}",
+        g.s.recorder()?.render()
+    );
+    Ok((first, second))
 }
 
 /// 3 hosts, size 3: the namespace deleted while a step is open with the operator's

@@ -12,12 +12,13 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use molecule_like_tests::ceph_recorder::Observed;
-use molecule_like_tests::gated::{Gated, GatedOptions};
+use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
+use molecule_like_tests::recording::ceph::Observed;
+use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::scenario::{hold, ROLLOUT};
 use serde_json::json;
 
@@ -33,10 +34,6 @@ fn secs(at: Option<Duration>, from: Duration) -> String {
 /// PG clean before the next host stops; at most one host down in Ceph's view, no PG
 /// unavailable, no `noout` left, the gate idle at the end.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: roll, then the pods', Ceph's and the gate's records"
-)]
 async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
     let g = Gated::up("cephgate-roll").await?;
     let map = g.cluster.osd_dump().await?;
@@ -58,16 +55,7 @@ async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
     g.cluster.wait_clean(Duration::from_mins(1)).await?;
 
     // The pods: one per disk at any time, host by host, each host's replacement Ready first.
-    g.s.assert_one_pod_per_key().await?;
-    let old: BTreeMap<String, OsdKey> = g
-        .converged
-        .pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect();
-    g.s.recorder()?
-        .timeline()
-        .check_rollout(&old, UpdateDomain::Host)?;
+    g.check_pods_rolled_by_host().await?;
     g.bridge.check()?;
 
     // Ceph's view: one host down at most, no PG unavailable, no noout at the end.
@@ -78,6 +66,31 @@ async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
 
     // Per OSD in the order the rollout stopped them: the old daemon stopped, the new one
     // booted with a newer up_from, then every PG clean, all before the next host's stop.
+    let lines = check_steps_in_order(&g, &rolled, &before, &report)?;
+
+    // The gate at the end: idle, no step, noout on no OSD.
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    anyhow::ensure!(status.ceph_step.is_none(), "{status:?}");
+    Milestones::new("gated rollout by host")
+        .span("pods converged after the template change", pods_converged)
+        .span("gate idle after the template change", gate_idle)
+        .section("steps (times from each stop request)", lines.join("\n"))
+        .section("records", &report)
+        .print();
+    g.down().await
+}
+
+/// Per OSD in the order the rollout stopped them: the old daemon stopped, the new one booted
+/// with a newer up_from (than `before`), then every PG clean, all before the next host's
+/// stop. Returns a line per step: the operator's step against Ceph's stop, down, boot, clean.
+fn check_steps_in_order(
+    g: &Gated,
+    rolled: &BTreeMap<OsdKey, Pod>,
+    before: &BTreeMap<u32, u64>,
+    report: &str,
+) -> anyhow::Result<Vec<String>> {
+    let recording = g.ceph.recording();
+    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
     let mut steps: Vec<(Duration, OsdKey, u32)> = Vec::new();
     for (key, id) in &g.table {
         let (old_pod, new_pod) = (g.converged.pods[key].name_any(), rolled[key].name_any());
@@ -156,17 +169,7 @@ async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
         ));
     }
 
-    // The gate at the end: idle, no step, noout on no OSD.
-    let status = g.s.cr_status(CR).await?.unwrap_or_default();
-    anyhow::ensure!(status.ceph_step.is_none(), "{status:?}");
-    println!(
-        "==== gated rollout by host: pods converged {:.1}s, gate idle {:.1}s after the template \
-         change\nsteps (times from each stop request):\n{}\n{report}",
-        pods_converged.as_secs_f64(),
-        gate_idle.as_secs_f64(),
-        lines.join("\n"),
-    );
-    g.down().await
+    Ok(lines)
 }
 
 /// An OSD killed outside any rollout (its pod stays Ready: only Ceph knows): a template change
@@ -176,20 +179,10 @@ async fn a_gated_rollout_by_host_holds_in_cephs_view() -> anyhow::Result<()> {
 async fn an_osd_down_outside_the_rollout_halts_it_until_it_is_back() -> anyhow::Result<()> {
     let g = Gated::up("cephgate-down").await?;
     // The last host in the rollout's order: the first step would stop another host.
-    let (key, id) = g
-        .table
-        .iter()
-        .next_back()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (key, id) = g.last_in_rollout_order();
     let pod = g.converged.pods[&key].name_any();
     g.cluster.osd_stop(id, true).await?;
-    g.ceph
-        .wait_until("the killed OSD down", Duration::from_mins(1), |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.osd(id).is_some_and(|o| !o.up))
-        })
+    g.wait_osd("the killed OSD down", id, Duration::from_mins(1), |o| !o.up)
         .await?;
 
     let from = g.ceph.elapsed();

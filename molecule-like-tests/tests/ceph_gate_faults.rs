@@ -16,15 +16,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
-use ceph_osd_operator::crd::{CephStep, UpdateDomain};
+use ceph_osd_operator::crd::CephStep;
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
+use molecule_like_tests::ceph::gated::{GateSample, Gated};
 use molecule_like_tests::ceph::{OsdMap, OsdStart};
-use molecule_like_tests::ceph_recorder::{hosts_down, CephRecording, Observed};
-use molecule_like_tests::gated::{GateSample, Gated};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::pods::pod_key;
+use molecule_like_tests::recording::ceph::{hosts_down, CephRecording, Observed};
+use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::scenario::hold;
 use serde_json::json;
 
@@ -249,10 +250,6 @@ async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_ar
 const REPLACED_WITHIN: Duration = Duration::from_secs(8);
 
 /// The journey of the test above.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the faults in order, then the pods', Ceph's and the gate's records"
-)]
 async fn mgr_then_mon_away(name: &str) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let g = Gated::up(name).await?;
@@ -263,58 +260,19 @@ async fn mgr_then_mon_away(name: &str) -> anyhow::Result<()> {
         step,
     } = start_rollout(&g).await?;
     let step_keys: BTreeSet<String> = step.keys.iter().cloned().collect();
-    let step_opened = g.ceph.elapsed();
+    let mut m = Milestones::on_clock("mgr, then mon away mid-step", g.ceph.clock());
+    m.figure(
+        "step",
+        format!(
+            "on {step_keys:?} (osds {:?})",
+            step.osds.iter().map(|o| o.id).collect::<Vec<_>>()
+        ),
+    );
+    m.mark("step open");
 
-    // The mgr away (the mon told at once).
-    g.cluster.mgr_stop(false).await?;
-    let mgr_stopped = g.ceph.elapsed();
-    // The step's own daemons come back without a mgr (a boot needs the mon only); the step
-    // cannot end (PG states come from the mgr).
-    let booted: Vec<(u32, u64)> = step.osds.iter().map(|o| (o.id, o.up_from)).collect();
-    g.ceph
-        .wait_until("the step's new daemons up", LONG, |v| {
-            v.osdmap.as_ref().is_some_and(|(_, m)| {
-                booted
-                    .iter()
-                    .all(|(id, before)| m.osd(*id).is_some_and(|o| o.up && o.up_from > *before))
-            })
-        })
-        .await?;
-    let mgr_condition = wait_condition(
-        &g,
-        "CephGate saying the mgr is away",
-        Duration::from_mins(1),
-        |status, reason, message| {
-            status == "False" && reason == "CephUnavailable" && message.contains("mgr")
-        },
-    )
-    .await;
-    hold(HELD, || nothing_more_down(&g, &step_keys, "mgr away")).await?;
-    let mgr_held = g.gate_condition().await?;
-
-    // The mon away too: nothing answers.
-    g.cluster.mon_stop().await?;
-    let mon_stopped = g.ceph.elapsed();
-    let mon_condition = wait_condition(
-        &g,
-        "CephGate saying Ceph does not answer",
-        Duration::from_mins(1),
-        |status, reason, message| {
-            status == "False" && reason == "CephUnavailable" && message.contains("answer")
-        },
-    )
-    .await;
-    hold(HELD, || {
-        nothing_more_down(&g, &step_keys, "mon and mgr away")
-    })
-    .await?;
-    let mon_held = g.gate_condition().await?;
-
-    // Back: the mon, then the mgr.
-    g.cluster.mon_start().await?;
-    let mon_started = g.ceph.elapsed();
-    g.cluster.mgr_start().await?;
-    let mgr_started = g.ceph.elapsed();
+    let (mgr_condition, mon_condition) =
+        mgr_then_mon_away_mid_step(&g, &step, &step_keys, &mut m).await?;
+    let mgr_started = m.moment("mgr back").unwrap_or_default();
     g.s.wait_converged(CR, &g.want, &hash, LONG).await?;
     g.wait_gate_idle(LONG).await?;
     let done = t_roll.elapsed();
@@ -330,63 +288,17 @@ async fn mgr_then_mon_away(name: &str) -> anyhow::Result<()> {
     let fail = |e: anyhow::Error| anyhow!("{e:#}\n{report}");
     recording.check_one_host_at_a_time(from).map_err(fail)?;
     g.bridge.check().map_err(fail)?;
-    g.s.assert_one_pod_per_key().await.map_err(fail)?;
-    let old: BTreeMap<String, OsdKey> = g
-        .converged
-        .pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect();
-    g.s.recorder()?
-        .timeline()
-        .check_rollout(&old, UpdateDomain::Host)
-        .map_err(fail)?;
-    // No other OSD was asked to stop before the mgr was back.
-    for (key, id) in &g.table {
-        if step_keys.contains(&key.to_string()) {
-            continue;
-        }
-        let stop = old_daemon_stops(&g)[id];
-        anyhow::ensure!(
-            stop.is_some_and(|s| s > mgr_started),
-            "osd.{id} ({key}) was stopped at {stop:?}, the mgr back only at {:.2}s\n{report}",
-            mgr_started.as_secs_f64()
-        );
-    }
-    // The step's replacements without a mgr: from the old pod gone to the new daemon started.
-    let daemons = g.bridge.daemons();
-    let replaced: Vec<(u32, Option<Duration>)> = step
-        .osds
-        .iter()
-        .map(|o| {
-            let list = daemons.get(&o.id).cloned().unwrap_or_default();
-            let gap = list
-                .first()
-                .and_then(|old| old.gone)
-                .zip(list.get(1).and_then(|new| new.started))
-                .map(|(gone, started)| started.saturating_sub(gone));
-            (o.id, gap)
-        })
-        .collect();
-    println!(
-        "==== mgr, then mon away mid-step: step on {step_keys:?} (osds {:?}) open at {:.2}s; mgr \
-         stopped {:.2}s, CephGate {:?}, still {mgr_held:?} after {}s; the step's new daemons \
-         started {replaced:?} after their old pods were gone; mon stopped {:.2}s, CephGate \
-         {:?}, still {mon_held:?} after {}s; mon back {:.2}s, mgr back {:.2}s; rollout done \
-         and gate idle {:.1}s after the template change\nCephGate sequence:\n{}\n{report}",
-        step.osds.iter().map(|o| o.id).collect::<Vec<_>>(),
-        step_opened.as_secs_f64(),
-        mgr_stopped.as_secs_f64(),
-        mgr_condition.as_ref().map_err(|_| "never said"),
-        HELD.as_secs(),
-        mon_stopped.as_secs_f64(),
-        mon_condition.as_ref().map_err(|_| "never said"),
-        HELD.as_secs(),
-        mon_started.as_secs_f64(),
-        mgr_started.as_secs_f64(),
-        done.as_secs_f64(),
-        render_sequence(&sequence),
-    );
+    g.check_pods_rolled_by_host().await.map_err(fail)?;
+    check_others_stopped_after(&g, &step_keys, mgr_started, &report)?;
+    let replaced = replacement_gaps(&g, &step);
+    m.figure(
+        "the step's new daemons started after their old pods were gone",
+        format!("{replaced:?}"),
+    )
+    .span("rollout done and gate idle after the template change", done)
+    .section("CephGate sequence", render_sequence(&sequence))
+    .section("records", &report)
+    .print();
     // Last: what the condition said while they were away.
     mgr_condition.map_err(fail)?;
     mon_condition.map_err(fail)?;
@@ -402,40 +314,140 @@ async fn mgr_then_mon_away(name: &str) -> anyhow::Result<()> {
     g.down().await
 }
 
+/// What `CephGate` said (status, reason, message), or that it never said it.
+type Said = anyhow::Result<(String, String, String)>;
+
+/// The faults of [`mgr_then_mon_away`] while `step` is open: the mgr stopped (the step's new
+/// daemons boot without it), nothing more down for [`HELD`]; the mon stopped too, nothing more
+/// down; then the mon and the mgr back (marked `mgr back`). Returns what `CephGate` said with
+/// the mgr away, then with both away.
+async fn mgr_then_mon_away_mid_step(
+    g: &Gated,
+    step: &CephStep,
+    step_keys: &BTreeSet<String>,
+    m: &mut Milestones,
+) -> anyhow::Result<(Said, Said)> {
+    // The mgr away (the mon told at once).
+    g.cluster.mgr_stop(false).await?;
+    m.mark("mgr stopped");
+    // The step's own daemons come back without a mgr (a boot needs the mon only); the step
+    // cannot end (PG states come from the mgr).
+    let booted: Vec<(u32, u64)> = step.osds.iter().map(|o| (o.id, o.up_from)).collect();
+    g.ceph
+        .wait_until("the step's new daemons up", LONG, |v| {
+            v.osdmap.as_ref().is_some_and(|(_, m)| {
+                booted
+                    .iter()
+                    .all(|(id, before)| m.osd(*id).is_some_and(|o| o.up && o.up_from > *before))
+            })
+        })
+        .await?;
+    let mgr_condition =
+        unavailable_and_held(g, step_keys, "the mgr is away", "mgr", "mgr away", m).await?;
+
+    // The mon away too: nothing answers.
+    g.cluster.mon_stop().await?;
+    m.mark("mon stopped");
+    let mon_condition = unavailable_and_held(
+        g,
+        step_keys,
+        "Ceph does not answer",
+        "answer",
+        "mon and mgr away",
+        m,
+    )
+    .await?;
+
+    // Back: the mon, then the mgr.
+    g.cluster.mon_start().await?;
+    m.mark("mon back");
+    g.cluster.mgr_start().await?;
+    m.mark("mgr back");
+    Ok((mgr_condition, mon_condition))
+}
+
+/// With part of Ceph away (`away`): `CephGate` says so (False `CephUnavailable`, `word` in its
+/// message; `saying` in the error), and nothing more goes down for [`HELD`]. Returns what it
+/// said; both in the milestones.
+async fn unavailable_and_held(
+    g: &Gated,
+    step_keys: &BTreeSet<String>,
+    saying: &str,
+    word: &str,
+    away: &str,
+    m: &mut Milestones,
+) -> anyhow::Result<Said> {
+    let said = wait_condition(
+        g,
+        &format!("CephGate saying {saying}"),
+        Duration::from_mins(1),
+        |status, reason, message| {
+            status == "False" && reason == "CephUnavailable" && message.contains(word)
+        },
+    )
+    .await;
+    hold(HELD, || nothing_more_down(g, step_keys, away)).await?;
+    let held = g.gate_condition().await?;
+    m.figure(
+        format!("CephGate, {away}"),
+        format!("{:?}", said.as_ref().map_err(|_| "never said")),
+    )
+    .figure(
+        format!("still, after {}s ({away})", HELD.as_secs()),
+        format!("{held:?}"),
+    );
+    Ok(said)
+}
+
+/// No OSD outside the step was asked to stop before `after` (the mgr back).
+fn check_others_stopped_after(
+    g: &Gated,
+    step_keys: &BTreeSet<String>,
+    after: Duration,
+    report: &str,
+) -> anyhow::Result<()> {
+    for (key, id) in &g.table {
+        if step_keys.contains(&key.to_string()) {
+            continue;
+        }
+        let stop = old_daemon_stops(g)[id];
+        anyhow::ensure!(
+            stop.is_some_and(|s| s > after),
+            "osd.{id} ({key}) was stopped at {stop:?}, the mgr back only at {:.2}s\n{report}",
+            after.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// The step's replacements: per OSD, from its old pod gone to its new daemon started.
+fn replacement_gaps(g: &Gated, step: &CephStep) -> Vec<(u32, Option<Duration>)> {
+    let daemons = g.bridge.daemons();
+    step.osds
+        .iter()
+        .map(|o| {
+            let list = daemons.get(&o.id).cloned().unwrap_or_default();
+            let gap = list
+                .first()
+                .and_then(|old| old.gone)
+                .zip(list.get(1).and_then(|new| new.started))
+                .map(|(gone, started)| started.saturating_sub(gone));
+            (o.id, gap)
+        })
+        .collect()
+}
+
 /// The operator SIGKILLed while its step's OSD is down with `noout`: a new process finishes
 /// that step from `status.cephStep` (the new daemon booted, the step's `noout` cleared),
 /// completes the rollout with one host down at most and no PG unavailable, and leaves the
 /// `noout` an admin set on an OSD of no step untouched.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the admin's OSD, the kill, then the pods', Ceph's and the gate's records"
-)]
 async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let mut g = Gated::up("gatefault-kill").await?;
     // An OSD no pod runs, on a CRUSH host of its own, with the admin's noout.
-    let admin_host = g.s.host("ceph-admin");
-    let admin_osd = g.cluster.osd_create(&admin_host).await?;
-    g.cluster
-        .osd_start(
-            admin_osd,
-            &OsdStart {
-                host: &admin_host,
-                ..OsdStart::default()
-            },
-        )
-        .await?;
-    g.ceph
-        .wait_until("the admin's OSD up", LONG, |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.osd(admin_osd).is_some_and(|o| o.up && o.in_))
-        })
-        .await?;
-    g.cluster.wait_clean(LONG).await?;
-    let admin_noout = g.add_admin_noout(admin_osd, LONG).await?;
+    let (admin_osd, admin_noout) = admin_noout_osd(&g).await?;
     g.wait_gate_idle(LONG).await?;
 
     let Started {
@@ -487,24 +499,85 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
     recording.check_hosts_down_at_most(1, from).map_err(fail)?;
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
     g.bridge.check().map_err(fail)?;
-    g.s.assert_one_pod_per_key().await.map_err(fail)?;
-    let old: BTreeMap<String, OsdKey> = g
-        .converged
-        .pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect();
-    g.s.recorder()?
-        .timeline()
-        .check_rollout(&old, UpdateDomain::Host)
-        .map_err(fail)?;
+    g.check_pods_rolled_by_host().await.map_err(fail)?;
 
-    // The admin's noout in every sample, and alone at the end.
+    check_admin_noout_kept(&recording, from, admin_osd, &admin_noout).map_err(fail)?;
+
+    // The killed operator's step, finished by the next one.
+    let lines = check_step_finished(&g, &recording, from, &step_ids, restarted).map_err(fail)?;
+    // The new operator kept the killed one's step, the same keys, until it ended.
+    let samples = g.gate.samples();
+    let first_other = samples.iter().filter(|s| s.at >= killed).find(|s| {
+        s.step
+            .as_ref()
+            .is_some_and(|(keys, _)| !keys.iter().all(|k| step.keys.contains(k)))
+    });
+    let mut m = Milestones::on_clock("operator SIGKILLed mid-step", g.ceph.clock());
+    m.figure(
+        "step",
+        format!(
+            "on {:?} (osds {step_ids:?}, noout {:?}) open",
+            step.keys, step.noout
+        ),
+    )
+    .mark_at("killed", killed)
+    .figure(
+        "status.cephStep at the kill",
+        format!("{:?}", status_at_kill.ceph_step.map(|s| (s.keys, s.noout))),
+    )
+    .mark_at("new operator started", restarted)
+    .figure(
+        "next step",
+        format!("{:?}", first_other.map(|s| (s.at, s.step.clone()))),
+    )
+    .span("rollout done and gate idle after the template change", done)
+    .figure("admin's noout kept", &admin_noout)
+    .section("the step's OSDs", lines.join("\n"))
+    .section("CephGate sequence", render_sequence(&sequence))
+    .section("records", &report)
+    .print();
+    println!("==== the scenario took {:.1}s", t0.elapsed().as_secs_f64());
+    g.down().await
+}
+
+/// An OSD no pod runs, on a CRUSH host of its own, up and in with the admin's `noout`, every
+/// PG clean. Returns its id and its `noout` entry.
+async fn admin_noout_osd(g: &Gated) -> anyhow::Result<(u32, String)> {
+    let admin_host = g.s.host("ceph-admin");
+    let admin_osd = g.cluster.osd_create(&admin_host).await?;
+    g.cluster
+        .osd_start(
+            admin_osd,
+            &OsdStart {
+                host: &admin_host,
+                ..OsdStart::default()
+            },
+        )
+        .await?;
+    g.ceph
+        .wait_until("the admin's OSD up", LONG, |v| {
+            v.osdmap
+                .as_ref()
+                .is_some_and(|(_, m)| m.osd(admin_osd).is_some_and(|o| o.up && o.in_))
+        })
+        .await?;
+    g.cluster.wait_clean(LONG).await?;
+    let admin_noout = g.add_admin_noout(admin_osd, LONG).await?;
+    Ok((admin_osd, admin_noout))
+}
+
+/// The admin's `noout` on `admin_osd` in every osdmap sample from `from`, and alone at the end.
+fn check_admin_noout_kept(
+    recording: &CephRecording,
+    from: Duration,
+    admin_osd: u32,
+    admin_noout: &str,
+) -> anyhow::Result<()> {
     for e in recording.events.iter().filter(|e| e.at >= from) {
         if let Observed::OsdMap(map) = &e.observed {
             anyhow::ensure!(
                 map.osd(admin_osd).is_some_and(|o| o.noout),
-                "the admin's noout on osd.{admin_osd} was gone at {:.2}s\n{report}",
+                "the admin's noout on osd.{admin_osd} was gone at {:.2}s",
                 e.at.as_secs_f64()
             );
         }
@@ -519,41 +592,52 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
         })
         .ok_or_else(|| anyhow!("no osdmap recorded"))?;
     anyhow::ensure!(
-        last.noout() == [admin_noout.clone()],
-        "noout at the end on {:?}, expected on {admin_noout} alone\n{report}",
+        last.noout() == [admin_noout.to_owned()],
+        "noout at the end on {:?}, expected on {admin_noout} alone",
         last.noout()
     );
 
-    // The killed operator's step, finished by the next one: its OSDs' new daemons booted (one
-    // new daemon each), noout held on them until then, and only then the next step.
+    Ok(())
+}
+
+/// The killed operator's step (`step_ids`), finished by the next one (started at
+/// `restarted`): its OSDs' new daemons booted (one new daemon each), `noout` held on them
+/// until then, and only then another OSD stopped. Returns a line per OSD.
+fn check_step_finished(
+    g: &Gated,
+    recording: &CephRecording,
+    from: Duration,
+    step_ids: &[u32],
+    restarted: Duration,
+) -> anyhow::Result<Vec<String>> {
     let daemons = g.bridge.daemons();
-    let stops = old_daemon_stops(&g);
+    let stops = old_daemon_stops(g);
     let mut lines = Vec::new();
-    for id in &step_ids {
+    for id in step_ids {
         let list = daemons.get(id).cloned().unwrap_or_default();
         anyhow::ensure!(
             list.len() == 2,
-            "osd.{id}: {} daemons, expected the old and one new\n{report}",
+            "osd.{id}: {} daemons, expected the old and one new",
             list.len()
         );
         let (booted_at, up_from) = list[1]
             .booted
-            .ok_or_else(|| anyhow!("osd.{id}: the new daemon never booted\n{report}"))?;
-        let noout_cleared = first_map(&recording, booted_at, |m| {
+            .ok_or_else(|| anyhow!("osd.{id}: the new daemon never booted"))?;
+        let noout_cleared = first_map(recording, booted_at, |m| {
             m.osd(*id).is_some_and(|o| !o.noout)
         });
-        let noout_gone_early = first_map(&recording, from, |m| m.osd(*id).is_some_and(|o| o.noout))
-            .and_then(|set| first_map(&recording, set, |m| m.osd(*id).is_some_and(|o| !o.noout)))
+        let noout_gone_early = first_map(recording, from, |m| m.osd(*id).is_some_and(|o| o.noout))
+            .and_then(|set| first_map(recording, set, |m| m.osd(*id).is_some_and(|o| !o.noout)))
             .filter(|cleared| *cleared < booted_at);
         anyhow::ensure!(
             noout_gone_early.is_none(),
             "osd.{id}: noout cleared at {noout_gone_early:?}, before its new daemon booted at \
-             {:.2}s\n{report}",
+             {:.2}s",
             booted_at.as_secs_f64()
         );
         anyhow::ensure!(
             noout_cleared.is_some(),
-            "osd.{id}: noout never cleared after its new daemon booted\n{report}"
+            "osd.{id}: noout never cleared after its new daemon booted"
         );
         for (other, stop) in &stops {
             if step_ids.contains(other) {
@@ -562,7 +646,7 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
             anyhow::ensure!(
                 stop.is_some_and(|s| s > booted_at && s > restarted),
                 "osd.{other} was stopped at {stop:?}: before osd.{id}'s new daemon booted \
-                 ({:.2}s) or the new operator started ({:.2}s)\n{report}",
+                 ({:.2}s) or the new operator started ({:.2}s)",
                 booted_at.as_secs_f64(),
                 restarted.as_secs_f64()
             );
@@ -573,30 +657,7 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
             noout_cleared.map_or_else(|| "-".into(), |t| format!("{:.2}s", t.as_secs_f64()))
         ));
     }
-    // The new operator kept the killed one's step, the same keys, until it ended.
-    let samples = g.gate.samples();
-    let first_other = samples.iter().filter(|s| s.at >= killed).find(|s| {
-        s.step
-            .as_ref()
-            .is_some_and(|(keys, _)| !keys.iter().all(|k| step.keys.contains(k)))
-    });
-    println!(
-        "==== operator SIGKILLed mid-step: step on {:?} (osds {step_ids:?}, noout {:?}) open; \
-         killed {:.2}s with status.cephStep {:?}; new operator started {:.2}s; next step {:?}; \
-         rollout done and gate idle {:.1}s after the template change; admin's noout on \
-         {admin_noout} kept\n{}\nCephGate sequence:\n{}\n{report}",
-        step.keys,
-        step.noout,
-        killed.as_secs_f64(),
-        status_at_kill.ceph_step.map(|s| (s.keys, s.noout)),
-        restarted.as_secs_f64(),
-        first_other.map(|s| (s.at, s.step.clone())),
-        done.as_secs_f64(),
-        lines.join("\n"),
-        render_sequence(&sequence),
-    );
-    println!("==== the scenario took {:.1}s", t0.elapsed().as_secs_f64());
-    g.down().await
+    Ok(lines)
 }
 
 /// An OSD outside the step killed while the step's OSDs are down: the next step does not
@@ -614,10 +675,6 @@ async fn an_osd_killed_outside_the_step_is_named_and_holds_the_next_step_until_i
 const NAMED_WITHIN: Duration = Duration::from_mins(1);
 
 /// The journey of the test above.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the kill mid-step, the hold, the restart, then the records"
-)]
 async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let g = Gated::up(name).await?;
@@ -647,33 +704,14 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
         .await?;
     g.cluster.osd_stop(id, true).await?;
     let killed = g.ceph.elapsed();
-    g.ceph
-        .wait_until("the killed OSD down", LONG, |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.osd(id).is_some_and(|o| !o.up))
-        })
+    g.wait_osd("the killed OSD down", id, LONG, |o| !o.up)
         .await?;
     let seen_down = g.ceph.elapsed();
     let osd = format!("osd.{id}");
     // Nothing more goes down while it is down: checked for HELD and until the gate names it,
     // NAMED_WITHIN at most.
     let holding = Instant::now();
-    let mut named = None;
-    loop {
-        nothing_more_down(&g, &step_keys, "the OSD killed").await?;
-        if named.is_none() {
-            named = g
-                .gate_condition()
-                .await?
-                .filter(|(_, _, message)| message.contains(&osd));
-        }
-        let waited = holding.elapsed();
-        if waited >= HELD && (named.is_some() || waited >= NAMED_WITHIN) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    let named = hold_while_down(&g, &step_keys, &osd).await?;
     let held = g.gate_condition().await?;
     let held_for = holding.elapsed();
 
@@ -685,36 +723,15 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     let done = t_roll.elapsed();
     g.cluster.wait_clean(LONG).await?;
 
-    let recording = g.ceph.recording();
     let sequence = condition_sequence(&g.gate.samples(), from);
     let report = format!(
         "{}CephGate sequence:\n{}",
         g.report(from),
         render_sequence(&sequence)
     );
-    let fail = |e: anyhow::Error| anyhow!("{e:#}\n{report}");
-    let back_up = first_map(&recording, restarted, |m| m.osd(id).is_some_and(|o| o.up))
-        .ok_or_else(|| anyhow!("{osd} never seen up again\n{report}"))?;
-    // The operator's own: one host down at most besides the killed OSD's; PGs unavailable only
-    // while that OSD was down.
-    check_hosts_down_besides(&recording, from, &key.host, 1).map_err(fail)?;
-    recording.check_hosts_down_at_most(2, from).map_err(fail)?;
-    recording
-        .check_pgs_never_unavailable(back_up)
-        .map_err(fail)?;
-    recording.check_no_noout_at_end().map_err(fail)?;
-    g.s.assert_one_pod_per_key().await.map_err(fail)?;
-    // No other OSD asked to stop before the killed one was back.
-    for (other, stop) in old_daemon_stops(&g) {
-        if step_ids.contains(&other) || other == id {
-            continue;
-        }
-        anyhow::ensure!(
-            stop.is_some_and(|s| s > back_up),
-            "osd.{other} was stopped at {stop:?}, {osd} back up only at {:.2}s\n{report}",
-            back_up.as_secs_f64()
-        );
-    }
+    let back_up = check_kill_was_the_only_fault(&g, from, &key, id, &step_ids, restarted)
+        .await
+        .map_err(|e| anyhow!("{e:#}\n{report}"))?;
     // What the gate said while the OSD was down, from its samples.
     let named_at = g.gate.samples().into_iter().find(|s| {
         s.at >= killed
@@ -723,20 +740,24 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
                 .as_ref()
                 .is_some_and(|(_, _, message)| message.contains(&osd))
     });
-    println!(
-        "==== {osd} ({key}) killed mid-step: step on {step_keys:?} (osds {step_ids:?}); killed \
-         {:.2}s, down in Ceph {:.2}s; CephGate named it: {:?}; CephGate {held:?} after {:.0}s; restarted \
-         {:.2}s, up {:.2}s; rollout done and gate idle {:.1}s after the template change\n\
-         CephGate sequence:\n{}\n{report}",
-        killed.as_secs_f64(),
-        seen_down.as_secs_f64(),
-        named_at.as_ref().map(|s| (s.at, &s.condition)),
-        held_for.as_secs_f64(),
-        restarted.as_secs_f64(),
-        back_up.as_secs_f64(),
-        done.as_secs_f64(),
-        render_sequence(&sequence),
-    );
+    Milestones::on_clock(format!("{osd} ({key}) killed mid-step"), g.ceph.clock())
+        .figure("step", format!("on {step_keys:?} (osds {step_ids:?})"))
+        .mark_at("killed", killed)
+        .mark_at("down in Ceph", seen_down)
+        .figure(
+            "CephGate named it",
+            format!("{:?}", named_at.as_ref().map(|s| (s.at, &s.condition))),
+        )
+        .figure(
+            format!("CephGate after {:.0}s", held_for.as_secs_f64()),
+            format!("{held:?}"),
+        )
+        .mark_at("restarted", restarted)
+        .mark_at("up", back_up)
+        .span("rollout done and gate idle after the template change", done)
+        .section("CephGate sequence", render_sequence(&sequence))
+        .section("records", &report)
+        .print();
     anyhow::ensure!(
         named.is_some() && named_at.is_some(),
         "CephGate never named {osd} in the {:.0}s it was checked while it was down\n{report}",
@@ -744,4 +765,67 @@ async fn osd_killed_mid_step(name: &str) -> anyhow::Result<()> {
     );
     println!("==== the scenario took {:.1}s", t0.elapsed().as_secs_f64());
     g.down().await
+}
+
+/// The rollout around the killed OSD (`id` of `key`, started again at `restarted`): one host
+/// down at most besides the killed OSD's, PGs unavailable only while it was down, no `noout`
+/// left, one pod per disk, no other OSD asked to stop before it was back. Returns when it was
+/// seen up again.
+async fn check_kill_was_the_only_fault(
+    g: &Gated,
+    from: Duration,
+    key: &OsdKey,
+    id: u32,
+    step_ids: &[u32],
+    restarted: Duration,
+) -> anyhow::Result<Duration> {
+    let recording = g.ceph.recording();
+    let osd = format!("osd.{id}");
+    let back_up = first_map(&recording, restarted, |m| m.osd(id).is_some_and(|o| o.up))
+        .ok_or_else(|| anyhow!("{osd} never seen up again"))?;
+    // The operator's own: one host down at most besides the killed OSD's; PGs unavailable only
+    // while that OSD was down.
+    check_hosts_down_besides(&recording, from, &key.host, 1)?;
+    recording.check_hosts_down_at_most(2, from)?;
+    recording.check_pgs_never_unavailable(back_up)?;
+    recording.check_no_noout_at_end()?;
+    g.s.assert_one_pod_per_key().await?;
+    // No other OSD asked to stop before the killed one was back.
+    for (other, stop) in old_daemon_stops(g) {
+        if step_ids.contains(&other) || other == id {
+            continue;
+        }
+        anyhow::ensure!(
+            stop.is_some_and(|s| s > back_up),
+            "osd.{other} was stopped at {stop:?}, {osd} back up only at {:.2}s",
+            back_up.as_secs_f64()
+        );
+    }
+    Ok(back_up)
+}
+
+/// While the killed OSD (`osd`) is down: nothing more goes down, checked for [`HELD`] and
+/// until `CephGate` names it ([`NAMED_WITHIN`] at most). Returns the condition naming it.
+async fn hold_while_down(
+    g: &Gated,
+    step_keys: &BTreeSet<String>,
+    osd: &str,
+) -> anyhow::Result<Option<(String, String, String)>> {
+    let holding = Instant::now();
+    let mut named = None;
+    loop {
+        nothing_more_down(g, step_keys, "the OSD killed").await?;
+        if named.is_none() {
+            named = g
+                .gate_condition()
+                .await?
+                .filter(|(_, _, message)| message.contains(osd));
+        }
+        let waited = holding.elapsed();
+        if waited >= HELD && (named.is_some() || waited >= NAMED_WITHIN) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Ok(named)
 }

@@ -18,17 +18,20 @@ use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::{labels, OsdKey};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::DeleteParams;
 use kube::ResourceExt;
-use molecule_like_tests::ceph_bridge::OSD_UP_ANNOTATION;
-use molecule_like_tests::gated::{GateSample, Gated, GatedOptions};
+use molecule_like_tests::ceph::bridge::OSD_UP_ANNOTATION;
+use molecule_like_tests::ceph::gated::{GateSample, Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::pods::{is_ready, pod_key};
+use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::scenario::{describe_events, hold, CONVERGE, ROLLOUT};
 use serde_json::json;
 
 /// How long a halt is watched for pods going down.
 const HALT_HOLD: Duration = Duration::from_secs(8);
+/// The operator's `--ceph-max-noout-seconds` in the noout scenario.
+const MAX_NOOUT: u64 = 10;
 /// Long enough for the steps of three hosts before the key under test (~20 s a host).
 const UNTIL_ITS_TURN: Duration = Duration::from_mins(4);
 
@@ -54,19 +57,6 @@ fn phase(p: &Pod) -> &str {
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("-")
-}
-
-/// Sets one annotation on `pod` (that very pod: its uid in the patch).
-async fn annotate(g: &Gated, pod: &Pod, key: &str, value: &str) -> anyhow::Result<()> {
-    let patch = json!({"metadata": {"uid": pod.uid(), "annotations": {key: value}}});
-    g.s.pods
-        .patch(
-            &pod.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
-    Ok(())
 }
 
 /// Waits until `CephGate` satisfies `done`; the error shows the gate's record.
@@ -211,10 +201,6 @@ async fn check_halted_before(
 /// step runs (every id known and down: nothing to ask), the disk's next daemon boots and the
 /// rollout completes, no PG unavailable.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: a daemon that never boots, the halt, the admin, the records"
-)]
 async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states_its_id(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
@@ -228,119 +214,22 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
     .await?;
     let setup = t0.elapsed();
     // The last host in the rollout's order: three steps come first.
-    let (key, id) = g
-        .table
-        .iter()
-        .next_back()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (key, id) = g.last_in_rollout_order();
+    let mut m = Milestones::on_clock("a Ready pod whose OSD never booted", g.ceph.clock());
+    m.span("set up", setup);
     let first = g.converged.pods[&key].clone();
-
-    // The disk's daemon cannot start any more; its pod restarts: the operator recreates it.
-    g.bridge.withhold(&key);
-    g.s.pods
-        .delete(&first.name_any(), &DeleteParams::default())
-        .await?;
-    let pod =
-        g.s.wait_until("the disk's pod recreated and Running", CONVERGE, || async {
-            Ok(pod_of(&g, &key)
-                .await?
-                .filter(|p| p.uid() != first.uid() && phase(p) == "Running"))
-        })
-        .await?;
+    let pod = pod_that_never_booted(&g, &key, id, &first).await?;
     let name = pod.name_any();
-    g.ceph
-        .wait_until("the OSD down", Duration::from_mins(1), |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.osd(id).is_some_and(|o| !o.up))
-        })
-        .await?;
-    // The admin marks it out: its PGs re-replicate on the other hosts.
-    g.cluster.cli(&["osd", "out", &id.to_string()]).await?;
-    let out = g
-        .ceph
-        .wait_until("the OSD out", Duration::from_mins(1), |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.osd(id).is_some_and(|o| !o.in_))
-        })
-        .await?;
-    let out_seen = out.osdmap.map(|(t, _)| t).unwrap_or_default();
-    g.ceph
-        .wait_until(
-            "every PG active+clean after the out",
-            Duration::from_mins(2),
-            |v| {
-                v.pgs
-                    .as_ref()
-                    .is_some_and(|(t, p)| *t > out_seen + Duration::from_secs(2) && p.all_clean())
-            },
-        )
-        .await?;
-    // Ready as far as Kubernetes knows (a probe that does not ask Ceph).
-    annotate(&g, &pod, OSD_UP_ANNOTATION, "true").await?;
-    g.s.wait_until("the pod Ready", CONVERGE, || async {
-        Ok(g.s
-            .pods
-            .get_opt(&name)
-            .await?
-            .filter(|p| p.uid() == pod.uid() && is_ready(p)))
-    })
-    .await?;
-    let metadata = g.cluster.osd_metadata(id).await?;
-    println!(
-        "osd.{id} of {key}: down and out, never booted in pod {name} (Ready); its metadata names \
-         pod {:?}",
-        metadata["pod_name"]
-    );
 
     // The rollout: three hosts, then the halt at this one.
     let from = g.ceph.elapsed();
-    let t_roll = Instant::now();
     let watch_from = g.s.recorder()?.len();
-    let (_, hash) =
-        g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
-            .await?;
-    let (gate_status, reason, message) = wait_condition(
-        &g,
-        "CephGate False CephOsdIdUnknown naming the pod",
-        UNTIL_ITS_TURN,
-        |(s, r, m)| s == "False" && r == "CephOsdIdUnknown" && m.contains(&name),
-    )
-    .await?;
-    let halted = g.ceph.elapsed();
-    let halted_after = t_roll.elapsed();
-    let status = g.s.cr_status(CR).await?.unwrap_or_default();
-    anyhow::ensure!(
-        !status.osd_ids.contains_key(&key.to_string()),
-        "status.osdIds has an id for {key}: {:?}",
-        status.osd_ids
-    );
-    // The other hosts rolled already.
-    for other in g.want.iter().filter(|k| **k != key) {
-        let p = pod_of(&g, other).await?;
-        anyhow::ensure!(
-            p.as_ref()
-                .is_some_and(|p| p.annotations().get(labels::TEMPLATE_HASH) == Some(&hash)),
-            "{other} not rolled when the rollout halted at {key}\n{}",
-            report(&g, from).await
-        );
-    }
-    check_halted_before(&g, &key, &pod, "CephOsdIdUnknown", HALT_HOLD).await?;
-    let log_at_annotation = g.s.operator_log().len();
-    let asked_before = ceph_calls(&g, "osd ok-to-stop", 0);
-    anyhow::ensure!(
-        asked_before
-            .iter()
-            .all(|l| !ok_to_stop_ids(l).contains(&id)),
-        "ok-to-stop was asked about osd.{id} before its id was known:\n{}",
-        asked_before.join("\n")
-    );
+    let (hash, log_at_annotation) = halt_at_unknown_id(&g, &key, id, &pod, from, &mut m).await?;
 
     // The admin states the id.
-    let annotated = g.ceph.elapsed();
-    annotate(&g, &pod, labels::OSD_IDS, &id.to_string()).await?;
+    let annotated = m.mark("annotated");
+    g.annotate_pod(&pod, labels::OSD_IDS, &id.to_string())
+        .await?;
     let step =
         g.s.wait_until("a step on the disk", Duration::from_mins(1), || async {
             Ok(g.s
@@ -349,7 +238,11 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
                 .and_then(|s| s.ceph_step.filter(|st| st.keys.contains(&key.to_string()))))
         })
         .await?;
-    let step_opened = g.ceph.elapsed();
+    m.mark_since(
+        format!("step on osd.{id} opened"),
+        g.ceph.elapsed(),
+        "annotated",
+    );
     anyhow::ensure!(
         step.osds.iter().map(|o| o.id).collect::<Vec<_>>() == [id] && step.noout == [id],
         "the step on {key} is {step:?}, expected osd.{id}"
@@ -368,11 +261,11 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
         },
     )
     .await?;
-    let gone = g.ceph.elapsed();
+    m.mark("pod gone");
     g.bridge.release(&key);
     let rolled = g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
-    let done = g.ceph.elapsed();
+    m.mark_since("rollout done and gate idle", g.ceph.elapsed(), "annotated");
 
     let report = report(&g, from).await;
     let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
@@ -401,27 +294,142 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
     if asked_after.is_empty() {
         asked_after.push(format!("  (none: osd.{id} was down, nothing to ask)"));
     }
-    println!(
-        "==== a Ready pod whose OSD never booted: set up {:.1}s; CephGate {gate_status} {reason}: \
-         {message}\nhalted at {} ({:.1}s after the template change, 3 hosts rolled), status.osdIds {:?}, \
-         held {}s; annotated at {}, step on osd.{id} opened {} (+{:.2}s), pod gone {}, rollout \
-         done and gate idle {} (+{:.2}s after the annotation)\nok-to-stop before the annotation \
-         ({} calls, none about osd.{id}); after it:\n{}\n{report}",
-        setup.as_secs_f64(),
-        at(halted),
-        halted_after.as_secs_f64(),
-        status.osd_ids,
-        HALT_HOLD.as_secs(),
-        at(annotated),
-        at(step_opened),
-        step_opened.saturating_sub(annotated).as_secs_f64(),
-        at(gone),
-        at(done),
-        done.saturating_sub(annotated).as_secs_f64(),
-        asked_before.len(),
+    m.section(
+        format!("ok-to-stop after the annotation (none about osd.{id} before it)"),
         asked_after.join("\n"),
-    );
+    )
+    .section("records", &report)
+    .print();
     g.down().await
+}
+
+/// `key`'s disk gets a pod whose OSD never booted: its daemon withheld, its pod (`first`)
+/// deleted and recreated by the operator, the OSD down and marked out (every PG clean on the
+/// other hosts), then the new pod made Ready by hand (a probe that does not ask Ceph).
+/// Returns that pod.
+async fn pod_that_never_booted(
+    g: &Gated,
+    key: &OsdKey,
+    id: u32,
+    first: &Pod,
+) -> anyhow::Result<Pod> {
+    // The disk's daemon cannot start any more; its pod restarts: the operator recreates it.
+    g.bridge.withhold(key);
+    g.s.pods
+        .delete(&first.name_any(), &DeleteParams::default())
+        .await?;
+    let pod =
+        g.s.wait_until("the disk's pod recreated and Running", CONVERGE, || async {
+            Ok(pod_of(g, key)
+                .await?
+                .filter(|p| p.uid() != first.uid() && phase(p) == "Running"))
+        })
+        .await?;
+    let name = pod.name_any();
+    g.wait_osd("the OSD down", id, Duration::from_mins(1), |o| !o.up)
+        .await?;
+    // The admin marks it out: its PGs re-replicate on the other hosts.
+    g.cluster.cli(&["osd", "out", &id.to_string()]).await?;
+    let out = g
+        .wait_osd("the OSD out", id, Duration::from_mins(1), |o| !o.in_)
+        .await?;
+    let out_seen = out.osdmap.map(|(t, _)| t).unwrap_or_default();
+    g.ceph
+        .wait_until(
+            "every PG active+clean after the out",
+            Duration::from_mins(2),
+            |v| {
+                v.pgs
+                    .as_ref()
+                    .is_some_and(|(t, p)| *t > out_seen + Duration::from_secs(2) && p.all_clean())
+            },
+        )
+        .await?;
+    // Ready as far as Kubernetes knows (a probe that does not ask Ceph).
+    g.annotate_pod(&pod, OSD_UP_ANNOTATION, "true").await?;
+    g.s.wait_until("the pod Ready", CONVERGE, || async {
+        Ok(g.s
+            .pods
+            .get_opt(&name)
+            .await?
+            .filter(|p| p.uid() == pod.uid() && is_ready(p)))
+    })
+    .await?;
+    let metadata = g.cluster.osd_metadata(id).await?;
+    println!(
+        "osd.{id} of {key}: down and out, never booted in pod {name} (Ready); its metadata names \
+         pod {:?}",
+        metadata["pod_name"]
+    );
+    Ok(pod)
+}
+
+/// A template change: the three other hosts roll, then the rollout halts at `key`
+/// (`CephGate` False `CephOsdIdUnknown` naming its pod, no id in `status.osdIds`), holds
+/// (`HALT_HOLD`), and `ok-to-stop` was never asked about `id`. Returns the new template's
+/// hash and where the operator's log stood.
+async fn halt_at_unknown_id(
+    g: &Gated,
+    key: &OsdKey,
+    id: u32,
+    pod: &Pod,
+    from: Duration,
+    m: &mut Milestones,
+) -> anyhow::Result<(String, usize)> {
+    let name = pod.name_any();
+    let t_roll = Instant::now();
+    let (_, hash) =
+        g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+            .await?;
+    let (gate_status, reason, message) = wait_condition(
+        g,
+        "CephGate False CephOsdIdUnknown naming the pod",
+        UNTIL_ITS_TURN,
+        |(s, r, m)| s == "False" && r == "CephOsdIdUnknown" && m.contains(&name),
+    )
+    .await?;
+    let halted = g.ceph.elapsed();
+    let halted_after = t_roll.elapsed();
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    anyhow::ensure!(
+        !status.osd_ids.contains_key(&key.to_string()),
+        "status.osdIds has an id for {key}: {:?}",
+        status.osd_ids
+    );
+    // The other hosts rolled already.
+    for other in g.want.iter().filter(|k| *k != key) {
+        let p = pod_of(g, other).await?;
+        anyhow::ensure!(
+            p.as_ref()
+                .is_some_and(|p| p.annotations().get(labels::TEMPLATE_HASH) == Some(&hash)),
+            "{other} not rolled when the rollout halted at {key}\n{}",
+            report(g, from).await
+        );
+    }
+    check_halted_before(g, key, pod, "CephOsdIdUnknown", HALT_HOLD).await?;
+    let log_at_annotation = g.s.operator_log().len();
+    let asked_before = ceph_calls(g, "osd ok-to-stop", 0);
+    anyhow::ensure!(
+        asked_before
+            .iter()
+            .all(|l| !ok_to_stop_ids(l).contains(&id)),
+        "ok-to-stop was asked about osd.{id} before its id was known:\n{}",
+        asked_before.join("\n")
+    );
+
+    m.mark_at("halted", halted)
+        .span(
+            "halted after the template change (3 hosts rolled)",
+            halted_after,
+        )
+        .figure(
+            format!("CephGate {gate_status} {reason}"),
+            message.replace('\n', " "),
+        )
+        .figure("status.osdIds", format!("{:?}", status.osd_ids))
+        .figure("held", format!("{}s", HALT_HOLD.as_secs()))
+        .figure("ok-to-stop calls before the annotation", asked_before.len());
+    Ok((hash, log_at_annotation))
 }
 
 /// A disk whose daemon runs but names no pod (started without `POD_NAME`, as by an older
@@ -431,10 +439,6 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
 /// would say yes for it; another pod's id: unknown); the right one lets the rollout ask
 /// `ok-to-stop` about exactly that id and complete, no PG unavailable.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the halt, three statements, the records"
-)]
 async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_states_its_id(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
@@ -446,13 +450,9 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
         },
     )
     .await?;
-    let setup = t0.elapsed();
-    let (key, id) = g
-        .table
-        .iter()
-        .next_back()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let mut m = Milestones::on_clock("a Ready pod whose daemon names no pod", g.ceph.clock());
+    m.span("set up", t0.elapsed());
+    let (key, id) = g.last_in_rollout_order();
     let pod = g.converged.pods[&key].clone();
     let name = pod.name_any();
     let metadata = g.cluster.osd_metadata(id).await?;
@@ -461,12 +461,6 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
         "osd.{id} reports pod {:?}",
         metadata["pod_name"]
     );
-    let (other_key, other_id) = g
-        .table
-        .iter()
-        .next()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
 
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
@@ -489,51 +483,24 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
         status.osd_ids
     );
     check_halted_before(&g, &key, &pod, "CephOsdIdUnknown", HALT_HOLD).await?;
+    m.span("halted after the template change", halted_after)
+        .figure("status.osdIds", format!("{:?}", status.osd_ids))
+        .figure("no statement: CephGate", shown(&unknown));
 
-    // A statement of an id Ceph does not have: ok-to-stop would say yes; the gate does not ask.
-    let missing = 99;
-    annotate(&g, &pod, labels::OSD_IDS, &missing.to_string()).await?;
-    let not_in_map = wait_condition(
-        &g,
-        "CephGate False CephOsdMissing naming osd.99",
-        Duration::from_mins(1),
-        |(s, r, m)| s == "False" && r == "CephOsdMissing" && m.contains(&format!("osd.{missing}")),
-    )
-    .await?;
-    check_halted_before(&g, &key, &pod, "CephOsdMissing", HALT_HOLD / 2).await?;
-
-    // Another pod's OSD: up in that pod, so not this one's.
-    let other_pod = pod_of(&g, &other_key).await?.unwrap().name_any();
-    annotate(&g, &pod, labels::OSD_IDS, &other_id.to_string()).await?;
-    let in_other = wait_condition(
-        &g,
-        "CephGate False CephOsdIdUnknown naming the other pod",
-        Duration::from_mins(1),
-        |(s, r, m)| {
-            s == "False"
-                && r == "CephOsdIdUnknown"
-                && m.contains(&format!("osd.{other_id}"))
-                && m.contains(&other_pod)
-        },
-    )
-    .await?;
-    check_halted_before(&g, &key, &pod, "CephOsdIdUnknown", HALT_HOLD / 2).await?;
-    let log_at_annotation = g.s.operator_log().len();
-    let asked_before = ceph_calls(&g, "osd ok-to-stop", 0);
-    anyhow::ensure!(
-        asked_before
-            .iter()
-            .all(|l| !ok_to_stop_ids(l).iter().any(|i| *i == id || *i == missing)),
-        "ok-to-stop was asked about osd.{id} or osd.{missing} before the right statement:\n{}",
-        asked_before.join("\n")
-    );
+    let (log_at_annotation, asked_before) =
+        wrong_statements_not_trusted(&g, &key, &pod, id, &mut m).await?;
 
     // The right id.
-    let annotated = g.ceph.elapsed();
-    annotate(&g, &pod, labels::OSD_IDS, &id.to_string()).await?;
+    let annotated = m.mark(format!("osd.{id} stated"));
+    g.annotate_pod(&pod, labels::OSD_IDS, &id.to_string())
+        .await?;
     let rolled = g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
-    let done = g.ceph.elapsed();
+    m.mark_since(
+        "rollout done and gate idle",
+        g.ceph.elapsed(),
+        &format!("osd.{id} stated"),
+    );
 
     let report = report(&g, from).await;
     let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
@@ -559,38 +526,93 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
     g.bridge
         .daemons_of(id, &[&name, &successor])
         .map_err(fail)?;
-    let shown = |(s, r, m): &Gate| format!("{s} {r}: {m}");
-    println!(
-        "==== a Ready pod whose daemon names no pod: set up {:.1}s; halted {:.1}s after the \
-         template change, status.osdIds {:?}\n  no statement: CephGate {}\n  osd.{missing} \
-         stated: CephGate {}\n  osd.{other_id} (up in {other_pod}) stated: CephGate {}\n  \
-         osd.{id} stated at {}: step opened {}, rollout done and gate idle {} (+{:.2}s)\n\
-         ok-to-stop before the right statement: {} calls, none about osd.{id} or osd.{missing}; \
-         after it:\n{}\n{report}",
-        setup.as_secs_f64(),
-        halted_after.as_secs_f64(),
-        status.osd_ids,
-        shown(&unknown),
-        shown(&not_in_map),
-        shown(&in_other),
-        at(annotated),
-        at(step.at),
-        at(done),
-        done.saturating_sub(annotated).as_secs_f64(),
-        asked_before.len(),
-        asked_after.join("\n"),
-    );
+    m.mark_at("step opened", step.at)
+        .figure(
+            "ok-to-stop before the right statement",
+            format!(
+                "{} calls, none about osd.{id} or osd.99",
+                asked_before.len()
+            ),
+        )
+        .section("ok-to-stop after it", asked_after.join("\n"))
+        .section("records", &report)
+        .print();
     g.down().await
+}
+
+/// An admin's wrong statements about `key`'s pod are not trusted: an id Ceph does not have
+/// (`ok-to-stop` would say yes for it) gives `CephOsdMissing`, another pod's up id
+/// `CephOsdIdUnknown` naming that pod; the rollout stays halted, and `ok-to-stop` was never
+/// asked about `id` or the missing id. Returns where the operator's log stood and the
+/// `ok-to-stop` calls so far.
+async fn wrong_statements_not_trusted(
+    g: &Gated,
+    key: &OsdKey,
+    pod: &Pod,
+    id: u32,
+    m: &mut Milestones,
+) -> anyhow::Result<(usize, Vec<String>)> {
+    let (other_key, other_id) = g.first_in_rollout_order();
+    // A statement of an id Ceph does not have: ok-to-stop would say yes; the gate does not ask.
+    let missing = 99;
+    g.annotate_pod(pod, labels::OSD_IDS, &missing.to_string())
+        .await?;
+    let not_in_map = wait_condition(
+        g,
+        "CephGate False CephOsdMissing naming osd.99",
+        Duration::from_mins(1),
+        |(s, r, m)| s == "False" && r == "CephOsdMissing" && m.contains(&format!("osd.{missing}")),
+    )
+    .await?;
+    check_halted_before(g, key, pod, "CephOsdMissing", HALT_HOLD / 2).await?;
+    m.figure(
+        format!("osd.{missing} stated: CephGate"),
+        shown(&not_in_map),
+    );
+
+    // Another pod's OSD: up in that pod, so not this one's.
+    let other_pod = pod_of(g, &other_key).await?.unwrap().name_any();
+    g.annotate_pod(pod, labels::OSD_IDS, &other_id.to_string())
+        .await?;
+    let in_other = wait_condition(
+        g,
+        "CephGate False CephOsdIdUnknown naming the other pod",
+        Duration::from_mins(1),
+        |(s, r, m)| {
+            s == "False"
+                && r == "CephOsdIdUnknown"
+                && m.contains(&format!("osd.{other_id}"))
+                && m.contains(&other_pod)
+        },
+    )
+    .await?;
+    check_halted_before(g, key, pod, "CephOsdIdUnknown", HALT_HOLD / 2).await?;
+    m.figure(
+        format!("osd.{other_id} (up in {other_pod}) stated: CephGate"),
+        shown(&in_other),
+    );
+    let log_at_annotation = g.s.operator_log().len();
+    let asked_before = ceph_calls(g, "osd ok-to-stop", 0);
+    anyhow::ensure!(
+        asked_before
+            .iter()
+            .all(|l| !ok_to_stop_ids(l).iter().any(|i| *i == id || *i == missing)),
+        "ok-to-stop was asked about osd.{id} or osd.{missing} before the right statement:\n{}",
+        asked_before.join("\n")
+    );
+
+    Ok((log_at_annotation, asked_before))
+}
+
+/// A `CephGate` condition in one line.
+fn shown((status, reason, message): &Gate) -> String {
+    format!("{status} {reason}: {message}")
 }
 
 /// The operator's key with `mon 'allow r'` only (`client.nocaps`): a template change takes no
 /// pod down (held), `CephGate` False quoting Ceph's refusal (EACCES), a Warning event on the
 /// CephOSD says so; the operator keeps running.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the change, the hold, the condition, the event, the records"
-)]
 async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_refused(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
@@ -610,10 +632,6 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
     let watch_from = g.s.recorder()?.len();
     g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
-    let refused = |m: &str| {
-        let m = m.to_lowercase();
-        m.contains("eacces") || m.contains("access denied") || m.contains("permission")
-    };
     let (status, reason, message) = wait_condition(
         &g,
         "CephGate False quoting Ceph's refusal",
@@ -622,33 +640,7 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
     )
     .await?;
     let said_after = t_roll.elapsed();
-    let old: BTreeMap<String, Option<String>> = g
-        .converged
-        .pods
-        .values()
-        .map(|p| (p.name_any(), p.uid()))
-        .collect();
-    hold(HALT_HOLD, || async {
-        for p in g.s.owned_pods(CR).await? {
-            anyhow::ensure!(
-                old.get(&p.name_any()) == Some(&p.uid()) && p.metadata.deletion_timestamp.is_none(),
-                "pod {} changed without Ceph's answer\ngate status:\n{}",
-                p.name_any(),
-                g.gate.render()
-            );
-        }
-        let status = g.s.cr_status(CR).await?.unwrap_or_default();
-        anyhow::ensure!(status.ceph_step.is_none(), "a step opened: {status:?}");
-        let c = g.gate_condition().await?;
-        anyhow::ensure!(
-            c.as_ref()
-                .is_some_and(|(s, _, m)| s == "False" && refused(m)),
-            "CephGate is {c:?} while Ceph refuses\ngate status:\n{}",
-            g.gate.render()
-        );
-        Ok(())
-    })
-    .await?;
+    hold_while_ceph_refuses(&g).await?;
     g.s.check_operator_alive()?;
     check_pod_watch(&g, watch_from).await?;
     let log = g.s.operator_log();
@@ -677,23 +669,72 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
         "ok-to-stop asked without Ceph's other answers:\n{}",
         ok_to_stop.join("\n")
     );
-    println!(
-        "==== the operator's key without caps: set up {:.1}s; CephGate before the change \
-         {before:?}\nCephGate {status} {reason} {:.1}s after the template change: {message}\n\
-         Warning event {}: {}\nheld {}s: no pod down, no step; operator alive\nits calls \
-         refused (first 3):\n{}\n{report}",
-        setup.as_secs_f64(),
-        said_after.as_secs_f64(),
-        warning.reason.as_deref().unwrap_or("-"),
-        warning.note.as_deref().unwrap_or("-"),
-        HALT_HOLD.as_secs(),
-        denied
-            .iter()
-            .map(|l| l.as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-    );
+    Milestones::new("the operator's key without caps")
+        .span("set up", setup)
+        .figure("CephGate before the change", format!("{before:?}"))
+        .span(
+            format!("CephGate {status} {reason} after the template change"),
+            said_after,
+        )
+        .figure("its message", message)
+        .figure(
+            format!("Warning event {}", warning.reason.as_deref().unwrap_or("-")),
+            warning.note.as_deref().unwrap_or("-"),
+        )
+        .figure(
+            format!("held {}s", HALT_HOLD.as_secs()),
+            "no pod down, no step; operator alive",
+        )
+        .section(
+            "its calls refused (first 3)",
+            denied
+                .iter()
+                .map(|l| l.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+        .section("records", &report)
+        .print();
     g.down().await
+}
+
+/// Whether a message quotes Ceph's refusal of the key (EACCES).
+fn refused(message: &str) -> bool {
+    let m = message.to_lowercase();
+    m.contains("eacces") || m.contains("access denied") || m.contains("permission")
+}
+
+/// While Ceph refuses the operator's key ([`HALT_HOLD`]): no pod changes, no step opens,
+/// `CephGate` stays False quoting the refusal.
+async fn hold_while_ceph_refuses(g: &Gated) -> anyhow::Result<()> {
+    let old: BTreeMap<String, Option<String>> = g
+        .converged
+        .pods
+        .values()
+        .map(|p| (p.name_any(), p.uid()))
+        .collect();
+    hold(HALT_HOLD, || async {
+        for p in g.s.owned_pods(CR).await? {
+            anyhow::ensure!(
+                old.get(&p.name_any()) == Some(&p.uid()) && p.metadata.deletion_timestamp.is_none(),
+                "pod {} changed without Ceph's answer\ngate status:\n{}",
+                p.name_any(),
+                g.gate.render()
+            );
+        }
+        let status = g.s.cr_status(CR).await?.unwrap_or_default();
+        anyhow::ensure!(status.ceph_step.is_none(), "a step opened: {status:?}");
+        let c = g.gate_condition().await?;
+        anyhow::ensure!(
+            c.as_ref()
+                .is_some_and(|(s, _, m)| s == "False" && refused(m)),
+            "CephGate is {c:?} while Ceph refuses\ngate status:\n{}",
+            g.gate.render()
+        );
+        Ok(())
+    })
+    .await?;
+    Ok(())
 }
 
 /// `--ceph-max-noout-seconds 10`, a rollout by host whose first replacement daemon never
@@ -702,12 +743,7 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
 /// halted (no other host's pod goes); once the daemon boots the step ends and the rollout
 /// completes, no `noout` left, no PG unavailable.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: the step held, noout expired, the release, the records"
-)]
 async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> anyhow::Result<()> {
-    const MAX_NOOUT: u64 = 10;
     let t0 = Instant::now();
     let g = Gated::up_with(
         "ids-noout",
@@ -717,14 +753,10 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
         },
     )
     .await?;
-    let setup = t0.elapsed();
+    let mut m = Milestones::on_clock(format!("noout held past {MAX_NOOUT}s"), g.ceph.clock());
+    m.span("set up", t0.elapsed());
     // The first host in the rollout's order: its replacement's daemon will not start.
-    let (key, id) = g
-        .table
-        .iter()
-        .next()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (key, id) = g.first_in_rollout_order();
     g.bridge.withhold(&key);
 
     let from = g.ceph.elapsed();
@@ -732,6 +764,77 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
     let (_, hash) =
         g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
             .await?;
+    let started = wait_step_with_noout(&g, &key, id, &mut m).await?;
+    let mut findings: Vec<String> = Vec::new();
+    wait_noout_expired(&g, from, started, &mut m, &mut findings).await?;
+
+    // Halted: no other host's pod goes, the step stays open; the condition stays NooutExpired.
+    let held_from = g.ceph.elapsed();
+    let condition_seen = hold_halt_after_noout_expired(&g, &key, from).await?;
+    let not_expired: Vec<&Option<Gate>> = condition_seen
+        .iter()
+        .filter(|c| {
+            !c.as_ref()
+                .is_some_and(|(s, r, _)| s == "False" && r == "NooutExpired")
+        })
+        .collect();
+    if !not_expired.is_empty() {
+        findings.push(format!(
+            "CephGate was not False NooutExpired throughout the halt ({}s from {}): {not_expired:?}",
+            HALT_HOLD.as_secs(),
+            at(held_from)
+        ));
+    }
+    m.figure(
+        format!("CephGate during the {}s halt", HALT_HOLD.as_secs()),
+        format!("{condition_seen:?}"),
+    );
+
+    // The daemon boots: the step ends, the rollout completes.
+    m.mark("released");
+    g.bridge.release(&key);
+    g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let done = g.ceph.elapsed();
+    let report = report(&g, from).await;
+    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
+    let recording = g.ceph.recording();
+    recording.check_one_host_at_a_time(from).map_err(fail)?;
+    check_pod_watch(&g, watch_from).await?;
+    g.bridge.check().map_err(fail)?;
+    let (expired_osds, expired_events) = expired_noouts(&g, &mut findings).await?;
+    let booted = (g.bridge.daemons().get(&id))
+        .and_then(|l| l.get(1).and_then(|d| d.booted))
+        .map(|(t, _)| t);
+    match booted {
+        Some(booted) => m.mark_at("new daemon booted", booted),
+        None => m.figure("new daemon booted", "-"),
+    };
+    m.mark_since("rollout done and gate idle", done, "released")
+        .figure("noout expired on", format!("{expired_osds:?}"))
+        .figure("NooutExpired events", format!("{expired_events:?}"))
+        .section(
+            "the operator's noout calls",
+            ceph_calls(&g, "noout", 0).join("\n"),
+        )
+        .section("records", &report)
+        .print();
+    anyhow::ensure!(
+        findings.is_empty(),
+        "the scenario completed, but:\n{}\n{report}",
+        findings.join("\n")
+    );
+    g.down().await
+}
+
+/// Waits for the rollout's first step, on `key` with `noout` on `id`, and for that `noout` in
+/// Ceph's view. Returns when the step started (`cephStep.started`) on the recorders' clock.
+async fn wait_step_with_noout(
+    g: &Gated,
+    key: &OsdKey,
+    id: u32,
+    m: &mut Milestones,
+) -> anyhow::Result<Duration> {
     let step =
         g.s.wait_until(
             "a step on the first host",
@@ -751,17 +854,33 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
         .unsigned_abs();
     let started = g.ceph.elapsed().saturating_sub(ago);
     let noout_set = g
-        .ceph
-        .wait_until("noout on the step's OSD", Duration::from_secs(30), |v| {
-            v.osdmap
-                .as_ref()
-                .is_some_and(|(_, m)| m.osd(id).is_some_and(|o| o.noout))
-        })
+        .wait_osd(
+            "noout on the step's OSD",
+            id,
+            Duration::from_secs(30),
+            |o| o.noout,
+        )
         .await?
         .osdmap
         .map(|(t, _)| t)
         .unwrap_or_default();
-    // Past the limit: noout cleared in Ceph's view, the condition and the event say so.
+    m.mark_at("step started", started)
+        .figure("step", format!("on osd.{id}, started {}", step.started.0))
+        .mark_at("step seen", step_seen)
+        .mark_since("noout set in Ceph", noout_set, "step started");
+    Ok(started)
+}
+
+/// Past the limit (from the step's start, `started`): `noout` cleared in Ceph's view, no
+/// sooner and soon after (a look at Ceph every second, `rm-noout`, the recorder's next
+/// sample); `CephGate` False `NooutExpired` (a finding otherwise) and a Warning event.
+async fn wait_noout_expired(
+    g: &Gated,
+    from: Duration,
+    started: Duration,
+    m: &mut Milestones,
+    findings: &mut Vec<String>,
+) -> anyhow::Result<()> {
     let cleared = g
         .ceph
         .wait_until("noout cleared", Duration::from_secs(MAX_NOOUT + 50), |v| {
@@ -771,15 +890,19 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
         .osdmap
         .map(|(t, _)| t)
         .unwrap_or_default();
+    m.mark_since("noout cleared in Ceph", cleared, "step started");
+    if let Some(set) = m.moment("noout set in Ceph") {
+        m.span("noout cleared after the set", cleared.saturating_sub(set));
+    }
     let expired = wait_condition(
-        &g,
+        g,
         "CephGate False NooutExpired",
         Duration::from_secs(30),
         |(s, r, _)| s == "False" && r == "NooutExpired",
     )
     .await;
-    let mut findings: Vec<String> = Vec::new();
-    let condition_at = g.ceph.elapsed();
+    m.mark("CephGate polled");
+    m.figure("CephGate", format!("{:?}", expired.as_ref().ok()));
     if let Err(e) = &expired {
         findings.push(format!("{e:#}"));
     }
@@ -795,27 +918,37 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
             },
         )
         .await?;
-    // The limit counts from the step's start: cleared no sooner, and soon after (a look at
-    // Ceph every second, `rm-noout`, the recorder's next sample).
+    m.figure(
+        format!("Warning {}", event.reason.as_deref().unwrap_or("-")),
+        event.note.as_deref().unwrap_or("-"),
+    );
     anyhow::ensure!(
         cleared >= started + Duration::from_secs(MAX_NOOUT)
             && cleared <= started + Duration::from_secs(MAX_NOOUT + 8),
         "noout cleared at {}, the step started at {}: not {MAX_NOOUT}s later\n{}",
         at(cleared),
         at(started),
-        report(&g, from).await
+        report(g, from).await
     );
+    Ok(())
+}
 
-    // Halted: no other host's pod goes, the step stays open; the condition stays NooutExpired.
+/// While the step's `noout` has expired and its OSD is still down: no other host's pod goes,
+/// the step stays open without `noout`, `noout` is not set again, the disk's pod is not
+/// Ready. Returns each change of `CephGate` seen meanwhile (`HALT_HOLD`).
+async fn hold_halt_after_noout_expired(
+    g: &Gated,
+    key: &OsdKey,
+    from: Duration,
+) -> anyhow::Result<Vec<Option<Gate>>> {
     let others: BTreeMap<String, Option<String>> = g
         .converged
         .pods
         .iter()
-        .filter(|(k, _)| **k != key)
+        .filter(|(k, _)| *k != key)
         .map(|(_, p)| (p.name_any(), p.uid()))
         .collect();
     let key_text = key.to_string();
-    let held_from = g.ceph.elapsed();
     let mut condition_seen: Vec<Option<Gate>> = Vec::new();
     let mut record = |c: Option<Gate>| {
         if condition_seen.last() != Some(&c) {
@@ -825,13 +958,13 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
     let end = Instant::now() + HALT_HOLD;
     loop {
         for p in g.s.owned_pods(CR).await? {
-            let mine = pod_key(&p).as_ref() == Some(&key);
+            let mine = pod_key(&p).as_ref() == Some(key);
             anyhow::ensure!(
                 mine || others.get(&p.name_any()) == Some(&p.uid())
                     && p.metadata.deletion_timestamp.is_none(),
                 "pod {} changed while the step on {key} was held\n{}",
                 p.name_any(),
-                report(&g, from).await
+                report(g, from).await
             );
             anyhow::ensure!(
                 !mine || !is_ready(&p),
@@ -847,7 +980,7 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
                 .is_some_and(|s| s.keys.contains(&key_text) && s.noout.is_empty()),
             "the step is {:?} after noout expired\n{}",
             status.ceph_step,
-            report(&g, from).await
+            report(g, from).await
         );
         let latest = g.ceph.latest();
         anyhow::ensure!(
@@ -856,7 +989,7 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
                 .as_ref()
                 .is_some_and(|(_, m)| m.noout().is_empty()),
             "noout set again during the halt\n{}",
-            report(&g, from).await
+            report(g, from).await
         );
         record(g.gate_condition().await?);
         if Instant::now() > end {
@@ -864,34 +997,15 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let not_expired: Vec<&Option<Gate>> = condition_seen
-        .iter()
-        .filter(|c| {
-            !c.as_ref()
-                .is_some_and(|(s, r, _)| s == "False" && r == "NooutExpired")
-        })
-        .collect();
-    if !not_expired.is_empty() {
-        findings.push(format!(
-            "CephGate was not False NooutExpired throughout the halt ({}s from {}): {not_expired:?}",
-            HALT_HOLD.as_secs(),
-            at(held_from)
-        ));
-    }
+    Ok(condition_seen)
+}
 
-    // The daemon boots: the step ends, the rollout completes.
-    let released = g.ceph.elapsed();
-    g.bridge.release(&key);
-    g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
-    g.wait_gate_idle(Duration::from_mins(1)).await?;
-    let done = g.ceph.elapsed();
-    let report = report(&g, from).await;
-    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
-    let recording = g.ceph.recording();
-    recording.check_one_host_at_a_time(from).map_err(fail)?;
-    check_pod_watch(&g, watch_from).await?;
-    g.bridge.check().map_err(fail)?;
-    // Each OSD whose noout expired (said by the condition) has a NooutExpired event naming it.
+/// Each OSD whose `noout` expired (`CephGate` said so) must have a `NooutExpired` event
+/// naming it (a finding otherwise). Returns those OSDs and the events.
+async fn expired_noouts(
+    g: &Gated,
+    findings: &mut Vec<String>,
+) -> anyhow::Result<(Vec<u32>, Vec<String>)> {
     let expired_events: Vec<String> =
         g.s.cr_events(CR)
             .await?
@@ -928,45 +1042,5 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
             ));
         }
     }
-    let noout_calls = ceph_calls(&g, "noout", 0);
-    let booted = g
-        .bridge
-        .daemons()
-        .get(&id)
-        .and_then(|l| l.get(1).and_then(|d| d.booted))
-        .map(|(t, _)| t);
-    println!(
-        "==== noout held past {MAX_NOOUT}s: set up {:.1}s; step on osd.{id} started {} ({}), seen \
-         {}; noout set in Ceph {} (+{:.2}s), cleared in Ceph {} (+{:.2}s after the start, \
-         +{:.2}s after the set), CephGate {:?} (polled at {}); \
-         Warning {}: {}\nnoout expired on {expired_osds:?}; NooutExpired events: \
-         {expired_events:?}\nCephGate during the {}s \
-         halt: {condition_seen:?}\nreleased at {}, new daemon booted {}, rollout done and gate \
-         idle {} (+{:.2}s)\nthe operator's noout calls:\n{}\n{report}",
-        setup.as_secs_f64(),
-        at(started),
-        step.started.0,
-        at(step_seen),
-        at(noout_set),
-        noout_set.saturating_sub(started).as_secs_f64(),
-        at(cleared),
-        cleared.saturating_sub(started).as_secs_f64(),
-        cleared.saturating_sub(noout_set).as_secs_f64(),
-        expired.as_ref().ok(),
-        at(condition_at),
-        event.reason.as_deref().unwrap_or("-"),
-        event.note.as_deref().unwrap_or("-"),
-        HALT_HOLD.as_secs(),
-        at(released),
-        booted.map_or_else(|| "-".to_owned(), at),
-        at(done),
-        done.saturating_sub(released).as_secs_f64(),
-        noout_calls.join("\n"),
-    );
-    anyhow::ensure!(
-        findings.is_empty(),
-        "the scenario completed, but:\n{}\n{report}",
-        findings.join("\n")
-    );
-    g.down().await
+    Ok((expired_osds, expired_events))
 }

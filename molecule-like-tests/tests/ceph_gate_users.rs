@@ -9,31 +9,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::{custom_resource_definition, CephOsd, UpdateDomain};
-use ceph_osd_operator::OsdKey;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph_recorder::Observed;
-use molecule_like_tests::gated::Gated;
+use molecule_like_tests::ceph::gated::Gated;
 use molecule_like_tests::manifests::{CR, FIELD_MANAGER};
 use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::plugin::kubectl_ceph_osd;
+use molecule_like_tests::recording::ceph::Observed;
 use serde_json::{json, Value};
 
 const LONG: Duration = Duration::from_mins(3);
-
-/// The pods of the rollout, by name, before it: what the pod watch's rollout check compares.
-fn old_pods(g: &Gated) -> BTreeMap<String, OsdKey> {
-    g.converged
-        .pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect()
-}
 
 /// Every check of a gated rollout by host from `from` but the `noout` at the end: one host
 /// down at most and no PG unavailable in Ceph's view, one pod per disk and host by host in
@@ -47,7 +36,7 @@ async fn check_rollout(g: &Gated, from: Duration, report: &str) -> anyhow::Resul
     g.s.assert_one_pod_per_key().await.map_err(fail)?;
     g.s.recorder()?
         .timeline()
-        .check_rollout(&old_pods(g), UpdateDomain::Host)
+        .check_rollout(&g.old_pods(), UpdateDomain::Host)
         .map_err(fail)
 }
 
@@ -59,12 +48,7 @@ async fn check_rollout(g: &Gated, from: Duration, report: &str) -> anyhow::Resul
 async fn complete_waits_for_ceph_and_an_admins_noout_stays() -> anyhow::Result<()> {
     let g = Gated::up("gateusers-done").await?;
     // The admin's maintenance flag on the OSD of one host the rollout will step.
-    let (admin_key, admin_osd) = g
-        .table
-        .iter()
-        .next()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (admin_key, admin_osd) = g.first_in_rollout_order();
     let admin_noout = g.add_admin_noout(admin_osd, LONG).await?;
 
     let from = g.ceph.elapsed();
@@ -217,51 +201,10 @@ async fn create_unreadable(g: &Gated, name: &str) -> anyhow::Result<()> {
 /// and Warning event), and the log names it once per process. The schema now refuses the
 /// value, naming the field.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: refused, relaxed, restarted, the records"
-)]
 async fn an_unreadable_cephosd_is_reported_and_stops_no_other() -> anyhow::Result<()> {
     let mut g = Gated::up("gateusers-unread").await?;
     // Refused by the schema as it is now, naming the field.
-    let mut manifest = json!({
-        "apiVersion": "ceph.elemental.net/v1alpha1",
-        "kind": "CephOSD",
-        "metadata": {"name": "refused", "namespace": g.s.namespace},
-        "spec": {
-            "storage": [{"hosts": [g.s.host("unread")], "osds": [{"data": "/dev/sdq"}]}],
-            "updateDomain": "Host",
-            "podTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
-        }
-    });
-    // The CRD as this build generates it (a schema change takes a moment to be in force).
-    partition_unbounded(&g, false).await?;
-    for field in ["partition", "canary"] {
-        manifest["spec"][field] = json!(2_147_483_648_i64);
-        let body = serde_json::to_string(&manifest)?;
-        let message =
-            g.s.wait_until("the bound in force", Duration::from_secs(30), || async {
-                if let Err(message) = g.s.create_cr_raw(body.clone()).await? {
-                    return Ok(Some(message));
-                }
-                let api: Api<DynamicObject> = Api::namespaced_with(
-                    g.s.client.clone(),
-                    &g.s.namespace,
-                    &ApiResource::erase::<CephOsd>(&()),
-                );
-                api.delete("refused", &kube::api::DeleteParams::default())
-                    .await?;
-                Ok(None)
-            })
-            .await?;
-        anyhow::ensure!(
-            message.contains(&format!(
-                "spec.{field} must be an integer from 0 to 2147483647"
-            )),
-            "{field}: 2147483648 not refused by name: {message:?}"
-        );
-        manifest["spec"].as_object_mut().unwrap().remove(field);
-    }
+    check_out_of_bound_refused(&g).await?;
 
     let from = g.ceph.elapsed();
     let (_, hash) =
@@ -289,35 +232,7 @@ async fn an_unreadable_cephosd_is_reported_and_stops_no_other() -> anyhow::Resul
         &g.s.namespace,
         &ApiResource::erase::<CephOsd>(&()),
     );
-    let reported =
-        g.s.wait_until("the unreadable CephOSD's condition", LONG, || async {
-            let object = serde_json::to_value(api.get("too-big").await?)?;
-            let condition = object["status"]["conditions"]
-                .as_array()
-                .and_then(|c| c.iter().find(|c| c["type"] == "InvalidSpec"))
-                .cloned();
-            Ok(condition
-                .filter(|c| c["reason"] == "Unreadable")
-                .map(|c| (object["status"]["phase"].clone(), c)))
-        })
-        .await?;
-    let (phase, condition) = reported;
-    let message = condition["message"].as_str().unwrap_or_default();
-    anyhow::ensure!(phase == "Error", "phase {phase}");
-    anyhow::ensure!(
-        condition["status"] == "True"
-            && message.starts_with("the operator cannot read this CephOSD (spec.partition:"),
-        "{condition}"
-    );
-    let events = g.s.cr_events("too-big").await?;
-    anyhow::ensure!(
-        events
-            .iter()
-            .any(|e| e.reason.as_deref() == Some("Unreadable")
-                && e.type_.as_deref() == Some("Warning")),
-        "no Unreadable event\n{}",
-        molecule_like_tests::scenario::describe_events(&events)
-    );
+    let message = check_reported_on_itself(&g, &api, "too-big").await?;
     // One log line per operator process for the object, not one per retried LIST.
     let log = g.s.operator_log();
     let lines = log
@@ -336,4 +251,88 @@ async fn an_unreadable_cephosd_is_reported_and_stops_no_other() -> anyhow::Resul
     api.delete("too-big", &kube::api::DeleteParams::default())
         .await?;
     g.down().await
+}
+
+/// `partition` and `canary` of 2147483648 are refused by the schema as it is now (the CRD as
+/// this build generates it, in force), naming the field.
+async fn check_out_of_bound_refused(g: &Gated) -> anyhow::Result<()> {
+    let mut manifest = json!({
+        "apiVersion": "ceph.elemental.net/v1alpha1",
+        "kind": "CephOSD",
+        "metadata": {"name": "refused", "namespace": g.s.namespace},
+        "spec": {
+            "storage": [{"hosts": [g.s.host("unread")], "osds": [{"data": "/dev/sdq"}]}],
+            "updateDomain": "Host",
+            "podTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
+        }
+    });
+    // The CRD as this build generates it (a schema change takes a moment to be in force).
+    partition_unbounded(g, false).await?;
+    for field in ["partition", "canary"] {
+        manifest["spec"][field] = json!(2_147_483_648_i64);
+        let body = serde_json::to_string(&manifest)?;
+        let message =
+            g.s.wait_until("the bound in force", Duration::from_secs(30), || async {
+                if let Err(message) = g.s.create_cr_raw(body.clone()).await? {
+                    return Ok(Some(message));
+                }
+                let api: Api<DynamicObject> = Api::namespaced_with(
+                    g.s.client.clone(),
+                    &g.s.namespace,
+                    &ApiResource::erase::<CephOsd>(&()),
+                );
+                api.delete("refused", &kube::api::DeleteParams::default())
+                    .await?;
+                Ok(None)
+            })
+            .await?;
+        anyhow::ensure!(
+            message.contains(&format!(
+                "spec.{field} must be an integer from 0 to 2147483647"
+            )),
+            "{field}: 2147483648 not refused by name: {message:?}"
+        );
+        manifest["spec"].as_object_mut().unwrap().remove(field);
+    }
+
+    Ok(())
+}
+
+/// The unreadable CephOSD `name` says why on itself: `InvalidSpec` True `Unreadable` naming
+/// `spec.partition`, phase `Error`, a Warning event. Returns the condition's message.
+async fn check_reported_on_itself(
+    g: &Gated,
+    api: &Api<DynamicObject>,
+    name: &str,
+) -> anyhow::Result<String> {
+    let reported =
+        g.s.wait_until("the unreadable CephOSD's condition", LONG, || async {
+            let object = serde_json::to_value(api.get(name).await?)?;
+            let condition = object["status"]["conditions"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == "InvalidSpec"))
+                .cloned();
+            Ok(condition
+                .filter(|c| c["reason"] == "Unreadable")
+                .map(|c| (object["status"]["phase"].clone(), c)))
+        })
+        .await?;
+    let (phase, condition) = reported;
+    let message = condition["message"].as_str().unwrap_or_default();
+    anyhow::ensure!(phase == "Error", "phase {phase}");
+    anyhow::ensure!(
+        condition["status"] == "True"
+            && message.starts_with("the operator cannot read this CephOSD (spec.partition:"),
+        "{condition}"
+    );
+    let events = g.s.cr_events(name).await?;
+    anyhow::ensure!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Unreadable")
+                && e.type_.as_deref() == Some("Warning")),
+        "no Unreadable event\n{}",
+        molecule_like_tests::scenario::describe_events(&events)
+    );
+    Ok(message.to_owned())
 }

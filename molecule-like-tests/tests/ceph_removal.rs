@@ -13,13 +13,15 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use ceph_osd_operator::crd::CephStep;
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
+use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::ceph::OsdMap;
-use molecule_like_tests::ceph_recorder::{CephRecording, Observed};
-use molecule_like_tests::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::{storage, CR};
 use molecule_like_tests::operator::OperatorOptions;
+use molecule_like_tests::recording::ceph::{CephRecording, Observed};
+use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::scenario::{hold, ROLLOUT};
 use serde_json::json;
 
@@ -38,12 +40,7 @@ fn osdmaps(recording: &CephRecording, from: Duration) -> Vec<(Duration, &OsdMap)
 
 /// The hosts of `g` without the last one, and the last one's key and OSD id.
 fn without_last(g: &Gated) -> (Vec<String>, OsdKey, u32) {
-    let (key, id) = g
-        .table
-        .iter()
-        .next_back()
-        .map(|(k, id)| (k.clone(), *id))
-        .unwrap();
+    let (key, id) = g.last_in_rollout_order();
     let kept: BTreeSet<String> = g
         .want
         .iter()
@@ -57,10 +54,6 @@ fn without_last(g: &Gated) -> (Vec<String>, OsdKey, u32) {
 /// moves (every PG clean, none on it), then its pod stops; no `noout` at any time, no step
 /// left open, the OSD down and out at the end; a template change then rolls the rest.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: remove, then the pods', Ceph's and the gate's records, then a rollout"
-)]
 async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Result<()> {
     let g = Gated::up_with(
         "cephrm-four",
@@ -92,12 +85,51 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
 
     // Ceph's view: out first, with its daemon up; no noout at any time.
-    let maps = osdmaps(&recording, from);
+    let (out_at, down_at) = out_before_down(&recording, from, id).map_err(fail)?;
+    // The pod watch: the pod deleted only after the out, and once Ceph's PGs were all clean
+    // with none of them on the leaving OSD.
+    let (deleted_at, pgs_at) = deleted_once_drained(&g, &pod, id, out_at).map_err(fail)?;
+    // The operator's record: a drain step on exactly this OSD, without noout, then none.
+    let drain_events = check_drain_record(&g, id).await.map_err(fail)?;
+    // A later rollout proceeds, one host at a time.
+    let rolled = roll_the_rest(&g, &want).await?;
+    let since_change = |at: Duration| at.saturating_sub(from);
+    Milestones::new(format!(
+        "host {} removed (osd.{id}, 4 hosts, size 3)",
+        key.host
+    ))
+    .span("out after the spec change", since_change(out_at))
+    .span(
+        "pod deleted after the spec change",
+        since_change(deleted_at),
+    )
+    .span(
+        "PGs all clean without it after the spec change",
+        since_change(pgs_at),
+    )
+    .span("down after the spec change", since_change(down_at))
+    .span("pods converged", pod_gone)
+    .span("gate idle", gate_idle)
+    .span("then a rollout of the 3 hosts left", rolled)
+    .figure("drain events", format!("{drain_events:?}"))
+    .section("records", &report)
+    .print();
+    g.down().await
+}
+
+/// In Ceph's view from `from`: no `noout` at any time, OSD `id` out before it is down, down
+/// and out at the end (never purged). Returns when it was out and when down.
+fn out_before_down(
+    recording: &CephRecording,
+    from: Duration,
+    id: u32,
+) -> anyhow::Result<(Duration, Duration)> {
+    let maps = osdmaps(recording, from);
     for (at, map) in &maps {
         let noout = map.noout();
         anyhow::ensure!(
             noout.is_empty(),
-            "noout on {noout:?} at {:.2}s\n{report}",
+            "noout on {noout:?} at {:.2}s",
             at.as_secs_f64()
         );
     }
@@ -105,15 +137,15 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
         .iter()
         .find(|(_, m)| m.osd(id).is_some_and(|o| !o.in_))
         .map(|(at, _)| *at)
-        .ok_or_else(|| anyhow::anyhow!("osd.{id} was never out\n{report}"))?;
+        .ok_or_else(|| anyhow::anyhow!("osd.{id} was never out"))?;
     let down_at = maps
         .iter()
         .find(|(_, m)| m.osd(id).is_some_and(|o| !o.up))
         .map(|(at, _)| *at)
-        .ok_or_else(|| anyhow::anyhow!("osd.{id} never went down\n{report}"))?;
+        .ok_or_else(|| anyhow::anyhow!("osd.{id} never went down"))?;
     anyhow::ensure!(
         out_at < down_at,
-        "osd.{id} down at {:.2}s before out at {:.2}s\n{report}",
+        "osd.{id} down at {:.2}s before out at {:.2}s",
         down_at.as_secs_f64(),
         out_at.as_secs_f64()
     );
@@ -121,28 +153,36 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
     let osd = last
         .osd(id)
         .expect("the OSD stays in the osdmap: purging is an admin's act");
-    anyhow::ensure!(
-        !osd.up && !osd.in_,
-        "osd.{id} at the end: {osd:?}\n{report}"
-    );
+    anyhow::ensure!(!osd.up && !osd.in_, "osd.{id} at the end: {osd:?}");
 
-    // The pod watch: the pod deleted only after the out, and once Ceph's PGs were all clean
-    // with none of them on the leaving OSD.
+    Ok((out_at, down_at))
+}
+
+/// In the pod watch: pod `pod` deleted only after OSD `id` was out (`out_at`), and once
+/// Ceph's PGs were all clean with none of them on it. Returns when it was deleted and the
+/// moment of that last PG sample.
+fn deleted_once_drained(
+    g: &Gated,
+    pod: &str,
+    id: u32,
+    out_at: Duration,
+) -> anyhow::Result<(Duration, Duration)> {
+    let recording = g.ceph.recording();
     let timeline = g.s.recorder()?.timeline();
     let events = g.s.recorder()?.events();
     let deleted_seq = timeline
-        .get(&pod)?
+        .get(pod)?
         .deletion_started
         .expect("the pod was deleted");
     let deleted_at = events[deleted_seq].at;
     // The bridge stops the daemon when its own watch sees the deletion, which may come a few
     // milliseconds before the recorder's: the earlier of the two is when the OSD stopped.
-    let daemons = g.bridge.daemons_of(id, &[&pod]).map_err(fail)?;
+    let daemons = g.bridge.daemons_of(id, &[pod])?;
     let stopping = daemons[0].stopping.expect("the daemon was stopped");
     let stopped_at = deleted_at.min(stopping);
     anyhow::ensure!(
         stopped_at > out_at,
-        "pod {pod} deleted at {:.2}s (its daemon stopping at {:.2}s), osd.{id} out at {:.2}s\n{report}",
+        "pod {pod} deleted at {:.2}s (its daemon stopping at {:.2}s), osd.{id} out at {:.2}s",
         deleted_at.as_secs_f64(),
         stopping.as_secs_f64(),
         out_at.as_secs_f64()
@@ -156,23 +196,31 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
             _ => None,
         })
         .next_back();
-    let (pgs_at, pgs) = pgs_before.ok_or_else(|| anyhow::anyhow!("no PG sample\n{report}"))?;
+    let (pgs_at, pgs) = pgs_before.ok_or_else(|| anyhow::anyhow!("no PG sample"))?;
     anyhow::ensure!(
         pgs.all_clean() && pgs.pgs.iter().all(|p| !p.acting.contains(&id)),
         "the last PG sample before the OSD stopped ({:.2}s) is not clean without osd.{id}: \
-         {:?}\n{report}",
+         {:?}",
         pgs_at.as_secs_f64(),
         pgs.by_state
     );
 
-    // The operator's record: a drain step on exactly this OSD, without noout, then none.
+    Ok((deleted_at, pgs_at))
+}
+
+/// The operator's record: a drain step on exactly OSD `id`, without `noout`, none open at the
+/// end, a `Drain` event naming `ceph osd purge`. Returns the `Drain` events' notes.
+async fn check_drain_record(g: &Gated, id: u32) -> anyhow::Result<Vec<String>> {
     let samples = g.gate.samples();
     let drained: Vec<_> = samples
         .iter()
         .filter(|s| s.step.as_ref().is_some_and(|(_, ids)| *ids == [id]))
         .collect();
-    anyhow::ensure!(!drained.is_empty(), "no step on osd.{id}\n{report}");
-    anyhow::ensure!(drained.iter().all(|s| s.noout.is_empty()), "{report}");
+    anyhow::ensure!(!drained.is_empty(), "no step on osd.{id}");
+    anyhow::ensure!(
+        drained.iter().all(|s| s.noout.is_empty()),
+        "noout in a drain step on osd.{id}"
+    );
     let status = g.s.cr_status(CR).await?.unwrap_or_default();
     anyhow::ensure!(status.ceph_step.is_none(), "{status:?}");
     let drain_events: Vec<String> =
@@ -187,13 +235,19 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
         "{drain_events:?}"
     );
 
-    // A later rollout proceeds, one host at a time.
+    Ok(drain_events)
+}
+
+/// A template change on the hosts left (`want`): rolled one host down at a time besides the
+/// drained OSD's (down and out: it holds no PG), no PG unavailable, no `noout` left. Returns
+/// how long it took.
+async fn roll_the_rest(g: &Gated, want: &BTreeSet<OsdKey>) -> anyhow::Result<Duration> {
     let from_roll = g.ceph.elapsed();
     let t_roll = Instant::now();
     let (_, hash) =
         g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
             .await?;
-    g.s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
+    g.s.wait_converged(CR, want, &hash, ROLLOUT).await?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
     let rolled = t_roll.elapsed();
     // One host down at a time besides the drained OSD's (down and out: it holds no PG).
@@ -206,21 +260,7 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
         .check_pgs_never_unavailable(from_roll)
         .map_err(roll_fail)?;
     recording.check_no_noout_at_end().map_err(roll_fail)?;
-    println!(
-        "==== host {} removed (osd.{id}, 4 hosts, size 3): out {:.2}s, pod deleted {:.2}s \
-         (PGs all clean without it at {:.2}s), down {:.2}s after the spec change; pods \
-         converged {:.1}s, gate idle {:.1}s; then a rollout of the 3 hosts left in {:.1}s\n\
-         drain events: {drain_events:?}\n{report}",
-        key.host,
-        out_at.as_secs_f64() - from.as_secs_f64(),
-        deleted_at.as_secs_f64() - from.as_secs_f64(),
-        pgs_at.as_secs_f64() - from.as_secs_f64(),
-        down_at.as_secs_f64() - from.as_secs_f64(),
-        pod_gone.as_secs_f64(),
-        gate_idle.as_secs_f64(),
-        rolled.as_secs_f64(),
-    );
-    g.down().await
+    Ok(rolled)
 }
 
 /// 3 hosts × 1 OSD, pool size 3: the last host removed from the spec is marked out, but Ceph
@@ -280,6 +320,36 @@ async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()
 
     // A new leader finishes the drain from the status: it looks at the drain again
     // (`safe-to-destroy` in its log), nothing stops, the step stays as recorded.
+    new_leader_keeps_the_drain(&mut g, &pod, &step).await?;
+
+    // Back in the spec before its pod stopped: marked in (by the new leader, from the ids
+    // the status says it marked out), the drain given up.
+    let all: Vec<String> = g.want.iter().map(|k| k.host.clone()).collect();
+    g.s.patch_spec(CR, json!({"storage": storage(&all, &["/dev/sdb"])}))
+        .await?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let latest = g.ceph.latest();
+    let (_, map) = latest.osdmap.as_ref().expect("an osdmap");
+    let back = map.osd(id).expect("the OSD");
+    anyhow::ensure!(back.up && back.in_, "{back:?}\n{}", g.report(from));
+    g.cluster.wait_clean(Duration::from_mins(1)).await?;
+    g.s.assert_one_pod_per_key().await?;
+    println!(
+        "==== host {} removed on 3 hosts, size 3: CephGate False CephDrainBlocked: {message}\n\
+         put back: osd.{id} in again, gate idle\n{}",
+        key.host,
+        g.report(from)
+    );
+    g.down().await
+}
+
+/// The operator restarted (as `Gated` starts it) while a drain is open: the new leader looks at
+/// the drain again (`safe-to-destroy` in its log), `pod` stays, the step stays as recorded.
+async fn new_leader_keeps_the_drain(
+    g: &mut Gated,
+    pod: &str,
+    step: &CephStep,
+) -> anyhow::Result<()> {
     let looks = |log: &str| log.matches("osd safe-to-destroy").count();
     let before = looks(&g.s.operator_log());
     g.s.stop_operator();
@@ -303,7 +373,7 @@ async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()
     .await?;
     hold(Duration::from_secs(3), || async {
         let status = g.s.cr_status(CR).await?.unwrap_or_default();
-        anyhow::ensure!(status.ceph_step.as_ref() == Some(&step), "{status:?}");
+        anyhow::ensure!(status.ceph_step.as_ref() == Some(step), "{status:?}");
         let pods = g.s.owned_pods(CR).await?;
         anyhow::ensure!(
             pods.iter()
@@ -313,24 +383,5 @@ async fn a_host_removed_on_three_hosts_waits_and_says_why() -> anyhow::Result<()
         Ok(())
     })
     .await?;
-
-    // Back in the spec before its pod stopped: marked in (by the new leader, from the ids
-    // the status says it marked out), the drain given up.
-    let all: Vec<String> = g.want.iter().map(|k| k.host.clone()).collect();
-    g.s.patch_spec(CR, json!({"storage": storage(&all, &["/dev/sdb"])}))
-        .await?;
-    g.wait_gate_idle(Duration::from_mins(1)).await?;
-    let latest = g.ceph.latest();
-    let (_, map) = latest.osdmap.as_ref().expect("an osdmap");
-    let back = map.osd(id).expect("the OSD");
-    anyhow::ensure!(back.up && back.in_, "{back:?}\n{}", g.report(from));
-    g.cluster.wait_clean(Duration::from_mins(1)).await?;
-    g.s.assert_one_pod_per_key().await?;
-    println!(
-        "==== host {} removed on 3 hosts, size 3: CephGate False CephDrainBlocked: {message}\n\
-         put back: osd.{id} in again, gate idle\n{}",
-        key.host,
-        g.report(from)
-    );
-    g.down().await
+    Ok(())
 }

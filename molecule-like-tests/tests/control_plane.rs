@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
-use molecule_like_tests::ceph_bridge::{OSD_UP_ANNOTATION, READY_WHEN_OSD_UP};
+use molecule_like_tests::ceph::bridge::{OSD_UP_ANNOTATION, READY_WHEN_OSD_UP};
 use molecule_like_tests::manifests::{
     random_suffix, FAIL_ANNOTATION, READY_AFTER_ANNOTATION, READY_ANNOTATION,
 };

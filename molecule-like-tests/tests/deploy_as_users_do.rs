@@ -233,10 +233,6 @@ fn leaves(prefix: &str, value: &Value, out: &mut BTreeMap<String, Value>) {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one comparison after the other, each spelt out"
-)]
 fn helm_lints_the_chart_strictly_and_renders_what_kustomize_builds() -> anyhow::Result<()> {
     let helm = helm_bin()?;
     run(&helm, &["lint", "--strict", CHART])?;
@@ -252,6 +248,17 @@ fn helm_lints_the_chart_strictly_and_renders_what_kustomize_builds() -> anyhow::
     )?;
 
     // The same objects where both describe them: RBAC rules and subjects, the Deployment's pod.
+    check_default_variant()?;
+    // Watching one namespace: the component deploy/namespaced/ and rbac.scope=namespaced.
+    check_namespaced_variant()?;
+    // The Ceph gate: the Secret mounted the same way, the same flags, no Secret RBAC.
+    check_ceph_gate_variant()?;
+    Ok(())
+}
+
+/// The chart and deploy/ describe the same objects alike: RBAC rules and subjects, the
+/// Deployment's pod, every flag of deploy/'s in the chart's.
+fn check_default_variant() -> anyhow::Result<()> {
     let chart = helm_template(&[])?;
     let built = kustomize(&[])?;
     for (kind, name) in [
@@ -297,8 +304,12 @@ fn helm_lints_the_chart_strictly_and_renders_what_kustomize_builds() -> anyhow::
         missing.is_empty(),
         "deploy/'s args the chart lacks: {missing:?}"
     );
+    Ok(())
+}
 
-    // Watching one namespace: the component deploy/namespaced/ and rbac.scope=namespaced.
+/// Watching one namespace: the component deploy/namespaced/ and `rbac.scope=namespaced`
+/// describe the same RBAC, no rules in every namespace, `WATCH_NAMESPACE` set.
+fn check_namespaced_variant() -> anyhow::Result<()> {
     let chart = helm_template(&["--set", "rbac.scope=namespaced,watchNamespace=ceph"])?;
     let built = kustomize(&["deploy/namespaced"])?;
     for (kind, name) in [
@@ -331,8 +342,12 @@ fn helm_lints_the_chart_strictly_and_renders_what_kustomize_builds() -> anyhow::
             "no WATCH_NAMESPACE=ceph: {env}"
         );
     }
+    Ok(())
+}
 
-    // The Ceph gate: the Secret mounted the same way, the same flags, no Secret RBAC.
+/// The Ceph gate: deploy/ceph-gate/ and `ceph.secretName` mount the Secret the same way,
+/// pass the same flags, hold the same step-lock Role, and no rule on Secrets.
+fn check_ceph_gate_variant() -> anyhow::Result<()> {
     let chart = helm_template(&["--set", "ceph.secretName=ceph-osd-operator-ceph"])?;
     let built = kustomize(&["deploy/ceph-gate"])?;
     // The step lock's Role in the operator's namespace, the same both ways.
@@ -916,7 +931,6 @@ async fn pod_uids(client: &kube::Client, namespace: &str) -> anyhow::Result<BTre
 }
 
 #[tokio::test]
-#[expect(clippy::too_many_lines, reason = "one install's journey, step by step")]
 async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osds(
 ) -> anyhow::Result<()> {
     let _cluster = CLUSTER.lock().await;
@@ -928,15 +942,7 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
 
     // Helm installs crds/ only where the CRD is absent: take it away first.
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    if let Some(uid) = crds.get_opt(CRD_NAME).await?.and_then(|crd| crd.uid()) {
-        crds.delete(CRD_NAME, &DeleteParams::default()).await?;
-        let gone = tokio::time::timeout(
-            Duration::from_mins(1),
-            await_condition(crds.clone(), CRD_NAME, conditions::is_deleted(&uid)),
-        )
-        .await;
-        ensure!(gone.is_ok(), "the CRD was not deleted within 60 s");
-    }
+    delete_crd(&crds).await?;
     restricted_namespace(&client, &namespace).await?;
     check_restricted_admission(&client, &namespace).await?;
     // A PriorityClass of its own (the control plane's setup applies deploy/'s `ceph-osd`).
@@ -971,6 +977,62 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
     let crd_uid = crds.get(CRD_NAME).await?.uid();
     let admitted = wait_pods_admitted(&client, &namespace, &fullname).await?;
     eprintln!("[deploy] {admitted} operator pods admitted under the restricted standard");
+    check_service_account_rights(&namespace, &fullname)?;
+    // The operator binary as Helm's ServiceAccount, with Helm's RBAC: it reconciles a CephOSD.
+    let reconciled = reconciling_as(&namespace, &fullname, "helm-osds").await?;
+    let s = &reconciled.s;
+    let before = pod_uids(&client, &s.namespace).await?;
+    ensure!(before.len() == 4, "{} OSD pods", before.len());
+
+    // Upgrade with a changed value: the Deployment's template changes, a new ReplicaSet rolls.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+    upgrade_rolls(&helm, &client, &release, &namespace, &fullname).await?;
+
+    // Uninstall: the CRD (same UID), the CephOSD and every OSD pod (same UIDs) stay.
+    s.stop_operator();
+    run(&helm, &["uninstall", &release, "--namespace", &namespace])?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    ensure!(
+        crds.get(CRD_NAME).await?.uid() == crd_uid,
+        "the CRD was replaced or removed"
+    );
+    ensure!(s.crs.get_opt(CR).await?.is_some(), "the CephOSD is gone");
+    let after = pod_uids(&client, &s.namespace).await?;
+    ensure!(
+        after == before,
+        "OSD pods changed by the uninstall: {before:?} → {after:?}"
+    );
+    let left = deployments.get_opt(&fullname).await?;
+    ensure!(left.is_none(), "the Deployment outlived the uninstall");
+    ensure!(
+        priority_classes.get_opt(&priority_class).await?.is_none(),
+        "the release's PriorityClass outlived the uninstall"
+    );
+    reconciled.check_pod_watch().await?;
+    reconciled.s.destroy().await?;
+    Api::<Namespace>::all(client.clone())
+        .delete(&namespace, &DeleteParams::default())
+        .await?;
+    Ok(())
+}
+
+/// Deletes the CephOSD CRD when there is one and waits until it is gone.
+async fn delete_crd(crds: &Api<CustomResourceDefinition>) -> anyhow::Result<()> {
+    if let Some(uid) = crds.get_opt(CRD_NAME).await?.and_then(|crd| crd.uid()) {
+        crds.delete(CRD_NAME, &DeleteParams::default()).await?;
+        let gone = tokio::time::timeout(
+            Duration::from_mins(1),
+            await_condition(crds.clone(), CRD_NAME, conditions::is_deleted(&uid)),
+        )
+        .await;
+        ensure!(gone.is_ok(), "the CRD was not deleted within 60 s");
+    }
+    Ok(())
+}
+
+/// What the chart's ServiceAccount may do cluster-wide, asked with `kubectl auth can-i`: no
+/// Secrets, pods yes, the CephOSD status subresource yes.
+fn check_service_account_rights(namespace: &str, fullname: &str) -> anyhow::Result<()> {
     let sa = format!("system:serviceaccount:{namespace}:{fullname}");
     let kubectl = kubectl_bin()?;
     for (verb, resource, subresource, expected) in [
@@ -1005,29 +1067,34 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
         );
     }
 
-    // The operator binary as Helm's ServiceAccount, with Helm's RBAC: it reconciles a CephOSD.
-    let reconciled = reconciling_as(&namespace, &fullname, "helm-osds").await?;
-    let s = &reconciled.s;
-    let before = pod_uids(&client, &s.namespace).await?;
-    ensure!(before.len() == 4, "{} OSD pods", before.len());
+    Ok(())
+}
 
-    // Upgrade with a changed value: the Deployment's template changes, a new ReplicaSet rolls.
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
-    let generation = deployments.get(&fullname).await?.metadata.generation;
+/// `helm upgrade` with a changed value: the Deployment's generation moves, its args carry the
+/// value, a new ReplicaSet next to the old, the new pods admitted.
+async fn upgrade_rolls(
+    helm: &str,
+    client: &kube::Client,
+    release: &str,
+    namespace: &str,
+    fullname: &str,
+) -> anyhow::Result<()> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let generation = deployments.get(fullname).await?.metadata.generation;
     run(
-        &helm,
+        helm,
         &[
             "upgrade",
-            &release,
+            release,
             CHART,
             "--namespace",
-            &namespace,
+            namespace,
             "--reuse-values",
             "--set",
             "resyncSeconds=60",
         ],
     )?;
-    let upgraded = deployments.get(&fullname).await?;
+    let upgraded = deployments.get(fullname).await?;
     ensure!(
         upgraded.metadata.generation > generation,
         "the Deployment's generation did not move: {generation:?} → {:?}",
@@ -1039,7 +1106,7 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
         "{:?}",
         args(&rendered)
     );
-    let sets = Api::<ReplicaSet>::namespaced(client.clone(), &namespace)
+    let sets = Api::<ReplicaSet>::namespaced(client.clone(), namespace)
         .list(&ListParams::default())
         .await?
         .items
@@ -1048,33 +1115,8 @@ async fn helm_install_runs_the_operator_upgrade_rolls_it_uninstall_keeps_the_osd
         sets == 2,
         "{sets} ReplicaSets after the upgrade, expected the old and the new"
     );
-    wait_pods_admitted(&client, &namespace, &fullname).await?;
+    wait_pods_admitted(client, namespace, fullname).await?;
 
-    // Uninstall: the CRD (same UID), the CephOSD and every OSD pod (same UIDs) stay.
-    s.stop_operator();
-    run(&helm, &["uninstall", &release, "--namespace", &namespace])?;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    ensure!(
-        crds.get(CRD_NAME).await?.uid() == crd_uid,
-        "the CRD was replaced or removed"
-    );
-    ensure!(s.crs.get_opt(CR).await?.is_some(), "the CephOSD is gone");
-    let after = pod_uids(&client, &s.namespace).await?;
-    ensure!(
-        after == before,
-        "OSD pods changed by the uninstall: {before:?} → {after:?}"
-    );
-    let left = deployments.get_opt(&fullname).await?;
-    ensure!(left.is_none(), "the Deployment outlived the uninstall");
-    ensure!(
-        priority_classes.get_opt(&priority_class).await?.is_none(),
-        "the release's PriorityClass outlived the uninstall"
-    );
-    reconciled.check_pod_watch().await?;
-    reconciled.s.destroy().await?;
-    Api::<Namespace>::all(client.clone())
-        .delete(&namespace, &DeleteParams::default())
-        .await?;
     Ok(())
 }
 

@@ -19,8 +19,8 @@ use molecule_like_tests::manifests::{
 use molecule_like_tests::nodes::ensure_nodes;
 use molecule_like_tests::operator::{lease_holder, OperatorOptions};
 use molecule_like_tests::paths::workspace_root;
-use molecule_like_tests::pods::{annotation, is_ready, pod_key};
-use molecule_like_tests::recorder::PodEvent;
+use molecule_like_tests::pods::{annotation, is_ready, names_by_key, pod_key};
+use molecule_like_tests::recording::pods::PodEvent;
 use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::json;
 use tokio::sync::Mutex;
@@ -75,10 +75,7 @@ async fn start_rollout(
             keys(hosts, data),
         )
         .await?;
-    let old = pods
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect();
+    let old = names_by_key(&pods);
     let (_, hash) = s
         .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;

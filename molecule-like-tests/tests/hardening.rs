@@ -265,10 +265,6 @@ fn can_i(args: &[&str]) -> anyhow::Result<String> {
 /// stay one per OSD, even while the first creates more), until the first is SIGTERMed; then
 /// the second leads and acts.
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey of two operators, step by step"
-)]
 async fn a_second_operator_started_by_hand_creates_nothing_while_the_first_leads(
 ) -> anyhow::Result<()> {
     let mut s = Scenario::create("hand-started").await?;
@@ -332,41 +328,7 @@ async fn a_second_operator_started_by_hand_creates_nothing_while_the_first_leads
     let hash = molecule_like_tests::manifests::hash_of(&cr);
     s.wait_converged(CR, &want, &hash, Duration::from_mins(1))
         .await?;
-    hold(Duration::from_secs(6), || async {
-        anyhow::ensure!(
-            lease_holder(&s.client, OPERATOR_NS).await?.as_deref() == Some(id_a.as_str()),
-            "the Lease moved"
-        );
-        let pods = s.list_pods().await?;
-        anyhow::ensure!(
-            pods.len() == want.len(),
-            "{} pods for {} OSDs",
-            pods.len(),
-            want.len()
-        );
-        Ok(())
-    })
-    .await?;
-    a.check_alive()?;
-    b.check_alive()?;
-    let b_log = b.log();
-    for acted in [
-        "acquired the leader lease",
-        "reconciled",
-        "created pod",
-        "deleted pod",
-    ] {
-        anyhow::ensure!(!b_log.contains(acted), "the standby {acted}:\n{b_log}");
-    }
-    let a_log = a.log();
-    anyhow::ensure!(
-        a_log.matches("created pod").count() == want.len(),
-        "a:\n{a_log}"
-    );
-    anyhow::ensure!(
-        a_log.contains("the operator's RBAC allows every call it makes"),
-        "a's permission check:\n{a_log}"
-    );
+    check_only_a_acts(&s, &mut a, &mut b, &id_a, want.len()).await?;
     s.assert_one_pod_per_key().await?;
 
     // SIGTERM: a releases the Lease, b takes over within a few seconds and acts.
@@ -404,6 +366,46 @@ async fn a_second_operator_started_by_hand_creates_nothing_while_the_first_leads
     );
     b.terminate(Duration::from_secs(15)).await?;
     s.destroy().await
+}
+
+/// For a few resyncs with `a` leading (`id_a`) and `b` started by hand: the Lease stays
+/// `a`'s, one pod for each of the `osds`, both alive; `b` neither leads nor acts; `a` created
+/// every pod and checked its permissions.
+async fn check_only_a_acts(
+    s: &Scenario,
+    a: &mut Operator,
+    b: &mut Operator,
+    id_a: &str,
+    osds: usize,
+) -> anyhow::Result<()> {
+    hold(Duration::from_secs(6), || async {
+        anyhow::ensure!(
+            lease_holder(&s.client, OPERATOR_NS).await?.as_deref() == Some(id_a),
+            "the Lease moved"
+        );
+        let pods = s.list_pods().await?;
+        anyhow::ensure!(pods.len() == osds, "{} pods for {} OSDs", pods.len(), osds);
+        Ok(())
+    })
+    .await?;
+    a.check_alive()?;
+    b.check_alive()?;
+    let b_log = b.log();
+    for acted in [
+        "acquired the leader lease",
+        "reconciled",
+        "created pod",
+        "deleted pod",
+    ] {
+        anyhow::ensure!(!b_log.contains(acted), "the standby {acted}:\n{b_log}");
+    }
+    let a_log = a.log();
+    anyhow::ensure!(a_log.matches("created pod").count() == osds, "a:\n{a_log}");
+    anyhow::ensure!(
+        a_log.contains("the operator's RBAC allows every call it makes"),
+        "a's permission check:\n{a_log}"
+    );
+    Ok(())
 }
 
 // (b) -----------------------------------------------------------------------------------------

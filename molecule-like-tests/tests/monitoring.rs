@@ -20,7 +20,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{ensure, Context};
-use molecule_like_tests::gated::{Gated, GatedOptions};
+use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
 use molecule_like_tests::operator::{free_port, http_get, OperatorOptions};
 use molecule_like_tests::paths::workspace_root;

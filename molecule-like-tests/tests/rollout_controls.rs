@@ -24,10 +24,12 @@ use kube::ResourceExt;
 use molecule_like_tests::manifests::{
     cephosd, fast_sample_template, keys, never_ready_revision, ready_again_revision, storage, CR,
 };
-use molecule_like_tests::operator::{free_port, http_get, lease_holder, OperatorOptions};
+use molecule_like_tests::operator::{
+    free_port, http_get, lease_holder, OperatorOptions, OperatorProcess,
+};
 use molecule_like_tests::paths::kubectl;
 use molecule_like_tests::pods::{annotation, is_ready, pod_key};
-use molecule_like_tests::recorder::{EventKind, WatchRecorder};
+use molecule_like_tests::recording::pods::{EventKind, WatchRecorder};
 use molecule_like_tests::scenario::{
     describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
 };
@@ -196,10 +198,6 @@ async fn pod_on(s: &Scenario, key: &OsdKey, hash: &str) -> anyhow::Result<Option
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "the status at each step of one rollout"
-)]
 async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> anyhow::Result<()> {
     let s = Scenario::converge("status").await?;
     let data = ["/dev/sdb", "/dev/sdc", "/dev/sdd"];
@@ -265,12 +263,45 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
         "the last write is not the final status\n{}",
         ctx()
     );
+    let (seen_out_of_date, updates) = check_status_writes(&snaps, &h2, gen2, &ctx)?;
+    anyhow::ensure!(
+        [0, 1, 2, 3].iter().all(|n| seen_out_of_date.contains(n)),
+        "outOfDate did not step 3 → 2 → 1 → 0: {seen_out_of_date:?}\n{}",
+        ctx()
+    );
+    let expected: Vec<Vec<String>> = [&k1, &k2, &k3]
+        .iter()
+        .map(|k| vec![k.to_string()])
+        .collect();
+    anyhow::ensure!(
+        updates == expected,
+        "currentUpdate went {updates:?}, expected {expected:?}\n{}",
+        ctx()
+    );
+
+    // Printer columns, in the CRD and through kubectl.
+    check_printer_columns(&s).await?;
+    s.assert_one_pod_per_key().await?;
+    s.destroy().await
+}
+
+/// Each status write of the rollout to generation `generation` (template `hash`): consistent
+/// counts (at most one OSD down), outOfDate never up and updated never down, conditions of
+/// that generation, phase Progressing and one OSD in `currentUpdate` until the last write.
+/// Returns the outOfDate counts seen and the `currentUpdate`s in order; `ctx` describes the
+/// writes for an error.
+fn check_status_writes(
+    snaps: &[CephOsdStatus],
+    hash: &str,
+    generation: Option<i64>,
+    ctx: &impl Fn() -> String,
+) -> anyhow::Result<(BTreeSet<i64>, Vec<Vec<String>>)> {
     let mut seen_out_of_date = BTreeSet::new();
     let mut updates: Vec<Vec<String>> = Vec::new();
     for (i, st) in snaps.iter().enumerate() {
         let [desired, current, ready, updated, out_of_date, unready, invalid] = counts(st);
         anyhow::ensure!(
-            st.template_hash.as_deref() == Some(h2.as_str()),
+            st.template_hash.as_deref() == Some(hash),
             "write #{i}: templateHash {:?}\n{}",
             st.template_hash,
             ctx()
@@ -295,7 +326,7 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
         }
         for c in &st.conditions {
             anyhow::ensure!(
-                c.observed_generation == gen2,
+                c.observed_generation == generation,
                 "write #{i}: condition {} at generation {:?}\n{}",
                 c.type_,
                 c.observed_generation,
@@ -339,22 +370,11 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
             updates.push(st.current_update.clone());
         }
     }
-    anyhow::ensure!(
-        [0, 1, 2, 3].iter().all(|n| seen_out_of_date.contains(n)),
-        "outOfDate did not step 3 → 2 → 1 → 0: {seen_out_of_date:?}\n{}",
-        ctx()
-    );
-    let expected: Vec<Vec<String>> = [&k1, &k2, &k3]
-        .iter()
-        .map(|k| vec![k.to_string()])
-        .collect();
-    anyhow::ensure!(
-        updates == expected,
-        "currentUpdate went {updates:?}, expected {expected:?}\n{}",
-        ctx()
-    );
+    Ok((seen_out_of_date, updates))
+}
 
-    // Printer columns, in the CRD and through kubectl.
+/// The CRD's printer columns, and `kubectl get cephosd` showing them (when kubectl is here).
+async fn check_printer_columns(s: &Scenario) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(s.client.clone());
     let crd = crds.get("cephosds.ceph.elemental.net").await?;
     let columns: Vec<String> = crd
@@ -392,8 +412,7 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
     } else {
         eprintln!("kubectl not installed: skipping the kubectl get cephosd check");
     }
-    s.assert_one_pod_per_key().await?;
-    s.destroy().await
+    Ok(())
 }
 
 // 2 ------------------------------------------------------------------------------------------
@@ -780,10 +799,6 @@ async fn c5_events_tell_the_story_of_a_host_rollout() -> anyhow::Result<()> {
 // 6 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: a standby, the leader stopping, the takeover"
-)]
 async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Result<()> {
     let mut s = Scenario::create("leader").await?;
     s.start_recorder().await?;
@@ -818,36 +833,7 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
     let Converged { want, .. } = create_osds(&s, &s.hosts(["w1"]), &data, "OSD", json!({})).await?;
     wait_status(&s, "Ready", CONVERGE, |st| st.phase == Some(Phase::Ready)).await?;
     // A few resyncs: only a acts.
-    hold(Duration::from_secs(4), || async {
-        a.check_alive()?;
-        b.check_alive()?;
-        anyhow::ensure!(
-            holder().await?.as_deref() == Some(id_a.as_str()),
-            "the lease moved"
-        );
-        Ok(())
-    })
-    .await?;
-    anyhow::ensure!(
-        a.log().matches("reconciled").count() >= 2,
-        "the leader did not reconcile:\n{}",
-        a.log()
-    );
-    let b_log = b.log();
-    anyhow::ensure!(
-        !b_log.contains("reconciled")
-            && !b_log.contains("created pod")
-            && !b_log.contains("acquired"),
-        "the standby acted:\n{b_log}"
-    );
-    let events = s.cr_events(CR).await?;
-    anyhow::ensure!(
-        !events.is_empty()
-            && events
-                .iter()
-                .all(|e| e.reporting_instance.as_deref() == Some(id_a.as_str())),
-        "events not all from the leader {id_a}:\n{events:?}"
-    );
+    check_only_the_leader_acts(&s, &a, &b, &id_a).await?;
 
     // SIGTERM the leader: it releases the lease, the standby takes over within seconds.
     let b_reconciles = b.log().matches("reconciled").count();
@@ -894,6 +880,46 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
     s.assert_one_pod_per_key().await?;
     drop(b);
     s.destroy().await
+}
+
+/// A few resyncs with `a` leading (`id_a`) and `b` standing by: both alive, the lease stays
+/// `a`'s, `a` reconciles, `b` neither reconciles nor writes, every event is `a`'s.
+async fn check_only_the_leader_acts(
+    s: &Scenario,
+    a: &OperatorProcess,
+    b: &OperatorProcess,
+    id_a: &str,
+) -> anyhow::Result<()> {
+    let holder = || lease_holder(&s.client, &s.namespace);
+    hold(Duration::from_secs(4), || async {
+        a.check_alive()?;
+        b.check_alive()?;
+        anyhow::ensure!(holder().await?.as_deref() == Some(id_a), "the lease moved");
+        Ok(())
+    })
+    .await?;
+    anyhow::ensure!(
+        a.log().matches("reconciled").count() >= 2,
+        "the leader did not reconcile:\n{}",
+        a.log()
+    );
+    let b_log = b.log();
+    anyhow::ensure!(
+        !b_log.contains("reconciled")
+            && !b_log.contains("created pod")
+            && !b_log.contains("acquired"),
+        "the standby acted:\n{b_log}"
+    );
+    let events = s.cr_events(CR).await?;
+    anyhow::ensure!(
+        !events.is_empty()
+            && events
+                .iter()
+                .all(|e| e.reporting_instance.as_deref() == Some(id_a)),
+        "events not all from the leader {id_a}:\n{events:?}"
+    );
+
+    Ok(())
 }
 
 // 7 ------------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
-use molecule_like_tests::pods::pod_key;
-use molecule_like_tests::recorder::{EventKind, PodEvent};
+use molecule_like_tests::pods::{names_by_key, pod_key};
+use molecule_like_tests::recording::pods::{EventKind, PodEvent};
 use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::json;
 
@@ -159,10 +159,7 @@ async fn stray_pods_are_removed_and_no_osd_pod_is_touched() -> anyhow::Result<()
         .await?;
     s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
     rec.catch_up(&s.pods).await?;
-    let old: BTreeMap<String, OsdKey> = before
-        .iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect();
+    let old = names_by_key(&before);
     rec.timeline().check_rollout(&old, UpdateDomain::Osd)?;
     check_created_on_free_disks(&rec.events(), CR)
         .map_err(|e| anyhow::anyhow!("{e}\n{}", rec.render()))?;

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use ceph_osd_operator::crd::UpdateDomain;
+use ceph_osd_operator::crd::{CephOsd, UpdateDomain};
 use ceph_osd_operator::labels;
 use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
@@ -22,16 +22,10 @@ use molecule_like_tests::manifests::{
     ready_again_revision, reference_pod, storage, with_kubelet_knobs, Knobs, CR,
 };
 use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::pods::{annotation, is_ready, pod_key};
-use molecule_like_tests::recorder::PodRecorder;
+use molecule_like_tests::pods::{annotation, is_ready, names_by_key, pod_key};
+use molecule_like_tests::recording::pods::PodRecorder;
 use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::{json, Value};
-
-fn names(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<String, OsdKey> {
-    pods.iter()
-        .map(|(k, p)| (p.name_any(), k.clone()))
-        .collect()
-}
 
 fn uids(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<OsdKey, String> {
     pods.iter()
@@ -70,10 +64,6 @@ fn sample_cr(s: &Scenario, update_domain: &str) -> anyhow::Result<Value> {
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "the reference sample's journey, step by step"
-)]
 async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
     let s = Scenario::converge("sample").await?;
     let hosts = s.hosts(SAMPLE_HOSTS);
@@ -93,104 +83,8 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
     .into();
     let mut prefixes = BTreeSet::new();
     for (key, pod) in &pods {
-        let name = pod.name_any();
-        let v = serde_json::to_value(pod)?;
-        let prefix = key.name_prefix();
-        prefixes.insert(prefix.clone());
-        let suffix = name.strip_prefix(&prefix).unwrap_or_default();
-        anyhow::ensure!(
-            suffix.len() == 5
-                && suffix
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
-            "{name}: expected {prefix} + 5 random [a-z0-9]"
-        );
-        // Labels: the template's plus the owner label.
-        let pod_labels = pod.labels();
-        anyhow::ensure!(
-            pod_labels.get(labels::OWNER).map(String::as_str) == Some("CephOSD-ceph-osds"),
-            "{name}: owner label {pod_labels:?}"
-        );
-        anyhow::ensure!(
-            pod_labels.get("role").map(String::as_str) == Some("osd"),
-            "{name}: template label lost: {pod_labels:?}"
-        );
-        // Annotations.
-        anyhow::ensure!(annotation(pod, labels::TEMPLATE_HASH) == Some(hash.as_str()));
-        anyhow::ensure!(annotation(pod, labels::HOST) == Some(key.host.as_str()));
-        anyhow::ensure!(annotation(pod, labels::DATA) == Some(key.data.as_str()));
-        anyhow::ensure!(
-            annotation(pod, labels::DB) == Some(sample_db(&key.data)),
-            "{name}: db annotation {:?}",
-            annotation(pod, labels::DB)
-        );
-        anyhow::ensure!(
-            annotation(pod, labels::WAL).is_none(),
-            "{name}: no wal configured"
-        );
-        anyhow::ensure!(annotation(pod, labels::POD_STATE) == Some("up-to-date"));
-        anyhow::ensure!(
-            annotation(pod, "testing.local/ready-after-seconds") == Some("1"),
-            "{name}: template annotations lost"
-        );
-        // ownerReference to the CR.
-        let owners = pod.owner_references();
-        anyhow::ensure!(
-            owners
-                .iter()
-                .any(|o| Some(&o.uid) == cr.metadata.uid.as_ref()
-                    && o.kind == "CephOSD"
-                    && o.name == CR),
-            "{name}: ownerReferences {owners:?}"
-        );
-        // Node affinity: exactly one term for the host.
-        let terms = &v["spec"]["affinity"]["nodeAffinity"]
-            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
-        anyhow::ensure!(
-            *terms
-                == json!([{"matchExpressions": [{
-                    "key": "kubernetes.io/hostname", "operator": "In", "values": [key.host],
-                }]}]),
-            "{name}: nodeSelectorTerms {terms}"
-        );
-        // Env: the template's, then the three device variables as plain values (the pod's
-        // record of its disk; no later annotation edit can change it), empty when unset.
-        let env: Vec<(String, String)> = v["spec"]["containers"][0]["env"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|e| {
-                let value = match (e["value"].as_str(), e.get("valueFrom")) {
-                    (_, Some(from)) => format!(
-                        "from {}",
-                        from["fieldRef"]["fieldPath"].as_str().unwrap_or("?")
-                    ),
-                    // The API server leaves out an empty value.
-                    (value, None) => value.unwrap_or_default().to_owned(),
-                };
-                (e["name"].as_str().unwrap_or_default().to_owned(), value)
-            })
-            .collect();
-        let want_env: Vec<(String, String)> = [
-            ("TEST", "test123"),
-            ("OSD_DEVICE", key.data.as_str()),
-            ("OSD_DB_DEVICE", sample_db(&key.data)),
-            ("OSD_WAL_DEVICE", ""),
-            // The pod as its Ceph daemon reports it (`ceph osd metadata`).
-            ("POD_NAME", "from metadata.name"),
-            ("POD_NAMESPACE", "from metadata.namespace"),
-            ("NODE_NAME", "from spec.nodeName"),
-        ]
-        .iter()
-        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-        .collect();
-        anyhow::ensure!(env == want_env, "{name}: env {env:?}");
-        anyhow::ensure!(
-            is_ready(pod)
-                && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"),
-            "{name}: not Running and Ready"
-        );
+        prefixes.insert(key.name_prefix());
+        check_sample_pod(key, pod, &cr, &hash)?;
     }
     anyhow::ensure!(
         prefixes == expected_prefixes,
@@ -198,6 +92,108 @@ async fn s1_reference_sample_creates_four_ready_pods() -> anyhow::Result<()> {
     );
     s.assert_one_pod_per_key().await?;
     s.destroy().await
+}
+
+/// One pod of the reference sample: its name (the key's prefix + 5 random [a-z0-9]), labels,
+/// annotations, ownerReference to `cr`, node affinity, env, Running and Ready.
+fn check_sample_pod(key: &OsdKey, pod: &Pod, cr: &CephOsd, hash: &str) -> anyhow::Result<()> {
+    let name = pod.name_any();
+    let v = serde_json::to_value(pod)?;
+    let prefix = key.name_prefix();
+    let suffix = name.strip_prefix(&prefix).unwrap_or_default();
+    anyhow::ensure!(
+        suffix.len() == 5
+            && suffix
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+        "{name}: expected {prefix} + 5 random [a-z0-9]"
+    );
+    // Labels: the template's plus the owner label.
+    let pod_labels = pod.labels();
+    anyhow::ensure!(
+        pod_labels.get(labels::OWNER).map(String::as_str) == Some("CephOSD-ceph-osds"),
+        "{name}: owner label {pod_labels:?}"
+    );
+    anyhow::ensure!(
+        pod_labels.get("role").map(String::as_str) == Some("osd"),
+        "{name}: template label lost: {pod_labels:?}"
+    );
+    // Annotations.
+    anyhow::ensure!(annotation(pod, labels::TEMPLATE_HASH) == Some(hash));
+    anyhow::ensure!(annotation(pod, labels::HOST) == Some(key.host.as_str()));
+    anyhow::ensure!(annotation(pod, labels::DATA) == Some(key.data.as_str()));
+    anyhow::ensure!(
+        annotation(pod, labels::DB) == Some(sample_db(&key.data)),
+        "{name}: db annotation {:?}",
+        annotation(pod, labels::DB)
+    );
+    anyhow::ensure!(
+        annotation(pod, labels::WAL).is_none(),
+        "{name}: no wal configured"
+    );
+    anyhow::ensure!(annotation(pod, labels::POD_STATE) == Some("up-to-date"));
+    anyhow::ensure!(
+        annotation(pod, "testing.local/ready-after-seconds") == Some("1"),
+        "{name}: template annotations lost"
+    );
+    // ownerReference to the CR.
+    let owners = pod.owner_references();
+    anyhow::ensure!(
+        owners
+            .iter()
+            .any(|o| Some(&o.uid) == cr.metadata.uid.as_ref()
+                && o.kind == "CephOSD"
+                && o.name == CR),
+        "{name}: ownerReferences {owners:?}"
+    );
+    // Node affinity: exactly one term for the host.
+    let terms = &v["spec"]["affinity"]["nodeAffinity"]
+        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+    anyhow::ensure!(
+        *terms
+            == json!([{"matchExpressions": [{
+                "key": "kubernetes.io/hostname", "operator": "In", "values": [key.host],
+            }]}]),
+        "{name}: nodeSelectorTerms {terms}"
+    );
+    // Env: the template's, then the three device variables as plain values (the pod's
+    // record of its disk; no later annotation edit can change it), empty when unset.
+    let env: Vec<(String, String)> = v["spec"]["containers"][0]["env"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            let value = match (e["value"].as_str(), e.get("valueFrom")) {
+                (_, Some(from)) => format!(
+                    "from {}",
+                    from["fieldRef"]["fieldPath"].as_str().unwrap_or("?")
+                ),
+                // The API server leaves out an empty value.
+                (value, None) => value.unwrap_or_default().to_owned(),
+            };
+            (e["name"].as_str().unwrap_or_default().to_owned(), value)
+        })
+        .collect();
+    let want_env: Vec<(String, String)> = [
+        ("TEST", "test123"),
+        ("OSD_DEVICE", key.data.as_str()),
+        ("OSD_DB_DEVICE", sample_db(&key.data)),
+        ("OSD_WAL_DEVICE", ""),
+        // The pod as its Ceph daemon reports it (`ceph osd metadata`).
+        ("POD_NAME", "from metadata.name"),
+        ("POD_NAMESPACE", "from metadata.namespace"),
+        ("NODE_NAME", "from spec.nodeName"),
+    ]
+    .iter()
+    .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+    .collect();
+    anyhow::ensure!(env == want_env, "{name}: env {env:?}");
+    anyhow::ensure!(
+        is_ready(pod) && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"),
+        "{name}: not Running and Ready"
+    );
+    Ok(())
 }
 
 // 2 ------------------------------------------------------------------------------------------
@@ -289,7 +285,7 @@ async fn rollout(name: &str, domain: UpdateDomain) -> anyhow::Result<()> {
         pods: before,
         ..
     } = s.create_converged(&manifest, keys(&hosts, &data)).await?;
-    let old = names(&before);
+    let old = names_by_key(&before);
 
     let (_, new_hash) = s
         .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
@@ -551,10 +547,6 @@ async fn s7_deleting_the_cr_garbage_collects_its_pods() -> anyhow::Result<()> {
 // 8 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one journey: lay the reference's pods, adopt them, check the one write and the quiet after"
-)]
 async fn s8_reference_pods_are_adopted_with_one_label_write_and_no_restart() -> anyhow::Result<()> {
     let mut s = Scenario::create("adopt").await?;
     s.start_recorder().await?;
@@ -562,29 +554,8 @@ async fn s8_reference_pods_are_adopted_with_one_label_write_and_no_restart() -> 
     let hosts = s.hosts(SAMPLE_HOSTS);
     let cr = s.crs.get(CR).await?;
     let hash = hash_of(&cr);
-    let cr_uid = cr.uid().unwrap_or_default();
     // Laid down as the reference operator would have, before our operator runs.
-    for host in &hosts {
-        for data in SAMPLE_DATA {
-            // The reference's name: osd-<short host>-<device basename, \W → ->-<5 random>.
-            let short = host.split('.').next().unwrap_or(host);
-            let slot = data.rsplit('-').next().unwrap_or_default();
-            let name = format!(
-                "osd-{short}-pci-0000-5c-00-0-encl-0-7-0-slot-{slot}-{}",
-                &random_suffix()[..5]
-            );
-            let pod = reference_pod(
-                &cr.spec.pod_template,
-                &cr_uid,
-                &name,
-                host,
-                data,
-                sample_db(data),
-                &hash,
-            )?;
-            s.pods.create(&PostParams::default(), &pod).await?;
-        }
-    }
+    lay_reference_pods(&s, &cr, &hosts, &hash).await?;
     let want = keys(&hosts, &SAMPLE_DATA);
     let laid = s.wait_converged(CR, &want, &hash, CONVERGE).await?;
     for (key, pod) in &laid {
@@ -615,25 +586,7 @@ async fn s8_reference_pods_are_adopted_with_one_label_write_and_no_restart() -> 
             },
         )
         .await?;
-    for pod in &labelled {
-        let key = pod_key(pod).ok_or_else(|| anyhow::anyhow!("no key: {}", pod.name_any()))?;
-        let before = laid
-            .get(&key)
-            .ok_or_else(|| anyhow::anyhow!("not laid: {key}"))?;
-        let mut labels_before = before.labels().clone();
-        labels_before.insert(
-            labels::UPDATE_DOMAIN.to_owned(),
-            labels::update_domain_label_value(&key.host),
-        );
-        anyhow::ensure!(
-            pod.uid() == before.uid()
-                && pod.spec == before.spec
-                && pod.annotations() == before.annotations()
-                && *pod.labels() == labels_before,
-            "adoption changed pod {} beyond its update-domain label",
-            pod.name_any()
-        );
-    }
+    check_only_labelled(&labelled, &laid)?;
     let versions = |pods: &[Pod]| -> BTreeMap<String, String> {
         pods.iter()
             .map(|p| (p.name_any(), p.resource_version().unwrap_or_default()))
@@ -661,7 +614,7 @@ async fn s8_reference_pods_are_adopted_with_one_label_write_and_no_restart() -> 
     let events = rec.events();
     let modified = events[mark..]
         .iter()
-        .filter(|e| e.kind == molecule_like_tests::recorder::EventKind::Modified)
+        .filter(|e| e.kind == molecule_like_tests::recording::pods::EventKind::Modified)
         .count();
     anyhow::ensure!(
         events.len() == mark + laid.len() && modified == laid.len(),
@@ -673,6 +626,63 @@ async fn s8_reference_pods_are_adopted_with_one_label_write_and_no_restart() -> 
         rec.render()
     );
     s.destroy().await
+}
+
+/// Lays down the sample's pods as the reference operator would have (its names, owner,
+/// annotations) for `cr` on `hosts`.
+async fn lay_reference_pods(
+    s: &Scenario,
+    cr: &CephOsd,
+    hosts: &[String],
+    hash: &str,
+) -> anyhow::Result<()> {
+    let cr_uid = cr.uid().unwrap_or_default();
+    for host in hosts {
+        for data in SAMPLE_DATA {
+            // The reference's name: osd-<short host>-<device basename, \W → ->-<5 random>.
+            let short = host.split('.').next().unwrap_or(host);
+            let slot = data.rsplit('-').next().unwrap_or_default();
+            let name = format!(
+                "osd-{short}-pci-0000-5c-00-0-encl-0-7-0-slot-{slot}-{}",
+                &random_suffix()[..5]
+            );
+            let pod = reference_pod(
+                &cr.spec.pod_template,
+                &cr_uid,
+                &name,
+                host,
+                data,
+                sample_db(data),
+                hash,
+            )?;
+            s.pods.create(&PostParams::default(), &pod).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Adoption changed each pod only by its update-domain label: same uid, spec, annotations.
+fn check_only_labelled(labelled: &[Pod], laid: &BTreeMap<OsdKey, Pod>) -> anyhow::Result<()> {
+    for pod in labelled {
+        let key = pod_key(pod).ok_or_else(|| anyhow::anyhow!("no key: {}", pod.name_any()))?;
+        let before = laid
+            .get(&key)
+            .ok_or_else(|| anyhow::anyhow!("not laid: {key}"))?;
+        let mut labels_before = before.labels().clone();
+        labels_before.insert(
+            labels::UPDATE_DOMAIN.to_owned(),
+            labels::update_domain_label_value(&key.host),
+        );
+        anyhow::ensure!(
+            pod.uid() == before.uid()
+                && pod.spec == before.spec
+                && pod.annotations() == before.annotations()
+                && *pod.labels() == labels_before,
+            "adoption changed pod {} beyond its update-domain label",
+            pod.name_any()
+        );
+    }
+    Ok(())
 }
 
 // 9 ------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Node;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use molecule_like_tests::gated::Gated;
+use molecule_like_tests::ceph::gated::Gated;
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::scenario::{cr_events, ROLLOUT};
 use narrator::{Line, Narrator};

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use molecule_like_tests::ceph_recorder::{CephRecording, Observed};
-use molecule_like_tests::gated::GateSample;
+use molecule_like_tests::ceph::gated::GateSample;
+use molecule_like_tests::recording::ceph::{CephRecording, Observed};
 
 /// One step as the operator recorded it: its keys and OSD ids, opened and closed.
 #[derive(Clone, Debug, PartialEq, Eq)]

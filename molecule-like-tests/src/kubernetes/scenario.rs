@@ -15,8 +15,8 @@
 //!
 //! Shared by the scenario test files: the timeouts [`CONVERGE`] and [`ROLLOUT`], [`hold`],
 //! and the steps [`Scenario::create_converged`], [`Scenario::patch_template_metadata`] and
-//! [`Scenario::assert_one_pod_per_key`]; manifests are built with [`crate::manifests`], pods
-//! read with [`crate::pods`].
+//! [`Scenario::assert_one_pod_per_key`]; manifests are built with [`crate::kubernetes::manifests`], pods
+//! read with [`crate::kubernetes::pods`].
 //!
 //! Host names: a disk (`host:data`) belongs to one CephOSD in the whole cluster, and the
 //! scenarios share one control plane (side by side, and with what earlier runs left behind).
@@ -43,13 +43,13 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
 use serde_json::{json, Value};
 
-use crate::manifests::{
+use crate::kubernetes::manifests::{
     cephosd_resource, hash_of, random_suffix, sample, tagged_host, with_tagged_hosts, FIELD_MANAGER,
 };
-use crate::operator::{spawn_operator_process, OperatorOptions, OperatorProcess};
+use crate::kubernetes::operator::{spawn_operator_process, OperatorOptions, OperatorProcess};
+use crate::kubernetes::pods::{annotation, describe_pods, is_ready, pod_key};
 use crate::paths::{tail, target_dir};
-use crate::pods::{annotation, describe_pods, is_ready, pod_key};
-use crate::recorder::PodRecorder;
+use crate::recording::pods::PodRecorder;
 
 /// How long a scenario waits for a CR's pods to converge (or its status to settle).
 pub const CONVERGE: Duration = Duration::from_mins(1);
@@ -451,7 +451,11 @@ impl Scenario {
     pub async fn create_cr(&self, manifest: &Value) -> anyhow::Result<CephOsd> {
         let mut manifest = manifest.clone();
         manifest["metadata"]["namespace"] = json!(self.namespace);
-        crate::nodes::ensure_nodes(&self.client, &crate::nodes::hosts_of(&manifest)).await?;
+        crate::kubernetes::nodes::ensure_nodes(
+            &self.client,
+            &crate::kubernetes::nodes::hosts_of(&manifest),
+        )
+        .await?;
         let cr: CephOsd = serde_json::from_value(manifest).context("manifest as CephOSD")?;
         Ok(self.crs.create(&PostParams::default(), &cr).await?)
     }
@@ -475,7 +479,11 @@ impl Scenario {
 
     /// JSON merge patch of a CR's spec; returns the CR as stored.
     pub async fn patch_spec(&self, cr: &str, spec_patch: Value) -> anyhow::Result<CephOsd> {
-        crate::nodes::ensure_nodes(&self.client, &crate::nodes::hosts_of(&spec_patch)).await?;
+        crate::kubernetes::nodes::ensure_nodes(
+            &self.client,
+            &crate::kubernetes::nodes::hosts_of(&spec_patch),
+        )
+        .await?;
         Ok(self
             .crs
             .patch(

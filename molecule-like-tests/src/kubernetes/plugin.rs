@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::kubernetes::scenario::Scenario;
 use crate::paths::operator_binary;
-use crate::scenario::Scenario;
 
 /// The operator binary linked as `kubectl-ceph_osd` in a directory of this scenario.
 pub fn plugin(s: &Scenario) -> anyhow::Result<PathBuf> {

@@ -94,7 +94,7 @@ pub async fn lease_holder(client: &Client, namespace: &str) -> anyhow::Result<Op
         .and_then(|spec| spec.holder_identity))
 }
 
-/// An extra operator process ([`Scenario::spawn_operator`](crate::scenario::Scenario::spawn_operator));
+/// An extra operator process ([`Scenario::spawn_operator`](crate::kubernetes::scenario::Scenario::spawn_operator));
 /// killed when dropped.
 pub struct OperatorProcess {
     pub label: String,

@@ -22,6 +22,13 @@ pub fn rollout_order(key: &OsdKey) -> (String, String) {
     (k.to_lowercase(), k)
 }
 
+/// Pods by name with their disks (what a rollout check compares a pod watch with).
+pub fn names_by_key(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<String, OsdKey> {
+    (pods.iter())
+        .map(|(k, p)| (p.name_any(), k.clone()))
+        .collect()
+}
+
 /// An annotation of a pod.
 pub fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
     pod.metadata

@@ -267,8 +267,8 @@ mod tests {
         assert_eq!(spec, json!({"storage": [{"hosts": ["w1-ab"]}]}));
         // The reference sample: its hosts only.
         let sample = sample().expect("the sample");
-        let hosts = crate::nodes::hosts_of(&with_tagged_hosts(sample.clone(), "ab"));
-        let want: BTreeSet<String> = crate::nodes::hosts_of(&sample)
+        let hosts = crate::kubernetes::nodes::hosts_of(&with_tagged_hosts(sample.clone(), "ab"));
+        let want: BTreeSet<String> = crate::kubernetes::nodes::hosts_of(&sample)
             .iter()
             .map(|h| tagged_host(h, "ab"))
             .collect();

@@ -21,9 +21,9 @@ use anyhow::{anyhow, bail, Context as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::manifests::random_suffix;
+use crate::kubernetes::manifests::random_suffix;
+use crate::kubernetes::scenario::Scenario;
 use crate::paths::{target_dir, workspace_root};
-use crate::scenario::Scenario;
 
 /// `molecule-like-tests/ceph`.
 pub fn script_path() -> PathBuf {

@@ -8,7 +8,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
 use serde_json::Value;
 
-use crate::manifests::FIELD_MANAGER;
+use crate::kubernetes::manifests::FIELD_MANAGER;
 use crate::paths::workspace_root;
 
 /// The objects of a YAML file under the workspace root.

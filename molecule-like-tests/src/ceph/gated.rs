@@ -12,18 +12,31 @@ use ceph_osd_operator::OsdKey;
 use kube::api::{Api, PostParams};
 use kube::ResourceExt;
 
+use crate::ceph::bridge::{ready_when_osd_up, CephBridge};
 use crate::ceph::CephCluster;
-use crate::ceph_bridge::{ready_when_osd_up, CephBridge};
-use crate::ceph_recorder::CephRecorder;
-use crate::manifests::{
+use crate::kubernetes::manifests::{
     cephosd, fast_sample_template, hash_of, random_suffix, reference_pod, storage,
     with_kubelet_knobs, Knobs, CR,
 };
-use crate::operator::OperatorOptions;
-use crate::scenario::{Converged, Scenario, CONVERGE};
+use crate::kubernetes::operator::OperatorOptions;
+use crate::kubernetes::scenario::{Converged, Scenario, CONVERGE};
+use crate::recording::ceph::CephRecorder;
 
 /// Longer than any daemon stop: the bridge removes a pod once its daemon has exited.
 pub const GRACE_SECONDS: i64 = 30;
+
+/// The fast sample's pod template with pods Ready once their OSD is up in Ceph and a grace
+/// period of [`GRACE_SECONDS`]: the template of a gated scenario's CephOSDs.
+pub fn gated_template() -> anyhow::Result<serde_json::Value> {
+    Ok(ready_when_osd_up(with_kubelet_knobs(
+        fast_sample_template()?,
+        Knobs {
+            ready_after: 1,
+            never_ready: false,
+            grace: GRACE_SECONDS,
+        },
+    )))
+}
 /// The test cluster's `mgr stats period` is 1 s: PG states trail the osdmap by about that.
 pub const PG_STATS_LAG_SECONDS: &str = "2";
 /// The operator's Ceph user, with the minimal caps `molecule-like-tests/ceph` gives it.
@@ -302,10 +315,6 @@ impl Gated {
         Self::up_with(name, &GatedOptions::default()).await
     }
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one scenario's start in order: Ceph, recorders, bridge, operator, the CephOSD"
-    )]
     pub async fn up_with(name: &str, options: &GatedOptions<'_>) -> anyhow::Result<Self> {
         let mut s = Scenario::create(name).await?;
         s.start_recorder().await?;
@@ -345,12 +354,12 @@ impl Gated {
         ];
         operator_args.extend(options.extra_args.iter().map(|a| (*a).to_owned()));
         // The step lock of the Ceph cluster: in the watched namespace (the operator's default).
-        crate::rbac::grant_ceph_lock_in(&s.client, &s.namespace).await?;
+        crate::kubernetes::rbac::grant_ceph_lock_in(&s.client, &s.namespace).await?;
         let args: Vec<&str> = operator_args.iter().map(String::as_str).collect();
         // Every `ceph` call the operator makes in its log (`ceph call command=…`).
         let log_filter = format!(
             "{},ceph_osd_operator::ceph::cli=debug",
-            crate::operator::operator_log_filter()
+            crate::kubernetes::operator::operator_log_filter()
         );
         let start_operator = |s: &mut Scenario| {
             s.start_operator_with_env(
@@ -364,14 +373,7 @@ impl Gated {
         }
         let gate = GateWatch::start(s.crs.clone(), CR, clock);
 
-        let template = ready_when_osd_up(with_kubelet_knobs(
-            fast_sample_template()?,
-            Knobs {
-                ready_after: 1,
-                never_ready: false,
-                grace: GRACE_SECONDS,
-            },
-        ));
+        let template = gated_template()?;
         let storage = if options.loop_devices || options.data_per_host.is_some() {
             storage_of(&want)
         } else {

@@ -1,0 +1,191 @@
+//! The bridge's record: what it did and saw, on the Ceph recorder's clock; each daemon's
+//! life read back from it, and the bridge's rules checked on it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the bridge did or saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BridgeEventKind {
+    /// `osd-start` returned for the pod, on `node`; the OSD's `up_from` before was
+    /// `up_from_before`.
+    Started {
+        node: String,
+        up_from_before: u64,
+    },
+    /// Ceph's osdmap shows the OSD up with this newer `up_from`.
+    Booted {
+        up_from: u64,
+    },
+    /// `testing.local/ceph-osd-up: "true"` set on the pod.
+    MarkedUp,
+    /// Stopping the pod's daemon, and why.
+    Stopping {
+        why: String,
+    },
+    /// `osd-stop` returned: the daemon has exited.
+    Stopped,
+    /// The bridge deleted the terminated pod (grace 0).
+    Removed,
+    /// The pod is gone from the API.
+    Gone,
+    /// A pod on a disk the table does not map.
+    Unmapped {
+        disk: String,
+    },
+    /// The pod's disk is withheld ([`CephBridge::withhold`]): no daemon is started for it.
+    Withheld,
+    /// The daemon is started without the pod's name and namespace ([`CephBridge::anonymous`]).
+    Anonymous,
+    Violation(String),
+    Error(String),
+}
+
+/// One event of the bridge.
+#[derive(Clone, Debug)]
+pub struct BridgeEvent {
+    /// On the Ceph recorder's clock.
+    pub at: Duration,
+    pub osd: Option<u32>,
+    pub pod: String,
+    pub uid: String,
+    pub kind: BridgeEventKind,
+}
+
+pub(super) type Log = Arc<Mutex<Vec<BridgeEvent>>>;
+
+pub(super) fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One daemon's life, from the bridge's events.
+#[derive(Clone, Debug, Default)]
+pub struct Daemon {
+    pub pod: String,
+    pub uid: String,
+    pub started: Option<Duration>,
+    pub booted: Option<(Duration, u64)>,
+    pub stopping: Option<Duration>,
+    pub stopped: Option<Duration>,
+    pub gone: Option<Duration>,
+}
+
+pub(super) fn daemons(events: &[BridgeEvent]) -> BTreeMap<u32, Vec<Daemon>> {
+    let mut out: BTreeMap<u32, Vec<Daemon>> = BTreeMap::new();
+    for e in events {
+        let Some(osd) = e.osd else { continue };
+        let list = out.entry(osd).or_default();
+        if matches!(e.kind, BridgeEventKind::Started { .. }) {
+            list.push(Daemon {
+                pod: e.pod.clone(),
+                uid: e.uid.clone(),
+                started: Some(e.at),
+                ..Daemon::default()
+            });
+            continue;
+        }
+        let Some(d) = list.iter_mut().rev().find(|d| d.uid == e.uid) else {
+            continue;
+        };
+        match &e.kind {
+            BridgeEventKind::Booted { up_from } => d.booted = Some((e.at, *up_from)),
+            BridgeEventKind::Stopping { .. } => d.stopping = d.stopping.or(Some(e.at)),
+            BridgeEventKind::Stopped => d.stopped = Some(e.at),
+            BridgeEventKind::Gone => d.gone = Some(e.at),
+            _ => {}
+        }
+    }
+    out
+}
+
+pub(super) fn check(events: &[BridgeEvent]) -> Result<(), String> {
+    let mut problems: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            BridgeEventKind::Violation(v) => Some(format!("violation: {v}")),
+            BridgeEventKind::Error(err) => Some(format!("error: {err}")),
+            _ => None,
+        })
+        .collect();
+    for (osd, list) in daemons(events) {
+        for d in list {
+            if let Some(gone) = d.gone {
+                if d.stopped.is_none_or(|stopped| stopped > gone) {
+                    problems.push(format!(
+                        "osd.{osd}: pod {} was gone at {:.2}s before its daemon stopped",
+                        d.pod,
+                        gone.as_secs_f64()
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+pub(super) fn render(events: &[BridgeEvent]) -> String {
+    let mut out = String::from("ceph bridge events:\n");
+    for e in events {
+        out.push_str(&format!(
+            "  {:>8.2}s {:<7} {} {:?}\n",
+            e.at.as_secs_f64(),
+            e.osd
+                .map_or_else(|| "-".to_owned(), |id| format!("osd.{id}")),
+            e.pod,
+            e.kind
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(ms: u64, osd: u32, pod: &str, kind: BridgeEventKind) -> BridgeEvent {
+        BridgeEvent {
+            at: Duration::from_millis(ms),
+            osd: Some(osd),
+            pod: pod.to_owned(),
+            uid: format!("uid-{pod}"),
+            kind,
+        }
+    }
+
+    fn started() -> BridgeEventKind {
+        BridgeEventKind::Started {
+            node: "n".into(),
+            up_from_before: 0,
+        }
+    }
+
+    #[test]
+    fn a_pod_gone_before_its_daemon_stopped_fails_the_check() {
+        use BridgeEventKind::{Booted, Gone, Stopped};
+        let ok = vec![
+            event(0, 0, "a", started()),
+            event(1, 0, "a", Booted { up_from: 9 }),
+            event(2, 0, "a", Stopped),
+            event(3, 0, "a", Gone),
+            event(4, 0, "b", started()),
+        ];
+        check(&ok).expect("stopped first");
+        let d = &daemons(&ok)[&0];
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].booted, Some((Duration::from_millis(1), 9)));
+        let bad = vec![
+            event(0, 0, "a", started()),
+            event(3, 0, "a", Gone),
+            event(4, 0, "a", Stopped),
+        ];
+        let err = check(&bad).expect_err("gone first");
+        assert!(err.contains("before its daemon stopped"), "{err}");
+        let violation = vec![event(0, 0, "b", BridgeEventKind::Violation("two".into()))];
+        assert!(check(&violation).is_err());
+    }
+}

@@ -1,0 +1,15 @@
+//! Recording and checks: what the scenarios watched, on one clock, and the rules checked on it.
+//!
+//! - [`pods`]: the pod recorder (its checks re-exported from [`invariants`] and [`watch`]);
+//! - [`invariants`]: the rules checked on a pod watch's recording (one pod per disk, rollout
+//!   order and pace);
+//! - [`watch`]: watches resumed without gaps, and a recorder of any kind;
+//! - [`ceph`]: Ceph's own view recorded (OSDs up, noout, PG states) and its checks;
+//! - [`milestones`]: a journey's named moments, reported as one aligned table.
+
+pub mod ceph;
+pub mod invariants;
+pub mod milestones;
+mod pod_events;
+pub mod pods;
+pub mod watch;
