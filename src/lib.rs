@@ -25,6 +25,7 @@ pub use offline::manifest::{parse_cephosd, read_manifest, ManifestError};
 pub use offline::preview::{created_pods, preview_pods};
 pub use plan::actions::Action;
 pub use plan::expanded_spec::ExpandedSpec;
+pub use plan::gate;
 pub use plan::{plan, plan_expanded, Hold, Observed, Plan, MAX_CREATIONS_PER_PLAN};
 pub use runtime::api_requests::counted_client;
 pub use runtime::ceph_gate::GateSettings;

@@ -8,9 +8,10 @@
 //! domain is being replaced. So the last status written is remembered with the version it was
 //! planned from, and used while the cache still shows that version.
 
-use crate::ceph::{OsdId, StepWatch};
+use crate::ceph::OsdId;
 use crate::crd::{CephOsd, CephOsdStatus, CephStep};
 use crate::plan::expanded_spec::ExpandedSpec;
+use crate::plan::gate::StepWatch;
 use crate::runtime::expectations::Expectations;
 use crate::runtime::locked::locked;
 use kube::runtime::reflector::{ObjectRef, Store};
