@@ -50,7 +50,6 @@ use crate::plan::gate::GateSubject;
 use crate::plan::gated::gate_step;
 use crate::plan::ordered::order;
 use crate::plan::report::report;
-pub(crate) use crate::plan::rollout::domain_id;
 pub use crate::plan::rollout::Hold;
 pub use crate::plan::seen::Observed;
 use crate::plan::seen::Seen;

@@ -3,21 +3,22 @@
 
 use crate::crd::desired::{DesiredOsd, DesiredOsds};
 use crate::crd::osd::{DeviceId, OsdKey};
+use crate::crd::update_domain::domain_id;
 use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
 use crate::hash::TemplateHash;
 use crate::labels::{self, PodState};
 use crate::plan::actions::DeleteReason;
 use crate::plan::budget::DisruptionView;
 use crate::plan::budget::Keeping;
-use crate::plan::classify::{classify, held_disks, Owner, Timing};
+use crate::plan::classify::{classify, Owner, Timing};
 use crate::plan::classify::{ObservedPod, PodClass};
 use crate::plan::conditions::{ConditionReason, SpecProblem};
 use crate::plan::deletion::{deletion_of, Deletion};
 use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::gate::CephView;
 use crate::plan::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
-use crate::plan::rollout::domain_id;
 use crate::plan::rollout::{Hold, Limits};
+use crate::pod::identity::held_disks;
 use crate::pod::osd_pod::render_pod;
 use crate::pod::pod_additions::{PodIdentity, RenderError};
 use k8s_openapi::api::apps::v1::ReplicaSet;

@@ -5,6 +5,7 @@
 use super::*;
 use crate::crd::desired::desired_osds;
 use crate::crd::osd::CountingSuffix;
+use crate::crd::update_domain::domain_id;
 use crate::crd::UpdateDomain;
 use crate::labels;
 use crate::labels::PodState;

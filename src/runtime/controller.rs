@@ -18,25 +18,25 @@ use crate::plan::failure::Failure;
 use crate::plan::gate::{CephInput, CephView};
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::pod::pod_record::{bound_host, recorded_data};
+use crate::runtime::act::executor::{ExecuteError, Executor};
+use crate::runtime::act::finalizer;
+use crate::runtime::act::unreadable::{self, Reported};
 use crate::runtime::backoff::{Backoff, WatchRetry};
-use crate::runtime::budget_inputs::{
+use crate::runtime::ceph::ceph_gate::{decision_label, first_view, GateSettings, Question};
+use crate::runtime::ceph::cluster_lock::{answer_holding_the_lock, CephStepLocks, LockState};
+use crate::runtime::ceph::metered_ceph::MeteredCeph;
+use crate::runtime::memory::Memory;
+use crate::runtime::observe::budget_inputs::{
     budget_mappers, watch_budgets_and_nodes, BudgetCaches, BudgetInputs,
 };
-use crate::runtime::ceph_gate::{decision_label, first_view, GateSettings, Question};
-use crate::runtime::claims_registry::ClaimsRegistry;
-use crate::runtime::cluster_lock::{answer_holding_the_lock, CephStepLocks, LockState};
-use crate::runtime::executor::{ExecuteError, Executor};
-use crate::runtime::finalizer;
-use crate::runtime::memory::Memory;
-use crate::runtime::metered_ceph::MeteredCeph;
-use crate::runtime::metrics::Metrics;
-use crate::runtime::other_cephosds::other_cephosds;
-use crate::runtime::owned_objects::{
+use crate::runtime::observe::claims_registry::ClaimsRegistry;
+use crate::runtime::observe::other_cephosds::other_cephosds;
+use crate::runtime::observe::owned_objects::{
     is_osd_pod, strip_replica_set, Observation, OwnedObjects, Snapshot, Subject,
 };
-use crate::runtime::unreadable::{self, Reported};
-use crate::runtime::watched_cephosd::{split_event, Unreadable, WatchedCephOsd};
-use crate::runtime::watched_pod::{self, WatchedPod};
+use crate::runtime::observe::watched_cephosd::{split_event, Unreadable, WatchedCephOsd};
+use crate::runtime::observe::watched_pod::{self, WatchedPod};
+use crate::runtime::serve::metrics::Metrics;
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -354,7 +354,7 @@ fn cephosds_of_pod(
     let controller = pod
         .owner_references()
         .iter()
-        .find(|o| o.controller == Some(true) && crate::plan::classify::is_cephosd(o))
+        .find(|o| o.controller == Some(true) && crate::pod::owner_reference::is_cephosd(o))
         .map(|o| o.name.as_str());
     let mut refs: Vec<ObjectRef<CephOsd>> = [labelled, controller]
         .into_iter()

@@ -2,8 +2,8 @@
 //! replica holds the Lease; it ends on SIGTERM or Ctrl-C, or when leadership is lost.
 
 use crate::runtime::controller::{self, Settings};
-use crate::runtime::lease::{LeaderLease, LeaseError, LeaseSettings};
-use crate::runtime::metrics::Metrics;
+use crate::runtime::serve::lease::{LeaderLease, LeaseError, LeaseSettings};
+use crate::runtime::serve::metrics::Metrics;
 use kube::Client;
 use std::sync::Arc;
 

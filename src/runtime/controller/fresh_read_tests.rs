@@ -5,7 +5,7 @@
 use super::*;
 use crate::crd::UpdateDomain;
 use crate::plan::tests::{converged, cr};
-use crate::runtime::ceph_gate::GateSettings;
+use crate::runtime::ceph::ceph_gate::GateSettings;
 use crate::runtime::memory::Memory;
 use crate::runtime::scripted_api::{scripted_client, Received, Sent};
 use hyper::{Method, StatusCode};
