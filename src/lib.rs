@@ -25,6 +25,7 @@ pub use offline::manifest::{parse_cephosd, read_manifest, ManifestError};
 pub use offline::preview::{created_pods, preview_pods};
 pub use plan::actions::Action;
 pub use plan::expanded_spec::ExpandedSpec;
+pub use plan::gate;
 pub use plan::{plan, plan_expanded, Hold, Observed, Plan, MAX_CREATIONS_PER_PLAN};
 pub use runtime::ceph::ceph_gate::GateSettings;
 pub use runtime::ceph::cluster_lock::{ceph_lock_namespace, NoLockNamespace};

@@ -1,6 +1,7 @@
 //! The `ceph-osd-operator` command: argument parsing only; the work is in the library.
 
-use ceph_osd_operator::ceph::{CephUser, CliSettings, DEFAULT_CALL_TIMEOUT, DEFAULT_PG_STATS_LAG};
+use ceph_osd_operator::ceph::{CephUser, CliSettings, DEFAULT_CALL_TIMEOUT};
+use ceph_osd_operator::gate::DEFAULT_PG_STATS_LAG;
 use ceph_osd_operator::{
     ceph_lock_namespace, counted_client, crd, lease_namespace, parse_cephosd, preview_pods,
     read_manifest, report_missing_permissions, serve, GateSettings, Health, LeaseSettings, Metrics,

@@ -23,7 +23,7 @@ fn no_module_imports_a_module_that_imports_it_back() {
     // The check reads what it should: paths in `use` trees and in code alike.
     for (from, to) in [
         ("runtime::controller::plan_inputs", "plan"),
-        ("plan", "pod::osd_pod"),
+        ("plan::seen", "pod::osd_pod"),
         ("runtime::observe::owned_objects", "pod::identity"),
         ("runtime::controller::watches", "pod::owner_reference"),
     ] {

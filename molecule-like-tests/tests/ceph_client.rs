@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 use molecule_like_tests::recording::ceph::CephRecorder;
 
 use ceph_osd_operator::ceph::{
-    confirm, gather_facts, map_osd_ids, precheck, CephClient, CephError, CephUser, CliClient,
-    CliSettings, GateDecision, IdSource, KeyIds, KeyToMap, NodeEvidence, OsdId, OtherCephOsds,
-    PgStates, PodRef, UnknownReason,
+    gather_facts, map_osd_ids, CephClient, CephError, CephUser, CliClient, CliSettings, IdSource,
+    KeyIds, KeyToMap, NodeEvidence, OsdId, OtherCephOsds, PgStates, PodRef, UnknownReason,
 };
+use ceph_osd_operator::gate::{confirm, precheck, GateDecision};
 
 /// The operator's Ceph user, with the minimal caps `molecule-like-tests/ceph` gives it.
 const OPERATOR_USER: &str = "client.ceph-osd-operator";

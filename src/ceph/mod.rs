@@ -1,26 +1,24 @@
-//! Asking Ceph before a rollout stops OSDs: the questions (`CephClient`) and their CLI
-//! implementation (a long-lived session or a process per call), the answers parsed, which OSD ids a pod runs, the gate's decision and the
-//! end of a step. Only `cli` and `session` run processes; everything else is pure. This module decides
-//! nothing about pods: the controller calls it.
+//! Talking to Ceph: the questions (`CephClient`) and their CLI implementation (a long-lived
+//! session or a process per call), the answers parsed, the facts of one look, and which OSD
+//! ids a pod runs. Only `cli` and `session` run processes; everything else is pure. This
+//! module judges nothing: what Ceph's answers mean for a rollout step is the planner's
+//! (`plan::gate`).
 
 mod answers;
 mod by_node;
 mod clean;
 mod cli;
 mod client;
-mod drain;
 mod facts;
 #[cfg(test)]
 pub(crate) mod fake;
 mod finished;
-mod gate;
 mod key_ids;
 mod node_names;
 mod osd_devices;
 mod osd_id;
 mod pod_map;
 mod session;
-mod step_done;
 #[cfg(test)]
 pub(crate) mod test_data;
 
@@ -33,9 +31,7 @@ pub use by_node::OtherCephOsds;
 pub use clean::is_clean_state;
 pub use cli::{CephUser, CliClient, CliSettings, DEFAULT_CALL_TIMEOUT};
 pub use client::{CephClient, CephError};
-pub use drain::{judge_drain, DrainProgress};
 pub use facts::{gather_facts, gather_step_facts, CephFacts, PgsOnOsds};
-pub use gate::{confirm, precheck, Blocker, GateDecision, Severity};
 pub use key_ids::{
     IdSource, KeyIds, KeyToMap, MappedKey, NodeEvidence, NotExact, PodRef, UnknownReason,
 };
@@ -43,4 +39,3 @@ pub use osd_devices::ReportedDevices;
 pub(crate) use osd_id::list as osd_list;
 pub use osd_id::OsdId;
 pub use pod_map::map_osd_ids;
-pub use step_done::{StepProgress, StepWatch, DEFAULT_PG_STATS_LAG};

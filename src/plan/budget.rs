@@ -92,9 +92,9 @@ impl<'a> Keeping<'a> {
     }
 
     /// The cordoned nodes that matter: none unless the budget is managed.
-    pub(crate) fn cordoned(&self) -> Option<&BTreeSet<String>> {
+    pub(crate) fn cordoned(&self) -> Option<&'a BTreeSet<String>> {
         match self {
-            Self::Managed { cordoned, .. } => Some(cordoned),
+            Self::Managed { cordoned, .. } => Some(*cordoned),
             _ => None,
         }
     }

@@ -11,7 +11,7 @@ use crate::crd::{CephOsd, CephStep};
 use crate::plan::actions::Action;
 use crate::plan::conditions::ConditionReason;
 use crate::plan::events::{EventReason, PlannedEvent};
-use crate::plan::gate_io::{GateCondition, GateOutcome};
+use crate::plan::gate::{GateCondition, GateOutcome};
 use k8s_openapi::jiff::SignedDuration;
 use std::collections::BTreeMap;
 

@@ -28,15 +28,6 @@ impl ExpandedSpec {
             problems,
         }
     }
-
-    /// The spec of a CephOSD being deleted: the same template, no OSD (every key leaves).
-    pub(crate) fn leaving_all(&self) -> Self {
-        Self {
-            template_hash: self.template_hash.clone(),
-            desired: DesiredOsds::default(),
-            problems: Vec::new(),
-        }
-    }
 }
 
 /// Everything wrong with the spec: storage problems first, then forbidden template fields.

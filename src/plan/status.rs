@@ -5,11 +5,11 @@
 
 use crate::crd::{BudgetStatus, CephOsdStatus, CephStep, Phase};
 use crate::hash::TemplateHash;
-use crate::plan::ceph_gate::GateCondition;
 use crate::plan::conditions::{
     ConditionReason as Reason, ConditionType, SpecProblem, StatedCondition,
 };
 use crate::plan::failure::Failure;
+use crate::plan::gate::GateCondition;
 use crate::plan::rollout::Hold;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};

@@ -219,10 +219,11 @@ fn the_lease_is_named_by_the_fsid_only_when_it_is_one() {
 /// waits, asked again soon.
 #[test]
 fn a_busy_cluster_halts_the_proposal_naming_the_holder() {
-    use crate::ceph::{Blocker, GateDecision};
     use crate::crd::osd::OsdKey;
-    use crate::plan::ceph_gate::{gate, CephInput, CephView, GateAnswer, GateInput, GateSubject};
     use crate::plan::conditions::ConditionReason;
+    use crate::plan::gate::{
+        gate, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateInput, GateSubject,
+    };
 
     let key = OsdKey::new("h1", "/dev/sdb");
     let proposed = [GateSubject {

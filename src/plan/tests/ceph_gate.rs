@@ -2,8 +2,8 @@
 //! step, the noout limit, and that no rollout pod ever goes down without Ceph's `Proceed`.
 
 use super::*;
-use crate::ceph::{Blocker, GateDecision, OsdId, StepProgress, UnknownReason};
-use crate::plan::ceph_gate::{CephInput, GateAnswer, GateOff};
+use crate::ceph::{OsdId, UnknownReason};
+use crate::plan::gate::{Blocker, CephInput, GateAnswer, GateDecision, GateOff, StepProgress};
 
 const HOSTS: [&str; 2] = ["w1", "w2"];
 

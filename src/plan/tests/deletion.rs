@@ -5,9 +5,9 @@
 
 use super::removal::kinds;
 use super::*;
-use crate::ceph::{DrainProgress, OsdId, StepProgress};
-use crate::plan::ceph_gate::CephInput;
+use crate::ceph::OsdId;
 use crate::plan::deletion::{deletion_of, finalizer_write, FINALIZER};
+use crate::plan::gate::{CephInput, DrainProgress, StepProgress};
 
 const HOSTS: [&str; 3] = ["w1", "w2", "w3"];
 

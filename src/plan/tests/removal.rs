@@ -3,8 +3,8 @@
 //! that holds the rollout, and a host back in the spec before its pod stopped is marked in.
 
 use super::*;
-use crate::ceph::{DrainProgress, GateDecision, OsdId, StepProgress};
-use crate::plan::ceph_gate::{CephInput, GateAnswer};
+use crate::ceph::OsdId;
+use crate::plan::gate::{CephInput, DrainProgress, GateAnswer, GateDecision, StepProgress};
 
 const HOSTS: [&str; 3] = ["w1", "w2", "w3"];
 

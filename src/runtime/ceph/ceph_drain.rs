@@ -2,8 +2,9 @@
 //! its OSDs, then `safe-to-destroy` for exactly its ids (not asked without a mgr: it would
 //! hang until its bound). Any failure becomes `NoAnswer`: no pod stops on no answer.
 
-use crate::ceph::{gather_step_facts, judge_drain, CephClient, CephFacts, DrainProgress, OsdId};
+use crate::ceph::{gather_step_facts, CephClient, CephFacts, OsdId};
 use crate::crd::CephStep;
+use crate::plan::gate::{judge_drain, DrainProgress};
 use std::collections::BTreeSet;
 
 /// Where the drain `open` stands, with the facts of the look when one was taken.

@@ -3,16 +3,15 @@
 //! pod goes down on no answer.
 
 use crate::ceph::{
-    confirm, gather_facts, gather_step_facts, map_osd_ids, precheck, Blocker, CephClient,
-    CephError, CephFacts, GateDecision, KeyIds, KeyToMap, MappedKey, OsdId, OtherCephOsds, PodRef,
-    StepProgress,
+    gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, KeyIds,
+    KeyToMap, MappedKey, OsdId, OtherCephOsds, PodRef,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
 use crate::labels;
-use crate::plan::ceph_gate::{
-    domain_prefixes, CephInput, CephView, GateAnswer, GateOff, GateSubject, DEFAULT_MAX_NOOUT,
-    QUICK_LOOKS, SLOW_LOOKS,
+use crate::plan::gate::{
+    after_precheck, confirm, AfterPrecheck, Blocker, CephInput, CephView, DomainChoice, GateAnswer,
+    GateDecision, GateOff, GateSubject, StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::ceph_drain::look_at_drain;
@@ -40,7 +39,7 @@ impl Default for GateSettings {
     fn default() -> Self {
         Self {
             max_noout: DEFAULT_MAX_NOOUT.unsigned_abs(),
-            pg_stats_lag: crate::ceph::DEFAULT_PG_STATS_LAG,
+            pg_stats_lag: crate::plan::gate::DEFAULT_PG_STATS_LAG,
             lock_namespace: None,
         }
     }
@@ -305,29 +304,14 @@ pub(crate) async fn answer(
         }
     };
     let mapped = map_osd_ids(&keys, &metadata, &facts.osds, others);
-    // Leaving keys are drained, not stopped: no `ok-to-stop` (`plan::drain`).
+    // Leaving keys are drained, not stopped: no `ok-to-stop` (`plan::gate::drain`).
     let draining = !question.is_empty() && question.iter().all(|s| s.leaving);
-    let mut known: BTreeMap<OsdKey, BTreeSet<OsdId>> = BTreeMap::new();
-    for m in &mapped {
-        let KeyIds::Known { ids, source } = &m.ids else {
-            continue;
-        };
-        let Some(key) = question
-            .iter()
-            .map(|s| &s.key)
-            .chain(observed.iter().filter_map(|p| p.key.as_ref()))
-            .find(|k| k.to_string() == m.key)
-        else {
-            continue;
-        };
-        if source.learnt() {
-            answer.learned.insert(key.clone(), ids.clone());
-        }
-        known.insert(key.clone(), ids.clone());
-    }
+    let known = known_ids(&mapped, question, observed, &mut answer.learned);
     // Several update domains proposed together that Ceph does not let go at once: fewer of
-    // them, the first ones, down to the first alone (whose answer then stands).
-    for subjects in domain_prefixes(question) {
+    // them, as the planner's `DomainChoice` says.
+    let mut choice = DomainChoice::new(question);
+    let mut last = None;
+    while let Some(subjects) = choice.next(last.as_ref()) {
         let asked: BTreeSet<String> = subjects.iter().map(|s| s.key.to_string()).collect();
         let domain: Vec<_> = mapped
             .iter()
@@ -343,7 +327,12 @@ pub(crate) async fn answer(
                 )
             })
             .collect();
-        (answer.decision, answer.up_from) = decide(ceph, &facts, &domain, draining).await;
+        let prechecked = after_precheck(&facts, &domain, draining);
+        answer.up_from = prechecked.up_from;
+        answer.decision = match prechecked.next {
+            AfterPrecheck::Decided(decision) => decision,
+            AfterPrecheck::AskOkToStop(ids) => ask_ok_to_stop(ceph, &ids).await,
+        };
         if let GateDecision::Proceed { ids } = &answer.decision {
             answer.noout_before = ids
                 .iter()
@@ -354,45 +343,47 @@ pub(crate) async fn answer(
                 .filter(|id| facts.osds.osds.get(id).is_some_and(|o| !o.is_in))
                 .copied()
                 .collect();
-            break;
         }
+        let refused = !matches!(answer.decision, GateDecision::Proceed { .. });
+        last = Some(answer.decision.clone());
         let domains: BTreeSet<&str> = subjects.iter().map(|s| s.domain.as_str()).collect();
-        if domains.len() > 1 {
+        if refused && domains.len() > 1 {
             tracing::info!(cephosd = %cr.object_key(), domains = domains.len(), decision = %answer.decision, "Ceph does not let these update domains stop together: asking about fewer");
         }
     }
     answer
 }
 
-/// The precheck of `domain` on `facts`, then `ok-to-stop` for its ids (unless all are down
-/// already, or it is a drain, which stops nothing), with each id's `up_from` before the stop.
-async fn decide(
-    ceph: &dyn CephClient,
-    facts: &CephFacts,
-    domain: &[MappedKey],
-    drain: bool,
-) -> (GateDecision, BTreeMap<OsdId, u64>) {
-    match precheck(facts, domain) {
-        GateDecision::Proceed { ids } if !ids.is_empty() => {
-            let up_from = ids
-                .iter()
-                .filter_map(|id| Some((*id, facts.osds.osds.get(id)?.up_from)))
-                .collect();
-            let all_down = ids
-                .iter()
-                .all(|id| facts.osds.osds.get(id).is_some_and(|o| !o.up));
-            if all_down || drain {
-                // Nothing up to stop: ok-to-stop has nothing to say.
-                (GateDecision::Proceed { ids }, up_from)
-            } else {
-                (ask_ok_to_stop(ceph, &ids).await, up_from)
-            }
+/// The ids of each key of `question` or of `observed` that `mapped` knows; those learnt from
+/// Ceph are added to `learned` too.
+fn known_ids(
+    mapped: &[MappedKey],
+    question: &[GateSubject],
+    observed: &[ObservedPod],
+    learned: &mut BTreeMap<OsdKey, BTreeSet<OsdId>>,
+) -> BTreeMap<OsdKey, BTreeSet<OsdId>> {
+    let mut known = BTreeMap::new();
+    for m in mapped {
+        let KeyIds::Known { ids, source } = &m.ids else {
+            continue;
+        };
+        let Some(key) = question
+            .iter()
+            .map(|s| &s.key)
+            .chain(observed.iter().filter_map(|p| p.key.as_ref()))
+            .find(|k| k.to_string() == m.key)
+        else {
+            continue;
+        };
+        if source.learnt() {
+            learned.insert(key.clone(), ids.clone());
         }
-        decision => (decision, BTreeMap::new()),
+        known.insert(key.clone(), ids.clone());
     }
+    known
 }
 
-/// `ok-to-stop` for exactly `ids`, confirmed.
+/// `ok-to-stop` for exactly `ids`, confirmed by the planner's rule.
 async fn ask_ok_to_stop(ceph: &dyn CephClient, ids: &BTreeSet<OsdId>) -> GateDecision {
     let asked: Vec<OsdId> = ids.iter().copied().collect();
     match ceph.ok_to_stop(&asked).await {

@@ -2,13 +2,13 @@
 //! before Ceph is asked whether a step may start, kept while the step is open, released once
 //! no step stays open. The Ceph cluster is told by its `fsid`, asked once per client.
 
-use crate::ceph::{Blocker, CephClient, CephError, CephFacts, GateDecision};
+use crate::ceph::{CephClient, CephError, CephFacts};
 use crate::crd::CephOsd;
-use crate::plan::ceph_gate::GateAnswer;
 use crate::plan::cluster_lock::{
     decide, held_by, lock_name, Busy, LockDecision, LockHolder, Purpose, LOCK_DURATION,
     NEXT_HOLDER, NEXT_SINCE, RENEW_AFTER, STEP_KEYS,
 };
+use crate::plan::gate::{Blocker, GateAnswer, GateDecision};
 use crate::runtime::ceph::ceph_gate::{answer, Question};
 use crate::runtime::memory::locked::locked;
 use crate::runtime::serve::lease::lease_spec;

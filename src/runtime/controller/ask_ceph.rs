@@ -5,7 +5,7 @@
 
 use crate::ceph::CephFacts;
 use crate::crd::CephOsd;
-use crate::plan::ceph_gate::{CephInput, CephView, GateAnswer};
+use crate::plan::gate::{CephInput, CephView, GateAnswer};
 use crate::plan::Plan;
 use crate::runtime::ceph::ceph_gate::{decision_label, Question};
 use crate::runtime::ceph::cluster_lock::{answer_holding_the_lock, LockState};

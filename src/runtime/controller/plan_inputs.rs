@@ -6,9 +6,9 @@
 
 use crate::crd::osd::{OsdKey, RandomSuffix};
 use crate::crd::CephOsd;
-use crate::plan::ceph_gate::CephView;
 use crate::plan::disk_claims::DiskClaims;
 use crate::plan::expanded_spec::ExpandedSpec;
+use crate::plan::gate::CephView;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::runtime::act::finalizer;
 use crate::runtime::controller::admit::awaits_deletion;

@@ -3,7 +3,7 @@
 //! their order and when a reconcile ends early.
 
 use crate::crd::CephOsd;
-use crate::plan::ceph_gate::CephInput;
+use crate::plan::gate::CephInput;
 use crate::plan::Plan;
 use crate::runtime::ceph::ceph_gate::first_view;
 use crate::runtime::controller::admit::admit;

@@ -14,9 +14,10 @@
 pub(crate) mod expectations;
 pub(crate) mod locked;
 
-use crate::ceph::{OsdId, StepWatch};
+use crate::ceph::OsdId;
 use crate::crd::{CephOsd, CephOsdStatus, CephStep};
 use crate::plan::expanded_spec::ExpandedSpec;
+use crate::plan::gate::StepWatch;
 use crate::runtime::memory::expectations::Expectations;
 use crate::runtime::memory::locked::locked;
 use kube::runtime::reflector::{ObjectRef, Store};

@@ -509,7 +509,7 @@ async fn an_open_drain_is_looked_at_with_safe_to_destroy_for_exactly_its_ids() {
         .on_pgs_on_osd(Ok(Vec::new()))
         .on_safe_to_destroy(Ok(safe));
     let (progress, facts) = look_at_drain(&ceph, &drain_step()).await;
-    assert_eq!(progress, crate::ceph::DrainProgress::Safe);
+    assert_eq!(progress, crate::plan::gate::DrainProgress::Safe);
     assert!(facts.is_some());
     assert!(ceph.calls().contains(&Call::SafeToDestroy(vec![OsdId(3)])));
 }
@@ -527,7 +527,7 @@ async fn an_open_drain_without_a_mgr_is_not_asked_and_says_so() {
         .on_safe_to_destroy_hang();
     let (progress, _) = look_at_drain(&ceph, &drain_step()).await;
     assert!(
-        matches!(&progress, crate::ceph::DrainProgress::NoAnswer { why } if why.contains("no mgr")),
+        matches!(&progress, crate::plan::gate::DrainProgress::NoAnswer { why } if why.contains("no mgr")),
         "{progress:?}"
     );
     assert!(!ceph

@@ -4,18 +4,35 @@
 //! set on its OSDs, then its pods deleted. While a step is open nothing more is taken down;
 //! it ends when Ceph reports it done and its replacements are Ready, and `noout` is cleared.
 //! Creations of missing pods and deletions of duplicate, invalid or ended pods are never gated.
+//!
+//! Every verdict on Ceph's answers lives here: the runtime only asks Ceph and hands back what
+//! it answered. `verdict` reads a look and an `ok-to-stop` answer as Proceed / Wait / Halt,
+//! `asking` says which update domains are asked about together and when `ok-to-stop` must
+//! confirm a precheck, `step_end` and `drain_end` say when an open step or drain is over,
+//! `drain` holds the rules of removals, `io` the gate's input and outcome as data.
 
-use crate::ceph::{osd_list, Blocker, GateDecision, OsdId, StepProgress};
+mod asking;
+pub(crate) mod drain;
+mod drain_end;
+mod io;
+mod step_end;
+mod verdict;
+
+pub(crate) use asking::{after_precheck, domain_prefixes, AfterPrecheck, DomainChoice};
+pub use drain_end::{judge_drain, DrainProgress};
+pub(crate) use io::{
+    CephInput, CephView, GateAnswer, GateCondition, GateInput, GateOff, GateOutcome, GateSubject,
+    DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
+};
+pub use step_end::{StepProgress, StepWatch, DEFAULT_PG_STATS_LAG};
+pub use verdict::{confirm, precheck, Blocker, GateDecision, Severity};
+
+use crate::ceph::{osd_list, OsdId};
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
 use crate::plan::actions::Action;
 use crate::plan::conditions::ConditionReason;
-use crate::plan::drain;
 use crate::plan::events::{EventReason, PlannedEvent};
-pub(crate) use crate::plan::gate_io::{
-    domain_prefixes, CephInput, CephView, GateAnswer, GateCondition, GateInput, GateOff,
-    GateOutcome, GateSubject, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
-};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::SignedDuration;
 use std::collections::{BTreeMap, BTreeSet};

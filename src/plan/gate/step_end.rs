@@ -14,11 +14,9 @@
 //!   the OSD was down, and after a stop shorter than that period the pre-stop `active+clean`
 //!   itself. Waiting one stats period past the boot leaves only states reported after it.
 
-use super::clean::is_clean_state;
-use super::drain::DrainProgress;
-use super::facts::{CephFacts, PgsOnOsds};
-use super::gate::{cluster_blockers, others_down, Blocker};
-use super::osd_id::OsdId;
+use super::drain_end::DrainProgress;
+use super::verdict::{cluster_blockers, others_down, Blocker};
+use crate::ceph::{is_clean_state, CephFacts, OsdId, PgsOnOsds};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -147,8 +145,8 @@ impl StepWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ceph::answers::{parse_osd_dump, parse_pg_stat, OsdDump, PgStates};
     use crate::ceph::test_data::{fixture, healthy_status};
+    use crate::ceph::{parse_osd_dump, parse_pg_stat, OsdDump, PgStates};
 
     fn dump(name: &str) -> OsdDump {
         parse_osd_dump(&fixture(name)).unwrap()
@@ -408,7 +406,7 @@ mod tests {
     /// The PGs on osd.1 as `pg ls-by-osd` reported them, recorded from the real cluster where
     /// osd.1 was restarted and came back with up_from 23.
     fn on_osd_1(name: &str) -> PgsOnOsds {
-        let pgs = crate::ceph::answers::parse_pgs_on_osd(&fixture(name)).unwrap();
+        let pgs = crate::ceph::parse_pgs_on_osd(&fixture(name)).unwrap();
         PgsOnOsds::from([(OsdId(1), pgs)])
     }
 

@@ -4,11 +4,8 @@
 //! at all: with fewer failure domains in than a pool's size it cannot place the copies, and
 //! the PGs stay remapped with nothing moving.
 
-use super::answers::{PgStates, SafeToDestroy};
-use super::client::CephError;
-use super::facts::{CephFacts, PgsOnOsds};
-use super::gate::cluster_blockers;
-use super::osd_id::{self, OsdId};
+use super::verdict::cluster_blockers;
+use crate::ceph::{osd_list, CephError, CephFacts, OsdId, PgStates, PgsOnOsds, SafeToDestroy};
 use std::collections::BTreeSet;
 
 /// Where a drain stands after a look.
@@ -94,7 +91,7 @@ pub fn judge_drain(
             why: format!(
                 "{why}; no PG is peering, recovering or backfilling: Ceph cannot place the data \
                  of {} elsewhere (fewer failure domains in than a pool's size?)",
-                osd_id::list(&needed)
+                osd_list(&needed)
             ),
         }
     }
@@ -129,9 +126,8 @@ impl DrainProgress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ceph::answers::{parse_pg_stat, parse_safe_to_destroy, PgBrief};
     use crate::ceph::test_data::{fixture, healthy_status, ids};
-    use crate::ceph::{ClusterStatus, OsdDump};
+    use crate::ceph::{parse_pg_stat, parse_safe_to_destroy, ClusterStatus, OsdDump, PgBrief};
 
     fn facts(pg_stat: &str) -> CephFacts {
         CephFacts {

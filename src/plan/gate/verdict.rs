@@ -4,10 +4,9 @@
 //! `Wait` (Ceph says not now: it will change by itself) or `Halt` (the operator cannot tell
 //! what it would stop: an admin must look), quoting Ceph's own numbers.
 
-use super::answers::{OkToStop, PgStates};
-use super::facts::CephFacts;
-use super::key_ids::{KeyIds, MappedKey, PodRef, UnknownReason};
-use super::osd_id::{self, OsdId};
+use crate::ceph::{
+    osd_list, CephFacts, KeyIds, MappedKey, OkToStop, OsdId, PgStates, PodRef, UnknownReason,
+};
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -183,7 +182,7 @@ impl fmt::Display for Blocker {
                 write!(
                     f,
                     "Ceph says stopping {} is not safe: {} PGs not ok, {} ok",
-                    osd_id::list(&answer.osds),
+                    osd_list(&answer.osds),
                     answer.num_not_ok_pgs,
                     answer.num_ok_pgs
                 )?;
@@ -201,14 +200,14 @@ impl fmt::Display for Blocker {
             Self::OkToStopNotKnown { answer } => write!(
                 f,
                 "Ceph cannot tell whether stopping {} is safe: {} PGs have an unknown state",
-                osd_id::list(&answer.osds),
+                osd_list(&answer.osds),
                 answer.unknown_pgs.len()
             ),
             Self::OkToStopIncomplete { asked, answered } => write!(
                 f,
                 "ok-to-stop was asked about {} but answered about {}",
-                osd_id::list(asked),
-                osd_id::list(answered)
+                osd_list(asked),
+                osd_list(answered)
             ),
             Self::NoAnswer { error } => write!(f, "Ceph gave no usable answer: {error}"),
             Self::ClusterBusy { holder, lease } => write!(
@@ -272,7 +271,7 @@ impl fmt::Display for GateDecision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Proceed { ids } if ids.is_empty() => f.write_str("nothing to stop"),
-            Self::Proceed { ids } => write!(f, "ok to stop {}", osd_id::list(ids)),
+            Self::Proceed { ids } => write!(f, "ok to stop {}", osd_list(ids)),
             Self::Wait { blockers } | Self::Halt { blockers } => f.write_str(
                 &blockers
                     .iter()
@@ -431,6 +430,3 @@ pub fn confirm(ids: &BTreeSet<OsdId>, answer: &OkToStop) -> GateDecision {
     }
     GateDecision::from_blockers(ids.clone(), blockers)
 }
-
-#[cfg(test)]
-mod tests;

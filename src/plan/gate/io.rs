@@ -1,9 +1,11 @@
 //! What the Ceph gate is given and what it makes of a plan, as data: the runtime's view of
 //! Ceph (`CephView`, `CephInput`, `GateAnswer`), the keys a step would take down
-//! (`GateSubject`), and the gate's outcome (`GateOutcome`). Its rules live in `ceph_gate`
-//! (stops) and `drain` (removals).
+//! (`GateSubject`), and the gate's outcome (`GateOutcome`). Its rules live beside it: `gate`
+//! (stops), `drain` (removals), `verdict` (Ceph's answers read as Proceed / Wait / Halt).
 
-use crate::ceph::{GateDecision, OsdId, StepProgress};
+use super::step_end::StepProgress;
+use super::verdict::GateDecision;
+use crate::ceph::OsdId;
 use crate::crd::osd::OsdKey;
 use crate::crd::CephStep;
 use crate::plan::actions::Action;
@@ -112,28 +114,6 @@ pub struct GateSubject {
     pub domain: String,
     /// Its key left the spec: its OSDs are drained before its pod stops.
     pub leaving: bool,
-}
-
-/// The subjects of the first `n` update domains of `proposed` (in the order they come), for
-/// each `n` from all of them down to one: the sets Ceph may be asked about, largest first.
-pub(crate) fn domain_prefixes(proposed: &[GateSubject]) -> Vec<Vec<GateSubject>> {
-    let mut domains: Vec<&str> = Vec::new();
-    for s in proposed {
-        if !domains.contains(&s.domain.as_str()) {
-            domains.push(&s.domain);
-        }
-    }
-    (1..=domains.len())
-        .rev()
-        .map(|n| {
-            let within = &domains[..n];
-            proposed
-                .iter()
-                .filter(|s| within.contains(&s.domain.as_str()))
-                .cloned()
-                .collect()
-        })
-        .collect()
 }
 
 /// The `CephGate` condition.

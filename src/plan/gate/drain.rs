@@ -6,12 +6,14 @@
 //! the step, its OSDs marked in again (only those the operator marked out). A drain is a step
 //! like a rollout's: one at a time, counted by `maxUnavailable` and the disruption budget.
 
-use crate::ceph::{osd_list, DrainProgress, OsdId, StepProgress};
+use super::drain_end::DrainProgress;
+use super::io::{GateAnswer, GateInput, GateOutcome, GateSubject};
+use super::step_end::StepProgress;
+use crate::ceph::{osd_list, OsdId};
 use crate::crd::{CephStep, StepDrain, StepOsd};
 use crate::plan::actions::Action;
 use crate::plan::conditions::{ConditionReason, StatedCondition};
 use crate::plan::events::{EventReason, PlannedEvent};
-use crate::plan::gate_io::{GateAnswer, GateInput, GateOutcome, GateSubject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::SignedDuration;
 use std::collections::{BTreeMap, BTreeSet};
@@ -224,6 +226,3 @@ pub(crate) fn drain_open(input: &GateInput<'_>, open: &CephStep, drain: &StepDra
     }
     out
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,0 +1,90 @@
+//! The gate phase: the Ceph gate on the proposed rollout step (`plan::gate` holds its rules),
+//! with what a CephOSD being deleted changes.
+
+use crate::crd::CephStep;
+use crate::plan::classify::{ObservedPod, PodClass};
+use crate::plan::decide::Decided;
+use crate::plan::deletion::{open_step_at_deletion, Deletion};
+use crate::plan::gate::{gate, CephView, GateInput, GateOutcome, GateSubject};
+use crate::plan::seen::Seen;
+use k8s_openapi::jiff::Timestamp;
+
+/// The gate on the rollout step of `decided`, whose deletions are about `subjects`: what the
+/// gate lets go, asks, records and says. A CephOSD being deleted ends its open step its own
+/// way; one whose pods all go at once takes nothing down and asks nothing.
+pub(super) fn gate_step(
+    seen: &Seen<'_>,
+    ceph: &CephView,
+    decided: &Decided<'_>,
+    subjects: &[GateSubject],
+    now: Timestamp,
+) -> GateOutcome {
+    let open = seen.previous.ceph_step.as_ref();
+    let mut gated = match (seen.deletion, open) {
+        (Some(deleting), Some(open)) => {
+            let live = seen.pods.iter().any(ObservedPod::is_live);
+            open_step_at_deletion(deleting, open, live)
+        }
+        _ => None,
+    }
+    .unwrap_or_else(|| gate(&gate_input(seen, ceph, decided, subjects, now)));
+    if let Some(Deletion::AtOnce(why)) = seen.deletion {
+        // Kubernetes takes every pod down itself: the operator takes none and asks nothing.
+        gated.deletions_allowed = false;
+        gated.question = None;
+        gated.halted.get_or_insert_with(|| why.to_owned());
+    }
+    gated
+}
+
+/// What the gate is given about the rollout step of `decided`.
+fn gate_input<'i>(
+    seen: &'i Seen<'_>,
+    ceph: &'i CephView,
+    decided: &'i Decided<'_>,
+    subjects: &'i [GateSubject],
+    now: Timestamp,
+) -> GateInput<'i> {
+    let open = seen.previous.ceph_step.as_ref();
+    let standing = &decided.rollout.standing;
+    GateInput {
+        view: ceph,
+        skipped: seen.spec.skips_ceph_gate(),
+        open,
+        proposed: subjects,
+        settled: open.is_some_and(|s| step_settled(seen, s)),
+        untouched: open.is_some_and(|s| s.keys.iter().all(|k| standing.contains(k))),
+        returned: open
+            .filter(|s| s.drain.is_some())
+            .map(|s| {
+                (s.keys.iter())
+                    .filter(|k| seen.desired.osds.keys().any(|d| d.to_string() == **k))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default(),
+        now,
+    }
+}
+
+/// Whether every key of the Ceph step `step` has its replacement Ready and soaked (an
+/// up-to-date pod; an admin's `up-to-date` mark counts), or, no longer desired, no pod left.
+fn step_settled(seen: &Seen<'_>, step: &CephStep) -> bool {
+    step.keys.iter().all(|key| {
+        let of_key = |p: &&ObservedPod| p.key.as_ref().is_some_and(|k| k.to_string() == *key);
+        let desired = seen.desired.osds.keys().any(|k| k.to_string() == *key);
+        if desired {
+            seen.pods
+                .iter()
+                .filter(of_key)
+                .any(|p| matches!(p.class, PodClass::UpToDate | PodClass::Ready))
+                && !seen.era.iter().any(|p| of_key(&p))
+        } else {
+            !seen
+                .pods
+                .iter()
+                .chain(&seen.era_superfluous)
+                .any(|p| of_key(&p))
+        }
+    })
+}

@@ -1,0 +1,235 @@
+//! Part of the decide phase: the rollout step the planner proposes (which pods go in their
+//! update domain's turn), with what the gate and the report read of it.
+
+use crate::crd::osd::OsdKey;
+use crate::plan::actions::{Action, DeleteReason};
+use crate::plan::classify::{ObservedPod, PodClass, Workload};
+use crate::plan::gate::GateSubject;
+use crate::plan::rollout::{rollout_step, Candidate, Hold, Limits, Missing};
+use crate::plan::seen::{Removal, Seen};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The rollout step's outcome besides its deletions: what the gate and the report read.
+pub(super) struct Rollout {
+    pub(super) halted: Option<String>,
+    /// Update domains with a missing, not-yet-Ready or still-terminating OSD pod.
+    pub(super) unavailable: BTreeSet<String>,
+    /// The keys of every candidate still standing (live and Ready).
+    pub(super) standing: BTreeSet<String>,
+    /// The update domains with an out-of-date pod (or era ReplicaSet).
+    pub(super) out_of_date: BTreeSet<String>,
+    /// Those `partition` or a canary hold.
+    pub(super) held: BTreeMap<String, Hold>,
+    /// The hold the rollout stops at, when nothing else waits.
+    pub(super) halted_by: Option<Hold>,
+    /// Whether `halted` is the disruption budget's reason.
+    pub(super) waits_for_budget: bool,
+}
+
+/// The deletions of the rollout step, which the gate may trim.
+#[derive(Default)]
+pub(super) struct StepDeletions {
+    pub(super) actions: Vec<Action>,
+    /// The update domain of each of `actions`.
+    pub(super) action_domains: Vec<String>,
+    /// The OSDs whose pods go now, in order.
+    pub(super) replacing: Vec<OsdKey>,
+    /// The update domains started now.
+    pub(super) domains: Vec<String>,
+    /// The keys of the chosen deletions with their pods, for the Ceph gate.
+    pub(super) subjects: Vec<GateSubject>,
+}
+
+/// At most `maxUnavailable` update domains unavailable at once: out-of-date pods (their
+/// successors follow) and the removals, by update domain; a blocked OSD's pod is not
+/// replaced.
+pub(super) fn rollout(
+    seen: &Seen<'_>,
+    current: &[&ObservedPod],
+    removals: &[Removal<'_>],
+    missing: &[Missing],
+    start_blocked: Option<&str>,
+    limits: &Limits<'_>,
+) -> (Rollout, StepDeletions) {
+    let out_of_date = current
+        .iter()
+        .copied()
+        .filter(|p| p.class == PodClass::OutOfDate && !seen.is_blocked(p.key.as_ref()))
+        .filter_map(|pod| {
+            let domain = seen.domain_of(pod.key.as_ref()?);
+            Some((Candidate::replacing(pod, domain), DeleteReason::Replace))
+        });
+    let removals = removals.iter().filter_map(|(pod, reason, served)| {
+        let key = served.map(|o| &o.key).or(pod.key.as_ref())?;
+        let domain = seen.domain_of(key);
+        Some((Candidate::removing(pod, domain), reason.clone()))
+    });
+    let (candidates, reasons): (Vec<Candidate<'_>>, Vec<DeleteReason>) =
+        out_of_date.chain(removals).unzip();
+    let gate_key = |c: &Candidate<'_>| gate_key(seen, c);
+    let unready: Vec<&ObservedPod> = current
+        .iter()
+        .copied()
+        .filter(|p| p.class == PodClass::Unready)
+        .collect();
+    // A removed OSD's pod still terminating keeps its domain down until it is gone.
+    let removing = seen
+        .pods
+        .iter()
+        .filter(|p| p.class == PodClass::Terminating)
+        .filter(|p| {
+            p.device()
+                .is_some_and(|d| !seen.desired.disks.contains_key(d))
+        })
+        .filter_map(|p| Some(seen.domain_of(p.key.as_ref()?)));
+    // An open drain's domains count as down from its start: its pods go once Ceph lets them.
+    let drain_keys: BTreeSet<&str> = (seen.previous.ceph_step.iter())
+        .filter(|s| s.drain.is_some())
+        .flat_map(|s| s.keys.iter().map(String::as_str))
+        .collect();
+    let draining: Vec<String> = (candidates.iter())
+        .filter(|c| gate_key(c).is_some_and(|k| drain_keys.contains(k.to_string().as_str())))
+        .map(|c| c.domain.clone())
+        .collect();
+    let step = rollout_step(
+        seen.spec,
+        &candidates,
+        &unready,
+        missing,
+        removing.chain(draining),
+        start_blocked,
+        limits,
+    );
+    let chosen = || {
+        step.chosen
+            .iter()
+            .map(|&i| (candidates[i].pod, &reasons[i]))
+    };
+    let standing = (candidates.iter())
+        .filter(|c| c.pod.ready)
+        .filter_map(|c| gate_key(c).map(|k| k.to_string()))
+        .collect();
+    let out_of_date = (candidates.iter())
+        .filter(|c| c.replaces)
+        .map(|c| c.domain.clone())
+        .collect();
+    let proposed = StepDeletions {
+        subjects: subjects(seen, &candidates, &step.chosen),
+        actions: chosen()
+            .map(|(pod, reason)| delete(pod, reason.clone()))
+            .collect(),
+        action_domains: (step.chosen.iter())
+            .map(|&i| candidates[i].domain.clone())
+            .collect(),
+        replacing: chosen().filter_map(|(pod, _)| pod.key.clone()).collect(),
+        domains: step.domains,
+    };
+    let rollout = Rollout {
+        out_of_date,
+        held: step.held,
+        halted_by: step.halted_by,
+        waits_for_budget: step.waits_for_budget,
+        standing,
+        halted: step.halted,
+        unavailable: step.unavailable,
+    };
+    (rollout, proposed)
+}
+
+/// The OSD a candidate stands for: its own, or the desired one on its disk.
+fn gate_key(seen: &Seen<'_>, candidate: &Candidate<'_>) -> Option<OsdKey> {
+    (candidate.pod.key.clone())
+        .or_else(|| (candidate.pod.holds()).find_map(|d| seen.osd_on(d).map(|o| o.key.clone())))
+}
+
+/// The keys of the `chosen` candidates, once each, with their pods: what the gate asks about.
+fn subjects(seen: &Seen<'_>, candidates: &[Candidate<'_>], chosen: &[usize]) -> Vec<GateSubject> {
+    let mut subjects: Vec<GateSubject> = Vec::new();
+    for &i in chosen {
+        let Some(key) = gate_key(seen, &candidates[i]) else {
+            continue;
+        };
+        if subjects.iter().all(|s| s.key != key) {
+            let pod = pod_of(seen, &candidates[i], &key);
+            let leaving = !seen.desired.osds.contains_key(&key);
+            subjects.push(GateSubject {
+                key,
+                pod,
+                domain: candidates[i].domain.clone(),
+                leaving,
+            });
+        }
+    }
+    subjects
+}
+
+impl StepDeletions {
+    /// Only the deletions of the update domains `allowed` (Ceph let the first go).
+    pub(super) fn keep_domains(
+        &mut self,
+        allowed: &BTreeSet<String>,
+        domain_of: impl Fn(&OsdKey) -> String,
+    ) {
+        let actions = std::mem::take(&mut self.actions);
+        let domains = std::mem::take(&mut self.action_domains);
+        for (action, domain) in actions.into_iter().zip(domains) {
+            if allowed.contains(&domain) {
+                self.actions.push(action);
+                self.action_domains.push(domain);
+            }
+        }
+        self.domains.retain(|d| allowed.contains(d));
+        self.subjects.retain(|s| allowed.contains(&s.domain));
+        self.replacing.retain(|k| allowed.contains(&domain_of(k)));
+    }
+
+    /// Only the deletions of the keys `allowed` (a drain's, once Ceph let its OSDs go).
+    pub(super) fn keep_keys(&mut self, allowed: &BTreeSet<String>) {
+        let kept = |key: Option<&OsdKey>| key.is_some_and(|k| allowed.contains(&k.to_string()));
+        let actions = std::mem::take(&mut self.actions);
+        let domains = std::mem::take(&mut self.action_domains);
+        for (action, domain) in actions.into_iter().zip(domains) {
+            let key = match &action {
+                Action::Delete { key, .. } | Action::DeleteReplicaSet { key, .. } => key.as_ref(),
+                _ => None,
+            };
+            if kept(key) {
+                self.actions.push(action);
+                self.action_domains.push(domain);
+            }
+        }
+        let started: BTreeSet<&String> = self.action_domains.iter().collect();
+        self.domains.retain(|d| started.contains(d));
+        self.subjects.retain(|s| kept(Some(&s.key)));
+        self.replacing.retain(|k| kept(Some(k)));
+    }
+}
+
+/// The pod a candidate's OSD daemon runs in: the candidate itself, or the pod of its era
+/// ReplicaSet.
+fn pod_of(seen: &Seen<'_>, candidate: &Candidate<'_>, key: &OsdKey) -> Option<String> {
+    match candidate.pod.workload {
+        Workload::Pod => Some(candidate.pod.name.clone()),
+        Workload::ReplicaSet => (seen.pods.iter())
+            .find(|p| p.key.as_ref() == Some(key) && matches!(p.class, PodClass::Foreign(_)))
+            .map(|p| p.name.clone()),
+    }
+}
+
+pub(super) fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
+    let (name, uid, key) = (pod.name.clone(), pod.uid.clone(), pod.key.clone());
+    match pod.workload {
+        Workload::Pod => Action::Delete {
+            name,
+            uid,
+            key,
+            reason,
+        },
+        Workload::ReplicaSet => Action::DeleteReplicaSet {
+            name,
+            uid,
+            key,
+            reason,
+        },
+    }
+}

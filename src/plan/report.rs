@@ -1,0 +1,328 @@
+//! The report phase: what the plan says of itself: the summary, the status the CephOSD
+//! should show, the events, and when to look again.
+
+use crate::crd::CephOsdStatus;
+use crate::plan::classify::{ObservedPod, PodClass, Workload};
+use crate::plan::conditions::{ConditionReason, SpecProblem};
+use crate::plan::decide::Decided;
+use crate::plan::deletion::{finalizer_write, went_at_once, Deletion, FinalizerWrite};
+use crate::plan::events::{
+    foreign_pod_events, transition_events, unschedulable_events, EventReason, PlannedEvent,
+};
+use crate::plan::gate::{osd_ids, CephInput, CephView, GateOutcome};
+use crate::plan::ordered::Ordered;
+use crate::plan::progress::{next_progress, ProgressInput};
+use crate::plan::rollout::{deadlines, Deadlines, Hold};
+use crate::plan::seen::Seen;
+use crate::plan::status::{compute_status, StatusInput, Summary};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the plan says of itself.
+pub(super) struct Report {
+    pub(super) summary: Summary,
+    /// Why no rollout step started although pods wait for one, if so.
+    pub(super) halted: Option<String>,
+    pub(super) spec_problems: Vec<SpecProblem>,
+    /// A replacement past its progress deadline, described.
+    pub(super) stalled: Option<String>,
+    pub(super) events: Vec<PlannedEvent>,
+    pub(super) status: CephOsdStatus,
+    pub(super) status_changed: bool,
+    pub(super) requeue_after: Option<SignedDuration>,
+    /// Seconds each update domain that finished in this plan took.
+    pub(super) finished_domain_seconds: Vec<i64>,
+    pub(super) finalizer: Option<FinalizerWrite>,
+}
+
+/// Why the rollout does not move, if it does not: the gate's reason, the rollout's own, or
+/// the hold it stops at (said only when nothing else holds it).
+struct Halt {
+    halted: Option<String>,
+    by_budget: bool,
+    held_by: Option<Hold>,
+}
+
+/// Reports the plan `ordered` of what `seen` showed at `now`.
+pub(super) fn report(
+    seen: &Seen<'_>,
+    decided: &Decided<'_>,
+    gated: &GateOutcome,
+    ordered: &Ordered,
+    ceph: &CephView,
+    now: Timestamp,
+) -> Report {
+    let rollout = &decided.rollout;
+    let watch = watch(seen, decided, now);
+    let requeue_after = if decided.deferred {
+        Some(SignedDuration::from_secs(1))
+    } else {
+        watch.requeue_after
+    };
+    let requeue_after = earliest(requeue_after, gated.requeue_after);
+    // A budget Ceph closed reopens on no Kubernetes event: look again soon.
+    let requeue_after = earliest(requeue_after, ordered.budget.reopens_after);
+    // Domains still down from the update under way, plus those this step starts.
+    let mut current_update: BTreeSet<String> = (rollout.unavailable.iter())
+        .filter(|d| decided.previous_update.contains(d.as_str()))
+        .cloned()
+        .collect();
+    current_update.extend(ordered.started.iter().cloned());
+    let halt = halt(seen, decided, gated);
+    let (rollout_progress, finished_domain_seconds) = next_progress(
+        seen.previous.rollout.as_ref(),
+        &ProgressInput {
+            template_hash: seen.template_hash.as_str(),
+            now,
+            paused: seen.spec.is_paused(),
+            under_way: &current_update.iter().cloned().collect::<Vec<_>>(),
+            waiting: (rollout.out_of_date.iter())
+                .filter(|d| !current_update.contains(*d))
+                .count(),
+            held: rollout.held.len(),
+        },
+    );
+    let foreign_pods = seen.foreign_pods();
+    let unschedulable_pods = unschedulable_pods(&decided.current);
+    let summary = summarize(seen, &decided.current, foreign_pods.len());
+    let spec_problems = spec_problems(seen, decided);
+    let mut status = compute_status(&StatusInput {
+        previous: &seen.previous,
+        generation: seen.cr.metadata.generation,
+        now,
+        template_hash: seen.template_hash,
+        summary: &summary,
+        paused: seen.spec.is_paused(),
+        halted: halt.halted.as_deref(),
+        halted_by_budget: halt.by_budget,
+        held_by: halt.held_by,
+        stalled: watch.stalled.as_deref(),
+        spec_problems: &spec_problems,
+        pending_actions: !ordered.actions.is_empty() || decided.unbuildable.is_some(),
+        current_update: current_update.into_iter().collect(),
+        foreign_pods: foreign_pods.iter().map(|(p, _)| p.name.clone()).collect(),
+        unschedulable: unschedulable(seen, decided, &unschedulable_pods),
+        ceph_gate: &gated.condition,
+        disruption_budget: ordered.budget.condition.as_ref(),
+        budget: ordered.budget.status.clone(),
+        osd_ids: known_osd_ids(seen, ceph),
+        ceph_step: ordered.ceph_step.clone(),
+    });
+    status.expected_updated_domains =
+        i64::try_from(seen.domain_count().saturating_sub(rollout.held.len())).ok();
+    status.rollout = rollout_progress;
+    if matches!(seen.deletion, Some(Deletion::AtOnce(_))) {
+        // Kept to say which OSDs went down at once.
+        status.osd_ids.clone_from(&seen.previous.osd_ids);
+    }
+    let finalizer = finalizer_write(
+        seen.cr,
+        seen.deletion,
+        !seen.pods.is_empty(),
+        status.ceph_step.is_some(),
+    );
+    let mut events = transition_events(&seen.previous, &status);
+    if let Some(Deletion::AtOnce(why)) = seen.deletion {
+        // Said from the first plan that sees it (the garbage collector may be through before
+        // the next): the same words each time, one Event series.
+        events.push(went_at_once(why, &status.osd_ids));
+    }
+    events.extend(foreign_pod_events(&seen.previous, &foreign_pods));
+    events.extend(unschedulable_events(&seen.previous, &unschedulable_pods));
+    events.extend(pod_events(seen, &decided.current, &decided.previous_update));
+    events.extend(ordered.tampered.iter().cloned());
+    events.extend(gated.events.iter().cloned());
+    events.extend(ordered.budget.events.iter().cloned());
+    Report {
+        status_changed: seen.cr.status.as_ref() != Some(&status),
+        summary,
+        halted: halt.halted,
+        spec_problems,
+        stalled: watch.stalled,
+        events,
+        status,
+        requeue_after,
+        finished_domain_seconds,
+        finalizer,
+    }
+}
+
+/// The deadlines of the current pods, and of the terminating ones a missing OSD waits for.
+fn watch(seen: &Seen<'_>, decided: &Decided<'_>, now: Timestamp) -> Deadlines {
+    let blocking_terminations = seen.pods.iter().filter(|p| {
+        p.class == PodClass::Terminating
+            && p.key
+                .as_ref()
+                .is_some_and(|k| decided.missing.iter().any(|m| m.key == *k))
+    });
+    deadlines(
+        seen.spec,
+        decided.current.iter().copied().chain(blocking_terminations),
+        now,
+    )
+}
+
+fn halt(seen: &Seen<'_>, decided: &Decided<'_>, gated: &GateOutcome) -> Halt {
+    let rollout = &decided.rollout;
+    let by_budget =
+        gated.halted.is_none() && rollout.waits_for_budget && decided.unbuildable.is_none();
+    let held_by = rollout.halted_by.filter(|_| gated.halted.is_none());
+    let halted = (gated.halted.clone())
+        .or_else(|| rollout.halted.clone())
+        .or_else(|| held_by.map(|hold| seen.hold_message(hold, &rollout.held)));
+    Halt {
+        halted,
+        by_budget,
+        held_by,
+    }
+}
+
+/// What is wrong with the spec: a pod that cannot be built first, then the spec's own
+/// problems, the disks older CephOSDs claim, and the rollout controls that cannot be read.
+fn spec_problems(seen: &Seen<'_>, decided: &Decided<'_>) -> Vec<SpecProblem> {
+    let unbuildable = decided.unbuildable.as_ref().map(|error| SpecProblem {
+        reason: ConditionReason::InvalidPodTemplate,
+        message: error.to_string(),
+    });
+    unbuildable
+        .into_iter()
+        .chain(seen.spec_problems.iter().cloned())
+        .chain(seen.claimed_problems())
+        .chain(decided.limit_problems.iter().cloned())
+        .collect()
+}
+
+/// Each OSD waiting for its node, in words: pods the scheduler cannot place, then missing
+/// OSDs on cordoned nodes.
+fn unschedulable(
+    seen: &Seen<'_>,
+    decided: &Decided<'_>,
+    pods: &[(&ObservedPod, String)],
+) -> Vec<String> {
+    let cordoned = (decided.missing.iter())
+        .filter(|m| seen.cordoned.contains(&m.key.host))
+        .map(|m| {
+            format!(
+                "{} waits for node {}: it is cordoned; the pod is created once it is uncordoned",
+                m.key, m.key.host
+            )
+        });
+    pods.iter()
+        .map(|(_, w)| w.clone())
+        .chain(cordoned)
+        .collect()
+}
+
+/// The OSD ids of each key as the status keeps them: those recorded, updated with what Ceph
+/// told, for the keys still listed or run.
+fn known_osd_ids(seen: &Seen<'_>, ceph: &CephView) -> BTreeMap<String, Vec<u32>> {
+    let learned = match &ceph.input {
+        CephInput::Answered(answer) => answer.learned.clone(),
+        _ => BTreeMap::new(),
+    };
+    let kept: BTreeSet<String> = (seen.desired.osds.keys())
+        .chain(seen.pods.iter().filter_map(|p| p.key.as_ref()))
+        .map(ToString::to_string)
+        .collect();
+    osd_ids(&seen.previous.osd_ids, &learned, &kept)
+}
+
+/// The sooner of two optional delays.
+fn earliest(a: Option<SignedDuration>, b: Option<SignedDuration>) -> Option<SignedDuration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Our OSD pods the scheduler cannot place (a host without its Node, a cordoned node, ...),
+/// with `host:data waits for node host: <why>`.
+fn unschedulable_pods<'p>(current: &[&'p ObservedPod]) -> Vec<(&'p ObservedPod, String)> {
+    current
+        .iter()
+        .filter_map(|p| {
+            let key = p.key.as_ref()?;
+            let why = p.unschedulable.as_ref()?;
+            Some((*p, format!("{key} waits for node {}: {why}", key.host)))
+        })
+        .collect()
+}
+
+fn summarize(seen: &Seen<'_>, current: &[&ObservedPod], foreign: usize) -> Summary {
+    let count = |class: PodClass| current.iter().filter(|p| p.class == class).count();
+    let superfluous = seen
+        .pods
+        .iter()
+        .filter(|p| p.is_live() && p.osd.is_none())
+        .count()
+        + seen.era_superfluous.len();
+    Summary {
+        desired: seen.desired.osds.len(),
+        current: current.len(),
+        ready: current.iter().filter(|p| p.ready).count(),
+        updated: current
+            .iter()
+            .filter(|p| {
+                matches!(
+                    p.class,
+                    PodClass::UpToDate | PodClass::Ready | PodClass::Unready
+                )
+            })
+            .count(),
+        out_of_date: count(PodClass::OutOfDate),
+        unready: count(PodClass::Unready),
+        invalid: seen
+            .pods
+            .iter()
+            .filter(|p| matches!(p.class, PodClass::Invalid(_) | PodClass::Ended(_)))
+            .count(),
+        terminating: seen
+            .pods
+            .iter()
+            .filter(|p| p.class == PodClass::Terminating)
+            .count(),
+        foreign,
+        migrating: seen.era.len(),
+        superfluous,
+    }
+}
+
+/// Events about single pods: a replacement an admin marked up-to-date before it was Ready,
+/// and pods adopted from the reference operator (on the first reconcile).
+fn pod_events(
+    seen: &Seen<'_>,
+    current: &[&ObservedPod],
+    previous_update: &BTreeSet<&str>,
+) -> Vec<PlannedEvent> {
+    let mut events = Vec::new();
+    for pod in current {
+        let in_update = !previous_update.is_empty()
+            && pod
+                .key
+                .as_ref()
+                .is_some_and(|k| previous_update.contains(seen.domain_of(k).as_str()));
+        if pod.class == PodClass::UpToDate && !pod.ready && in_update {
+            events.push(PlannedEvent {
+                warning: false,
+                reason: EventReason::Overridden,
+                note: format!(
+                    "pod {} was marked up-to-date before it became Ready; the rollout continues",
+                    pod.describe(),
+                ),
+                pod: Some(pod.name.clone()),
+            });
+        }
+        if seen.cr.status.is_none() && !pod.controlled && pod.workload == Workload::Pod {
+            events.push(PlannedEvent {
+                warning: false,
+                reason: EventReason::Adopted,
+                note: format!(
+                    "adopted pod {} as it is, without restarting it",
+                    pod.describe(),
+                ),
+                pod: Some(pod.name.clone()),
+            });
+        }
+    }
+    events
+}
