@@ -200,6 +200,54 @@ fn parts_are_the_children_of_a_module() {
     assert_eq!(parts.circles(), [vec!["act", "memory"]]);
 }
 
+/// Tests of a module live in its own folder (`foo.rs` + `foo/tests.rs`, `foo/mod.rs` +
+/// `foo/tests.rs`), in the operator and in the harness alike: no inline test module, no
+/// `#[path]`.
+#[test]
+fn tests_live_in_their_modules_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut misplaced = Vec::new();
+    for dir in ["src", "molecule-like-tests/src"] {
+        for (path, text) in read_sources(&root.join(dir)) {
+            misplaced.extend(
+                misplaced_tests(&text)
+                    .into_iter()
+                    .map(|line| format!("{dir}/{}:{line}", path.display())),
+            );
+        }
+    }
+    assert!(
+        misplaced.is_empty(),
+        "tests outside their module's folder: {misplaced:?}"
+    );
+}
+
+#[test]
+fn inline_test_modules_and_path_attributes_are_found() {
+    let text =
+        "fn a() {}\n#[cfg(test)]\nmod tests {\n}\n#[cfg(test)]\n#[path = \"x.rs\"]\nmod x;\n";
+    assert_eq!(misplaced_tests(text), [3, 6]);
+    assert!(misplaced_tests("#[cfg(test)]\nmod tests;\n").is_empty());
+}
+
+/// The lines (from 1) of `text` that open an inline test module or carry `#[path]`.
+fn misplaced_tests(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let after_cfg_test = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| l.starts_with("#["))
+            .any(|l| *l == "#[cfg(test)]");
+        let inline_module = line.starts_with("mod ") && line.ends_with('{');
+        if line.starts_with("#[path") || (inline_module && after_cfg_test) {
+            found.push(i + 1);
+        }
+    }
+    found
+}
+
 /// `(path under src/, text)` pairs as read from disk.
 fn sources(files: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
     files
