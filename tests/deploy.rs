@@ -133,7 +133,12 @@ fn every_yaml_file_in_deploy_parses() {
     ] {
         assert!(files.iter().any(|f| f == expected), "{expected} not found");
     }
-    let not_objects = ["kustomization.yaml", "Chart.yaml", "values.yaml"];
+    let not_objects = [
+        "kustomization.yaml",
+        "Chart.yaml",
+        "values.yaml",
+        "alerts.test.yaml",
+    ];
     for file in &files {
         let all = docs(file);
         assert!(!all.is_empty(), "{file}: empty");
@@ -326,6 +331,20 @@ fn helm_chart_crd_is_the_generated_crd() {
         "{CHART}/{CRD} differs from {CRD}: run `cp {CRD} {CHART}/crds/` \
          (kustomize and Helm both use that copy)"
     );
+}
+
+#[test]
+fn helm_chart_ships_the_alerts_and_dashboard_of_deploy_monitoring_unchanged() {
+    for file in ["prometheusrule.yaml", "dashboard.json"] {
+        let (source, copy) = (
+            format!("deploy/monitoring/{file}"),
+            format!("{CHART}/files/{file}"),
+        );
+        assert!(
+            read(&copy) == read(&source),
+            "{copy} differs from {source}: run `cp {source} {CHART}/files/`"
+        );
+    }
 }
 
 #[test]

@@ -22,10 +22,10 @@ fn no_module_imports_a_module_that_imports_it_back() {
     assert!(graph.modules.len() > 20, "read {:?}", graph.modules);
     // The check reads what it should: paths in `use` trees and in code alike.
     for (from, to) in [
-        ("runtime::controller", "plan"),
+        ("runtime::controller::plan_inputs", "plan"),
         ("plan", "pod::osd_pod"),
-        ("runtime::owned_objects", "plan::classify"),
-        ("runtime::controller", "plan::classify"),
+        ("runtime::observe::owned_objects", "pod::identity"),
+        ("runtime::controller::watches", "pod::owner_reference"),
     ] {
         assert!(
             graph.edges[from].contains(to),
@@ -79,6 +79,41 @@ fn each_layer_uses_only_those_before_it() {
             assert!(
                 rank(to) < rank(from),
                 "{from} uses {to}, which comes after it: {LAYERS:?}"
+            );
+        }
+    }
+}
+
+/// The runtime's parts (its folders and the files beside them) in order: each uses only those
+/// before it. What it remembers and the process's services come first; the controller ties
+/// observing, asking Ceph and acting together; the operator runs it.
+const RUNTIME_PARTS: [&[&str]; 6] = [
+    &["backoff", "memory"],
+    &["serve"],
+    &["observe", "ceph"],
+    &["act"],
+    &["controller"],
+    &["operator"],
+];
+
+#[test]
+fn each_part_of_the_runtime_uses_only_those_before_it() {
+    let graph = Graph::of(&read_sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+    ));
+    let rank = |part: &str| {
+        RUNTIME_PARTS
+            .iter()
+            .position(|l| l.contains(&part))
+            .unwrap_or_else(|| panic!("runtime part {part} is not in RUNTIME_PARTS"))
+    };
+    let parts = graph.parts_of("runtime");
+    assert!(parts.modules.len() >= 8, "read {:?}", parts.modules);
+    for (from, targets) in &parts.edges {
+        for to in targets {
+            assert!(
+                rank(to) < rank(from),
+                "runtime::{from} uses runtime::{to}, which comes after it: {RUNTIME_PARTS:?}"
             );
         }
     }
@@ -139,6 +174,30 @@ fn layers_are_the_top_level_modules() {
     let graph = Graph::of(&sources);
     assert!(graph.circles().is_empty());
     assert_eq!(graph.layers().circles(), [vec!["plan", "runtime"]]);
+}
+
+#[test]
+fn parts_are_the_children_of_a_module() {
+    let sources = sources(&[
+        ("runtime/mod.rs", "use crate::runtime::act::run;"),
+        ("runtime/act/mod.rs", ""),
+        (
+            "runtime/act/run.rs",
+            "use crate::runtime::memory::M;\nuse crate::plan::P;",
+        ),
+        ("runtime/memory/mod.rs", "use crate::runtime::act::run;"),
+        (
+            "runtime/memory/expected.rs",
+            "use crate::runtime::memory::M;",
+        ),
+        ("plan/mod.rs", ""),
+    ]);
+    let parts = Graph::of(&sources).parts_of("runtime");
+    assert_eq!(
+        parts.modules,
+        BTreeSet::from(["act".into(), "memory".into()])
+    );
+    assert_eq!(parts.circles(), [vec!["act", "memory"]]);
 }
 
 /// `(path under src/, text)` pairs as read from disk.
@@ -232,6 +291,31 @@ impl Graph {
         }
         layers.modules = layers.edges.keys().cloned().collect();
         layers
+    }
+
+    /// The graph of the children of `parent` (a module's part is its first name below
+    /// `parent`), without `parent` itself and without what lies outside it.
+    fn parts_of(&self, parent: &str) -> Self {
+        let prefix = format!("{parent}::");
+        let part = |m: &str| {
+            m.strip_prefix(&prefix)
+                .map(|rest| rest.split("::").next().unwrap_or(rest).to_owned())
+        };
+        let mut parts = Self::default();
+        for (from, targets) in &self.edges {
+            let Some(from) = part(from) else {
+                continue;
+            };
+            let entry = parts.edges.entry(from.clone()).or_default();
+            entry.extend(
+                targets
+                    .iter()
+                    .filter_map(|t| part(t))
+                    .filter(|t| *t != from),
+            );
+        }
+        parts.modules = parts.edges.keys().cloned().collect();
+        parts
     }
 
     /// The strongly connected components of two or more modules, each sorted.

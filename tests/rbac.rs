@@ -34,7 +34,7 @@ type Calls = &'static [(
     Option<&'static str>,
 )];
 
-/// Every call the operator makes. Keep src/runtime/permissions.rs, deploy/, the chart and deploy/README.md in step.
+/// Every call the operator makes. Keep src/runtime/serve/permissions.rs, deploy/, the chart and deploy/README.md in step.
 const REQUIRED: Calls = &[
     // Every pod watched; OSD pods created, patched and deleted in rollouts.
     (
@@ -638,9 +638,9 @@ fn deploy_covers_the_api_calls_in_src() {
     let install = deploy();
     let granted = granted(&install);
     let src = |file: &str| read(&format!("src/{file}"));
-    let executor = src("runtime/executor.rs");
-    let lease = src("runtime/lease.rs");
-    let auth = src("runtime/metrics_auth.rs");
+    let executor = src("runtime/act/executor.rs");
+    let lease = src("runtime/serve/lease.rs");
+    let auth = src("runtime/serve/metrics_auth.rs");
     let all = sources(&Path::new(ROOT).join("src"));
     let own = Some("ceph-osd-operator");
     // (namespace, apiGroup, resource, verb, object name, whether src makes the call)

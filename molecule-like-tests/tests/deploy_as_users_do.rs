@@ -393,6 +393,42 @@ fn helm_lints_the_chart_strictly_and_renders_what_kustomize_builds() -> anyhow::
             "rules on Secrets: {secret_rules:?}"
         );
     }
+
+    // The alerts and the dashboard: deploy/monitoring/ and the chart's monitoring values.
+    let chart = helm_template(&[
+        "--set",
+        "monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true",
+    ])?;
+    let built = kustomize(&["deploy/monitoring"])?;
+    let (a, b) = (
+        only(&chart, "PrometheusRule")?,
+        only(&built, "PrometheusRule")?,
+    );
+    ensure!(
+        a["spec"] == b["spec"] && a["spec"]["groups"][0]["rules"].is_array(),
+        "the chart's PrometheusRule differs from deploy/monitoring/'s:\nchart:   {}\ndeploy/: {}",
+        a["spec"],
+        b["spec"]
+    );
+    let dashboard = "ceph-osd-operator-dashboard";
+    let (a, b) = (
+        find(&chart, "ConfigMap", dashboard)?,
+        find(&built, "ConfigMap", dashboard)?,
+    );
+    let json = |c: &Value| -> anyhow::Result<Value> {
+        let text = c["data"]["ceph-osd-operator.json"]
+            .as_str()
+            .context("no dashboard")?;
+        Ok(serde_json::from_str(text)?)
+    };
+    ensure!(
+        json(a)? == json(b)? && a["metadata"]["labels"]["grafana_dashboard"] == "1",
+        "the chart's dashboard ConfigMap differs from deploy/monitoring/'s"
+    );
+    ensure!(
+        b["metadata"]["labels"]["grafana_dashboard"] == "1",
+        "deploy/monitoring/'s dashboard lacks the sidecar's label"
+    );
     Ok(())
 }
 
@@ -431,6 +467,10 @@ fn helm_renders_every_documented_value_and_refuses_contradictions() -> anyhow::R
         "rbac": {"create": true, "scope": "namespaced"},
         "service": {"enabled": true, "port": 9999},
         "priorityClass": {"create": true, "name": "osd-prio", "value": 123},
+        "monitoring": {
+            "prometheusRule": {"enabled": true, "labels": {"release": "prom"}},
+            "dashboard": {"enabled": true, "namespace": "grafana", "labels": {"grafana_dashboard": "yes", "dashboards": "ceph"}},
+        },
     });
     let hiding = json!({"rbac": {"create": false}, "service": {"enabled": false}, "leaderElect": false, "replicas": 1, "serviceAccount": {"create": false}});
     let (mut documented, mut covered) = (BTreeMap::new(), BTreeMap::new());
@@ -550,6 +590,19 @@ fn helm_renders_every_documented_value_and_refuses_contradictions() -> anyhow::R
             "priorityClass",
             find(&out, "PriorityClass", "osd-prio").is_ok_and(|p| p["value"] == 123),
         ),
+        (
+            "monitoring.prometheusRule",
+            only(&out, "PrometheusRule")
+                .is_ok_and(|r| r["metadata"]["labels"]["release"] == "prom"),
+        ),
+        (
+            "monitoring.dashboard",
+            find(&out, "ConfigMap", "ceph-osd-operator-dashboard").is_ok_and(|c| {
+                c["metadata"]["namespace"] == "grafana"
+                    && c["metadata"]["labels"]["dashboards"] == "ceph"
+                    && c["metadata"]["labels"]["grafana_dashboard"] == "yes"
+            }),
+        ),
     ];
     let failed: Vec<&str> = checks
         .iter()
@@ -598,7 +651,7 @@ fn helm_renders_every_documented_value_and_refuses_contradictions() -> anyhow::R
         ),
         (
             "rbac.scope=everywhere",
-            "rbac.scope must be cluster or namespaced",
+            "at '/rbac/scope': value must be one of 'cluster', 'namespaced'",
         ),
         (
             "rbac.scope=namespaced",
@@ -620,6 +673,77 @@ fn helm_renders_every_documented_value_and_refuses_contradictions() -> anyhow::R
         )?;
         ensure!(err.contains(says), "--set {set}: {err}");
     }
+    Ok(())
+}
+
+/// values.schema.json: `helm install --set` with a wrong type, a value outside its choices or
+/// range, or a key the chart does not have fails before anything is installed, naming the
+/// value; the defaults and every documented value pass (the tests above render them).
+#[test]
+fn helm_install_refuses_a_wrong_type_or_an_unknown_value_naming_it() -> anyhow::Result<()> {
+    let helm = helm_bin()?;
+    let release = format!("mlt-schema-{}", random_suffix());
+    for (set, says) in [
+        ("replicas=two", "at '/replicas': got string, want integer"),
+        (
+            "leaderElect=maybe",
+            "at '/leaderElect': got string, want boolean",
+        ),
+        ("httpPort=70000", "at '/httpPort': maximum"),
+        (
+            "logFormat=xml",
+            "at '/logFormat': value must be one of 'human', 'json'",
+        ),
+        (
+            "ceph.timeoutSeconds=soon",
+            "at '/ceph/timeoutSeconds': got string, want integer",
+        ),
+        (
+            "replica=3",
+            "at '': additional properties 'replica' not allowed",
+        ),
+        (
+            "image.tags=1.0",
+            "at '/image': additional properties 'tags' not allowed",
+        ),
+        (
+            "monitoring.prometheusRule.enable=true",
+            "at '/monitoring/prometheusRule': additional properties 'enable' not allowed",
+        ),
+        ("extraArgs=--x", "at '/extraArgs': got string, want array"),
+    ] {
+        let err = run_failing(
+            &helm,
+            &[
+                "install",
+                &release,
+                CHART,
+                "--namespace",
+                OPERATOR_NAMESPACE,
+                "--set",
+                set,
+            ],
+        )?;
+        ensure!(
+            err.contains("values don't meet the specifications of the schema")
+                && err.contains(says),
+            "helm install --set {set}: expected {says:?}, got: {err}"
+        );
+    }
+    let releases = run(
+        &helm,
+        &[
+            "list",
+            "--all",
+            "--namespace",
+            OPERATOR_NAMESPACE,
+            "--short",
+        ],
+    )?;
+    ensure!(
+        !releases.lines().any(|r| r == release),
+        "a refused install left release {release}: {releases}"
+    );
     Ok(())
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod rollout_controls;
 pub(crate) mod server_numbers;
 pub(crate) mod storage_rules;
 pub(crate) mod template_rules;
+pub(crate) mod update_domain;
 
 use crate::crd::server_numbers::normalise_numbers;
 use crate::crd::storage_rules::{DEVICE_PATH_PATTERN, HOST_PATTERN};

@@ -3,6 +3,7 @@
 
 use crate::crd::apply_server_defaults;
 use crate::crd::osd::OsdKey;
+use crate::crd::update_domain::domain_id;
 use crate::hash::TemplateHash;
 use crate::kubectl::choices::Output;
 use crate::kubectl::cluster::{Cluster, Snapshot};
@@ -12,8 +13,7 @@ use crate::offline::eta::StepEstimate;
 use crate::offline::manifest::{parse_cephosd, read_manifest};
 use crate::offline::plan_text::plan_text;
 use crate::offline::rollout_preview::{preview_rollout, RolloutPreview};
-use crate::plan::classify::ready_since;
-use crate::plan::domain_id;
+use crate::pod::pod_status::ready_since;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use serde_json::json;

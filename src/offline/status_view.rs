@@ -3,13 +3,13 @@
 //! with its pods. Built from the CephOSD and its pods only; serialisable as it is shown.
 
 use crate::crd::osd::OsdKey;
+use crate::crd::update_domain::domain_id as rollout_domain;
 use crate::crd::{CephOsd, CephOsdStatus, UpdateDomain};
 use crate::labels;
 use crate::offline::eta::{elapsed, StepEstimate};
 use crate::offline::rollout_preview::RolloutPreview;
-use crate::plan::classify::ready_since;
-use crate::plan::domain_id as rollout_domain;
 use crate::plan::expanded_spec::ExpandedSpec;
+use crate::pod::pod_status::ready_since;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::Timestamp;

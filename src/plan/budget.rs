@@ -359,7 +359,7 @@ fn outside_the_budget(
             .count();
     for pod in input.pods {
         if let Some(key) = pod.key.as_ref().filter(|k| drained.contains(&k.host)) {
-            excluded.insert(crate::plan::rollout::domain_id(
+            excluded.insert(crate::crd::update_domain::domain_id(
                 key,
                 input.cr.spec.update_domain,
             ));
@@ -477,7 +477,7 @@ pub(crate) fn label_patches(
         .filter(|p| p.workload == Workload::Pod && p.is_live() && !skip(p))
         .filter_map(|pod| {
             let key = pod.key.as_ref()?;
-            let domain = crate::plan::rollout::domain_id(key, spec.update_domain);
+            let domain = crate::crd::update_domain::domain_id(key, spec.update_domain);
             let value = labels::update_domain_label_value(&domain);
             (pod.domain_label.as_deref() != Some(value.as_str())).then(|| Action::LabelDomain {
                 name: pod.name.clone(),

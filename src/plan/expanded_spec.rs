@@ -1,7 +1,7 @@
 //! What a CephOSD's spec expands to before any pod is looked at: the template hash, the OSDs
 //! it asks for and what is wrong with it. A function of the spec alone, so the runtime
 //! expands each version of a CephOSD (uid and resourceVersion) once, not on every reconcile
-//! (`runtime/memory.rs` keeps the expansions).
+//! (`runtime/memory/mod.rs` keeps the expansions).
 
 use crate::crd::desired::{desired_osds, DesiredOsds};
 use crate::crd::template_rules::template_problems;

@@ -32,6 +32,7 @@ pub(crate) mod status;
 
 use crate::crd::desired::{DesiredOsd, DesiredOsds};
 use crate::crd::osd::{DeviceId, OsdKey, SuffixSource};
+use crate::crd::update_domain::domain_id;
 use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
 use crate::hash::TemplateHash;
 use crate::labels::{self, PodState};
@@ -40,7 +41,7 @@ use crate::plan::budget::{
     drains_waiting, label_patches, plan_budget, start_blocked, BudgetInput, DisruptionView, Keeping,
 };
 use crate::plan::ceph_gate::{gate, osd_ids, CephView, GateInput, GateSubject};
-use crate::plan::classify::{classify, held_disks, Owner, Timing};
+use crate::plan::classify::{classify, Owner, Timing};
 pub(crate) use crate::plan::classify::{ObservedPod, PodClass, Workload};
 use crate::plan::conditions::{ConditionReason, SpecProblem};
 pub(crate) use crate::plan::deletion::{Deletion, FinalizerWrite};
@@ -50,10 +51,10 @@ use crate::plan::events::{
 use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::progress::{next_progress, ProgressInput};
 use crate::plan::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
-pub(crate) use crate::plan::rollout::domain_id;
 pub use crate::plan::rollout::Hold;
 use crate::plan::rollout::{deadlines, rollout_step, Candidate, Limits, Missing};
 use crate::plan::status::{compute_status, StatusInput, Summary};
+use crate::pod::identity::held_disks;
 use crate::pod::osd_pod::render_pod;
 use crate::pod::pod_additions::{PodIdentity, RenderError};
 use k8s_openapi::api::apps::v1::ReplicaSet;

@@ -2,7 +2,8 @@
 //! deadlines and soaks to watch. Pure.
 
 use crate::crd::osd::OsdKey;
-use crate::crd::{CephOsdSpec, UpdateDomain};
+use crate::crd::update_domain::domain_id;
+use crate::crd::CephOsdSpec;
 use crate::plan::classify::{ObservedPod, PodClass};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
@@ -226,14 +227,6 @@ pub(crate) fn deadlines<'a>(
     out
 }
 
-/// The id of the update domain an OSD belongs to: its key, or its host.
-pub(crate) fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
-    match domain {
-        UpdateDomain::Osd => key.to_string(),
-        UpdateDomain::Host => key.host.clone(),
-    }
-}
-
 /// Why the rollout waits: the first unready pod, else the first missing OSD.
 fn halt_reason(unready: &[&ObservedPod], missing: &[Missing]) -> String {
     if let Some(pod) = unready.first() {
@@ -316,6 +309,7 @@ fn in_rollout_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crd::UpdateDomain;
     use crate::plan::classify::Workload;
     use serde_json::json;
 

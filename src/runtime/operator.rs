@@ -1,9 +1,9 @@
 //! The operator process: the controller, run at once or, with leader election, only while this
 //! replica holds the Lease; it ends on SIGTERM or Ctrl-C, or when leadership is lost.
 
-use crate::runtime::controller::{self, Settings};
-use crate::runtime::lease::{LeaderLease, LeaseError, LeaseSettings};
-use crate::runtime::metrics::Metrics;
+use crate::runtime::controller::{self, context::Settings};
+use crate::runtime::serve::lease::{LeaderLease, LeaseError, LeaseSettings};
+use crate::runtime::serve::metrics::Metrics;
 use kube::Client;
 use std::sync::Arc;
 
@@ -17,7 +17,10 @@ pub async fn run(
     lease: Option<LeaseSettings>,
 ) -> Result<(), LeaseError> {
     let Some(lease) = lease else {
-        controller::run(client, settings, metrics).await;
+        // Without leader election this process is the one that acts: it leads.
+        metrics.set_leader(true);
+        controller::run(client, settings, metrics.clone()).await;
+        metrics.set_leader(false);
         return Ok(());
     };
     let lease = LeaderLease::new(client.clone(), lease);

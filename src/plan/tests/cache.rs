@@ -1,10 +1,10 @@
 //! The planner fed from a watch cache that lags arbitrarily behind the API, guarded by
-//! expectations (see `runtime/expectations.rs`): whatever the lag, never two pods on one disk, and
+//! expectations (see `runtime/memory/expectations.rs`): whatever the lag, never two pods on one disk, and
 //! once the cache catches up everything converges.
 
 use super::*;
 use crate::crd::UpdateDomain;
-use crate::runtime::expectations::{Expectations, Expected, Readiness};
+use crate::runtime::memory::expectations::{Expectations, Expected, Readiness};
 use k8s_openapi::api::core::v1::Pod;
 
 /// A cluster whose every state is kept: the cache may show any of them, never going back.

@@ -93,10 +93,10 @@ fn domains_down(cluster: &Cluster, cr: &CephOsd) -> BTreeSet<String> {
             !cluster.pods.iter().any(|p| {
                 device_of(p) == Some(key.device_id())
                     && p.metadata.deletion_timestamp.is_none()
-                    && crate::plan::classify::ready_since(p).is_some()
+                    && crate::pod::pod_status::ready_since(p).is_some()
             })
         })
-        .map(|key| crate::plan::rollout::domain_id(key, cr.spec.update_domain))
+        .map(|key| crate::crd::update_domain::domain_id(key, cr.spec.update_domain))
         .collect()
 }
 

@@ -3,10 +3,14 @@
 //! decides a deletion.
 
 use super::*;
+use crate::crd::CephOsd;
 use crate::crd::UpdateDomain;
+use crate::plan::deletion;
 use crate::plan::tests::{converged, cr};
-use crate::runtime::ceph_gate::GateSettings;
+use crate::runtime::ceph::ceph_gate::GateSettings;
+use crate::runtime::controller::reconcile::reconcile;
 use crate::runtime::memory::Memory;
+use crate::runtime::observe::budget_inputs::BudgetCaches;
 use crate::runtime::scripted_api::{scripted_client, Received, Sent};
 use hyper::{Method, StatusCode};
 use serde_json::{json, Value};

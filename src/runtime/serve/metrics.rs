@@ -1,5 +1,8 @@
-//! Prometheus metrics: reconciles, errors, durations, OSD pods by state, rollout progress.
+//! Prometheus metrics: reconciles, errors, durations, OSD pods by state, rollout progress, and
+//! what each CephOSD's status shows since when (its conditions, the `noout` of its open Ceph
+//! step, the drains waiting for its budget), so alerts can say how long a thing has lasted.
 
+use crate::crd::CephOsdStatus;
 use crate::plan::failure::Failure;
 use crate::plan::status::Summary;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -8,7 +11,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 /// The `state` label values of `osd_pods`.
@@ -32,6 +37,15 @@ struct StateLabels {
     namespace: String,
     cephosd: String,
     state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConditionLabels {
+    namespace: String,
+    cephosd: String,
+    r#type: String,
+    status: String,
+    reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -73,6 +87,7 @@ pub struct Metrics {
     gate_decisions: Family<GateLabels, Counter>,
     ceph_commands: Family<CephCommandLabels, Counter>,
     ceph_command_seconds: Family<CephCommandLabels, Counter<f64, AtomicU64>>,
+    status: StatusSeries,
 }
 
 impl Default for Metrics {
@@ -91,6 +106,7 @@ impl Default for Metrics {
         let gate_decisions = Family::<GateLabels, Counter>::default();
         let ceph_commands = Family::<CephCommandLabels, Counter>::default();
         let ceph_command_seconds = Family::<CephCommandLabels, Counter<f64, AtomicU64>>::default();
+        let status = StatusSeries::registered(&mut registry);
         registry.register(
             "ceph_commands",
             "Ceph CLI commands run by the gate, answered or not",
@@ -136,7 +152,7 @@ impl Default for Metrics {
         );
         registry.register(
             "leader",
-            "1 while this process holds the leader lease",
+            "1 while this process acts: it holds the leader lease, or runs without leader election",
             leader.clone(),
         );
         registry.register(
@@ -159,6 +175,7 @@ impl Default for Metrics {
             gate_decisions,
             ceph_commands,
             ceph_command_seconds,
+            status,
         }
     }
 }
@@ -210,6 +227,18 @@ impl Metrics {
         self.duration.observe(took.as_secs_f64());
     }
 
+    /// What the status of a CephOSD shows after a reconcile: its conditions since when, the
+    /// `noout` its open Ceph step holds (with the limit), the drains waiting for its budget.
+    pub(crate) fn status_shown(
+        &self,
+        namespace: &str,
+        cephosd: &str,
+        status: &CephOsdStatus,
+        max_noout: Duration,
+    ) {
+        self.status.show(namespace, cephosd, status, max_noout);
+    }
+
     /// Drops the series of a CephOSD that no longer exists.
     pub fn forget(&self, namespace: &str, cephosd: &str) {
         for state in STATES {
@@ -225,6 +254,7 @@ impl Metrics {
         };
         self.desired.remove(&labels);
         self.updated.remove(&labels);
+        self.status.forget(&labels);
     }
 
     pub fn failed(&self, failure: Failure, took: Duration) {
@@ -237,7 +267,6 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts one answer of the Ceph gate (`Proceed` or a blocker's category).
     /// Counts one Ceph CLI command and the time it took.
     pub(crate) fn ceph_command(&self, command: &'static str, took: Duration) {
         let labels = CephCommandLabels { command };
@@ -247,6 +276,7 @@ impl Metrics {
             .inc_by(took.as_secs_f64());
     }
 
+    /// Counts one answer of the Ceph gate (`Proceed` or a blocker's category).
     pub(crate) fn gate_decided(&self, decision: &'static str) {
         self.gate_decisions
             .get_or_create(&GateLabels { decision })
@@ -271,6 +301,126 @@ impl Metrics {
     }
 }
 
+/// What each CephOSD's status shows since when: its conditions, the `noout` its open Ceph step
+/// holds (with the limit), the drains waiting for its budget.
+struct StatusSeries {
+    condition_since: Family<ConditionLabels, Gauge>,
+    /// The condition series each CephOSD shows now, to drop those its status no longer has.
+    conditions_shown: Mutex<HashMap<CephOsdLabels, Vec<ConditionLabels>>>,
+    noout_since: Family<CephOsdLabels, Gauge>,
+    noout_limit: Family<CephOsdLabels, Gauge>,
+    drains_waiting: Family<CephOsdLabels, Gauge>,
+}
+
+impl StatusSeries {
+    fn registered(registry: &mut Registry) -> Self {
+        let condition_since = Family::<ConditionLabels, Gauge>::default();
+        let noout_since = Family::<CephOsdLabels, Gauge>::default();
+        let noout_limit = Family::<CephOsdLabels, Gauge>::default();
+        let drains_waiting = Family::<CephOsdLabels, Gauge>::default();
+        registry.register(
+            "condition_since_timestamp_seconds",
+            "Each status condition of a CephOSD (type, status, reason) and since when its status holds (lastTransitionTime, Unix seconds)",
+            condition_since.clone(),
+        );
+        registry.register(
+            "ceph_noout_since_timestamp_seconds",
+            "While a CephOSD's open Ceph step holds noout on its OSDs: when the step started (Unix seconds)",
+            noout_since.clone(),
+        );
+        registry.register(
+            "ceph_noout_limit_seconds",
+            "While a CephOSD's open Ceph step holds noout: how long it may (--ceph-max-noout-seconds)",
+            noout_limit.clone(),
+        );
+        registry.register(
+            "budget_drains_waiting",
+            "Cordoned hosts of a CephOSD whose OSD pods still run (their drains wait for the disruption budget)",
+            drains_waiting.clone(),
+        );
+        Self {
+            condition_since,
+            conditions_shown: Mutex::default(),
+            noout_since,
+            noout_limit,
+            drains_waiting,
+        }
+    }
+
+    fn show(&self, namespace: &str, cephosd: &str, status: &CephOsdStatus, max_noout: Duration) {
+        let of = CephOsdLabels {
+            namespace: namespace.to_owned(),
+            cephosd: cephosd.to_owned(),
+        };
+        let shown: Vec<ConditionLabels> = status
+            .conditions
+            .iter()
+            .map(|c| {
+                let labels = ConditionLabels {
+                    namespace: namespace.to_owned(),
+                    cephosd: cephosd.to_owned(),
+                    r#type: c.type_.clone(),
+                    status: c.status.clone(),
+                    reason: c.reason.clone(),
+                };
+                self.condition_since
+                    .get_or_create(&labels)
+                    .set(c.last_transition_time.0.as_second());
+                labels
+            })
+            .collect();
+        let mut all = self
+            .conditions_shown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for gone in all.get(&of).into_iter().flatten() {
+            if !shown.contains(gone) {
+                self.condition_since.remove(gone);
+            }
+        }
+        all.insert(of.clone(), shown);
+        drop(all);
+        match &status.ceph_step {
+            Some(step) if !step.noout.is_empty() => {
+                self.noout_since
+                    .get_or_create(&of)
+                    .set(step.started.0.as_second());
+                self.noout_limit
+                    .get_or_create(&of)
+                    .set(i64::try_from(max_noout.as_secs()).unwrap_or(i64::MAX));
+            }
+            _ => {
+                self.noout_since.remove(&of);
+                self.noout_limit.remove(&of);
+            }
+        }
+        match &status.budget {
+            Some(budget) => {
+                self.drains_waiting
+                    .get_or_create(&of)
+                    .set(gauge(budget.drains_waiting.len()));
+            }
+            None => {
+                self.drains_waiting.remove(&of);
+            }
+        }
+    }
+
+    fn forget(&self, labels: &CephOsdLabels) {
+        let shown = self
+            .conditions_shown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(labels);
+        for gone in shown.into_iter().flatten() {
+            self.condition_since.remove(&gone);
+        }
+        self.noout_since.remove(labels);
+        self.noout_limit.remove(labels);
+        self.drains_waiting.remove(labels);
+    }
+}
+
 fn gauge(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -278,6 +428,9 @@ fn gauge(n: usize) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crd::{BudgetStatus, CephStep};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+    use k8s_openapi::jiff::Timestamp;
 
     #[test]
     fn exposes_counts_by_state_and_errors() {
@@ -302,6 +455,71 @@ mod tests {
             "ceph_osd_operator_reconcile_duration_seconds_count 2",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
+        }
+        metrics.forget("ceph", "osds");
+        assert!(!metrics.encode().contains(r#"cephosd="osds""#));
+    }
+
+    fn condition(type_: &str, status: &str, reason: &str, since: i64) -> Condition {
+        Condition {
+            type_: type_.to_owned(),
+            status: status.to_owned(),
+            reason: reason.to_owned(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: Time(Timestamp::from_second(since).unwrap()),
+        }
+    }
+
+    #[test]
+    fn exposes_what_the_status_shows_since_when_and_drops_what_it_no_longer_shows() {
+        let metrics = Metrics::default();
+        let mut status = CephOsdStatus {
+            conditions: vec![
+                condition("Stalled", "True", "ProgressDeadlineExceeded", 1000),
+                condition("CephGate", "False", "CephUnavailable", 900),
+            ],
+            ceph_step: Some(CephStep {
+                keys: vec!["node-a:/dev/sdb".to_owned()],
+                osds: vec![],
+                noout: vec![3],
+                started: Time(Timestamp::from_second(950).unwrap()),
+                drain: None,
+            }),
+            budget: Some(BudgetStatus {
+                allowed_domains: 0,
+                unavailable_domains: vec!["node-a".to_owned()],
+                drains_waiting: vec!["node-b".to_owned(), "node-c".to_owned()],
+            }),
+            ..CephOsdStatus::default()
+        };
+        let limit = Duration::from_secs(1800);
+        metrics.status_shown("ceph", "osds", &status, limit);
+        let text = metrics.encode();
+        for line in [
+            r#"ceph_osd_operator_condition_since_timestamp_seconds{namespace="ceph",cephosd="osds",type="Stalled",status="True",reason="ProgressDeadlineExceeded"} 1000"#,
+            r#"ceph_osd_operator_condition_since_timestamp_seconds{namespace="ceph",cephosd="osds",type="CephGate",status="False",reason="CephUnavailable"} 900"#,
+            r#"ceph_osd_operator_ceph_noout_since_timestamp_seconds{namespace="ceph",cephosd="osds"} 950"#,
+            r#"ceph_osd_operator_ceph_noout_limit_seconds{namespace="ceph",cephosd="osds"} 1800"#,
+            r#"ceph_osd_operator_budget_drains_waiting{namespace="ceph",cephosd="osds"} 2"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
+        }
+        // The gate answers again, the step ended, the budget is off: their series go.
+        status.conditions = vec![condition("CephGate", "True", "CephIdle", 1200)];
+        status.ceph_step = None;
+        status.budget = None;
+        metrics.status_shown("ceph", "osds", &status, limit);
+        let text = metrics.encode();
+        assert!(text.contains(r#"type="CephGate",status="True",reason="CephIdle"} 1200"#));
+        for gone in [
+            "Stalled",
+            "CephUnavailable",
+            "ceph_noout_since_timestamp_seconds{",
+            "ceph_noout_limit_seconds{",
+            "drains_waiting{",
+        ] {
+            assert!(!text.contains(gone), "{gone} left in\n{text}");
         }
         metrics.forget("ceph", "osds");
         assert!(!metrics.encode().contains(r#"cephosd="osds""#));

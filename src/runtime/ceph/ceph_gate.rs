@@ -15,7 +15,7 @@ use crate::plan::ceph_gate::{
     QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::ObservedPod;
-use crate::runtime::ceph_drain::look_at_drain;
+use crate::runtime::ceph::ceph_drain::look_at_drain;
 use crate::runtime::memory::Memory;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;

@@ -1,7 +1,7 @@
 //! Counts the API requests the operator's client sends, by verb and resource, for the
 //! `api_requests` metric: a settled operator should send none.
 
-use crate::runtime::metrics::Metrics;
+use crate::runtime::serve::metrics::Metrics;
 use hyper::Request;
 use kube::client::{Body, ClientBuilder};
 use kube::{Client, Config};

@@ -6,7 +6,7 @@
 //! answer, the request gets 503 and nothing is cached: the client's credentials may be fine,
 //! so it is told to retry rather than that they are wrong (401), and it is never let in.
 
-use crate::runtime::review_cache::{Digest, ReviewCache};
+use crate::runtime::serve::review_cache::{Digest, ReviewCache};
 use hyper::header::HeaderValue;
 use hyper::StatusCode;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};

@@ -2,7 +2,7 @@
 //! credential itself is never kept). Entries live `ttl`; at most `capacity` are kept: when
 //! full, expired entries go first, then the oldest.
 
-use crate::runtime::locked::locked;
+use crate::runtime::memory::locked::locked;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;

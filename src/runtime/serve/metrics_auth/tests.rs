@@ -3,9 +3,9 @@
 //! allowed `get /metrics`), `other` (a user who is not) and anything else (not a valid token).
 
 use super::*;
-use crate::runtime::metrics::Metrics;
-use crate::runtime::probes::{serve, Health};
 use crate::runtime::scripted_api::{scripted_client, Received};
+use crate::runtime::serve::metrics::Metrics;
+use crate::runtime::serve::probes::{serve, Health};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;

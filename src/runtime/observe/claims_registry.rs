@@ -3,7 +3,7 @@
 
 use crate::crd::CephOsd;
 use crate::plan::disk_claims::{Claimant, DiskClaims};
-use crate::runtime::locked::locked;
+use crate::runtime::memory::locked::locked;
 use crate::runtime::memory::Memory;
 use kube::runtime::reflector::Store;
 use kube::ResourceExt;

@@ -4,7 +4,7 @@
 
 use crate::crd::CephOsd;
 use crate::plan::budget::DisruptionView;
-use crate::plan::classify::is_cephosd;
+use crate::pod::owner_reference::is_cephosd;
 use crate::runtime::backoff::WatchRetry;
 use futures::{Stream, TryStreamExt};
 use k8s_openapi::api::core::v1::{Node, NodeSpec};

@@ -2,7 +2,7 @@
 //! (SelfSubjectAccessReview, which every authenticated user may create), so that a missing RBAC
 //! rule is named in the log at once instead of surfacing as failing watches and writes.
 
-use crate::runtime::lease::LeaseSettings;
+use crate::runtime::serve::lease::LeaseSettings;
 use futures::future::join_all;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,

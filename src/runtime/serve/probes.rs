@@ -2,8 +2,8 @@
 //! any other path is a 404, any other method a 405. The probes are open (the kubelet calls
 //! them without credentials); `/metrics`, given a [`MetricsAuth`], only to those it allows.
 
-use crate::runtime::metrics::Metrics;
-use crate::runtime::metrics_auth::{MetricsAuth, METRICS_PATH};
+use crate::runtime::serve::metrics::Metrics;
+use crate::runtime::serve::metrics_auth::{MetricsAuth, METRICS_PATH};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};

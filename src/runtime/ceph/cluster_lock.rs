@@ -9,9 +9,9 @@ use crate::plan::cluster_lock::{
     decide, held_by, lock_name, Busy, LockDecision, LockHolder, Purpose, LOCK_DURATION,
     NEXT_HOLDER, NEXT_SINCE, RENEW_AFTER, STEP_KEYS,
 };
-use crate::runtime::ceph_gate::{answer, Question};
-use crate::runtime::lease::lease_spec;
-use crate::runtime::locked::locked;
+use crate::runtime::ceph::ceph_gate::{answer, Question};
+use crate::runtime::memory::locked::locked;
+use crate::runtime::serve::lease::lease_spec;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};

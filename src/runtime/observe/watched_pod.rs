@@ -246,7 +246,7 @@ impl Resource for WatchedPod {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::classify::{ready_since, unschedulable};
+    use crate::pod::pod_status::{ready_since, unschedulable};
     use serde_json::json;
 
     fn decoded(value: &serde_json::Value) -> (Pod, Pod) {

@@ -5,7 +5,7 @@
 //! stays as written.
 
 use crate::crd::CephOsd;
-use crate::runtime::watched_cephosd::{Unreadable, WatchedCephOsd};
+use crate::runtime::observe::watched_cephosd::{Unreadable, WatchedCephOsd};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;

@@ -5,7 +5,7 @@ use crate::ceph::{
     CephClient, CephError, ClusterStatus, OkToStop, OsdDump, OsdId, OsdMetadata, PgBrief, PgStates,
     SafeToDestroy,
 };
-use crate::runtime::metrics::Metrics;
+use crate::runtime::serve::metrics::Metrics;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! reference: a pod this CephOSD controls is its pod whatever its labels), the ReplicaSets
 //! carrying its owner label, and the pods of other CephOSDs that hold its disks; read from the
 //! watch caches (no API call) once they have synced and show every write of ours for that
-//! CephOSD (see `runtime/expectations.rs`), else from a LIST when the caches lag too long. A plan
+//! CephOSD (see `runtime/memory/expectations.rs`), else from a LIST when the caches lag too long. A plan
 //! that takes pods down is made again from a fresh LIST first (`fresh`): a cache may be
 //! behind by seconds (a process frozen and thawed), and a domain it still shows available
 //! may be down.
@@ -14,11 +14,12 @@ use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
 use crate::labels;
 use crate::plan::actions::Action;
-use crate::plan::classify::{held_disks, is_cephosd};
 use crate::plan::expanded_spec::ExpandedSpec;
-use crate::runtime::expectations::{Expectations, Expected, Readiness};
+use crate::pod::identity::held_disks;
+use crate::pod::owner_reference::is_cephosd;
+use crate::runtime::memory::expectations::{Expectations, Expected, Readiness};
 use crate::runtime::memory::Memory;
-use crate::runtime::watched_pod::WatchedPod;
+use crate::runtime::observe::watched_pod::WatchedPod;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

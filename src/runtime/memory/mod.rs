@@ -7,12 +7,18 @@
 //! reconcile wrote. Planning from that older status would forget, for example, which update
 //! domain is being replaced. So the last status written is remembered with the version it was
 //! planned from, and used while the cache still shows that version.
+//!
+//! Beside it: the expectations of a CephOSD's writes (`expectations`) and the one way its maps
+//! are locked (`locked`).
+
+pub(crate) mod expectations;
+pub(crate) mod locked;
 
 use crate::ceph::{OsdId, StepWatch};
 use crate::crd::{CephOsd, CephOsdStatus, CephStep};
 use crate::plan::expanded_spec::ExpandedSpec;
-use crate::runtime::expectations::Expectations;
-use crate::runtime::locked::locked;
+use crate::runtime::memory::expectations::Expectations;
+use crate::runtime::memory::locked::locked;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::ResourceExt;
@@ -205,7 +211,7 @@ mod tests {
     use super::*;
     use crate::crd::UpdateDomain;
     use crate::runtime::backoff::Backoff;
-    use crate::runtime::expectations::Expected;
+    use crate::runtime::memory::expectations::Expected;
     use crate::testing::CephOsdBuilder;
     use k8s_openapi::jiff::Timestamp;
     use kube::runtime::reflector;

@@ -1,0 +1,8 @@
+//! Asking Ceph for the planner: the gate's answer and where an open step or drain stands,
+//! under each Ceph cluster's step lock (a Lease), through a client whose every command is
+//! counted in the metrics.
+
+mod ceph_drain;
+pub(crate) mod ceph_gate;
+pub(crate) mod cluster_lock;
+pub(crate) mod metered_ceph;

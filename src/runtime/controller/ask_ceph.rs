@@ -1,0 +1,130 @@
+//! Asking Ceph before a rollout step. Pods go down only on a view as new as the decision: a
+//! plan that takes pods down, or asks Ceph whether it may, is made again from the CephOSD and
+//! its objects read again (a cache may be seconds behind, and a domain it shows available be
+//! down), and from Ceph's answer, asked meanwhile.
+
+use crate::ceph::CephFacts;
+use crate::crd::CephOsd;
+use crate::plan::ceph_gate::{CephInput, CephView, GateAnswer};
+use crate::plan::Plan;
+use crate::runtime::ceph::ceph_gate::{decision_label, Question};
+use crate::runtime::ceph::cluster_lock::{answer_holding_the_lock, LockState};
+use crate::runtime::controller::context::Context;
+use crate::runtime::controller::plan_inputs::PlanInputs;
+use crate::runtime::controller::reconcile_error::ReconcileError;
+use crate::runtime::observe::other_cephosds::other_cephosds;
+use crate::runtime::observe::owned_objects::Observation;
+use std::future::Future;
+use std::ops::ControlFlow;
+use tracing::{info, warn};
+
+/// What asking Ceph and reading again brought.
+pub(super) struct Asked {
+    /// Whether the CephOSD and its objects were read again.
+    pub read_again: bool,
+    /// Ceph's answer, when the plan asked, and whether the step lock was taken for it.
+    pub answered: Option<(GateAnswer, bool)>,
+}
+
+/// An open step keeps its Ceph cluster's step lock (this CephOSD may hold it; one that opts
+/// out of the gate only lets it go). Whether `cr` may hold the lock.
+pub(super) async fn keep_step_lock(ctx: &Context, cr: &CephOsd) -> bool {
+    let may_hold_lock = cr.status.as_ref().is_some_and(|s| s.ceph_step.is_some());
+    let keeps = may_hold_lock && !cr.spec.skips_ceph_gate();
+    if let (true, Some(ceph), Some(locks)) = (keeps, ctx.ceph.as_deref(), &ctx.ceph_locks) {
+        if let LockState::Busy { busy, lease } = Box::pin(locks.keep(ceph, cr)).await {
+            warn!(cephosd = %cr.object_key(), holder = %busy, %lease, "the step lock of the Ceph cluster is another CephOSD's while this one's step is open (it expired, or this step ended and is being closed)");
+        }
+    }
+    may_hold_lock
+}
+
+/// Asks Ceph what `plan` asks while, for a plan that takes pods down or asks Ceph, the
+/// budgets, the CephOSD and its objects are read again into `inputs` and `observation`.
+/// Break: the CephOSD was deleted meanwhile.
+pub(super) async fn ask_ceph_and_read_again(
+    ctx: &Context,
+    inputs: &mut PlanInputs,
+    observation: &mut Observation,
+    plan: &Plan,
+    looked: Option<CephFacts>,
+) -> Result<ControlFlow<(), Asked>, ReconcileError> {
+    let answering = answering(ctx, &inputs.cr, observation, plan, looked);
+    let read_again =
+        observation.fingerprint.is_some() && (plan.disrupts() || plan.gate_question.is_some());
+    if !read_again {
+        let answered = answering.await;
+        return Ok(ControlFlow::Continue(Asked {
+            read_again,
+            answered,
+        }));
+    }
+    inputs.list_budgets_again(ctx).await?;
+    let (fresh, answered) = futures::join!(inputs.read_again(ctx), answering);
+    match inputs.take_fresh(ctx, fresh)? {
+        ControlFlow::Continue(fresh) => *observation = fresh,
+        ControlFlow::Break(()) => return Ok(ControlFlow::Break(())),
+    }
+    Ok(ControlFlow::Continue(Asked {
+        read_again,
+        answered,
+    }))
+}
+
+/// Ceph's answer to `plan`'s question, asked holding the step lock, when it asks one and Ceph
+/// is configured.
+fn answering(
+    ctx: &Context,
+    cr: &std::sync::Arc<CephOsd>,
+    observation: &Observation,
+    plan: &Plan,
+    looked: Option<CephFacts>,
+) -> impl Future<Output = Option<(GateAnswer, bool)>> {
+    let answering = plan
+        .gate_question
+        .clone()
+        .zip(ctx.ceph.clone())
+        .map(|(question, ceph)| {
+            let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
+            let others = other_cephosds(&cr, &ctx.crs.state(), &ctx.memory);
+            let locks = ctx.ceph_locks.clone();
+            async move {
+                let locks = locks.as_deref();
+                let asked = Question {
+                    cr: &cr,
+                    observed: &observed,
+                    pods: &pods,
+                    subjects: &question,
+                    others: &others,
+                };
+                Box::pin(answer_holding_the_lock(locks, &*ceph, &asked, looked)).await
+            }
+        });
+    async move {
+        match answering {
+            Some(answering) => Some(answering.await),
+            None => None,
+        }
+    }
+}
+
+/// The view of Ceph with its answer, when one was asked.
+pub(super) fn with_answer(
+    ctx: &Context,
+    cr: &CephOsd,
+    view: CephView,
+    answer: Option<GateAnswer>,
+) -> CephView {
+    match answer {
+        Some(answer) => {
+            let label = decision_label(&answer.decision);
+            ctx.metrics.gate_decided(label);
+            info!(cephosd = %cr.object_key(), decision = %answer.decision, category = label, "asked Ceph before a rollout step");
+            CephView {
+                input: CephInput::Answered(answer),
+                ..view
+            }
+        }
+        None => view,
+    }
+}
