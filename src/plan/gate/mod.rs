@@ -21,7 +21,7 @@ mod step_end;
 mod verdict;
 
 pub(crate) use asking::domain_prefixes;
-pub use drain_end::{judge_drain, DrainProgress};
+pub use drain_end::{asks_safe_to_destroy, judge_drain, DrainProgress};
 pub(crate) use io::{
     CephInput, CephView, GateAnswer, GateCondition, GateInput, GateOff, GateOutcome, GateSubject,
     DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,

@@ -9,6 +9,7 @@ use crate::ceph::{
 use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
 use crate::labels;
+use crate::plan::budget::closed_for_pgs;
 use crate::plan::gate::conversation::{self, Turn};
 use crate::plan::gate::{
     Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff, GateSubject, StepProgress,
@@ -21,6 +22,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;
 use kube::ResourceExt;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -114,14 +116,7 @@ pub(crate) async fn first_view(
                     progress
                 }),
             };
-            let progress = match progress {
-                Ok(progress) => progress,
-                Err(error) => Some(StepProgress::Recovering {
-                    blockers: vec![Blocker::NoAnswer {
-                        error: error.to_string(),
-                    }],
-                }),
-            };
+            let progress = progress.unwrap_or_else(|error| Some(StepProgress::unanswered(&error)));
             tracing::debug!(cephosd = %key, ?progress, "looked at the open Ceph step");
             progress
         }
@@ -139,7 +134,11 @@ pub(crate) async fn first_view(
                 })
                 .map(|facts| facts.pgs),
         };
-        pgs_unclean(pgs)
+        closed_for_pgs(
+            pgs.as_ref()
+                .map(Option::as_ref)
+                .map_err(|e| e as &dyn fmt::Display),
+        )
     } else {
         None
     };
@@ -156,25 +155,6 @@ pub(crate) async fn first_view(
 /// How long a reconcile waits for Ceph's PG states for the disruption budget (a few
 /// milliseconds over the session): past it the budget closes and the reconcile goes on.
 const PG_LOOK_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Why the disruption budget closes for Ceph's PGs: some are not clean, no mgr knows, or Ceph
-/// could not tell (fail closed).
-fn pgs_unclean(pgs: Result<Option<crate::ceph::PgStates>, CephError>) -> Option<String> {
-    match pgs {
-        Ok(None) => Some("Ceph has no mgr to tell whether its PGs are clean".to_owned()),
-        Ok(Some(pgs)) if pgs.all_clean() => None,
-        Ok(Some(pgs)) if !pgs.ready => {
-            Some("Ceph's mgr does not know the PG states yet".to_owned())
-        }
-        Ok(Some(pgs)) => Some(format!(
-            "Ceph's PGs are not all clean ({})",
-            pgs.describe_not_clean()
-        )),
-        Err(error) => Some(format!(
-            "Ceph did not tell whether its PGs are clean: {error}"
-        )),
-    }
-}
 
 /// Ids an admin stated on a pod (`ceph.elemental.net/osd-ids: "3,7"`): none when absent;
 /// the value itself when it is not a list of numbers (a typo never maps a pod, and is said).
@@ -298,7 +278,7 @@ pub(crate) async fn answer(
             Turn::Ask(asking) => {
                 let ids: Vec<OsdId> = asking.ids().iter().copied().collect();
                 let reply = ceph.ok_to_stop(&ids).await;
-                turn = asking.heard(reply.as_ref().map_err(|e| e as &dyn std::fmt::Display));
+                turn = asking.heard(reply.as_ref().map_err(|e| e as &dyn fmt::Display));
             }
             Turn::Answered(answered) => {
                 for refused in &answered.refused_together {
