@@ -5,7 +5,7 @@
 
 use super::asking::{after_precheck, AfterPrecheck, DomainChoice};
 use super::io::{GateAnswer, GateSubject};
-use super::verdict::{confirm, GateDecision};
+use super::verdict::{confirm, Blocker, GateDecision};
 use crate::ceph::{CephFacts, KeyIds, MappedKey, OkToStop, OsdId};
 use crate::crd::osd::OsdKey;
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,14 +86,12 @@ pub(crate) fn unanswered(
     unreadable_statements: BTreeMap<String, String>,
     why: &dyn fmt::Display,
 ) -> GateAnswer {
+    let why = Blocker::NoAnswer {
+        error: why.to_string(),
+    };
     GateAnswer {
-        keys: question
-            .iter()
-            .map(|s| (s.key.clone(), BTreeSet::new()))
-            .collect(),
-        decision: GateDecision::no_answer(&why),
         unreadable_statements,
-        ..GateAnswer::default()
+        ..GateAnswer::waiting(question, why)
     }
 }
 
