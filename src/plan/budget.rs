@@ -12,8 +12,10 @@
 //! until the controller has seen the write). While a cordoned node's OSD pods still run, no
 //! domain starts (drains go first), and no missing OSD pod is created on a cordoned node. A
 //! PodDisruptionBudget of someone else that selects the OSD pods means none of ours: a pod
-//! under two cannot be evicted at all.
+//! under two cannot be evicted at all. Ceph's PGs not all clean (or no mgr, or no answer) close
+//! the budget too.
 
+use crate::ceph::PgStates;
 use crate::crd::{BudgetStatus, CephOsd, CephOsdSpec};
 use crate::labels;
 use crate::plan::actions::Action;
@@ -29,6 +31,27 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::core::{Selector, SelectorExt};
 use kube::ResourceExt;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// Why the disruption budget closes for Ceph's PGs (`pgs`, as Ceph answered or why it did
+/// not): some are not clean, no mgr knows, or Ceph could not tell (fail closed); none when
+/// every PG is clean.
+pub(crate) fn closed_for_pgs(pgs: Result<Option<&PgStates>, &dyn fmt::Display>) -> Option<String> {
+    match pgs {
+        Ok(None) => Some("Ceph has no mgr to tell whether its PGs are clean".to_owned()),
+        Ok(Some(pgs)) if pgs.all_clean() => None,
+        Ok(Some(pgs)) if !pgs.ready => {
+            Some("Ceph's mgr does not know the PG states yet".to_owned())
+        }
+        Ok(Some(pgs)) => Some(format!(
+            "Ceph's PGs are not all clean ({})",
+            pgs.describe_not_clean()
+        )),
+        Err(error) => Some(format!(
+            "Ceph did not tell whether its PGs are clean: {error}"
+        )),
+    }
+}
 
 /// What the runtime observed for the disruption budget of one CephOSD.
 #[derive(Clone, Debug, Default)]

@@ -8,6 +8,7 @@
 //! the Lease; the holder then lets it go after its step instead of starting another, and the
 //! free lock waits for the claimant (while its claim is renewed).
 
+use crate::plan::gate::Blocker;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
@@ -82,6 +83,39 @@ impl fmt::Display for Busy {
             write!(f, " (on {})", self.keys.join(", "))?;
         }
         write!(f, " holds the Ceph cluster")
+    }
+}
+
+/// Where the lock stands for one CephOSD after asking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum LockState {
+    /// This CephOSD holds it.
+    Held,
+    /// Another CephOSD's step holds it (`lease`: `namespace/name` of the Lease).
+    Busy { busy: Busy, lease: String },
+    /// It could not be read or written (fail closed: no step starts).
+    Failed(String),
+    /// Ceph did not tell its fsid: which lock is not known (no step starts).
+    NoFsid(String),
+}
+
+impl LockState {
+    /// What keeps a step from starting, if anything (fail closed: only a held lock lets one
+    /// start).
+    pub(crate) fn blocker(&self) -> Option<Blocker> {
+        match self {
+            Self::Held => None,
+            Self::Busy { busy, lease } => Some(Blocker::ClusterBusy {
+                holder: busy.to_string(),
+                lease: lease.clone(),
+            }),
+            Self::Failed(error) => Some(Blocker::ClusterLockFailed {
+                error: error.clone(),
+            }),
+            Self::NoFsid(error) => Some(Blocker::NoAnswer {
+                error: error.clone(),
+            }),
+        }
     }
 }
 

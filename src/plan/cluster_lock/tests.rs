@@ -271,3 +271,56 @@ fn a_busy_cluster_halts_the_proposal_naming_the_holder() {
     assert_eq!(out.halted.as_deref(), Some(out.condition.message.as_str()));
     assert!(out.requeue_after.is_some());
 }
+
+#[test]
+fn only_a_held_lock_lets_a_step_start_and_the_others_say_why() {
+    use crate::crd::osd::OsdKey;
+    use crate::plan::gate::{Blocker, GateAnswer, GateDecision, GateSubject};
+    assert_eq!(LockState::Held.blocker(), None);
+    let busy = LockState::Busy {
+        busy: busy("team-a/osds", &["h1:/dev/sdb"], false),
+        lease: "ceph/ceph-osd-step-5b9d".into(),
+    };
+    let Some(Blocker::ClusterBusy { holder, lease }) = busy.blocker() else {
+        panic!("{busy:?}");
+    };
+    assert_eq!(
+        holder,
+        "a step of CephOSD team-a/osds (on h1:/dev/sdb) holds the Ceph cluster"
+    );
+    assert_eq!(lease, "ceph/ceph-osd-step-5b9d");
+    assert_eq!(
+        LockState::Failed("forbidden".into()).blocker(),
+        Some(Blocker::ClusterLockFailed {
+            error: "forbidden".into()
+        })
+    );
+    let no_fsid = LockState::NoFsid("no fsid".into())
+        .blocker()
+        .expect("no fsid");
+    assert_eq!(
+        no_fsid,
+        Blocker::NoAnswer {
+            error: "no fsid".into()
+        }
+    );
+    // The answer while the lock is not held: a Wait on its keys, none mapped.
+    let question = [GateSubject {
+        key: OsdKey::new("h1", "/dev/sdb"),
+        pod: None,
+        domain: "h1".into(),
+        leaving: false,
+    }];
+    let waiting = GateAnswer::waiting(&question, no_fsid.clone());
+    assert_eq!(
+        waiting.decision,
+        GateDecision::Wait {
+            blockers: vec![no_fsid]
+        }
+    );
+    assert_eq!(waiting.keys.len(), 1);
+    assert!(waiting
+        .keys
+        .values()
+        .all(std::collections::BTreeSet::is_empty));
+}

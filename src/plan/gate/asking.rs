@@ -32,6 +32,7 @@ pub(crate) fn domain_prefixes(proposed: &[GateSubject]) -> Vec<Vec<GateSubject>>
 /// Which update domains go together: every proposed domain is asked about at once, then
 /// fewer of them, the first ones, down to the first alone. The first set Ceph lets go is the
 /// step; when Ceph lets none go, its answer about the first domain alone stands.
+#[derive(Debug)]
 pub(crate) struct DomainChoice {
     left: std::vec::IntoIter<Vec<GateSubject>>,
 }

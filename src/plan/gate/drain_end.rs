@@ -7,6 +7,7 @@
 use super::verdict::cluster_blockers;
 use crate::ceph::{osd_list, CephError, CephFacts, OsdId, PgStates, PgsOnOsds, SafeToDestroy};
 use std::collections::BTreeSet;
+use std::fmt;
 
 /// Where a drain stands after a look.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,11 +54,7 @@ pub fn judge_drain(
     }
     let answer = match answer {
         Some(Ok(answer)) => answer,
-        Some(Err(error)) => {
-            return DrainProgress::NoAnswer {
-                why: format!("Ceph gave no usable answer: {error}"),
-            }
-        }
+        Some(Err(error)) => return DrainProgress::unanswered(error),
         None => {
             return DrainProgress::NoAnswer {
                 why: "safe-to-destroy was not asked".to_owned(),
@@ -113,7 +110,20 @@ fn needed_because(id: OsdId, answer: &SafeToDestroy, pgs_on: &PgsOnOsds) -> Stri
     }
 }
 
+/// Whether `safe-to-destroy` is asked about the drain of `ids` after the look `facts`: only
+/// with a mgr (without one it would hang until its bound) and something to ask about.
+pub fn asks_safe_to_destroy(facts: &CephFacts, ids: &[OsdId]) -> bool {
+    facts.status.mgr_available && !ids.is_empty()
+}
+
 impl DrainProgress {
+    /// Ceph could not be asked (`error`): no pod stops on no answer.
+    pub fn unanswered(error: &dyn fmt::Display) -> Self {
+        Self::NoAnswer {
+            why: format!("Ceph gave no usable answer: {error}"),
+        }
+    }
+
     /// In words, for the condition.
     pub fn describe(&self) -> &str {
         match self {

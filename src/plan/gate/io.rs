@@ -4,7 +4,7 @@
 //! (stops), `drain` (removals), `verdict` (Ceph's answers read as Proceed / Wait / Halt).
 
 use super::step_end::StepProgress;
-use super::verdict::GateDecision;
+use super::verdict::{Blocker, GateDecision};
 use crate::ceph::OsdId;
 use crate::crd::osd::OsdKey;
 use crate::crd::CephStep;
@@ -59,6 +59,23 @@ pub struct GateAnswer {
     pub unreadable_statements: BTreeMap<String, String>,
     /// The ids asked about that Ceph has out already (a drain marks only the others out).
     pub out: BTreeSet<OsdId>,
+}
+
+impl GateAnswer {
+    /// The answer about `question` while `blocker` keeps it from being asked: its keys without
+    /// ids, a `Wait` that says why.
+    pub(crate) fn waiting(question: &[GateSubject], blocker: Blocker) -> Self {
+        Self {
+            keys: question
+                .iter()
+                .map(|s| (s.key.clone(), BTreeSet::new()))
+                .collect(),
+            decision: GateDecision::Wait {
+                blockers: vec![blocker],
+            },
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for GateAnswer {

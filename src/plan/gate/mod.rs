@@ -8,18 +8,20 @@
 //! Every verdict on Ceph's answers lives here: the runtime only asks Ceph and hands back what
 //! it answered. `verdict` reads a look and an `ok-to-stop` answer as Proceed / Wait / Halt,
 //! `asking` says which update domains are asked about together and when `ok-to-stop` must
-//! confirm a precheck, `step_end` and `drain_end` say when an open step or drain is over,
+//! confirm a precheck, `conversation` strings them into the questions the runtime asks next,
+//! `step_end` and `drain_end` say when an open step or drain is over,
 //! `drain` holds the rules of removals, `io` the gate's input and outcome as data.
 
 mod asking;
+pub(crate) mod conversation;
 pub(crate) mod drain;
 mod drain_end;
 mod io;
 mod step_end;
 mod verdict;
 
-pub(crate) use asking::{after_precheck, domain_prefixes, AfterPrecheck, DomainChoice};
-pub use drain_end::{judge_drain, DrainProgress};
+pub(crate) use asking::domain_prefixes;
+pub use drain_end::{asks_safe_to_destroy, judge_drain, DrainProgress};
 pub(crate) use io::{
     CephInput, CephView, GateAnswer, GateCondition, GateInput, GateOff, GateOutcome, GateSubject,
     DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,

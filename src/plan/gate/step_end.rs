@@ -55,6 +55,17 @@ pub enum StepProgress {
     Draining(DrainProgress),
 }
 
+impl StepProgress {
+    /// Ceph could not be looked at (`error`): the step stays open, saying why.
+    pub fn unanswered(error: &dyn std::fmt::Display) -> Self {
+        Self::Recovering {
+            blockers: vec![Blocker::NoAnswer {
+                error: error.to_string(),
+            }],
+        }
+    }
+}
+
 impl StepWatch {
     /// `up_from_before`: each OSD to be stopped and its `up_from` read before the stop.
     pub fn new(up_from_before: BTreeMap<OsdId, u64>, pg_stats_lag: Duration) -> Self {

@@ -1,8 +1,9 @@
 //! The gate's rules one by one, without a plan around them: what the gate makes of a plan
 //! (`gate`), a removal's drain (`drain`), Ceph's answers read as Proceed / Wait / Halt
-//! (`precheck`, `confirm`), and the order of the questions (`DomainChoice`, `after_precheck`).
+//! (`precheck`, `confirm`), the order of the questions (`DomainChoice`, `after_precheck`) and
+//! the conversation that asks them in turn (`conversation`).
 
-use super::asking::Prechecked;
+use super::asking::{after_precheck, AfterPrecheck, DomainChoice, Prechecked};
 use super::drain::next_subjects;
 use super::*;
 use crate::ceph::test_data::{fixture, healthy_status, ids};
@@ -1203,6 +1204,217 @@ fn ok_to_stop_confirms_a_passed_precheck_of_up_osds_only() {
             next: AfterPrecheck::Decided(GateDecision::Proceed { ids: ids(&[]) }),
             up_from: BTreeMap::new(),
         }
+    );
+}
+
+// The conversation: the questions asked in turn and the answer they reach.
+
+fn host_subject(host: &str, leaving: bool) -> GateSubject {
+    GateSubject {
+        key: OsdKey::new(host, "/dev/sdb"),
+        pod: Some(format!("osd-{host}-sdb")),
+        domain: host.into(),
+        leaving,
+    }
+}
+
+fn reply(ok: bool, of: &[u32]) -> OkToStop {
+    OkToStop {
+        ok_to_stop: ok,
+        osds: ids(of),
+        num_not_ok_pgs: if ok { 0 } else { 8 },
+        ..OkToStop::default()
+    }
+}
+
+fn asked(turn: conversation::Turn) -> conversation::Asking {
+    match turn {
+        conversation::Turn::Ask(asking) => asking,
+        conversation::Turn::Answered(answered) => panic!("answered without asking: {answered:?}"),
+    }
+}
+
+fn answered(turn: conversation::Turn) -> conversation::Answered {
+    match turn {
+        conversation::Turn::Answered(answered) => answered,
+        conversation::Turn::Ask(asking) => panic!("asks again: {:?}", asking.ids()),
+    }
+}
+
+#[test]
+fn a_conversation_asks_ok_to_stop_for_exactly_the_domains_ids_and_proceeds_on_its_yes() {
+    let question = [host_subject("host-1", false)];
+    let mut facts = healthy();
+    facts.osds.osds.get_mut(&OsdId(1)).expect("osd.1").noout = true;
+    let mapped = vec![
+        known("host-1:/dev/sdb", &[1]),
+        known("host-2:/dev/sdb", &[2]),
+    ];
+    let runs = [OsdKey::new("host-2", "/dev/sdb")];
+    let unreadable = BTreeMap::from([("osd-host-3-sdb".to_owned(), "three".to_owned())]);
+    let turn = conversation::start(&question, &runs, facts, mapped, unreadable.clone());
+    let asking = asked(turn);
+    assert_eq!(asking.ids(), &ids(&[1]));
+    let done = answered(asking.heard(Ok(&reply(true, &[1]))));
+    let answer = done.answer;
+    assert_eq!(answer.decision, GateDecision::Proceed { ids: ids(&[1]) });
+    assert_eq!(
+        answer.keys,
+        BTreeMap::from([(OsdKey::new("host-1", "/dev/sdb"), ids(&[1]))])
+    );
+    assert_eq!(
+        answer.up_from.keys().copied().collect::<Vec<_>>(),
+        [OsdId(1)]
+    );
+    assert_eq!(answer.noout_before, ids(&[1]), "the admin's noout");
+    assert!(answer.out.is_empty(), "{answer:?}");
+    // Learnt from metadata: the asked key and the other key the operator runs.
+    assert_eq!(
+        answer
+            .learned
+            .keys()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        ["host-1:/dev/sdb", "host-2:/dev/sdb"]
+    );
+    assert_eq!(answer.unreadable_statements, unreadable);
+    assert!(done.refused_together.is_empty());
+}
+
+#[test]
+fn a_conversation_asks_about_fewer_domains_when_ceph_refuses_them_together() {
+    let question = [host_subject("host-1", false), host_subject("host-2", false)];
+    let mapped = vec![
+        known("host-1:/dev/sdb", &[1]),
+        known("host-2:/dev/sdb", &[2]),
+    ];
+    let turn = conversation::start(&question, &[], healthy(), mapped, BTreeMap::new());
+    let both = asked(turn);
+    assert_eq!(both.ids(), &ids(&[1, 2]));
+    let first = asked(both.heard(Ok(&reply(false, &[1, 2]))));
+    assert_eq!(first.ids(), &ids(&[1]), "the first domain alone");
+    let done = answered(first.heard(Ok(&reply(true, &[1]))));
+    assert_eq!(
+        done.answer.decision,
+        GateDecision::Proceed { ids: ids(&[1]) }
+    );
+    assert_eq!(
+        done.answer
+            .keys
+            .keys()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        ["host-1:/dev/sdb"],
+        "the step is the first domain"
+    );
+    assert_eq!(
+        done.refused_together.len(),
+        1,
+        "{:?}",
+        done.refused_together
+    );
+    assert_eq!(done.refused_together[0].domains, 2);
+    assert!(matches!(
+        done.refused_together[0].decision,
+        GateDecision::Wait { .. }
+    ));
+
+    // Refused alone too: Ceph's answer about the first domain stands.
+    let mapped = vec![
+        known("host-1:/dev/sdb", &[1]),
+        known("host-2:/dev/sdb", &[2]),
+    ];
+    let both = asked(conversation::start(
+        &question,
+        &[],
+        healthy(),
+        mapped,
+        BTreeMap::new(),
+    ));
+    let first = asked(both.heard(Ok(&reply(false, &[1, 2]))));
+    let done = answered(first.heard(Ok(&reply(false, &[1]))));
+    assert!(
+        matches!(done.answer.decision, GateDecision::Wait { .. }),
+        "{:?}",
+        done.answer.decision
+    );
+    assert_eq!(done.answer.keys.len(), 1);
+}
+
+#[test]
+fn no_reply_is_a_wait_that_says_why() {
+    let question = [host_subject("host-1", false)];
+    let mapped = vec![known("host-1:/dev/sdb", &[1])];
+    let asking = asked(conversation::start(
+        &question,
+        &[],
+        healthy(),
+        mapped,
+        BTreeMap::new(),
+    ));
+    let done = answered(asking.heard(Err(&"ceph timed out after 5s")));
+    assert_eq!(
+        messages(&done.answer.decision),
+        [Blocker::NoAnswer {
+            error: "ceph timed out after 5s".into()
+        }
+        .to_string()]
+    );
+    assert!(done.answer.noout_before.is_empty() && done.answer.out.is_empty());
+
+    let unanswered = conversation::unanswered(&question, BTreeMap::new(), &"no mon answered");
+    assert_eq!(
+        unanswered.keys,
+        BTreeMap::from([(OsdKey::new("host-1", "/dev/sdb"), BTreeSet::new())])
+    );
+    assert_eq!(
+        unanswered.decision,
+        GateDecision::no_answer(&"no mon answered")
+    );
+}
+
+#[test]
+fn a_drain_is_answered_without_ok_to_stop_and_says_which_ids_are_out() {
+    let question = [host_subject("host-1", true)];
+    let mut facts = healthy();
+    facts.osds.osds.get_mut(&OsdId(1)).expect("osd.1").is_in = false;
+    let mapped = vec![known("host-1:/dev/sdb", &[1])];
+    let done = answered(conversation::start(
+        &question,
+        &[],
+        facts,
+        mapped,
+        BTreeMap::new(),
+    ));
+    assert_eq!(
+        done.answer.decision,
+        GateDecision::Proceed { ids: ids(&[1]) }
+    );
+    assert_eq!(done.answer.out, ids(&[1]));
+
+    // A key Ceph cannot map is refused by the precheck: nothing is asked.
+    let question = [host_subject("host-1", false)];
+    let unmapped = vec![MappedKey {
+        key: "host-1:/dev/sdb".into(),
+        pod: None,
+        ids: KeyIds::Unknown(UnknownReason::NoEvidence {
+            pod: None,
+            reported_by_down: vec![],
+            node: crate::ceph::NodeEvidence::NotLooked,
+            unreadable_statement: None,
+        }),
+    }];
+    let done = answered(conversation::start(
+        &question,
+        &[],
+        healthy(),
+        unmapped,
+        BTreeMap::new(),
+    ));
+    assert!(
+        matches!(done.answer.decision, GateDecision::Halt { .. }),
+        "{:?}",
+        done.answer.decision
     );
 }
 

@@ -503,3 +503,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn ceph_closes_the_budget_unless_every_pg_is_clean_and_says_why() {
+    use crate::ceph::parse_pg_stat;
+    use crate::ceph::test_data::fixture;
+    use crate::plan::budget::closed_for_pgs;
+    let pgs = |name: &str| parse_pg_stat(&fixture(name)).expect("recorded pg stat");
+    assert_eq!(closed_for_pgs(Ok(Some(&pgs("pg_stat_clean")))), None);
+    let down = closed_for_pgs(Ok(Some(&pgs("pg_stat_one_osd_down")))).expect("closed");
+    assert!(down.starts_with("Ceph's PGs are not all clean ("), "{down}");
+    let mut unknown = pgs("pg_stat_clean");
+    unknown.ready = false;
+    assert_eq!(
+        closed_for_pgs(Ok(Some(&unknown))).as_deref(),
+        Some("Ceph's mgr does not know the PG states yet")
+    );
+    assert_eq!(
+        closed_for_pgs(Ok(None)).as_deref(),
+        Some("Ceph has no mgr to tell whether its PGs are clean")
+    );
+    assert_eq!(
+        closed_for_pgs(Err(&"timed out")).as_deref(),
+        Some("Ceph did not tell whether its PGs are clean: timed out")
+    );
+}

@@ -1,10 +1,10 @@
 //! Looking at an open drain for the planner: one look at the cluster with the PGs still on
-//! its OSDs, then `safe-to-destroy` for exactly its ids (not asked without a mgr: it would
-//! hang until its bound). Any failure becomes `NoAnswer`: no pod stops on no answer.
+//! its OSDs, then `safe-to-destroy` for exactly its ids when the planner's rule asks it
+//! (`asks_safe_to_destroy`). What Ceph answered, or why it did not, goes to `judge_drain`.
 
 use crate::ceph::{gather_step_facts, CephClient, CephFacts, OsdId};
 use crate::crd::CephStep;
-use crate::plan::gate::{judge_drain, DrainProgress};
+use crate::plan::gate::{asks_safe_to_destroy, judge_drain, DrainProgress};
 use std::collections::BTreeSet;
 
 /// Where the drain `open` stands, with the facts of the look when one was taken.
@@ -15,12 +15,9 @@ pub(crate) async fn look_at_drain(
     let ids: Vec<OsdId> = open.osds.iter().map(|o| OsdId(o.id)).collect();
     let (facts, pgs_on) = match gather_step_facts(ceph, &ids).await {
         Ok(looked) => looked,
-        Err(error) => {
-            let why = format!("Ceph gave no usable answer: {error}");
-            return (DrainProgress::NoAnswer { why }, None);
-        }
+        Err(error) => return (DrainProgress::unanswered(&error), None),
     };
-    let answer = if facts.status.mgr_available && !ids.is_empty() {
+    let answer = if asks_safe_to_destroy(&facts, &ids) {
         Some(ceph.safe_to_destroy(&ids).await)
     } else {
         None

@@ -3,15 +3,17 @@
 //! pod goes down on no answer.
 
 use crate::ceph::{
-    gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, KeyIds,
-    KeyToMap, MappedKey, OsdId, OtherCephOsds, PodRef,
+    gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, KeyToMap,
+    OsdId, OtherCephOsds, PodRef,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
 use crate::labels;
+use crate::plan::budget::closed_for_pgs;
+use crate::plan::gate::conversation::{self, Turn};
 use crate::plan::gate::{
-    after_precheck, confirm, AfterPrecheck, Blocker, CephInput, CephView, DomainChoice, GateAnswer,
-    GateDecision, GateOff, GateSubject, StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
+    Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff, GateSubject, StepProgress,
+    DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::ceph_drain::look_at_drain;
@@ -20,6 +22,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;
 use kube::ResourceExt;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -113,14 +116,7 @@ pub(crate) async fn first_view(
                     progress
                 }),
             };
-            let progress = match progress {
-                Ok(progress) => progress,
-                Err(error) => Some(StepProgress::Recovering {
-                    blockers: vec![Blocker::NoAnswer {
-                        error: error.to_string(),
-                    }],
-                }),
-            };
+            let progress = progress.unwrap_or_else(|error| Some(StepProgress::unanswered(&error)));
             tracing::debug!(cephosd = %key, ?progress, "looked at the open Ceph step");
             progress
         }
@@ -138,7 +134,11 @@ pub(crate) async fn first_view(
                 })
                 .map(|facts| facts.pgs),
         };
-        pgs_unclean(pgs)
+        closed_for_pgs(
+            pgs.as_ref()
+                .map(Option::as_ref)
+                .map_err(|e| e as &dyn fmt::Display),
+        )
     } else {
         None
     };
@@ -155,25 +155,6 @@ pub(crate) async fn first_view(
 /// How long a reconcile waits for Ceph's PG states for the disruption budget (a few
 /// milliseconds over the session): past it the budget closes and the reconcile goes on.
 const PG_LOOK_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Why the disruption budget closes for Ceph's PGs: some are not clean, no mgr knows, or Ceph
-/// could not tell (fail closed).
-fn pgs_unclean(pgs: Result<Option<crate::ceph::PgStates>, CephError>) -> Option<String> {
-    match pgs {
-        Ok(None) => Some("Ceph has no mgr to tell whether its PGs are clean".to_owned()),
-        Ok(Some(pgs)) if pgs.all_clean() => None,
-        Ok(Some(pgs)) if !pgs.ready => {
-            Some("Ceph's mgr does not know the PG states yet".to_owned())
-        }
-        Ok(Some(pgs)) => Some(format!(
-            "Ceph's PGs are not all clean ({})",
-            pgs.describe_not_clean()
-        )),
-        Err(error) => Some(format!(
-            "Ceph did not tell whether its PGs are clean: {error}"
-        )),
-    }
-}
 
 /// Ids an admin stated on a pod (`ceph.elemental.net/osd-ids: "3,7"`): none when absent;
 /// the value itself when it is not a list of numbers (a typo never maps a pod, and is said).
@@ -255,7 +236,8 @@ pub(crate) struct Question<'a> {
 /// Asks Ceph about `question` (the keys a plan of `observed` proposes to take down): one look at the
 /// cluster (`looked`, when one was just taken in this reconcile) and `osd metadata` at once,
 /// every key the operator runs mapped to its ids (beside what `others`, the other CephOSDs,
-/// hold), the precheck, then `ok-to-stop` for exactly the ids to stop.
+/// hold), then the questions the planner's conversation asks (`ok-to-stop` for exactly the
+/// ids to stop), each reply handed back to it.
 pub(crate) async fn answer(
     ceph: &dyn CephClient,
     asked: &Question<'_>,
@@ -269,126 +251,42 @@ pub(crate) async fn answer(
         others,
     } = *asked;
     let keys = keys_to_map(cr, observed, pods, question);
-    let mut answer = GateAnswer {
-        keys: question
-            .iter()
-            .map(|s| (s.key.clone(), BTreeSet::new()))
-            .collect(),
-        decision: GateDecision::no_answer(&"not asked yet"),
-        up_from: BTreeMap::new(),
-        learned: BTreeMap::new(),
-        noout_before: BTreeSet::new(),
-        unreadable_statements: keys
-            .iter()
-            .filter_map(|k| {
-                Some((
-                    k.pod.as_ref()?.name.clone(),
-                    k.unreadable_statement.clone()?,
-                ))
-            })
-            .collect(),
-        out: BTreeSet::new(),
-    };
+    let unreadable_statements = keys
+        .iter()
+        .filter_map(|k| {
+            Some((
+                k.pod.as_ref()?.name.clone(),
+                k.unreadable_statement.clone()?,
+            ))
+        })
+        .collect();
     let facts = async {
         match looked {
             Some(facts) => Ok(facts),
             None => gather_facts(ceph).await,
         }
     };
-    let looked = futures::future::try_join(facts, ceph.osd_metadata()).await;
-    let (facts, metadata) = match looked {
+    let (facts, metadata) = match futures::future::try_join(facts, ceph.osd_metadata()).await {
         Ok(looked) => looked,
-        Err(error) => {
-            answer.decision = GateDecision::no_answer(&error);
-            return answer;
-        }
+        Err(error) => return conversation::unanswered(question, unreadable_statements, &error),
     };
     let mapped = map_osd_ids(&keys, &metadata, &facts.osds, others);
-    // Leaving keys are drained, not stopped: no `ok-to-stop` (`plan::gate::drain`).
-    let draining = !question.is_empty() && question.iter().all(|s| s.leaving);
-    let known = known_ids(&mapped, question, observed, &mut answer.learned);
-    // Several update domains proposed together that Ceph does not let go at once: fewer of
-    // them, as the planner's `DomainChoice` says.
-    let mut choice = DomainChoice::new(question);
-    let mut last = None;
-    while let Some(subjects) = choice.next(last.as_ref()) {
-        let asked: BTreeSet<String> = subjects.iter().map(|s| s.key.to_string()).collect();
-        let domain: Vec<_> = mapped
-            .iter()
-            .filter(|m| asked.contains(&m.key))
-            .cloned()
-            .collect();
-        answer.keys = subjects
-            .iter()
-            .map(|s| {
-                (
-                    s.key.clone(),
-                    known.get(&s.key).cloned().unwrap_or_default(),
-                )
-            })
-            .collect();
-        let prechecked = after_precheck(&facts, &domain, draining);
-        answer.up_from = prechecked.up_from;
-        answer.decision = match prechecked.next {
-            AfterPrecheck::Decided(decision) => decision,
-            AfterPrecheck::AskOkToStop(ids) => ask_ok_to_stop(ceph, &ids).await,
-        };
-        if let GateDecision::Proceed { ids } = &answer.decision {
-            answer.noout_before = ids
-                .iter()
-                .filter(|id| facts.osds.osds.get(id).is_some_and(|o| o.noout))
-                .copied()
-                .collect();
-            answer.out = (answer.keys.values().flatten())
-                .filter(|id| facts.osds.osds.get(id).is_some_and(|o| !o.is_in))
-                .copied()
-                .collect();
+    let runs: Vec<OsdKey> = observed.iter().filter_map(|p| p.key.clone()).collect();
+    let mut turn = conversation::start(question, &runs, facts, mapped, unreadable_statements);
+    loop {
+        match turn {
+            Turn::Ask(asking) => {
+                let ids: Vec<OsdId> = asking.ids().iter().copied().collect();
+                let reply = ceph.ok_to_stop(&ids).await;
+                turn = asking.heard(reply.as_ref().map_err(|e| e as &dyn fmt::Display));
+            }
+            Turn::Answered(answered) => {
+                for refused in &answered.refused_together {
+                    tracing::info!(cephosd = %cr.object_key(), domains = refused.domains, decision = %refused.decision, "Ceph does not let these update domains stop together: asking about fewer");
+                }
+                return answered.answer;
+            }
         }
-        let refused = !matches!(answer.decision, GateDecision::Proceed { .. });
-        last = Some(answer.decision.clone());
-        let domains: BTreeSet<&str> = subjects.iter().map(|s| s.domain.as_str()).collect();
-        if refused && domains.len() > 1 {
-            tracing::info!(cephosd = %cr.object_key(), domains = domains.len(), decision = %answer.decision, "Ceph does not let these update domains stop together: asking about fewer");
-        }
-    }
-    answer
-}
-
-/// The ids of each key of `question` or of `observed` that `mapped` knows; those learnt from
-/// Ceph are added to `learned` too.
-fn known_ids(
-    mapped: &[MappedKey],
-    question: &[GateSubject],
-    observed: &[ObservedPod],
-    learned: &mut BTreeMap<OsdKey, BTreeSet<OsdId>>,
-) -> BTreeMap<OsdKey, BTreeSet<OsdId>> {
-    let mut known = BTreeMap::new();
-    for m in mapped {
-        let KeyIds::Known { ids, source } = &m.ids else {
-            continue;
-        };
-        let Some(key) = question
-            .iter()
-            .map(|s| &s.key)
-            .chain(observed.iter().filter_map(|p| p.key.as_ref()))
-            .find(|k| k.to_string() == m.key)
-        else {
-            continue;
-        };
-        if source.learnt() {
-            learned.insert(key.clone(), ids.clone());
-        }
-        known.insert(key.clone(), ids.clone());
-    }
-    known
-}
-
-/// `ok-to-stop` for exactly `ids`, confirmed by the planner's rule.
-async fn ask_ok_to_stop(ceph: &dyn CephClient, ids: &BTreeSet<OsdId>) -> GateDecision {
-    let asked: Vec<OsdId> = ids.iter().copied().collect();
-    match ceph.ok_to_stop(&asked).await {
-        Ok(answer) => confirm(ids, &answer),
-        Err(error) => GateDecision::no_answer(&error),
     }
 }
 

@@ -5,10 +5,10 @@
 use crate::ceph::{CephClient, CephError, CephFacts};
 use crate::crd::CephOsd;
 use crate::plan::cluster_lock::{
-    decide, held_by, lock_name, Busy, LockDecision, LockHolder, Purpose, LOCK_DURATION,
+    decide, held_by, lock_name, LockDecision, LockHolder, LockState, Purpose, LOCK_DURATION,
     NEXT_HOLDER, NEXT_SINCE, RENEW_AFTER, STEP_KEYS,
 };
-use crate::plan::gate::{Blocker, GateAnswer, GateDecision};
+use crate::plan::gate::GateAnswer;
 use crate::runtime::ceph::ceph_gate::{answer, Question};
 use crate::runtime::memory::locked::locked;
 use crate::runtime::serve::lease::lease_spec;
@@ -16,7 +16,6 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::ResourceExt;
-use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use tracing::{info, warn};
@@ -49,38 +48,6 @@ pub fn ceph_lock_namespace(
 
 /// Reads and writes of the Lease one question may take when other writers keep winning.
 const WRITE_TRIES: usize = 3;
-
-/// Where the lock stands for one CephOSD after asking.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum LockState {
-    /// This CephOSD holds it.
-    Held,
-    /// Another CephOSD's step holds it (`lease`: `namespace/name` of the Lease).
-    Busy { busy: Busy, lease: String },
-    /// It could not be read or written (fail closed: no step starts).
-    Failed(String),
-    /// Ceph did not tell its fsid: which lock is not known (no step starts).
-    NoFsid(String),
-}
-
-impl LockState {
-    /// What keeps a step from starting, if anything.
-    pub(crate) fn blocker(&self) -> Option<Blocker> {
-        match self {
-            Self::Held => None,
-            Self::Busy { busy, lease } => Some(Blocker::ClusterBusy {
-                holder: busy.to_string(),
-                lease: lease.clone(),
-            }),
-            Self::Failed(error) => Some(Blocker::ClusterLockFailed {
-                error: error.clone(),
-            }),
-            Self::NoFsid(error) => Some(Blocker::NoAnswer {
-                error: error.clone(),
-            }),
-        }
-    }
-}
 
 /// The step locks of the Ceph cluster this operator is configured for, in `namespace`.
 pub(crate) struct CephStepLocks {
@@ -272,17 +239,7 @@ pub(crate) async fn answer_holding_the_lock(
     let Some(blocker) = lock.blocker() else {
         return (answer(ceph, asked, looked).await, true);
     };
-    let waiting = GateAnswer {
-        keys: question
-            .iter()
-            .map(|s| (s.key.clone(), BTreeSet::new()))
-            .collect(),
-        decision: GateDecision::Wait {
-            blockers: vec![blocker],
-        },
-        ..GateAnswer::default()
-    };
-    (waiting, false)
+    (GateAnswer::waiting(question, blocker), false)
 }
 
 /// The Lease to write for `decision` on `current` (read at `now`), and what holds once it is

@@ -5,10 +5,11 @@
 
 use crate::ceph::CephFacts;
 use crate::crd::CephOsd;
+use crate::plan::cluster_lock::LockState;
 use crate::plan::gate::{CephInput, CephView, GateAnswer};
 use crate::plan::Plan;
 use crate::runtime::ceph::ceph_gate::{decision_label, Question};
-use crate::runtime::ceph::cluster_lock::{answer_holding_the_lock, LockState};
+use crate::runtime::ceph::cluster_lock::answer_holding_the_lock;
 use crate::runtime::controller::context::Context;
 use crate::runtime::controller::plan_inputs::PlanInputs;
 use crate::runtime::controller::reconcile_error::ReconcileError;

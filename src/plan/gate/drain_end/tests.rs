@@ -136,3 +136,25 @@ fn no_mgr_or_no_answer_is_no_answer() {
         "{progress:?}"
     );
 }
+
+#[test]
+fn safe_to_destroy_is_asked_only_with_a_mgr_and_ids_to_ask_about() {
+    let with_mgr = facts("pg_stat_clean");
+    assert!(asks_safe_to_destroy(&with_mgr, &[OsdId(3)]));
+    assert!(
+        !asks_safe_to_destroy(&with_mgr, &[]),
+        "nothing to ask about"
+    );
+    let no_mgr = CephFacts {
+        status: ClusterStatus {
+            mgr_available: false,
+            ..healthy_status()
+        },
+        ..with_mgr
+    };
+    assert!(!asks_safe_to_destroy(&no_mgr, &[OsdId(3)]), "it would hang");
+    assert_eq!(
+        DrainProgress::unanswered(&"timed out").describe(),
+        "Ceph gave no usable answer: timed out"
+    );
+}

@@ -359,3 +359,16 @@ fn the_last_look_is_recent_only_within_the_limit() {
     assert_eq!(w.recent(t0 + LAG / 2, LAG), Some(found));
     assert_eq!(w.recent(t0 + LAG, LAG), None);
 }
+
+#[test]
+fn a_look_that_failed_keeps_the_step_open_and_says_why() {
+    let progress = StepProgress::unanswered(&"ceph timed out after 5s");
+    assert_eq!(
+        progress,
+        StepProgress::Recovering {
+            blockers: vec![Blocker::NoAnswer {
+                error: "ceph timed out after 5s".into()
+            }]
+        }
+    );
+}

@@ -1,0 +1,211 @@
+//! The gate's conversation with Ceph about one proposal, pure: from one look at the cluster
+//! and the keys mapped to their ids, it says which question comes next (`ok-to-stop` for
+//! exactly some ids) and, fed Ceph's replies, reaches the `GateAnswer`. The runtime only asks
+//! what a `Turn` says and hands back what Ceph replied.
+
+use super::asking::{after_precheck, AfterPrecheck, DomainChoice};
+use super::io::{GateAnswer, GateSubject};
+use super::verdict::{confirm, Blocker, GateDecision};
+use crate::ceph::{CephFacts, KeyIds, MappedKey, OkToStop, OsdId};
+use crate::crd::osd::OsdKey;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// What the runtime does next.
+#[derive(Debug)]
+pub(crate) enum Turn {
+    /// Ask Ceph's `ok-to-stop` about exactly `Asking::ids`, and hand its reply to
+    /// `Asking::heard`.
+    Ask(Asking),
+    /// Nothing more to ask.
+    Answered(Answered),
+}
+
+/// The end of a conversation.
+#[derive(Debug)]
+pub(crate) struct Answered {
+    pub answer: GateAnswer,
+    /// The sets of several update domains Ceph did not let stop together, in the order they
+    /// were asked about (each followed by a question about fewer domains).
+    pub refused_together: Vec<RefusedTogether>,
+}
+
+/// A set of update domains Ceph did not let stop together.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct RefusedTogether {
+    pub domains: usize,
+    pub decision: GateDecision,
+}
+
+/// A conversation waiting for Ceph's `ok-to-stop` about `ids`.
+#[derive(Debug)]
+pub(crate) struct Asking {
+    ids: BTreeSet<OsdId>,
+    talk: Box<Conversation>,
+}
+
+impl Asking {
+    /// The ids `ok-to-stop` is asked about, no more and no fewer.
+    pub(crate) fn ids(&self) -> &BTreeSet<OsdId> {
+        &self.ids
+    }
+
+    /// Ceph's reply (or why none came: a `Wait` that says so), then the next turn.
+    pub(crate) fn heard(self, reply: Result<&OkToStop, &dyn fmt::Display>) -> Turn {
+        let decision = match reply {
+            Ok(reply) => confirm(&self.ids, reply),
+            Err(error) => GateDecision::no_answer(&error),
+        };
+        let mut talk = *self.talk;
+        talk.decided(decision);
+        talk.next()
+    }
+}
+
+/// Where a conversation stands between questions.
+#[derive(Debug)]
+struct Conversation {
+    facts: CephFacts,
+    mapped: Vec<MappedKey>,
+    /// The ids of each key `mapped` knows.
+    known: BTreeMap<OsdKey, BTreeSet<OsdId>>,
+    /// Every key asked about leaves the spec: a drain, which stops nothing (no `ok-to-stop`).
+    draining: bool,
+    choice: DomainChoice,
+    /// The set of update domains asked about last.
+    asked: Vec<GateSubject>,
+    answer: GateAnswer,
+    last: Option<GateDecision>,
+    refused_together: Vec<RefusedTogether>,
+}
+
+/// The answer about `question` before Ceph says anything: its keys without ids, `why` as a
+/// `Wait`, and the pods whose `osd-ids` annotation is unreadable (`unreadable_statements`).
+pub(crate) fn unanswered(
+    question: &[GateSubject],
+    unreadable_statements: BTreeMap<String, String>,
+    why: &dyn fmt::Display,
+) -> GateAnswer {
+    let why = Blocker::NoAnswer {
+        error: why.to_string(),
+    };
+    GateAnswer {
+        unreadable_statements,
+        ..GateAnswer::waiting(question, why)
+    }
+}
+
+/// The first turn of the conversation about `question` (the keys a plan proposes to take
+/// down), on Ceph's look `facts` and every key the operator runs mapped to its ids (`mapped`;
+/// `runs`: the keys of the operator's pods). Every proposed update domain is asked about at
+/// once, then fewer (`DomainChoice`); each set is prechecked, and confirmed by `ok-to-stop`
+/// where the precheck says so.
+pub(crate) fn start(
+    question: &[GateSubject],
+    runs: &[OsdKey],
+    facts: CephFacts,
+    mapped: Vec<MappedKey>,
+    unreadable_statements: BTreeMap<String, String>,
+) -> Turn {
+    let mut answer = unanswered(question, unreadable_statements, &"not asked yet");
+    let known = known_ids(&mapped, question, runs, &mut answer.learned);
+    Conversation {
+        facts,
+        mapped,
+        known,
+        draining: !question.is_empty() && question.iter().all(|s| s.leaving),
+        choice: DomainChoice::new(question),
+        asked: Vec::new(),
+        answer,
+        last: None,
+        refused_together: Vec::new(),
+    }
+    .next()
+}
+
+impl Conversation {
+    /// The next set of update domains prechecked, until one needs `ok-to-stop` or none is left.
+    fn next(mut self) -> Turn {
+        while let Some(subjects) = self.choice.next(self.last.as_ref()) {
+            let asked: BTreeSet<String> = subjects.iter().map(|s| s.key.to_string()).collect();
+            let domain: Vec<MappedKey> = (self.mapped.iter())
+                .filter(|m| asked.contains(&m.key))
+                .cloned()
+                .collect();
+            self.answer.keys = subjects
+                .iter()
+                .map(|s| {
+                    let ids = self.known.get(&s.key).cloned().unwrap_or_default();
+                    (s.key.clone(), ids)
+                })
+                .collect();
+            self.asked = subjects;
+            let prechecked = after_precheck(&self.facts, &domain, self.draining);
+            self.answer.up_from = prechecked.up_from;
+            match prechecked.next {
+                AfterPrecheck::Decided(decision) => self.decided(decision),
+                AfterPrecheck::AskOkToStop(ids) => {
+                    let talk = Box::new(self);
+                    return Turn::Ask(Asking { ids, talk });
+                }
+            }
+        }
+        Turn::Answered(Answered {
+            answer: self.answer,
+            refused_together: self.refused_together,
+        })
+    }
+
+    /// Ceph's verdict on the set asked about last: a `Proceed` records which of its ids have
+    /// `noout` already and which are out already; a refusal of several domains is remembered.
+    fn decided(&mut self, decision: GateDecision) {
+        let osds = &self.facts.osds.osds;
+        if let GateDecision::Proceed { ids } = &decision {
+            self.answer.noout_before = (ids.iter())
+                .filter(|id| osds.get(id).is_some_and(|o| o.noout))
+                .copied()
+                .collect();
+            self.answer.out = (self.answer.keys.values().flatten())
+                .filter(|id| osds.get(id).is_some_and(|o| !o.is_in))
+                .copied()
+                .collect();
+        } else {
+            let domains: BTreeSet<&str> = self.asked.iter().map(|s| s.domain.as_str()).collect();
+            if domains.len() > 1 {
+                self.refused_together.push(RefusedTogether {
+                    domains: domains.len(),
+                    decision: decision.clone(),
+                });
+            }
+        }
+        self.answer.decision = decision.clone();
+        self.last = Some(decision);
+    }
+}
+
+/// The ids of each key of `question` or of `runs` that `mapped` knows; those learnt from
+/// Ceph are added to `learned` too.
+fn known_ids(
+    mapped: &[MappedKey],
+    question: &[GateSubject],
+    runs: &[OsdKey],
+    learned: &mut BTreeMap<OsdKey, BTreeSet<OsdId>>,
+) -> BTreeMap<OsdKey, BTreeSet<OsdId>> {
+    let mut known = BTreeMap::new();
+    for m in mapped {
+        let KeyIds::Known { ids, source } = &m.ids else {
+            continue;
+        };
+        let Some(key) = (question.iter().map(|s| &s.key))
+            .chain(runs)
+            .find(|k| k.to_string() == m.key)
+        else {
+            continue;
+        };
+        if source.learnt() {
+            learned.insert(key.clone(), ids.clone());
+        }
+        known.insert(key.clone(), ids.clone());
+    }
+    known
+}
