@@ -479,7 +479,7 @@ fn dockerfile_runs_the_binary_as_the_deployments_user_with_the_ceph_cli() {
         Some("run")
     );
     assert!(
-        text.contains("Not built by this project's CI"),
-        "the Dockerfile must say CI does not build it"
+        text.contains("molecule-like-tests/image test"),
+        "the Dockerfile must say how CI builds and runs it"
     );
 }
