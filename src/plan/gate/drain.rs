@@ -10,7 +10,7 @@ use super::drain_end::DrainProgress;
 use super::io::{GateAnswer, GateInput, GateOutcome, GateSubject};
 use super::step_end::StepProgress;
 use crate::ceph::{osd_list, OsdId};
-use crate::crd::{CephStep, StepDrain, StepOsd};
+use crate::crd::{CephStep, StepDrain};
 use crate::plan::actions::Action;
 use crate::plan::conditions::{ConditionReason, StatedCondition};
 use crate::plan::events::{EventReason, PlannedEvent};
@@ -100,13 +100,7 @@ pub(crate) fn drain_started(
     out.halted = Some(message);
     out.step = Some(CephStep {
         keys: keys.into_iter().collect(),
-        osds: ids
-            .iter()
-            .map(|id| StepOsd {
-                id: id.0,
-                up_from: answer.up_from.get(id).copied().unwrap_or(0),
-            })
-            .collect(),
+        osds: answer.step_osds(ids),
         noout: Vec::new(),
         started: Time(input.now),
         drain: Some(StepDrain {

@@ -7,7 +7,7 @@ use super::step_end::StepProgress;
 use super::verdict::{Blocker, GateDecision};
 use crate::ceph::OsdId;
 use crate::crd::osd::OsdKey;
-use crate::crd::CephStep;
+use crate::crd::{CephStep, StepOsd};
 use crate::plan::actions::Action;
 use crate::plan::events::PlannedEvent;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -75,6 +75,18 @@ impl GateAnswer {
             },
             ..Self::default()
         }
+    }
+}
+
+impl GateAnswer {
+    /// The OSDs `ids` a step stops, each with its `up_from` before the stop (0: not known).
+    pub(crate) fn step_osds(&self, ids: &BTreeSet<OsdId>) -> Vec<StepOsd> {
+        ids.iter()
+            .map(|id| StepOsd {
+                id: id.0,
+                up_from: self.up_from.get(id).copied().unwrap_or(0),
+            })
+            .collect()
     }
 }
 

@@ -31,7 +31,7 @@ pub use verdict::{confirm, precheck, Blocker, GateDecision, Severity};
 
 use crate::ceph::{osd_list, OsdId};
 use crate::crd::osd::OsdKey;
-use crate::crd::{CephStep, StepOsd};
+use crate::crd::CephStep;
 use crate::plan::actions::Action;
 use crate::plan::conditions::ConditionReason;
 use crate::plan::events::{EventReason, PlannedEvent};
@@ -390,13 +390,7 @@ fn open_step(
     let (noout, admins) = own_noout(ids, &answer.noout_before, input.open);
     out.step = Some(CephStep {
         keys,
-        osds: ids
-            .iter()
-            .map(|id| StepOsd {
-                id: id.0,
-                up_from: answer.up_from.get(id).copied().unwrap_or(0),
-            })
-            .collect(),
+        osds: answer.step_osds(ids),
         noout,
         started: Time(input.now),
         drain: None,

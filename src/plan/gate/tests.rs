@@ -12,6 +12,7 @@ use crate::ceph::{
     MappedKey, OkToStop, OsdDump, OsdInfo, PgStateCount, PgStates, PodRef, UnknownReason,
 };
 use crate::crd::StepDrain;
+use crate::crd::StepOsd;
 use k8s_openapi::jiff::Timestamp;
 use proptest::prelude::*;
 
