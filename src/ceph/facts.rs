@@ -12,13 +12,23 @@ use std::collections::BTreeMap;
 pub struct CephFacts {
     pub status: ClusterStatus,
     pub osds: OsdDump,
-    /// `None` when no mgr is available (not waited for).
+    /// `None` when no mgr is available, or the look had no use for them (not waited for).
     pub pgs: Option<PgStates>,
 }
 
 /// Asks `status`, `osd dump` and `pg stat` in parallel. Fails with the first error, except that
 /// `pg stat` is given up when `status` reports no mgr.
 pub async fn gather_facts(client: &dyn CephClient) -> Result<CephFacts, CephError> {
+    gather_facts_wanting_pgs(client, &|_| true).await
+}
+
+/// [`gather_facts`], where `pg stat` is also given up (`pgs: None`) when `wants_pgs` says the
+/// OSD map makes the PG states moot: a mgr gone but not yet known gone would hold the look
+/// until its bound.
+async fn gather_facts_wanting_pgs(
+    client: &dyn CephClient,
+    wants_pgs: &(dyn Fn(&OsdDump) -> bool + Sync),
+) -> Result<CephFacts, CephError> {
     let mut pgs = client.pg_states();
     let mut pgs_answer = None;
     let mon_answers = futures::future::try_join(client.status(), client.osd_dump());
@@ -29,7 +39,7 @@ pub async fn gather_facts(client: &dyn CephClient) -> Result<CephFacts, CephErro
             answer = &mut pgs, if pgs_answer.is_none() => pgs_answer = Some(answer),
         }
     };
-    let pgs = if status.mgr_available {
+    let pgs = if status.mgr_available && wants_pgs(&osds) {
         Some(match pgs_answer {
             Some(answer) => answer?,
             None => pgs.await?,
@@ -46,9 +56,14 @@ pub type PgsOnOsds = BTreeMap<OsdId, Vec<PgBrief>>;
 
 /// [`gather_facts`] and, at the same time, the PGs on each of `ids`. Without a mgr (as
 /// `status` says) those answers are not waited for: they would hang until their bound.
+///
+/// `wants_pgs` says from the OSD map whether the PG answers matter for this look (e.g. not while
+/// a stopped OSD's new daemon is not up yet); when they do not, neither `pg stat` nor the PGs on
+/// `ids` are waited for (`pgs: None`, no PGs on OSDs).
 pub async fn gather_step_facts(
     client: &dyn CephClient,
     ids: &[OsdId],
+    wants_pgs: &(dyn Fn(&OsdDump) -> bool + Sync),
 ) -> Result<(CephFacts, PgsOnOsds), CephError> {
     let pgs_on = futures::future::join_all(ids.iter().map(|&id| async move {
         let pgs = client.pgs_on_osd(id).await;
@@ -58,7 +73,7 @@ pub async fn gather_step_facts(
         pgs.ok().map(|pgs| (id, pgs))
     }));
     tokio::pin!(pgs_on);
-    let facts = gather_facts(client);
+    let facts = gather_facts_wanting_pgs(client, wants_pgs);
     tokio::pin!(facts);
     let mut pgs_on_answer = None;
     let facts = loop {
@@ -67,7 +82,7 @@ pub async fn gather_step_facts(
             answer = &mut pgs_on, if pgs_on_answer.is_none() => pgs_on_answer = Some(answer),
         }
     };
-    if !facts.status.mgr_available {
+    if facts.pgs.is_none() {
         return Ok((facts, PgsOnOsds::new()));
     }
     let pgs_on = match pgs_on_answer {

@@ -43,7 +43,7 @@ async fn a_steps_look_adds_the_pgs_on_its_osds_those_refused_left_out() {
             exit_code: Some(11),
             stderr: "Error EAGAIN: osd 4 is not up".into(),
         }));
-    let (facts, pgs_on) = gather_step_facts(&fake, &[OsdId(3), OsdId(4)])
+    let (facts, pgs_on) = gather_step_facts(&fake, &[OsdId(3), OsdId(4)], &|_| true)
         .await
         .unwrap();
     assert_eq!(facts.pgs, Some(clean()));
@@ -64,12 +64,44 @@ async fn a_steps_look_does_not_wait_for_the_pgs_on_its_osds_without_a_mgr() {
         .on_pgs_on_osd_hang();
     let looked = tokio::time::timeout(
         Duration::from_secs(60),
-        gather_step_facts(&fake, &[OsdId(3)]),
+        gather_step_facts(&fake, &[OsdId(3)], &|_| true),
     )
     .await
     .expect("not waited for");
     let (facts, pgs_on) = looked.unwrap();
     assert!(facts.pgs.is_none() && pgs_on.is_empty());
+}
+
+/// A mgr gone but not yet known gone (`status` still says available): a look that has no use
+/// for the PG states (a stopped OSD's new daemon not up) does not wait for their calls.
+#[tokio::test(start_paused = true)]
+async fn a_steps_look_that_wants_no_pgs_does_not_wait_for_them() {
+    let fake = ScriptedCeph::default()
+        .on_status(Ok(healthy_status()))
+        .on_osd_dump(Ok(OsdDump::default()))
+        .on_pg_states_hang()
+        .on_pgs_on_osd_hang();
+    let looked = tokio::time::timeout(
+        Duration::from_secs(60),
+        gather_step_facts(&fake, &[OsdId(3)], &|_| false),
+    )
+    .await
+    .expect("not waited for");
+    let (facts, pgs_on) = looked.unwrap();
+    assert!(facts.status.mgr_available);
+    assert!(facts.pgs.is_none() && pgs_on.is_empty());
+    // Wanted, the same hanging calls are waited for.
+    let fake = ScriptedCeph::default()
+        .on_status(Ok(healthy_status()))
+        .on_osd_dump(Ok(OsdDump::default()))
+        .on_pg_states_hang()
+        .on_pgs_on_osd_hang();
+    let waited = tokio::time::timeout(
+        Duration::from_secs(60),
+        gather_step_facts(&fake, &[OsdId(3)], &|_| true),
+    )
+    .await;
+    assert!(waited.is_err(), "{waited:?}");
 }
 
 #[tokio::test(start_paused = true)]

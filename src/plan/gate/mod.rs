@@ -26,6 +26,7 @@ pub(crate) use io::{
     CephInput, CephView, GateAnswer, GateCondition, GateInput, GateOff, GateOutcome, GateSubject,
     DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
+pub(crate) use step_end::not_booted;
 pub use step_end::{StepProgress, StepWatch, DEFAULT_PG_STATS_LAG};
 pub use verdict::{confirm, precheck, Blocker, GateDecision, Severity};
 

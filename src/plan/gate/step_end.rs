@@ -16,7 +16,7 @@
 
 use super::drain_end::DrainProgress;
 use super::verdict::{cluster_blockers, others_down, Blocker};
-use crate::ceph::{is_clean_state, CephFacts, OsdId, PgsOnOsds};
+use crate::ceph::{is_clean_state, CephFacts, OsdDump, OsdId, PgsOnOsds};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -96,18 +96,7 @@ impl StepWatch {
     }
 
     fn progress(&mut self, at: Instant, facts: &CephFacts, pgs_on: &PgsOnOsds) -> StepProgress {
-        let pending: Vec<OsdId> = self
-            .up_from_before
-            .iter()
-            .filter(|(id, before)| {
-                !facts
-                    .osds
-                    .osds
-                    .get(id)
-                    .is_some_and(|o| o.up && o.up_from > **before)
-            })
-            .map(|(id, _)| *id)
-            .collect();
+        let pending = not_booted(&self.up_from_before, &facts.osds);
         if !pending.is_empty() {
             self.all_booted_at = None;
             self.clean_looks = 0;
@@ -138,6 +127,21 @@ impl StepWatch {
             }
         }
     }
+}
+
+/// The stopped OSDs (each with its `up_from` before the stop) whose new daemon `osds` does not
+/// show up yet: while any is, the step cannot end and Ceph's PG states say nothing about it.
+pub(crate) fn not_booted(up_from_before: &BTreeMap<OsdId, u64>, osds: &OsdDump) -> Vec<OsdId> {
+    up_from_before
+        .iter()
+        .filter(|(id, before)| {
+            !osds
+                .osds
+                .get(id)
+                .is_some_and(|o| o.up && o.up_from > **before)
+        })
+        .map(|(id, _)| *id)
+        .collect()
 }
 
 impl StepWatch {

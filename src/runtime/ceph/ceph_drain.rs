@@ -13,7 +13,7 @@ pub(crate) async fn look_at_drain(
     open: &CephStep,
 ) -> (DrainProgress, Option<CephFacts>) {
     let ids: Vec<OsdId> = open.osds.iter().map(|o| OsdId(o.id)).collect();
-    let (facts, pgs_on) = match gather_step_facts(ceph, &ids).await {
+    let (facts, pgs_on) = match gather_step_facts(ceph, &ids, &|_| true).await {
         Ok(looked) => looked,
         Err(error) => return (DrainProgress::unanswered(&error), None),
     };

@@ -4,7 +4,7 @@
 
 use crate::ceph::{
     gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, KeyToMap,
-    OsdId, OtherCephOsds, PodRef,
+    OsdDump, OsdId, OtherCephOsds, PodRef,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
@@ -12,8 +12,8 @@ use crate::labels;
 use crate::plan::budget::closed_for_pgs;
 use crate::plan::gate::conversation::{self, Turn};
 use crate::plan::gate::{
-    Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff, GateSubject, StepProgress,
-    DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
+    not_booted, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff, GateSubject,
+    StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::ceph_drain::look_at_drain;
@@ -105,14 +105,23 @@ pub(crate) async fn first_view(
                 })
                 .flatten();
             let ids: Vec<OsdId> = open.osds.iter().map(|o| OsdId(o.id)).collect();
+            let up_from_before: BTreeMap<OsdId, u64> =
+                open.osds.iter().map(|o| (OsdId(o.id), o.up_from)).collect();
+            // While a new daemon is not up, the PG answers are moot: not waited for (a mgr
+            // gone but not yet known gone would hold this look, and the creation of the
+            // step's pods with it, until the call's bound).
+            let wants_pgs = |osds: &OsdDump| not_booted(&up_from_before, osds).is_empty();
             let progress = match recent {
                 Some(progress) => Ok(Some(progress)),
-                None => gather_step_facts(ceph, &ids).await.map(|(facts, pgs_on)| {
+                None => (gather_step_facts(ceph, &ids, &wants_pgs).await).map(|(facts, pgs_on)| {
                     let progress =
                         memory.step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
                             watch.observe(at, &facts, &pgs_on)
                         });
-                    looked = Some(facts);
+                    // A look without the PG states it skipped is not reused for the budget
+                    // or the gate's question.
+                    let skipped_pgs = facts.status.mgr_available && facts.pgs.is_none();
+                    looked = Some(facts).filter(|_| !skipped_pgs);
                     progress
                 }),
             };
