@@ -33,6 +33,9 @@ const DASHBOARD: &str = "deploy/monitoring/dashboard.json";
 /// Labels Prometheus (and the Prometheus Operator) give every series of a target.
 const TARGET_LABELS: [&str; 4] = ["job", "instance", "namespace", "pod"];
 /// Alerts about the operator itself, not one CephOSD.
+/// How long the scraped gated rollout may take to finish.
+const ROLLOUT_DONE: Duration = Duration::from_mins(5);
+
 const OPERATOR_ALERTS: [&str; 2] = ["CephOSDOperatorNoLeader", "CephOSDOperatorDown"];
 
 fn read(relative: &str) -> anyhow::Result<String> {
@@ -457,10 +460,12 @@ async fn scrape_of_a_gated_step() -> anyhow::Result<String> {
     )
     .await?;
     let scraped = async {
-        g.s.patch_template_metadata(CR, serde_json::json!({"labels": {"rev": "2"}}))
-            .await?;
+        let from = g.ceph.elapsed();
+        let (_, hash) =
+            g.s.patch_template_metadata(CR, serde_json::json!({"labels": {"rev": "2"}}))
+                .await?;
         let ns = g.s.namespace.clone();
-        scrape_until(&g.s, port, "/metrics shows a step's noout", |text| {
+        let text = scrape_until(&g.s, port, "/metrics shows a step's noout", |text| {
             shows(
                 text,
                 "ceph_osd_operator_ceph_noout_since_timestamp_seconds",
@@ -468,7 +473,14 @@ async fn scrape_of_a_gated_step() -> anyhow::Result<String> {
                 "",
             ) && shows(text, "ceph_osd_operator_ceph_noout_limit_seconds", &ns, "")
         })
-        .await
+        .await?;
+        // The rollout it scraped, finished and checked as every gated rollout is.
+        g.s.wait_converged(CR, &g.want, &hash, ROLLOUT_DONE).await?;
+        g.wait_gate_idle(ROLLOUT_DONE).await?;
+        g.ceph.recording().check_one_host_at_a_time(from)?;
+        g.bridge.check()?;
+        g.check_pods_rolled_by_host().await?;
+        Ok(text)
     }
     .await;
     g.down().await?;
