@@ -12,6 +12,7 @@ pub(crate) mod rollout_controls;
 pub(crate) mod server_numbers;
 pub(crate) mod storage_rules;
 pub(crate) mod template_rules;
+pub mod topology;
 pub(crate) mod update_domain;
 
 use crate::crd::server_numbers::normalise_numbers;
@@ -76,8 +77,18 @@ pub const MAX_NAME_LEN: usize = 55;
 pub struct CephOsdSpec {
     /// Groups of hosts and the OSD devices each of those hosts carries (hosts × osds).
     pub storage: Vec<StorageEntry>,
-    /// What is replaced at once during a rollout: one `OSD`, or all OSDs of one `Host`.
+    /// What is replaced at once during a rollout: one `OSD`, all OSDs of one `Host`, or all
+    /// OSDs under one failure domain (`Topology`: a CRUSH bucket such as a rack, named in
+    /// `topology`).
     pub update_domain: UpdateDomain,
+    /// With `updateDomain: Topology`, which failure domains are the update domains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<topology::TopologySpec>,
+    /// When set, the new template's images are pulled onto the nodes of the next update
+    /// domains before their pods stop (one short-lived pod per node); a pull that fails holds
+    /// the rollout while every OSD still runs. Absent: no pre-pull.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_pull: Option<topology::PrePullSpec>,
     /// A complete core/v1 Pod (apiVersion, kind, metadata, spec) used for every OSD pod.
     /// Kept as raw JSON: the template hash must be computed over exactly what the API server
     /// returns, never over a typed round-trip that could drop or normalise fields.
@@ -141,6 +152,8 @@ impl CephOsdSpec {
         Self {
             storage,
             update_domain,
+            topology: None,
+            pre_pull: None,
             pod_template,
             paused: None,
             min_ready_seconds: None,
@@ -236,6 +249,8 @@ pub enum UpdateDomain {
     Osd,
     /// Replace all OSD pods of one host at a time.
     Host,
+    /// Replace all OSD pods under one failure domain (`spec.topology`) at a time.
+    Topology,
 }
 
 impl UpdateDomain {
@@ -244,6 +259,7 @@ impl UpdateDomain {
         match self {
             Self::Osd => "OSD",
             Self::Host => "host",
+            Self::Topology => "failure domain",
         }
     }
 
@@ -252,6 +268,7 @@ impl UpdateDomain {
         match self {
             Self::Osd => "OSDs",
             Self::Host => "hosts",
+            Self::Topology => "failure domains",
         }
     }
 }
@@ -583,6 +600,7 @@ fn conform_to_schema(value: &mut Value, schema: &Value) {
 }
 
 const SCHEMA_POINTER: &str = "/spec/versions/0/schema/openAPIV3Schema";
+const SPEC_POINTER: &str = "/spec/versions/0/schema/openAPIV3Schema/properties/spec";
 const POD_TEMPLATE_POINTER: &str =
     "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/podTemplate";
 
@@ -617,6 +635,9 @@ fn adjust_schema(crd: &mut Value) {
         pod["x-kubernetes-validations"] = template_rules::cel_validations();
     }
     rollout_controls::add_validations(crd);
+    if let Some(spec) = crd.pointer_mut(SPEC_POINTER) {
+        topology::add_validations(spec);
+    }
     if let Some(root) = crd.pointer_mut(SCHEMA_POINTER) {
         server_formats(root);
     }

@@ -44,7 +44,7 @@ fn spec_requires_storage_update_domain_and_pod_template() {
     }
     assert_eq!(
         schema.pointer("/properties/spec/properties/updateDomain/enum"),
-        Some(&json!(["OSD", "Host"]))
+        Some(&json!(["OSD", "Host", "Topology"]))
     );
     let storage = schema
         .pointer("/properties/spec/properties/storage/items/properties")

@@ -3,11 +3,42 @@
 
 use crate::crd::osd::OsdKey;
 use crate::crd::UpdateDomain;
+use std::collections::BTreeMap;
 
-/// The id of the update domain an OSD belongs to: its key, or its host.
-pub(crate) fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
-    match domain {
-        UpdateDomain::Osd => key.to_string(),
-        UpdateDomain::Host => key.host.clone(),
+/// How the OSD keys of a spec group into update domains: by key, by host, or by the failure
+/// domain (bucket) each host is in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UpdateDomains<'a> {
+    pub kind: UpdateDomain,
+    /// For `Topology`: the bucket of each placed host. A host without one is a domain of its
+    /// own (counted apart, never joined to a bucket by a guess; the rollout halts on it).
+    pub bucket_of: Option<&'a BTreeMap<String, String>>,
+}
+
+impl UpdateDomains<'_> {
+    /// Domains of `kind` that need no membership (`OSD`, `Host`; `Topology` with none known).
+    pub(crate) fn plain(kind: UpdateDomain) -> Self {
+        Self {
+            kind,
+            bucket_of: None,
+        }
     }
+
+    /// The id of the update domain `key` belongs to: its key, its host, or its host's bucket.
+    pub(crate) fn id(&self, key: &OsdKey) -> String {
+        match self.kind {
+            UpdateDomain::Osd => key.to_string(),
+            UpdateDomain::Host => key.host.clone(),
+            UpdateDomain::Topology => (self.bucket_of)
+                .and_then(|b| b.get(&key.host))
+                .cloned()
+                .unwrap_or_else(|| key.host.clone()),
+        }
+    }
+}
+
+/// The id of the update domain an OSD belongs to where no membership is known: its key, or
+/// its host (also for `Topology` while its hosts' buckets are unknown).
+pub(crate) fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {
+    UpdateDomains::plain(domain).id(key)
 }

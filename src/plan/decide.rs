@@ -12,6 +12,7 @@ use crate::plan::proposal::{delete, rollout, Rollout, StepDeletions};
 use crate::plan::replica_sets::ReplicaSetClass;
 use crate::plan::rollout::Missing;
 use crate::plan::seen::{Removal, Seen, Unbuildable};
+use crate::plan::topology::HostBuckets;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// What the decide phase found, read by the later phases.
@@ -60,15 +61,12 @@ pub(super) fn decide<'s>(
     let waiting = drains_waiting(seen.cordoned, &seen.pods);
     let budget_blocks = start_blocked(&seen.keeping, &seen.cr_name, &waiting);
     let previous_update = seen.previous_update();
-    let (limits, limit_problems) = seen.limits(&previous_update);
-    let (rollout, step) = rollout(
-        seen,
-        &current,
-        &removals,
-        &created.missing,
-        budget_blocks.as_deref(),
-        &limits,
-    );
+    let (mut limits, limit_problems) = seen.limits(&previous_update);
+    // Failure domains that cannot be told hold every step, before the budget does.
+    let membership_halt = seen.buckets.as_ref().and_then(HostBuckets::halt);
+    limits.start_blocked = membership_halt.as_deref().or(budget_blocks.as_deref());
+    let (mut rollout, step) = rollout(seen, &current, &removals, &created.missing, &limits);
+    rollout.waits_for_budget &= membership_halt.is_none();
     // A pod is replaced only once its successor can be built.
     let unbuildable = created
         .unbuildable

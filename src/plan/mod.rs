@@ -34,6 +34,7 @@ mod report;
 mod rollout;
 mod seen;
 pub(crate) mod status;
+pub(crate) mod topology;
 
 use crate::crd::osd::{OsdKey, SuffixSource};
 use crate::crd::{CephOsd, CephOsdStatus};

@@ -48,7 +48,6 @@ pub(super) fn rollout(
     current: &[&ObservedPod],
     removals: &[Removal<'_>],
     missing: &[Missing],
-    start_blocked: Option<&str>,
     limits: &Limits<'_>,
 ) -> (Rollout, StepDeletions) {
     let out_of_date = current
@@ -93,11 +92,11 @@ pub(super) fn rollout(
         .collect();
     let step = rollout_step(
         seen.spec,
+        seen.domains(),
         &candidates,
         &unready,
         missing,
         removing.chain(draining),
-        start_blocked,
         limits,
     );
     let chosen = || {

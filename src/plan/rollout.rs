@@ -2,7 +2,7 @@
 //! deadlines and soaks to watch. Pure.
 
 use crate::crd::osd::OsdKey;
-use crate::crd::update_domain::domain_id;
+use crate::crd::update_domain::UpdateDomains;
 use crate::crd::CephOsdSpec;
 use crate::plan::classify::{ObservedPod, PodClass};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -55,6 +55,9 @@ pub(crate) struct Limits<'a> {
     pub partition: usize,
     pub canary_left: Option<usize>,
     pub continuing: &'a BTreeSet<&'a str>,
+    /// Why no domain that is up may start now (the disruption budget, failure domains that
+    /// cannot be told), if so.
+    pub start_blocked: Option<&'a str>,
 }
 
 impl Limits<'static> {
@@ -66,6 +69,7 @@ impl Limits<'static> {
             partition: 0,
             canary_left: None,
             continuing: &NONE,
+            start_blocked: None,
         }
     }
 }
@@ -90,7 +94,7 @@ pub(crate) struct RolloutStep {
     pub held: BTreeMap<String, Hold>,
     /// The hold that halts the rollout: nothing else waits.
     pub halted_by: Option<Hold>,
-    /// Whether `halted` is `start_blocked`'s reason (the disruption budget).
+    /// Whether `halted` is `limits.start_blocked`'s reason.
     pub waits_for_budget: bool,
 }
 
@@ -101,15 +105,15 @@ pub(crate) struct RolloutStep {
 /// down a pod that is down already, or one in a domain that is down already, costs nothing
 /// (no more domains are down after it), so such candidates go at once: a stuck replacement of
 /// an older template is replaced by the fixed one first, and the rest of a host goes with the
-/// host. `start_blocked` says why no domain that is up may start now (the disruption budget).
-/// `limits` hold domains past the cut: no candidate of theirs goes, down already or not.
+/// host. `limits` hold domains past the cut (no candidate of theirs goes, down already or
+/// not) and say why no domain that is up may start now (`start_blocked`).
 pub(crate) fn rollout_step(
     spec: &CephOsdSpec,
+    domains: UpdateDomains<'_>,
     candidates: &[Candidate<'_>],
     unready: &[&ObservedPod],
     missing: &[Missing],
     also_unavailable: impl IntoIterator<Item = String>,
-    start_blocked: Option<&str>,
     limits: &Limits<'_>,
 ) -> RolloutStep {
     let down = candidates
@@ -120,7 +124,7 @@ pub(crate) fn rollout_step(
         .iter()
         .map(|m| &m.key)
         .chain(unready.iter().filter_map(|p| p.key.as_ref()))
-        .map(|k| domain_id(k, spec.update_domain))
+        .map(|k| domains.id(k))
         .chain(also_unavailable)
         .chain(down)
         .collect();
@@ -159,7 +163,7 @@ pub(crate) fn rollout_step(
             .max_by_key(|h| *h == Hold::Canary);
     } else if free == 0 {
         step.halted = Some(halt_reason(unready, missing));
-    } else if let Some(why) = start_blocked.filter(|_| available.peek().is_some()) {
+    } else if let Some(why) = limits.start_blocked.filter(|_| available.peek().is_some()) {
         step.halted = Some(why.to_owned());
         step.waits_for_budget = true;
     } else {

@@ -3,8 +3,8 @@
 
 use crate::crd::desired::{DesiredOsd, DesiredOsds};
 use crate::crd::osd::{DeviceId, OsdKey};
-use crate::crd::update_domain::domain_id;
-use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus};
+use crate::crd::update_domain::UpdateDomains;
+use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus, UpdateDomain};
 use crate::hash::TemplateHash;
 use crate::labels::{self, PodState};
 use crate::plan::actions::DeleteReason;
@@ -18,6 +18,7 @@ use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::gate::CephView;
 use crate::plan::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
 use crate::plan::rollout::{Hold, Limits};
+use crate::plan::topology::{host_buckets, HostBuckets, TopologyView};
 use crate::pod::identity::held_disks;
 use crate::pod::osd_pod::render_pod;
 use crate::pod::pod_additions::{PodIdentity, RenderError};
@@ -46,6 +47,8 @@ pub struct Observed<'a> {
     pub disruption: Option<DisruptionView<'a>>,
     /// Whether the CephOSD's namespace is being deleted (its pods go at once).
     pub namespace_terminating: bool,
+    /// What the runtime learnt of the hosts' failure domains (for `updateDomain: Topology`).
+    pub topology: TopologyView,
 }
 
 impl<'a> Observed<'a> {
@@ -100,6 +103,8 @@ pub(super) struct Seen<'a> {
     pub(super) claimed: &'a BTreeMap<OsdKey, String>,
     /// Cordoned nodes where no missing pod is created (while the budget is managed).
     pub(super) cordoned: &'a BTreeSet<String>,
+    /// With `updateDomain: Topology`: each host's failure domain (None: other domains).
+    pub(super) buckets: Option<HostBuckets>,
 }
 
 impl<'a> Seen<'a> {
@@ -154,6 +159,18 @@ impl<'a> Seen<'a> {
                     .or_insert_with(|| describe_other(pod));
             }
         }
+        let buckets = (spec.topology.as_ref())
+            .filter(|_| spec.update_domain == UpdateDomain::Topology)
+            .map(|topology| {
+                let hosts: BTreeSet<&str> = (desired.osds.keys().map(|k| k.host.as_str()))
+                    .chain(
+                        pods.iter()
+                            .chain(&era)
+                            .filter_map(|p| Some(p.key.as_ref()?.host.as_str())),
+                    )
+                    .collect();
+                host_buckets(topology, hosts, &observed.topology)
+            });
         Self {
             cr,
             spec,
@@ -171,6 +188,7 @@ impl<'a> Seen<'a> {
             claimed: &observed.claimed,
             cordoned,
             cr_name,
+            buckets,
         }
     }
 
@@ -190,7 +208,15 @@ impl<'a> Seen<'a> {
     }
 
     pub(super) fn domain_of(&self, key: &OsdKey) -> String {
-        domain_id(key, self.spec.update_domain)
+        self.domains().id(key)
+    }
+
+    /// How OSD keys group into update domains.
+    pub(super) fn domains(&self) -> UpdateDomains<'_> {
+        UpdateDomains {
+            kind: self.spec.update_domain,
+            bucket_of: self.buckets.as_ref().map(|b| &b.bucket_of),
+        }
     }
 
     /// How many update domains the spec has.
@@ -242,6 +268,7 @@ impl<'a> Seen<'a> {
             partition,
             canary_left,
             continuing,
+            start_blocked: None,
         };
         (limits, problems)
     }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::crd::update_domain::{domain_id, UpdateDomains};
 use crate::crd::UpdateDomain;
 use crate::plan::classify::Workload;
 use serde_json::json;
@@ -70,11 +71,11 @@ fn step(spec: &CephOsdSpec, pods: &[ObservedPod]) -> Vec<String> {
     let candidates = candidates(spec, pods);
     let step = rollout_step(
         spec,
+        UpdateDomains::plain(spec.update_domain),
         &candidates,
         &unready(pods),
         &[],
         [],
-        None,
         &Limits::none(),
     );
     replaced(&step, &candidates)
@@ -92,7 +93,15 @@ fn replaces_the_first_out_of_date_domains_in_case_insensitive_order() {
     let by_host = spec(UpdateDomain::Host);
     assert_eq!(step(&by_host, &pods), ["A:/dev/sdb", "A:/dev/sdc"]);
     let all = candidates(&by_host, &pods);
-    let started = rollout_step(&by_host, &all, &[], &[], [], None, &Limits::none());
+    let started = rollout_step(
+        &by_host,
+        UpdateDomains::plain(by_host.update_domain),
+        &all,
+        &[],
+        &[],
+        [],
+        &Limits::none(),
+    );
     assert_eq!(started.domains, ["A"]);
     assert!(started.halted.is_none() && started.unavailable.is_empty());
     let mut two = spec(UpdateDomain::Host);
@@ -112,11 +121,11 @@ fn an_unavailable_domain_uses_up_the_budget_and_says_why() {
     let candidates = candidates(&one, &pods);
     let step = rollout_step(
         &one,
+        UpdateDomains::plain(one.update_domain),
         &candidates,
         &unready(&pods),
         &[],
         [],
-        None,
         &Limits::none(),
     );
     assert!(step.chosen.is_empty());
@@ -133,21 +142,21 @@ fn an_unavailable_domain_uses_up_the_budget_and_says_why() {
     // A domain down for another reason counts the same.
     let step = rollout_step(
         &two,
+        UpdateDomains::plain(two.update_domain),
         &candidates,
         &[],
         &[],
         ["z:/dev/sdq".to_owned()],
-        None,
         &Limits::none(),
     );
     assert_eq!(replaced(&step, &candidates), ["b:/dev/sdb"]);
     let step = rollout_step(
         &two,
+        UpdateDomains::plain(two.update_domain),
         &candidates,
         &unready(&pods),
         &[],
         ["z:/dev/sdq".to_owned()],
-        None,
         &Limits::none(),
     );
     assert!(step.chosen.is_empty() && step.halted.is_some());
@@ -162,7 +171,15 @@ fn a_missing_osd_halts_and_says_why_when_that_is_known() {
         key: OsdKey::new("a", "/dev/sdb"),
         why: None,
     }];
-    let step = rollout_step(&one, &candidates, &[], &missing, [], None, &Limits::none());
+    let step = rollout_step(
+        &one,
+        UpdateDomains::plain(one.update_domain),
+        &candidates,
+        &[],
+        &missing,
+        [],
+        &Limits::none(),
+    );
     assert!(step.chosen.is_empty());
     assert_eq!(
         step.halted.as_deref(),
@@ -172,7 +189,15 @@ fn a_missing_osd_halts_and_says_why_when_that_is_known() {
         key: OsdKey::new("a", "/dev/sdb"),
         why: Some("the spec is ambiguous about it".into()),
     }];
-    let step = rollout_step(&one, &candidates, &[], &missing, [], None, &Limits::none());
+    let step = rollout_step(
+        &one,
+        UpdateDomains::plain(one.update_domain),
+        &candidates,
+        &[],
+        &missing,
+        [],
+        &Limits::none(),
+    );
     assert_eq!(
         step.halted.as_deref(),
         Some("OSD a:/dev/sdb has no running pod: the spec is ambiguous about it")
@@ -189,7 +214,15 @@ fn a_candidate_that_is_down_already_goes_at_once_and_holds_its_domain() {
     let one = spec(UpdateDomain::Osd);
     assert_eq!(step(&one, &pods), ["a:/dev/sdb"]);
     let candidates = candidates(&one, &pods);
-    let started = rollout_step(&one, &candidates, &[], &[], [], None, &Limits::none());
+    let started = rollout_step(
+        &one,
+        UpdateDomains::plain(one.update_domain),
+        &candidates,
+        &[],
+        &[],
+        [],
+        &Limits::none(),
+    );
     assert_eq!(started.domains, ["a:/dev/sdb"]);
     assert!(started.unavailable.contains("a:/dev/sdb"));
     // Even with another domain down: it costs nothing.
@@ -197,7 +230,15 @@ fn a_candidate_that_is_down_already_goes_at_once_and_holds_its_domain() {
         key: OsdKey::new("c", "/dev/sdb"),
         why: None,
     }];
-    let step = rollout_step(&one, &candidates, &[], &missing, [], None, &Limits::none());
+    let step = rollout_step(
+        &one,
+        UpdateDomains::plain(one.update_domain),
+        &candidates,
+        &[],
+        &missing,
+        [],
+        &Limits::none(),
+    );
     assert_eq!(replaced(&step, &candidates), ["a:/dev/sdb"]);
     assert!(step.halted.is_some());
     let mut two = spec(UpdateDomain::Osd);
@@ -224,11 +265,11 @@ fn the_rest_of_a_domain_that_is_down_goes_with_it() {
     }];
     let step = rollout_step(
         &by_host,
+        UpdateDomains::plain(by_host.update_domain),
         &candidates,
         &[],
         &missing,
         [],
-        None,
         &Limits::none(),
     );
     assert_eq!(replaced(&step, &candidates), ["a:/dev/sdc"]);
@@ -242,13 +283,29 @@ fn paused_replaces_nothing_and_nothing_to_take_down_is_no_halt() {
     let mut paused = spec(UpdateDomain::Osd);
     paused.paused = Some(true);
     let candidates = candidates(&paused, &pods);
-    let step = rollout_step(&paused, &candidates, &[], &[], [], None, &Limits::none());
+    let step = rollout_step(
+        &paused,
+        UpdateDomains::plain(paused.update_domain),
+        &candidates,
+        &[],
+        &[],
+        [],
+        &Limits::none(),
+    );
     assert!(step.chosen.is_empty());
     assert_eq!(
         step.halted.as_deref(),
         Some("the rollout is paused (spec.paused)")
     );
-    let step = rollout_step(&paused, &[], &[], &[], [], None, &Limits::none());
+    let step = rollout_step(
+        &paused,
+        UpdateDomains::plain(paused.update_domain),
+        &[],
+        &[],
+        &[],
+        [],
+        &Limits::none(),
+    );
     assert!(step.chosen.is_empty() && step.halted.is_none());
 }
 

@@ -149,7 +149,7 @@ fn migration_is_a_rolling_restart_one_domain_at_a_time() {
             let plan = cluster.reconcile(&cr);
             let hosts: BTreeSet<String> = plan.replacing.iter().map(|k| k.host.clone()).collect();
             order.extend(match domain {
-                UpdateDomain::Host => hosts.into_iter().collect(),
+                UpdateDomain::Host | UpdateDomain::Topology => hosts.into_iter().collect(),
                 UpdateDomain::Osd => plan
                     .replacing
                     .iter()
@@ -189,7 +189,7 @@ fn migration_is_a_rolling_restart_one_domain_at_a_time() {
             .iter()
             .all(|p| controller_uid(p).as_deref() == Some("cr-uid")));
         let expected: Vec<&str> = match domain {
-            UpdateDomain::Host => vec!["h1", "h2"],
+            UpdateDomain::Host | UpdateDomain::Topology => vec!["h1", "h2"],
             UpdateDomain::Osd => vec!["h1", "h1", "h2", "h2"],
         };
         assert_eq!(order, expected, "{domain:?}: in the documented order");

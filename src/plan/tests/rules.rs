@@ -754,7 +754,7 @@ fn check_replacement_step(
     );
     let domain_of = |k: &OsdKey| match domain {
         UpdateDomain::Osd => k.to_string(),
-        UpdateDomain::Host => k.host.clone(),
+        UpdateDomain::Host | UpdateDomain::Topology => k.host.clone(),
     };
     // Up: a live pod neither waiting for Ready nor out of date and not Ready (an admin's
     // `up-to-date` override counts as up: the rollout continues past it).

@@ -817,7 +817,7 @@ proptest! {
         learn(&cluster, &mut runs);
         let domain_of = |disk: &crate::crd::osd::DeviceId| match domain {
             UpdateDomain::Osd => disk.to_string(),
-            UpdateDomain::Host => disk.host.clone(),
+            UpdateDomain::Host | UpdateDomain::Topology => disk.host.clone(),
         };
         for event in events {
             cluster.clock += 1;

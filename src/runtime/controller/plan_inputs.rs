@@ -9,6 +9,7 @@ use crate::crd::CephOsd;
 use crate::plan::disk_claims::DiskClaims;
 use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::gate::CephView;
+use crate::plan::topology::TopologyView;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::runtime::act::finalizer;
 use crate::runtime::controller::admit::awaits_deletion;
@@ -45,6 +46,8 @@ pub(super) struct PlanInputs {
     /// Identifies `budgets` as first read, for the skip of unchanged inputs.
     others_fingerprint: u64,
     namespace_terminating: bool,
+    /// The hosts' failure domains as far as learnt (for `updateDomain: Topology`).
+    pub topology: TopologyView,
     /// In whole seconds, as the API keeps time: an unchanged status compares equal.
     pub now: Timestamp,
 }
@@ -72,6 +75,7 @@ impl PlanInputs {
             budgets,
             others_fingerprint,
             namespace_terminating,
+            topology: TopologyView::default(),
             now,
         }
     }
@@ -105,6 +109,7 @@ impl PlanInputs {
             ceph: ceph.clone(),
             disruption: self.budgets.as_ref().map(BudgetInputs::view),
             namespace_terminating: self.namespace_terminating,
+            topology: self.topology.clone(),
         };
         plan_expanded(
             &self.cr,

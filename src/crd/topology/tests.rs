@@ -1,0 +1,102 @@
+use super::*;
+use crate::crd::{CephOsdSpec, UpdateDomain};
+use regex::Regex;
+
+fn spec_schema() -> Value {
+    let crd =
+        serde_json::to_value(crate::crd::custom_resource_definition().expect("crd")).expect("json");
+    crd.pointer("/spec/versions/0/schema/openAPIV3Schema/properties/spec")
+        .expect("spec schema")
+        .clone()
+}
+
+#[test]
+fn an_existing_spec_reads_and_writes_unchanged() {
+    let written = json!({"storage": [], "updateDomain": "Host", "podTemplate": {}});
+    let spec: CephOsdSpec = serde_json::from_value(written.clone()).expect("spec");
+    assert_eq!(spec.topology, None);
+    assert_eq!(spec.pre_pull, None);
+    assert_eq!(serde_json::to_value(&spec).expect("json"), written);
+}
+
+#[test]
+fn a_topology_spec_reads_as_written() {
+    let spec: CephOsdSpec = serde_json::from_value(json!({
+        "storage": [], "podTemplate": {}, "updateDomain": "Topology",
+        "topology": {"bucketType": "rack", "topologyKey": "topology.kubernetes.io/zone"},
+        "prePull": {"command": ["ceph-osd", "--version"], "deadlineSeconds": 60},
+    }))
+    .expect("spec");
+    assert_eq!(spec.update_domain, UpdateDomain::Topology);
+    let topology = spec.topology.expect("topology");
+    assert!(!topology.is_auto());
+    assert_eq!(
+        topology.topology_key.as_deref(),
+        Some("topology.kubernetes.io/zone")
+    );
+    let pre_pull = spec.pre_pull.expect("prePull");
+    assert_eq!(
+        pre_pull.command(),
+        (vec!["ceph-osd".into(), "--version".into()], true)
+    );
+    assert_eq!(pre_pull.deadline().as_secs(), 60);
+    assert_eq!(pre_pull.domains_ahead(), 1);
+}
+
+#[test]
+fn pre_pull_defaults_run_true_within_five_minutes() {
+    let defaults = PrePullSpec::default();
+    assert_eq!(defaults.command(), (vec!["true".to_owned()], false));
+    assert_eq!(defaults.deadline().as_secs(), 300);
+    let empty = PrePullSpec {
+        command: Some(Vec::new()),
+        ..PrePullSpec::default()
+    };
+    assert!(!empty.command().1, "an empty command is the default");
+}
+
+#[test]
+fn the_schema_ties_topology_to_its_update_domain_naming_the_field() {
+    let spec = spec_schema();
+    let rules = spec["x-kubernetes-validations"].as_array().expect("rules");
+    let rule = rules
+        .iter()
+        .find(|r| {
+            r["rule"]
+                .as_str()
+                .is_some_and(|r| r.contains("has(self.topology)"))
+        })
+        .expect("topology rule");
+    assert!(rule["message"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("spec.topology is required")));
+    let domains = &spec["properties"]["updateDomain"]["enum"];
+    assert_eq!(domains, &json!(["OSD", "Host", "Topology"]));
+}
+
+#[test]
+fn bucket_types_and_label_keys_are_checked_by_pattern() {
+    let bucket = Regex::new(BUCKET_TYPE_PATTERN).expect("regex");
+    for good in [
+        "Auto",
+        "rack",
+        "row",
+        "room",
+        "datacenter",
+        "zone",
+        "pdu",
+        "my_rack-2",
+    ] {
+        assert!(bucket.is_match(good), "{good}");
+    }
+    for bad in ["", "Rack", "1rack", "rack type", "rack/"] {
+        assert!(!bucket.is_match(bad), "{bad}");
+    }
+    let key = Regex::new(LABEL_KEY_PATTERN).expect("regex");
+    for good in ["topology.kubernetes.io/zone", "rack", "example.com/Rack_1"] {
+        assert!(key.is_match(good), "{good}");
+    }
+    for bad in ["", "/zone", "Example.com/zone", "zone/", "-zone"] {
+        assert!(!key.is_match(bad), "{bad}");
+    }
+}
