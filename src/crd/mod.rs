@@ -332,6 +332,21 @@ pub struct CephStep {
     pub drain: Option<StepDrain>,
 }
 
+/// The failure domains of `updateDomain: Topology`, as last resolved.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureDomainsStatus {
+    /// The bucket type (`Auto` resolved), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_type: Option<String>,
+    /// Each failure domain's hosts.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub buckets: BTreeMap<String, Vec<String>>,
+    /// Hosts in no known failure domain, each with why (the rollout halts on them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unplaced: BTreeMap<String, String>,
+}
+
 /// A removal's drain under way.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -418,6 +433,10 @@ pub struct CephOsdStatus {
     /// The rollout step under way that Ceph was asked about, until Ceph reports it done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceph_step: Option<CephStep>,
+    /// With `updateDomain: Topology`: the failure domain each host is in, as the rollout
+    /// steps through them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_domains: Option<FailureDomainsStatus>,
     /// The disruption budget shared by node drains and the rollout, while the operator keeps one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetStatus>,

@@ -2,6 +2,7 @@
 //! should show, the events, and when to look again.
 
 use crate::crd::CephOsdStatus;
+use crate::crd::FailureDomainsStatus;
 use crate::plan::classify::{ObservedPod, PodClass, Workload};
 use crate::plan::conditions::{ConditionReason, SpecProblem};
 use crate::plan::decide::Decided;
@@ -108,6 +109,7 @@ pub(super) fn report(
         osd_ids: known_osd_ids(seen, ceph),
         ceph_step: ordered.ceph_step.clone(),
     });
+    status.failure_domains = seen.buckets.as_ref().map(FailureDomainsStatus::from);
     status.expected_updated_domains =
         i64::try_from(seen.domain_count().saturating_sub(rollout.held.len())).ok();
     status.rollout = rollout_progress;

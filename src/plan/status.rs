@@ -132,6 +132,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         conditions,
         osd_ids: input.osd_ids.clone(),
         ceph_step: input.ceph_step.clone(),
+        failure_domains: None,
         budget: input.budget.clone(),
         expected_updated_domains: None,
         rollout: None,

@@ -5,6 +5,7 @@
 //! it is named, and the rollout halts on it.
 
 use crate::crd::topology::TopologySpec;
+use crate::crd::FailureDomainsStatus;
 use std::collections::BTreeMap;
 
 /// What Ceph's CRUSH map says about a CephOSD's hosts.
@@ -58,6 +59,23 @@ impl HostBuckets {
         Some(format!(
             "host {host} is in no known failure domain: {why}{more}"
         ))
+    }
+}
+
+impl From<&HostBuckets> for FailureDomainsStatus {
+    fn from(buckets: &HostBuckets) -> Self {
+        let mut by_bucket: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (host, bucket) in &buckets.bucket_of {
+            by_bucket
+                .entry(bucket.clone())
+                .or_default()
+                .push(host.clone());
+        }
+        Self {
+            bucket_type: buckets.bucket_type.clone(),
+            buckets: by_bucket,
+            unplaced: buckets.unplaced.clone(),
+        }
     }
 }
 
