@@ -15,6 +15,19 @@ pub const OSD_IDS: &str = "ceph.elemental.net/osd-ids";
 /// [`update_domain_label_value`]): the disruption budget selects pods by it.
 pub const UPDATE_DOMAIN: &str = "ceph.elemental.net/update-domain";
 
+/// Label on the operator's image pre-pull pods (value `true`): they run no OSD and carry no
+/// owner label, so nothing that selects OSD pods selects them; their CephOSD controls them.
+pub const PRE_PULL: &str = "ceph.elemental.net/pre-pull";
+/// On a pre-pull pod: the node it pulls onto.
+pub const PRE_PULL_NODE: &str = "ceph.elemental.net/pre-pull-node";
+/// On a pre-pull pod: the template hash whose images it pulls.
+pub const PRE_PULL_TEMPLATE_HASH: &str = "ceph.elemental.net/pre-pull-template-hash";
+
+/// Whether `pod` is one of the operator's image pre-pull pods.
+pub fn is_pre_pull(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    (pod.metadata.labels.as_ref()).is_some_and(|l| l.get(PRE_PULL).is_some_and(|v| v == "true"))
+}
+
 const OWNER_PREFIX: &str = "CephOSD-";
 
 /// The owner label value of the CephOSD named `cr_name`: `CephOSD-<name>`.

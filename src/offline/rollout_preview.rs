@@ -103,7 +103,9 @@ pub(crate) fn apply(
 ) {
     for action in actions {
         match action {
-            Action::Delete { name, .. } => pods.retain(|p| p.name_any() != *name),
+            Action::Delete { name, .. } | Action::DeletePrePull { name, .. } => {
+                pods.retain(|p| p.name_any() != *name)
+            }
             Action::DeleteReplicaSet { name, .. } => {
                 let uid = (replica_sets.iter())
                     .find(|rs| rs.name_any() == *name)
@@ -115,7 +117,8 @@ pub(crate) fn apply(
                         .any(|o| Some(&o.uid) == uid.as_ref())
                 });
             }
-            Action::Create { pod, .. } => {
+            // A preview's pulls are instant.
+            Action::Create { pod, .. } | Action::CreatePrePull { pod, .. } => {
                 let mut pod = (**pod).clone();
                 pod.metadata.uid = Some(format!("preview-{}", pod.name_any()));
                 pod.metadata.creation_timestamp = Some(Time(at));

@@ -77,6 +77,10 @@ pub enum Action {
         exists: bool,
         resource_version: Option<String>,
     },
+    /// Creates a pod that pulls the new template's images onto `node` ahead of its step.
+    CreatePrePull { node: String, pod: Box<Pod> },
+    /// Deletes a pre-pull pod (its step started, the template changed, the rollout ended).
+    DeletePrePull { name: String, uid: Option<String> },
     /// Deletes the CephOSD's PodDisruptionBudget.
     DeleteBudget { name: String, uid: Option<String> },
 }

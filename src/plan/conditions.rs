@@ -21,6 +21,8 @@ pub(crate) enum ConditionType {
     CephGate,
     /// Whether the operator keeps the disruption budget, and what it admits.
     DisruptionBudget,
+    /// Whether the new template's images are on the nodes of the next update domains.
+    PrePull,
 }
 
 impl ConditionType {
@@ -34,6 +36,7 @@ impl ConditionType {
             Self::ReconcileFailed => "ReconcileFailed",
             Self::CephGate => "CephGate",
             Self::DisruptionBudget => "DisruptionBudget",
+            Self::PrePull => "PrePull",
         }
     }
 }
@@ -101,6 +104,17 @@ pub enum ConditionReason {
     BudgetOff,
     /// A PodDisruptionBudget of someone else selects the OSD pods: the operator keeps none.
     ForeignBudget,
+    // PrePull
+    /// The images are on the nodes of the next update domains.
+    Pulled,
+    /// No update domain waits for the template's images.
+    NothingToPull,
+    /// A pre-pull pod has not pulled yet: its domain's step waits (up to the deadline).
+    Pulling,
+    /// A pull failed, or a preflight command exited non-zero: the rollout holds.
+    PullFailed,
+    /// A step went ahead without its images (past the deadline).
+    PullDeadlineExceeded,
 }
 
 impl ConditionReason {
@@ -142,6 +156,11 @@ impl ConditionReason {
             Self::BudgetPending => "BudgetPending",
             Self::BudgetOff => "BudgetOff",
             Self::ForeignBudget => "ForeignBudget",
+            Self::Pulled => "Pulled",
+            Self::NothingToPull => "NothingToPull",
+            Self::Pulling => "Pulling",
+            Self::PullFailed => "PullFailed",
+            Self::PullDeadlineExceeded => "PullDeadlineExceeded",
         }
     }
 }

@@ -62,6 +62,8 @@ pub enum EventReason {
     /// The operator's PodDisruptionBudget was created, or removed (turned off, or another
     /// PodDisruptionBudget selects the OSD pods).
     DisruptionBudget,
+    /// A pre-pull failed (the rollout holds), or a step went ahead without its images.
+    PrePull,
     /// An API call failed.
     Failed(Failure),
 }
@@ -80,6 +82,7 @@ impl EventReason {
             Self::DrainAdmitted => "DrainAdmitted",
             Self::DrainHeld => "DrainHeld",
             Self::DisruptionBudget => "DisruptionBudget",
+            Self::PrePull => "PrePull",
             Self::Overridden => "Overridden",
             Self::Adopted => "Adopted",
             Self::ForeignPod => "ForeignPod",
@@ -176,6 +179,8 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
         Action::PatchState { .. }
         | Action::RecordCephStep
         | Action::LabelDomain { .. }
+        | Action::CreatePrePull { .. }
+        | Action::DeletePrePull { .. }
         | Action::WriteBudget { exists: true, .. } => None,
         Action::WriteBudget { budget, .. } => Some(PlannedEvent {
             warning: false,
@@ -351,6 +356,20 @@ pub(crate) fn transition_events(
         let before = condition(previous, ConditionType::Progressing);
         if before.is_none_or(|b| (&b.reason, &b.message) != (&now.reason, &now.message)) {
             events.push(event(false, EventReason::Halted, &now.message));
+        }
+    }
+    // A failed pre-pull or a step past its pull deadline: when new or said otherwise.
+    let pre_pull_warnings = [
+        ConditionReason::PullFailed,
+        ConditionReason::PullDeadlineExceeded,
+    ]
+    .map(ConditionReason::as_str);
+    if let Some(now) = condition(status, ConditionType::PrePull)
+        .filter(|c| pre_pull_warnings.contains(&c.reason.as_str()))
+    {
+        let before = condition(previous, ConditionType::PrePull);
+        if before.is_none_or(|b| (&b.reason, &b.message) != (&now.reason, &now.message)) {
+            events.push(event(true, EventReason::PrePull, &now.message));
         }
     }
     events

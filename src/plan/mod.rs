@@ -27,6 +27,7 @@ pub(crate) mod failure;
 pub mod gate;
 mod gated;
 mod ordered;
+mod pre_pull;
 pub(crate) mod progress;
 mod proposal;
 mod replica_sets;
@@ -50,6 +51,7 @@ use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::gate::GateSubject;
 use crate::plan::gated::gate_step;
 use crate::plan::ordered::order;
+use crate::plan::pre_pull::pre_pull;
 use crate::plan::report::report;
 pub use crate::plan::rollout::Hold;
 pub use crate::plan::seen::Observed;
@@ -129,7 +131,8 @@ pub fn plan_expanded(
     now: Timestamp,
 ) -> Plan {
     let seen = Seen::new(cr, expanded, observed, now);
-    let (decided, proposed) = decide(&seen, suffixes);
+    let (mut decided, mut proposed) = decide(&seen, suffixes);
+    decided.pre_pull = pre_pull(&seen, &mut decided, &mut proposed.step, now);
     let gated = gate_step(
         &seen,
         &observed.ceph,

@@ -109,10 +109,12 @@ pub(super) fn order(
     } else {
         (Vec::new(), Vec::new())
     };
+    let pre_pulls = (decided.pre_pull.iter()).flat_map(|p| p.actions.iter().cloned());
     let mut actions: Vec<Action> = (gated.first.iter().cloned())
         .chain(std::mem::take(&mut budget.actions))
         .chain(at_once)
         .chain(creations)
+        .chain(pre_pulls)
         .chain(deletions)
         .chain(marks)
         .chain(labels)

@@ -63,6 +63,8 @@ pub(super) fn report(
     let requeue_after = earliest(requeue_after, gated.requeue_after);
     // A budget Ceph closed reopens on no Kubernetes event: look again soon.
     let requeue_after = earliest(requeue_after, ordered.budget.reopens_after);
+    let pre_pull = decided.pre_pull.as_ref();
+    let requeue_after = earliest(requeue_after, pre_pull.and_then(|p| p.requeue_after));
     // Domains still down from the update under way, plus those this step starts.
     let mut current_update: BTreeSet<String> = (rollout.unavailable.iter())
         .filter(|d| decided.previous_update.contains(d.as_str()))
@@ -105,6 +107,7 @@ pub(super) fn report(
         unschedulable: unschedulable(seen, decided, &unschedulable_pods),
         ceph_gate: &gated.condition,
         disruption_budget: ordered.budget.condition.as_ref(),
+        pre_pull: pre_pull.and_then(|p| p.condition.as_ref()),
         budget: ordered.budget.status.clone(),
         osd_ids: known_osd_ids(seen, ceph),
         ceph_step: ordered.ceph_step.clone(),

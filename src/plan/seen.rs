@@ -105,6 +105,8 @@ pub(super) struct Seen<'a> {
     pub(super) cordoned: &'a BTreeSet<String>,
     /// With `updateDomain: Topology`: each host's failure domain (None: other domains).
     pub(super) buckets: Option<HostBuckets>,
+    /// The image pre-pull pods this CephOSD controls (never classified as OSD pods).
+    pub(super) pre_pull: Vec<&'a Pod>,
 }
 
 impl<'a> Seen<'a> {
@@ -135,7 +137,9 @@ impl<'a> Seen<'a> {
             name: &cr_name,
             uid: owner_uid.as_deref(),
         };
-        let mut pods = classify(&observed.pods, &owner, template_hash, desired, &timing);
+        let (pre_pull, osd_pods): (Vec<&Pod>, Vec<&Pod>) =
+            (observed.pods.iter().copied()).partition(|p| is_own_pre_pull(p, owner_uid.as_deref()));
+        let mut pods = classify(&osd_pods, &owner, template_hash, desired, &timing);
         let mut replica_sets = classify_replica_sets(&observed.replica_sets, &pods, &owner);
         let (mut era, mut era_superfluous): (Vec<_>, Vec<_>) = replica_sets
             .iter()
@@ -189,6 +193,7 @@ impl<'a> Seen<'a> {
             cordoned,
             cr_name,
             buckets,
+            pre_pull,
         }
     }
 
@@ -417,6 +422,19 @@ impl<'a> Seen<'a> {
 /// A pod (or era ReplicaSet) that goes in its domain's turn without a successor of its own,
 /// why, and the desired OSD it serves until then (the one on its disk), if any.
 pub(super) type Removal<'a> = (&'a ObservedPod, DeleteReason, Option<&'a DesiredOsd>);
+
+/// Whether `pod` is a pre-pull pod of the CephOSD with `uid`: labelled so, controlled by it,
+/// and naming no OSD (a pod that may run one is never taken for a pre-pull pod).
+fn is_own_pre_pull(pod: &Pod, uid: Option<&str>) -> bool {
+    let controlled = uid.is_some_and(|uid| {
+        (pod.owner_references().iter()).any(|o| o.controller == Some(true) && o.uid == uid)
+    });
+    let annotations = pod.annotations();
+    labels::is_pre_pull(pod)
+        && controlled
+        && !annotations.contains_key(labels::HOST)
+        && !annotations.contains_key(labels::DATA)
+}
 
 /// `pod ns/name of CephOSD ns/cr`, for messages about pods of other CephOSDs.
 fn describe_other(pod: &Pod) -> String {

@@ -68,6 +68,8 @@ pub(crate) struct StatusInput<'a> {
     pub ceph_step: Option<CephStep>,
     /// The `DisruptionBudget` condition, when budgets are watched.
     pub disruption_budget: Option<&'a StatedCondition>,
+    /// The `PrePull` condition, with `spec.prePull`.
+    pub pre_pull: Option<&'a StatedCondition>,
     pub budget: Option<BudgetStatus>,
 }
 
@@ -103,6 +105,16 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
     .chain(input.disruption_budget.map(|c| {
         (
             ConditionType::DisruptionBudget,
+            Says {
+                holds: c.holds,
+                reason: c.reason,
+                message: c.message.clone(),
+            },
+        )
+    }))
+    .chain(input.pre_pull.map(|c| {
+        (
+            ConditionType::PrePull,
             Says {
                 holds: c.holds,
                 reason: c.reason,

@@ -561,6 +561,35 @@ async fn apply(
             info!(pod = %name, osd = %key, "created pod");
             Ok(true)
         }
+        Action::CreatePrePull { node, pod } => {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            match pods.create(&PostParams::default(), pod).await {
+                Ok(_) => info!(pod = %name, node = %node, "created pre-pull pod"),
+                // Created by a plan whose write the cache has yet to show.
+                Err(kube::Error::Api(status)) if status.code == 409 => return Ok(false),
+                Err(source) => {
+                    return Err(ExecuteError::Create {
+                        name,
+                        key: format!("pre-pull of node {node}"),
+                        source,
+                    })
+                }
+            }
+            Ok(true)
+        }
+        Action::DeletePrePull { name, uid } => {
+            match pods.delete(name, &delete_params(uid.as_ref())).await {
+                Ok(_) => {
+                    info!(pod = %name, "deleted pre-pull pod");
+                    Ok(true)
+                }
+                Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+                Err(source) => Err(ExecuteError::Delete {
+                    name: name.clone(),
+                    source,
+                }),
+            }
+        }
         Action::Delete {
             name, uid, reason, ..
         } => match pods.delete(name, &delete_params(uid.as_ref())).await {

@@ -40,10 +40,12 @@ impl Expected {
     /// wait for (a delete without a uid precondition cannot be told from a newer namesake).
     pub(crate) fn of(action: &Action) -> Option<Self> {
         match action {
-            Action::Create { pod, .. } => Some(Self::Created {
+            Action::Create { pod, .. } | Action::CreatePrePull { pod, .. } => Some(Self::Created {
                 name: pod.name_any(),
             }),
-            Action::Delete { uid, .. } => uid.clone().map(|uid| Self::Deleted { uid }),
+            Action::Delete { uid, .. } | Action::DeletePrePull { uid, .. } => {
+                uid.clone().map(|uid| Self::Deleted { uid })
+            }
             Action::DeleteReplicaSet { uid, .. } => {
                 uid.clone().map(|uid| Self::ReplicaSetDeleted { uid })
             }
