@@ -104,7 +104,7 @@ pub(crate) fn apply(
     for action in actions {
         match action {
             Action::Delete { name, .. } | Action::DeletePrePull { name, .. } => {
-                pods.retain(|p| p.name_any() != *name)
+                pods.retain(|p| p.name_any() != *name);
             }
             Action::DeleteReplicaSet { name, .. } => {
                 let uid = (replica_sets.iter())

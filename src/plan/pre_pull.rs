@@ -133,7 +133,7 @@ pub(super) fn pre_pull(
             NodePull::Pulling { until, .. } => Some(now.duration_until(*until)),
             _ => None,
         })
-        .filter(|d| d.is_positive())
+        .filter(SignedDuration::is_positive)
         .min();
     let condition = condition(seen, &pulls, &new_in_step, &hosts, &wanted_domains);
     Some(PrePullOutcome {

@@ -286,13 +286,13 @@ impl Cluster {
         self.status = Some(plan.status.clone());
         for action in &plan.actions {
             match action {
-                Action::Delete { name, .. } => {
+                Action::Delete { name, .. } | Action::DeletePrePull { name, .. } => {
                     if let Some(p) = self.pod_mut(name) {
                         p.metadata.deletion_timestamp =
                             Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
                     }
                 }
-                Action::Create { pod, .. } => {
+                Action::Create { pod, .. } | Action::CreatePrePull { pod, .. } => {
                     let mut pod = (**pod).clone();
                     self.uid += 1;
                     pod.metadata.uid = Some(format!("pod-uid-{}", self.uid));

@@ -192,6 +192,7 @@ fn input<'a>(
         osd_ids: BTreeMap::new(),
         ceph_step: None,
         disruption_budget: None,
+        pre_pull: None,
         budget: None,
     }
 }

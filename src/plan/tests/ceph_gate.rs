@@ -100,6 +100,8 @@ fn action_kinds(plan: &Plan) -> Vec<&'static str> {
             Action::LabelDomain { .. } => "LabelDomain",
             Action::WriteBudget { .. } => "WriteBudget",
             Action::DeleteBudget { .. } => "DeleteBudget",
+            Action::CreatePrePull { .. } => "CreatePrePull",
+            Action::DeletePrePull { .. } => "DeletePrePull",
         })
         .collect()
 }

@@ -338,6 +338,7 @@ fn a_conflicting_osd_keeps_its_pod_exactly_as_it_is() {
         for action in &plan.actions {
             let touches_sdb = match action {
                 Action::Delete { name, .. }
+                | Action::DeletePrePull { name, .. }
                 | Action::PatchState { name, .. }
                 | Action::LabelDomain { name, .. } => *name == sdb,
                 Action::Create { key, .. } => key.to_string() == "node1:/dev/sdb",
@@ -348,7 +349,8 @@ fn a_conflicting_osd_keeps_its_pod_exactly_as_it_is() {
                 | Action::MarkOut { .. }
                 | Action::MarkIn { .. }
                 | Action::WriteBudget { .. }
-                | Action::DeleteBudget { .. } => false,
+                | Action::DeleteBudget { .. }
+                | Action::CreatePrePull { .. } => false,
             };
             assert!(!touches_sdb, "{action:?}");
         }
@@ -473,7 +475,9 @@ proptest! {
                             | Action::MarkIn { .. }
                             | Action::LabelDomain { .. }
                             | Action::WriteBudget { .. }
-                            | Action::DeleteBudget { .. } => {}
+                            | Action::DeleteBudget { .. }
+                            | Action::CreatePrePull { .. }
+                            | Action::DeletePrePull { .. } => {}
                         }
                     }
                 }

@@ -39,6 +39,13 @@ pub(crate) enum ExecuteError {
         #[source]
         source: kube::Error,
     },
+    #[error("failed to create pre-pull pod {name} on node {node}: {source}")]
+    CreatePrePull {
+        name: String,
+        node: String,
+        #[source]
+        source: kube::Error,
+    },
     #[error("failed to delete pod {name}: {source}")]
     Delete {
         name: String,
@@ -113,6 +120,7 @@ impl ExecuteError {
     pub(crate) fn may_have_applied(&self) -> bool {
         let source = match self {
             Self::Create { source, .. }
+            | Self::CreatePrePull { source, .. }
             | Self::Delete { source, .. }
             | Self::DeleteReplicaSet { source, .. }
             | Self::Patch { source, .. }
@@ -135,6 +143,11 @@ impl ExecuteError {
             Self::Create { key, name, source } => {
                 (format!("create the pod of OSD {key}"), name, source)
             }
+            Self::CreatePrePull { node, name, source } => (
+                format!("create the pre-pull pod of node {node}"),
+                name,
+                source,
+            ),
             Self::Delete { name, source } => (format!("delete pod {name}"), name, source),
             Self::DeleteReplicaSet { name, source } => {
                 (format!("delete ReplicaSet {name}"), name, source)
@@ -176,7 +189,7 @@ impl ExecuteError {
     /// What kind of call failed: Event and condition reason, metric label.
     pub(crate) fn category(&self) -> Failure {
         match self {
-            Self::Create { .. } => Failure::Create,
+            Self::Create { .. } | Self::CreatePrePull { .. } => Failure::Create,
             Self::Delete { .. } | Self::DeleteReplicaSet { .. } => Failure::Delete,
             Self::Patch { .. } => Failure::Patch,
             Self::Status { .. } => Failure::Status,
@@ -561,35 +574,8 @@ async fn apply(
             info!(pod = %name, osd = %key, "created pod");
             Ok(true)
         }
-        Action::CreatePrePull { node, pod } => {
-            let name = pod.metadata.name.clone().unwrap_or_default();
-            match pods.create(&PostParams::default(), pod).await {
-                Ok(_) => info!(pod = %name, node = %node, "created pre-pull pod"),
-                // Created by a plan whose write the cache has yet to show.
-                Err(kube::Error::Api(status)) if status.code == 409 => return Ok(false),
-                Err(source) => {
-                    return Err(ExecuteError::Create {
-                        name,
-                        key: format!("pre-pull of node {node}"),
-                        source,
-                    })
-                }
-            }
-            Ok(true)
-        }
-        Action::DeletePrePull { name, uid } => {
-            match pods.delete(name, &delete_params(uid.as_ref())).await {
-                Ok(_) => {
-                    info!(pod = %name, "deleted pre-pull pod");
-                    Ok(true)
-                }
-                Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-                Err(source) => Err(ExecuteError::Delete {
-                    name: name.clone(),
-                    source,
-                }),
-            }
-        }
+        Action::CreatePrePull { node, pod } => create_pre_pull(pods, node, pod).await,
+        Action::DeletePrePull { name, uid } => delete_pre_pull(pods, name, uid.as_ref()).await,
         Action::Delete {
             name, uid, reason, ..
         } => match pods.delete(name, &delete_params(uid.as_ref())).await {
@@ -641,6 +627,42 @@ async fn apply(
             resource_version,
         } => write_budget(executor, budget, *exists, resource_version.as_deref()).await,
         Action::DeleteBudget { name, uid } => delete_budget(executor, name, uid.as_ref()).await,
+    }
+}
+
+/// Creates a pre-pull pod (one that exists already: a write the cache has yet to show).
+async fn create_pre_pull(pods: &Api<Pod>, node: &str, pod: &Pod) -> Result<bool, ExecuteError> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    match pods.create(&PostParams::default(), pod).await {
+        Ok(_) => {
+            info!(pod = %name, node = %node, "created pre-pull pod");
+            Ok(true)
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+        Err(source) => Err(ExecuteError::CreatePrePull {
+            name,
+            node: node.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Deletes a pre-pull pod (the one with `uid`; one gone already needs nothing).
+async fn delete_pre_pull(
+    pods: &Api<Pod>,
+    name: &str,
+    uid: Option<&String>,
+) -> Result<bool, ExecuteError> {
+    match pods.delete(name, &delete_params(uid)).await {
+        Ok(_) => {
+            info!(pod = %name, "deleted pre-pull pod");
+            Ok(true)
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(source) => Err(ExecuteError::Delete {
+            name: name.to_owned(),
+            source,
+        }),
     }
 }
 
