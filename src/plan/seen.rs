@@ -425,7 +425,7 @@ pub(super) type Removal<'a> = (&'a ObservedPod, DeleteReason, Option<&'a Desired
 
 /// Whether `pod` is a pre-pull pod of the CephOSD with `uid`: labelled so, controlled by it,
 /// and naming no OSD (a pod that may run one is never taken for a pre-pull pod).
-fn is_own_pre_pull(pod: &Pod, uid: Option<&str>) -> bool {
+pub(super) fn is_own_pre_pull(pod: &Pod, uid: Option<&str>) -> bool {
     let controlled = uid.is_some_and(|uid| {
         (pod.owner_references().iter()).any(|o| o.controller == Some(true) && o.uid == uid)
     });
