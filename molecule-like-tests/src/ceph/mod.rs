@@ -13,4 +13,6 @@ pub mod gated;
 mod gated_checks;
 
 pub(crate) use cluster::script_command;
-pub use cluster::{script_path, CephCluster, OsdInfo, OsdMap, OsdStart, PgBrief, PgStat, PoolInfo};
+pub use cluster::{
+    script_path, CephCluster, OsdInfo, OsdMap, OsdStart, PgBrief, PgStat, PoolInfo, PoolSpec,
+};
