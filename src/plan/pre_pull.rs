@@ -243,8 +243,9 @@ fn hold(
                      pod {pod}; it goes ahead without them at {until})"
                 ),
                 Some(NodePull::Failed { image, why }) => format!(
-                    "image {image} failed on node {host}: {why}; no OSD of update domain \
-                     {domain} stops until the template is fixed"
+                    "{} failed on node {host}: {why}; no OSD of update domain {domain} stops \
+                     until the template is fixed",
+                    image_words(image)
                 ),
                 _ => continue,
             };
@@ -274,7 +275,9 @@ fn condition(
 ) -> StatedCondition {
     let failed: Vec<String> = (pulls.iter())
         .filter_map(|(host, p)| match p {
-            NodePull::Failed { image, why } => Some(format!("node {host}: image {image}: {why}")),
+            NodePull::Failed { image, why } => {
+                Some(format!("node {host}: {}: {why}", image_words(image)))
+            }
             _ => None,
         })
         .collect();
@@ -346,6 +349,15 @@ fn kept_deadline(seen: &Seen<'_>) -> Option<String> {
         .find(|c| c.type_ == ConditionType::PrePull.as_str() && c.reason == reason)
         .filter(|_| !seen.previous.current_update.is_empty())
         .map(|c| c.message.clone())
+}
+
+/// `image <name>`, or `the pre-pull` when the pod does not say which image.
+fn image_words(image: &str) -> String {
+    if image.is_empty() {
+        "the pre-pull".to_owned()
+    } else {
+        format!("image {image}")
+    }
 }
 
 fn delete(pod: &Pod) -> Action {

@@ -1,13 +1,15 @@
 //! What the pod watch decodes of a pod: its metadata without the managed fields; of its spec
 //! what binds it to its disk (`pod_record`: the node, the hostname node affinity, the data
-//! device recorded in the first container's env); of its status the phase and conditions.
+//! device recorded in the first container's env); of its status the phase and conditions,
+//! and for an image pre-pull pod its containers' states (what its pull came to).
 //! The rest of the spec, the managed fields and the rest of the status are skipped while
 //! decoding, never allocated: at 10,000 OSDs the watch decodes every write the scheduler and
 //! the kubelets make to every pod.
 
 use crate::pod::pod_record::DATA_ENV;
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, EnvVar, Pod, PodCondition, PodSpec, PodStatus,
+    Affinity, Container, ContainerState, ContainerStatus, EnvVar, Pod, PodCondition, PodSpec,
+    PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::runtime::watcher;
@@ -93,6 +95,18 @@ struct WatchedStatus {
     phase: Option<String>,
     #[serde(default)]
     conditions: Option<Vec<PodCondition>>,
+    #[serde(default, rename = "containerStatuses")]
+    container_statuses: Option<Vec<WatchedContainerStatus>>,
+}
+
+/// A container's name, image and state (kept for pre-pull pods only).
+#[derive(Clone, Debug, Deserialize)]
+struct WatchedContainerStatus {
+    name: String,
+    #[serde(default)]
+    image: String,
+    #[serde(default)]
+    state: Option<ContainerState>,
 }
 
 /// Every field of `ObjectMeta` but `managedFields` (which serde then skips unread).
@@ -155,9 +169,21 @@ where
 
 impl WatchedPod {
     /// The pod the cache keeps: metadata, phase, and of the conditions only Ready (True) and
-    /// PodScheduled (False), without probe times.
+    /// PodScheduled (False), without probe times; a pre-pull pod's container states.
     pub(crate) fn into_pod(self) -> Pod {
+        let pre_pull = (self.metadata.labels.as_ref())
+            .is_some_and(|l| l.get(crate::labels::PRE_PULL).is_some_and(|v| v == "true"));
         let status = self.status.map(|status| PodStatus {
+            container_statuses: status.container_statuses.filter(|_| pre_pull).map(|all| {
+                (all.into_iter())
+                    .map(|c| ContainerStatus {
+                        name: c.name,
+                        image: c.image,
+                        state: c.state,
+                        ..ContainerStatus::default()
+                    })
+                    .collect()
+            }),
             phase: status.phase,
             conditions: status.conditions.map(|conditions| {
                 conditions
