@@ -21,7 +21,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
 use molecule_like_tests::ceph::bridge::{OSD_UP_ANNOTATION, READY_WHEN_OSD_UP};
 use molecule_like_tests::manifests::{
-    random_suffix, FAIL_ANNOTATION, READY_AFTER_ANNOTATION, READY_ANNOTATION,
+    random_suffix, FAIL_ANNOTATION, PULL_ANNOTATION, READY_AFTER_ANNOTATION, READY_ANNOTATION,
 };
 use molecule_like_tests::nodes::ensure_nodes;
 use molecule_like_tests::paths::kubectl;
@@ -161,6 +161,50 @@ async fn kwok_makes_pods_ready_late_never_or_failed() {
         "Ready after the annotation is removed",
         |p| p.is_some_and(is_ready),
     )
+    .await;
+    delete_namespace(&client, &ns).await;
+}
+
+/// The reason the first container of `pod` waits for, if it waits.
+fn waiting_reason(pod: &Pod) -> Option<String> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
+    statuses
+        .first()?
+        .state
+        .as_ref()?
+        .waiting
+        .as_ref()?
+        .reason
+        .clone()
+}
+
+#[tokio::test]
+async fn kwok_plays_a_failed_image_pull_until_the_annotation_goes() {
+    let (client, api, ns) = setup("kwok-pull").await;
+    create(
+        &api,
+        &pod("unpullable", json!({PULL_ANNOTATION: "ErrImagePull"}), 0),
+    )
+    .await;
+    wait_for(&api, "unpullable", 20, "waiting: ErrImagePull", |p| {
+        p.and_then(waiting_reason).as_deref() == Some("ErrImagePull")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let still = api.get("unpullable").await.expect("get");
+    assert_eq!(phase(&still).as_deref(), Some("Pending"), "{still:?}");
+    assert!(!is_ready(&still));
+    assert_eq!(waiting_reason(&still).as_deref(), Some("ErrImagePull"));
+    api.patch(
+        "unpullable",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {PULL_ANNOTATION: null}}})),
+    )
+    .await
+    .expect("patch");
+    wait_for(&api, "unpullable", 20, "Ready once pullable", |p| {
+        p.is_some_and(is_ready)
+    })
     .await;
     delete_namespace(&client, &ns).await;
 }

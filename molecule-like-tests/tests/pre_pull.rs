@@ -23,7 +23,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
+use molecule_like_tests::manifests::{
+    cephosd, fast_sample_template, keys, storage, CR, PULL_ANNOTATION,
+};
 use molecule_like_tests::pods::{annotation, is_ready};
 use molecule_like_tests::recording::pods::PodRecorder;
 use molecule_like_tests::scenario::{
@@ -359,7 +361,7 @@ async fn p3_a_failing_preflight_holds_the_rollout_past_the_deadline_until_fixed(
 /// stages predate it otherwise (restart the control plane).
 async fn kwok_fails_pulls(s: &Scenario, host: &str) -> anyhow::Result<bool> {
     let probe: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "pull-probe", "annotations": {"testing.local/pull": "ErrImagePull"}},
+        "metadata": {"name": "pull-probe", "annotations": {PULL_ANNOTATION: "ErrImagePull"}},
         "spec": {"nodeName": host, "containers": [{"name": "c", "image": "probe"}]}
     }))?;
     s.pods.create(&PostParams::default(), &probe).await?;
@@ -396,7 +398,7 @@ async fn p4_a_failed_image_pull_holds_the_rollout_naming_node_image_and_reason(
     );
     s.patch_template_metadata(
         CR,
-        json!({"labels": {"rev": "2"}, "annotations": {"testing.local/pull": "ErrImagePull"}}),
+        json!({"labels": {"rev": "2"}, "annotations": {PULL_ANNOTATION: "ErrImagePull"}}),
     )
     .await?;
     let words = [hosts[0].as_str(), "ErrImagePull", "image "];
@@ -406,7 +408,7 @@ async fn p4_a_failed_image_pull_holds_the_rollout_naming_node_image_and_reason(
     let (_, h3) = s
         .patch_template_metadata(
             CR,
-            json!({"labels": {"rev": "3"}, "annotations": {"testing.local/pull": null}}),
+            json!({"labels": {"rev": "3"}, "annotations": {PULL_ANNOTATION: null}}),
         )
         .await?;
     s.wait_converged(CR, &want, &h3, ROLLOUT).await?;

@@ -18,6 +18,9 @@ pub const READY_AFTER_ANNOTATION: &str = "testing.local/ready-after-seconds";
 pub const READY_ANNOTATION: &str = "testing.local/ready";
 /// Pod annotation (KWOK stage `pod-failed`): `"true"` makes the pod fail.
 pub const FAIL_ANNOTATION: &str = "testing.local/fail";
+/// Pod annotation (KWOK stage `pod-image-pull-failed`): `"ErrImagePull"` keeps the pod
+/// Pending, its containers waiting for an image the kubelet cannot pull.
+pub const PULL_ANNOTATION: &str = "testing.local/pull";
 
 /// Field manager of the scenarios' server-side applies.
 pub const FIELD_MANAGER: &str = "molecule-like-tests";

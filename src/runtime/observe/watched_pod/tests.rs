@@ -136,3 +136,35 @@ fn the_watch_asks_for_pods() {
     assert_eq!(WatchedPod::kind(&()), "Pod");
     assert_eq!(WatchedPod::api_version(&()), "v1");
 }
+
+#[test]
+fn a_pre_pull_pod_keeps_its_container_states_an_osd_pod_does_not() {
+    let pod = |labels: serde_json::Value| {
+        decoded(&json!({
+            "metadata": {"name": "p", "labels": labels},
+            "spec": {"containers": [{"name": "pull-0", "image": "ceph:v2"}]},
+            "status": {
+                "phase": "Pending",
+                "containerStatuses": [{"name": "pull-0", "image": "ceph:v2", "imageID": "",
+                    "ready": false, "restartCount": 0,
+                    "state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}}}],
+            },
+        }))
+        .1
+    };
+    let pre_pull = pod(json!({"ceph.elemental.net/pre-pull": "true"}));
+    let statuses = (pre_pull.status.as_ref()).and_then(|s| s.container_statuses.as_ref());
+    let status = &statuses.expect("kept")[0];
+    assert_eq!(
+        (status.name.as_str(), status.image.as_str()),
+        ("pull-0", "ceph:v2")
+    );
+    let waiting = status
+        .state
+        .as_ref()
+        .and_then(|s| s.waiting.as_ref())
+        .expect("waiting");
+    assert_eq!(waiting.reason.as_deref(), Some("ErrImagePull"));
+    let osd = pod(json!({"ceph.elemental.net/owner": "CephOSD-x"}));
+    assert!(osd.status.expect("status").container_statuses.is_none());
+}
