@@ -8,7 +8,6 @@ use crate::plan::budget::{drains_waiting, start_blocked};
 use crate::plan::classify::{ObservedPod, PodClass};
 use crate::plan::conditions::SpecProblem;
 use crate::plan::creations::creations;
-use crate::plan::pre_pull::PrePullOutcome;
 use crate::plan::proposal::{delete, rollout, Rollout, StepDeletions};
 use crate::plan::replica_sets::ReplicaSetClass;
 use crate::plan::rollout::Missing;
@@ -36,8 +35,6 @@ pub(super) struct Decided<'s> {
     /// Why a pod this plan needs (a missing OSD's, or the successor of a pod the step takes
     /// down) cannot be built: the plan then makes no write at all.
     pub(super) unbuildable: Option<Unbuildable>,
-    /// The image pre-pull's writes and condition (the pre-pull phase fills it).
-    pub(super) pre_pull: Option<PrePullOutcome>,
 }
 
 /// The writes the decide phase proposes, in their phases' terms.
@@ -84,7 +81,6 @@ pub(super) fn decide<'s>(
         rollout,
         limit_problems,
         unbuildable,
-        pre_pull: None,
     };
     let proposed = Proposed {
         at_once,

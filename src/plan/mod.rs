@@ -132,7 +132,9 @@ pub fn plan_expanded(
 ) -> Plan {
     let seen = Seen::new(cr, expanded, observed, now);
     let (mut decided, mut proposed) = decide(&seen, suffixes);
-    decided.pre_pull = pre_pull(&seen, &mut decided, &mut proposed.step, now);
+    let continuing = &decided.previous_update;
+    let rollout = &mut decided.rollout;
+    let pre_pull = pre_pull(&seen, rollout, continuing, &mut proposed.step, now);
     let gated = gate_step(
         &seen,
         &observed.ceph,
@@ -141,8 +143,16 @@ pub fn plan_expanded(
         now,
     );
     let closed = observed.ceph.pgs_unclean.as_deref();
-    let ordered = order(&seen, &decided, &gated, proposed, closed);
-    let report = report(&seen, &decided, &gated, &ordered, &observed.ceph, now);
+    let ordered = order(&seen, &decided, &gated, proposed, pre_pull.as_ref(), closed);
+    let report = report(
+        &seen,
+        &decided,
+        &gated,
+        &ordered,
+        pre_pull.as_ref(),
+        &observed.ceph,
+        now,
+    );
     let held = decided.rollout.held;
     Plan {
         template_hash: seen.template_hash.clone(),

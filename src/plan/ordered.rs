@@ -14,6 +14,7 @@ use crate::plan::decide::{Decided, Proposed};
 use crate::plan::deletion::Deletion;
 use crate::plan::events::{EventReason, PlannedEvent};
 use crate::plan::gate::{GateOutcome, GateSubject};
+use crate::plan::pre_pull::PrePullOutcome;
 use crate::plan::seen::Seen;
 use std::collections::HashSet;
 
@@ -36,13 +37,15 @@ pub(super) struct Ordered {
     pub(super) budget: BudgetPlan,
 }
 
-/// Orders the writes `proposed` by the decide phase as `gated` lets them go. `closed`: why
-/// Ceph's PGs keep the disruption budget closed, if they do.
+/// Orders the writes `proposed` by the decide phase as `gated` lets them go, with the
+/// pre-pull pods' writes. `closed`: why Ceph's PGs keep the disruption budget closed, if
+/// they do.
 pub(super) fn order(
     seen: &Seen<'_>,
     decided: &Decided<'_>,
     gated: &GateOutcome,
     proposed: Proposed,
+    pre_pull: Option<&PrePullOutcome>,
     closed: Option<&str>,
 ) -> Ordered {
     let Proposed {
@@ -109,7 +112,7 @@ pub(super) fn order(
     } else {
         (Vec::new(), Vec::new())
     };
-    let pre_pulls = (decided.pre_pull.iter()).flat_map(|p| p.actions.iter().cloned());
+    let pre_pulls = (pre_pull.iter()).flat_map(|p| p.actions.iter().cloned());
     let mut actions: Vec<Action> = (gated.first.iter().cloned())
         .chain(std::mem::take(&mut budget.actions))
         .chain(at_once)

@@ -15,8 +15,7 @@ use crate::crd::topology::PrePullSpec;
 use crate::labels;
 use crate::plan::actions::Action;
 use crate::plan::conditions::{ConditionReason, ConditionType, StatedCondition};
-use crate::plan::decide::Decided;
-use crate::plan::proposal::StepDeletions;
+use crate::plan::proposal::{Rollout, StepDeletions};
 use crate::plan::seen::Seen;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -53,11 +52,13 @@ enum NodePull {
     },
 }
 
-/// Runs the phase on `seen` and `decided`'s proposed `step` (trimmed of the domains that
-/// wait for their images) at `now`. None: no pre-pull asked and no pre-pull pod left.
+/// Runs the phase on `seen`, the decided `rollout` (its halt said when the whole step waits)
+/// and its proposed `step` (trimmed of the domains that wait for their images), with the
+/// domains under way (`continuing`), at `now`. None: no pre-pull asked and none left.
 pub(super) fn pre_pull(
     seen: &Seen<'_>,
-    decided: &mut Decided<'_>,
+    rollout: &mut Rollout,
+    continuing: &BTreeSet<&str>,
     step: &mut StepDeletions,
     now: Timestamp,
 ) -> Option<PrePullOutcome> {
@@ -79,12 +80,11 @@ pub(super) fn pre_pull(
     };
     let hash = seen.template_hash.as_str();
     let (command, preflight) = spec.command();
-    let continuing = &decided.previous_update;
     let new_in_step: Vec<String> = (step.domains.iter())
         .filter(|d| !continuing.contains(d.as_str()))
         .cloned()
         .collect();
-    let wanted_domains = wanted_domains(seen, decided, &new_in_step, spec);
+    let wanted_domains = wanted_domains(rollout, continuing, &new_in_step, spec);
     let hosts = hosts_of(seen, &wanted_domains);
     // The pre-pull pods that stay (one per node of the template) and the others, which go.
     let mut kept: BTreeMap<&str, &Pod> = BTreeMap::new();
@@ -126,7 +126,7 @@ pub(super) fn pre_pull(
     }
     let held = hold(step, &new_in_step, &hosts, &pulls, |k| seen.domain_of(k));
     if let Some(why) = held.filter(|_| step.domains.is_empty()) {
-        decided.rollout.halted.get_or_insert(why);
+        rollout.halted.get_or_insert(why);
     }
     let requeue_after = (pulls.values())
         .filter_map(|p| match p {
@@ -146,19 +146,17 @@ pub(super) fn pre_pull(
 /// The domains whose nodes pull now: the step's new ones, then the next `domainsAhead` (one
 /// more while no step is proposed) out-of-date ones not under way nor held, in rollout order.
 fn wanted_domains(
-    seen: &Seen<'_>,
-    decided: &Decided<'_>,
+    rollout: &Rollout,
+    continuing: &BTreeSet<&str>,
     new_in_step: &[String],
     spec: &PrePullSpec,
 ) -> Vec<String> {
-    let rollout = &decided.rollout;
     let mut pending: Vec<&String> = (rollout.out_of_date.iter())
-        .filter(|d| !decided.previous_update.contains(d.as_str()))
+        .filter(|d| !continuing.contains(d.as_str()))
         .filter(|d| !rollout.held.contains_key(*d) && !new_in_step.contains(d))
         .collect();
     pending.sort_by_key(|d| (d.to_lowercase(), d.as_str()));
     let ahead = spec.domains_ahead() + usize::from(new_in_step.is_empty());
-    let _ = seen;
     (new_in_step.iter().cloned())
         .chain(pending.into_iter().take(ahead).cloned())
         .collect()

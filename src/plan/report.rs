@@ -12,6 +12,7 @@ use crate::plan::events::{
 };
 use crate::plan::gate::{osd_ids, CephInput, CephView, GateOutcome};
 use crate::plan::ordered::Ordered;
+use crate::plan::pre_pull::PrePullOutcome;
 use crate::plan::progress::{next_progress, ProgressInput};
 use crate::plan::rollout::{deadlines, Deadlines, Hold};
 use crate::plan::seen::Seen;
@@ -50,6 +51,7 @@ pub(super) fn report(
     decided: &Decided<'_>,
     gated: &GateOutcome,
     ordered: &Ordered,
+    pre_pull: Option<&PrePullOutcome>,
     ceph: &CephView,
     now: Timestamp,
 ) -> Report {
@@ -63,7 +65,6 @@ pub(super) fn report(
     let requeue_after = earliest(requeue_after, gated.requeue_after);
     // A budget Ceph closed reopens on no Kubernetes event: look again soon.
     let requeue_after = earliest(requeue_after, ordered.budget.reopens_after);
-    let pre_pull = decided.pre_pull.as_ref();
     let requeue_after = earliest(requeue_after, pre_pull.and_then(|p| p.requeue_after));
     // Domains still down from the update under way, plus those this step starts.
     let mut current_update: BTreeSet<String> = (rollout.unavailable.iter())
