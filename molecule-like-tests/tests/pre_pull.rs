@@ -24,7 +24,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
 use molecule_like_tests::manifests::{
-    cephosd, fast_sample_template, keys, storage, CR, PULL_ANNOTATION,
+    cephosd, fast_sample_template, keys, storage, CR, FAIL_ANNOTATION, PULL_ANNOTATION,
+    READY_ANNOTATION,
 };
 use molecule_like_tests::pods::{annotation, is_ready};
 use molecule_like_tests::recording::pods::PodRecorder;
@@ -122,6 +123,27 @@ async fn none_stops(
         Ok(())
     })
     .await
+}
+
+/// Edits the template to revision `rev` with the test kubelet's annotation `knob` set to
+/// `value` (None: removed); the new template hash.
+async fn revision(
+    s: &Scenario,
+    rev: &str,
+    knob: &str,
+    value: Option<&str>,
+) -> anyhow::Result<String> {
+    let metadata = json!({"labels": {"rev": rev}, "annotations": {knob: value}});
+    Ok(s.patch_template_metadata(CR, metadata).await?.1)
+}
+
+/// The fix: revision 3 without `knob`; waits until `want` runs it and returns its hash, with
+/// the recorder caught up.
+async fn fixed(s: &Scenario, want: &BTreeSet<OsdKey>, knob: &str) -> anyhow::Result<String> {
+    let hash = revision(s, "3", knob, None).await?;
+    s.wait_converged(CR, want, &hash, ROLLOUT).await?;
+    s.recorder()?.catch_up(&s.pods).await?;
+    Ok(hash)
 }
 
 async fn set_cordoned(s: &Scenario, host: &str, cordoned: bool) -> anyhow::Result<()> {
@@ -255,11 +277,7 @@ async fn p2_a_pull_never_ready_holds_until_the_deadline_then_the_step_goes_with_
     let Converged { want, pods: v1, .. } =
         create_osds(&s, &hosts, json!({"deadlineSeconds": 12})).await?;
     // The new template's pods (pre-pull pods included) never get Ready on KWOK.
-    s.patch_template_metadata(
-        CR,
-        json!({"labels": {"rev": "2"}, "annotations": {"testing.local/ready": "never"}}),
-    )
-    .await?;
+    revision(&s, "2", READY_ANNOTATION, Some("never")).await?;
     let waiting = [hosts[0].as_str(), "waits for the new images"];
     wait_condition(&s, "Progressing", "Halted", &waiting, CONVERGE).await?;
     wait_condition(&s, "PrePull", "Pulling", &[&hosts[0]], CONVERGE).await?;
@@ -274,19 +292,12 @@ async fn p2_a_pull_never_ready_holds_until_the_deadline_then_the_step_goes_with_
     wait_condition(&s, "PrePull", "PullDeadlineExceeded", &words, CONVERGE).await?;
     wait_warning(&s, &words).await?;
     // The fix: a template whose pods get Ready; the rollout completes.
-    let (_, h3) = s
-        .patch_template_metadata(
-            CR,
-            json!({"labels": {"rev": "3"}, "annotations": {"testing.local/ready": null}}),
-        )
-        .await?;
-    s.wait_converged(CR, &want, &h3, ROLLOUT).await?;
+    fixed(&s, &want, READY_ANNOTATION).await?;
     s.wait_until("no pre-pull pod left", CONVERGE, || async {
         Ok(pre_pull_pods(&s).await?.is_empty().then_some(()))
     })
     .await?;
     let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
     rec.assert_one_pod_per_key()?;
     let t = rec.timeline();
     let deleted = t
@@ -313,11 +324,7 @@ async fn p3_a_failing_preflight_holds_the_rollout_past_the_deadline_until_fixed(
     let pre_pull = json!({"command": ["ceph-osd", "--version"], "deadlineSeconds": 2});
     let Converged { want, pods: v1, .. } = create_osds(&s, &hosts, pre_pull).await?;
     // KWOK's `testing.local/fail` ends the pod's containers with exit code 1.
-    s.patch_template_metadata(
-        CR,
-        json!({"labels": {"rev": "2"}, "annotations": {"testing.local/fail": "true"}}),
-    )
-    .await?;
+    revision(&s, "2", FAIL_ANNOTATION, Some("true")).await?;
     let words = [hosts[0].as_str(), "the command exited 1"];
     wait_condition(&s, "PrePull", "PullFailed", &words, CONVERGE).await?;
     wait_condition(
@@ -338,16 +345,8 @@ async fn p3_a_failing_preflight_holds_the_rollout_past_the_deadline_until_fixed(
         "a pod replaced while the preflight fails:\n{}",
         describe_events(&events)
     );
-    let (_, h3) = s
-        .patch_template_metadata(
-            CR,
-            json!({"labels": {"rev": "3"}, "annotations": {"testing.local/fail": null}}),
-        )
-        .await?;
-    s.wait_converged(CR, &want, &h3, ROLLOUT).await?;
-    let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
-    check_pulled_first(rec, &v1, &h3)?;
+    let h3 = fixed(&s, &want, FAIL_ANNOTATION).await?;
+    check_pulled_first(s.recorder()?, &v1, &h3)?;
     s.destroy().await
 }
 
@@ -394,24 +393,12 @@ async fn p4_a_failed_image_pull_holds_the_rollout_naming_node_image_and_reason(
         "the control plane's KWOK does not play failed pulls (stage pod-image-pull-failed in \
          molecule-like-tests/kwok/stages.yaml): restart the control plane"
     );
-    s.patch_template_metadata(
-        CR,
-        json!({"labels": {"rev": "2"}, "annotations": {PULL_ANNOTATION: "ErrImagePull"}}),
-    )
-    .await?;
+    revision(&s, "2", PULL_ANNOTATION, Some("ErrImagePull")).await?;
     let words = [hosts[0].as_str(), "ErrImagePull", "image "];
     wait_condition(&s, "PrePull", "PullFailed", &words, CONVERGE).await?;
     wait_warning(&s, &words).await?;
     none_stops(&s, &v1, Duration::from_secs(6)).await?;
-    let (_, h3) = s
-        .patch_template_metadata(
-            CR,
-            json!({"labels": {"rev": "3"}, "annotations": {PULL_ANNOTATION: null}}),
-        )
-        .await?;
-    s.wait_converged(CR, &want, &h3, ROLLOUT).await?;
-    let rec = s.recorder()?;
-    rec.catch_up(&s.pods).await?;
-    check_pulled_first(rec, &v1, &h3)?;
+    let h3 = fixed(&s, &want, PULL_ANNOTATION).await?;
+    check_pulled_first(s.recorder()?, &v1, &h3)?;
     s.destroy().await
 }
