@@ -1,8 +1,8 @@
 //! The order phase: every write of the plan in the order it applies. The gate's first writes
 //! (the Ceph step recorded, `noout` set), the disruption budget (written before any pod goes),
 //! the deletions that go at once, the creations, the step's deletions the gate lets go, the
-//! marks, then the gate's last writes. A pod this plan needs that cannot be built stops every
-//! write.
+//! marks, the gate's last writes, then the image pre-pull pods' writes. A pod this plan needs
+//! that cannot be built stops every write.
 
 use crate::crd::osd::OsdKey;
 use crate::crd::CephStep;
@@ -117,11 +117,12 @@ pub(super) fn order(
         .chain(std::mem::take(&mut budget.actions))
         .chain(at_once)
         .chain(creations)
-        .chain(pre_pulls)
         .chain(deletions)
         .chain(marks)
         .chain(labels)
         .chain(gated.last.iter().cloned())
+        // Last: a pre-pull pod the API refuses holds up no other write.
+        .chain(pre_pulls)
         .collect();
     if let Some(Deletion::AtOnce(_)) = seen.deletion {
         // Kubernetes removes the CephOSD's objects itself (a terminating namespace takes no
