@@ -56,7 +56,7 @@ async fn rules_that_cannot_be_read_leave_auto_unknown() {
         .on_crush_rules(Err(refused("osd crush rule dump")))
         .on_pool_rules(Ok(Vec::new()));
     let look = look_at_crush(&ceph, true).await.unwrap();
-    let why = look.auto_type.unwrap_err();
+    let why = look.auto_type.clone().unwrap_err();
     assert!(why.contains("osd crush rule dump"), "{why}");
     // The tree still places the hosts.
     assert_eq!(look.placement(["host-0"]).ancestors["host-0"]["rack"], "r1");
