@@ -37,7 +37,7 @@ async fn wait_domains(
     .await?;
     let took = started.elapsed();
     eprintln!(
-        "[ceph_topology] {what}: shown after {} ms",
+        "[ceph_crush_reading] {what}: shown after {} ms",
         took.as_millis()
     );
     Ok(took)
@@ -68,7 +68,7 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
     )
     .await?;
     eprintln!(
-        "[ceph_topology] converged after {} ms",
+        "[ceph_crush_reading] converged after {} ms",
         started.elapsed().as_millis()
     );
     let [a, b, c] = g.s.hosts(["ceph-a", "ceph-b", "ceph-c"]);
@@ -172,7 +172,7 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
     }
     g.s.assert_one_pod_per_key().await?;
     eprintln!(
-        "[ceph_topology] done after {} ms",
+        "[ceph_crush_reading] done after {} ms",
         started.elapsed().as_millis()
     );
     Ok(())
