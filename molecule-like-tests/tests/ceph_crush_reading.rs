@@ -2,7 +2,9 @@
 //! minimal caps): a CephOSD of `updateDomain: Topology` shows in `status.failureDomains` each
 //! host under the CRUSH bucket of its type, as Ceph has it now — hosts in no rack named, hosts
 //! moved into racks, a host moved between racks, and `bucketType: Auto` resolved from the
-//! pools' CRUSH rules (a host pool beside a rack pool: host; rack pools only: rack).
+//! pools' CRUSH rules (a host pool beside a rack pool: host; rack pools only: rack); with a
+//! `topologyKey`, each host's Node label read beside CRUSH (no label, agreeing, relabelled to
+//! disagree).
 //!
 //! CRUSH changes come with no Kubernetes event: each is seen through the operator's own looks.
 //! Needs the local control plane, a built operator and Ceph's daemons (as `tests/ceph_gate.rs`).
@@ -15,6 +17,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::FailureDomainsStatus;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams};
 use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
 use serde_json::json;
@@ -41,6 +45,19 @@ async fn wait_domains(
         took.as_millis()
     );
     Ok(took)
+}
+
+/// The node label naming each host's rack in this test.
+const RACK_LABEL: &str = "topology.example.com/rack";
+
+/// Labels `host`'s Node with `rack`, as an admin does.
+async fn label_node(g: &Gated, host: &str, rack: &str) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(g.s.client.clone());
+    let patch = json!({"metadata": {"labels": {RACK_LABEL: rack}}});
+    nodes
+        .patch(host, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
 }
 
 fn buckets(pairs: &[(&str, &[&String])]) -> BTreeMap<String, Vec<String>> {
@@ -155,6 +172,34 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
     }
     wait_domains(&g, "Auto over rack pools only: rack", |d| {
         d.bucket_type.as_deref() == Some("rack") && d.buckets == moved
+    })
+    .await?;
+
+    // A node label beside CRUSH (`topologyKey`): placed only where both agree, a Node
+    // relabelled seen as such (the node cache passes label changes on).
+    g.s.patch_spec(
+        CR,
+        json!({"topology": {"bucketType": "rack", "topologyKey": RACK_LABEL}}),
+    )
+    .await?;
+    wait_domains(&g, "hosts whose Node has no rack label named", |d| {
+        d.buckets.is_empty()
+            && [&a, &b, &c].iter().all(|h| {
+                (d.unplaced.get(*h)).is_some_and(|why| why.contains("its Node has no label"))
+            })
+    })
+    .await?;
+    for (host, rack) in [(&a, "r1"), (&b, "r3"), (&c, "r2")] {
+        label_node(&g, host, rack).await?;
+    }
+    wait_domains(&g, "labels that agree with CRUSH", |d| {
+        d.buckets == moved && d.unplaced.is_empty()
+    })
+    .await?;
+    label_node(&g, &b, "r1").await?;
+    wait_domains(&g, "a label that disagrees with CRUSH named", |d| {
+        (d.unplaced.get(&b)).is_some_and(|why| why.contains("says r1"))
+            && d.buckets == buckets(&[("r1", &[&a]), ("r2", &[&c])])
     })
     .await?;
 
