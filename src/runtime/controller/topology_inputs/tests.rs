@@ -17,32 +17,30 @@ fn rack_cr(hosts: &[&str]) -> CephOsd {
     cr
 }
 
-fn look(tree: &str) -> Option<Result<CrushLook, String>> {
-    Some(Ok(CrushLook {
+fn look(tree: &str) -> CrushLook {
+    CrushLook {
         tree: parse_crush_tree(&fixture(tree)).unwrap(),
         auto_type: Err("not asked".into()),
-    }))
+    }
 }
 
-fn labels(pairs: &[(&str, Option<&str>)]) -> Option<BTreeMap<String, Option<String>>> {
-    Some(
-        pairs
-            .iter()
-            .map(|(n, v)| ((*n).to_owned(), v.map(str::to_owned)))
-            .collect(),
-    )
+fn labels(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String>> {
+    pairs
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), v.map(str::to_owned)))
+        .collect()
 }
 
 #[test]
 fn the_view_holds_the_plans_hosts_only() {
     let cr = rack_cr(&["host-0", "Host-1"]);
     let inputs = TopologyInputs {
-        crush: look("crush_tree_racks"),
-        labels: labels(&[
+        crush: Some(Ok(look("crush_tree_racks"))),
+        labels: Some(labels(&[
             ("host-0", Some("r1")),
             ("host-1", None),
             ("other", Some("r9")),
-        ]),
+        ])),
     };
     let view = inputs.view(&ExpandedSpec::of(&cr.spec), &[]);
     let crush = view.crush.unwrap().unwrap();
@@ -72,8 +70,12 @@ fn a_crush_move_or_a_relabelled_host_changes_the_fingerprint() {
     let cr = rack_cr(&["host-0", "host-1"]);
     let at = |tree: &str, l: Option<&str>| {
         TopologyInputs {
-            crush: look(tree),
-            labels: labels(&[("host-0", Some("r1")), ("host-1", l), ("x", Some("r1"))]),
+            crush: Some(Ok(look(tree))),
+            labels: Some(labels(&[
+                ("host-0", Some("r1")),
+                ("host-1", l),
+                ("x", Some("r1")),
+            ])),
         }
         .fingerprint(&cr)
     };
