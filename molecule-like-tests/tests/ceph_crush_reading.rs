@@ -17,10 +17,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::FailureDomainsStatus;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams};
 use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
+use molecule_like_tests::nodes;
 use serde_json::json;
 
 /// How long a CRUSH change may take to show (the operator resyncs every 5 s here and looks
@@ -50,14 +49,9 @@ async fn wait_domains(
 /// The node label naming each host's rack in this test.
 const RACK_LABEL: &str = "topology.example.com/rack";
 
-/// Labels `host`'s Node with `rack`, as an admin does.
+/// Labels `host`'s Node with `rack`.
 async fn label_node(g: &Gated, host: &str, rack: &str) -> anyhow::Result<()> {
-    let nodes: Api<Node> = Api::all(g.s.client.clone());
-    let patch = json!({"metadata": {"labels": {RACK_LABEL: rack}}});
-    nodes
-        .patch(host, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
+    nodes::label_node(&g.s.client, host, RACK_LABEL, rack).await
 }
 
 fn buckets(pairs: &[(&str, &[&String])]) -> BTreeMap<String, Vec<String>> {
