@@ -230,7 +230,6 @@ fn known_osd_ids(seen: &Seen<'_>, ceph: &CephView) -> BTreeMap<String, Vec<u32>>
     osd_ids(&seen.previous.osd_ids, &learned, &kept)
 }
 
-/// The sooner of two optional delays.
 /// Failure domains move in Ceph's CRUSH map on no Kubernetes event: while the rollout of a
 /// CephOSD of `updateDomain: Topology` waits, Ceph is looked at again on the gate's cadence.
 fn crush_looks(seen: &Seen<'_>, decided: &Decided<'_>, ceph: &CephView) -> Option<SignedDuration> {
@@ -239,6 +238,7 @@ fn crush_looks(seen: &Seen<'_>, decided: &Decided<'_>, ceph: &CephView) -> Optio
     (seen.buckets.is_some() && gated && waits).then_some(ceph.look_every)
 }
 
+/// The sooner of two optional delays.
 fn earliest(a: Option<SignedDuration>, b: Option<SignedDuration>) -> Option<SignedDuration> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),

@@ -1,7 +1,7 @@
 //! One look at Ceph's CRUSH map for a CephOSD of `updateDomain: Topology`: the bucket tree
-//! (one `osd crush tree` a reconcile: a mon command of under a millisecond over the session,
-//! cheaper than `osd tree`), and for `bucketType: Auto` the rules and pools. A failure to read
-//! is kept as why, never replaced by a guess.
+//! (one `osd crush tree` a reconcile, answered by the mon: 0.5 ms against 0.9 ms for `osd tree`,
+//! which adds each OSD's state), and for `bucketType: Auto` the rules and pools. A failure to
+//! read is kept as why, never replaced by a guess.
 
 use crate::ceph::{CephClient, CephError, CrushTree};
 use crate::plan::topology::auto_type::auto_bucket_type;
