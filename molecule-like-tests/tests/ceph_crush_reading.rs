@@ -65,6 +65,107 @@ fn buckets(pairs: &[(&str, &[&String])]) -> BTreeMap<String, Vec<String>> {
         .collect()
 }
 
+/// `ceph <words>` as an admin on the scenario's cluster.
+async fn admin(g: &Gated, words: &str) -> anyhow::Result<()> {
+    let args: Vec<&str> = words.split_whitespace().collect();
+    g.cluster.cli(&args).await.map(drop)
+}
+
+/// Hosts in no rack, then in racks r1 {a, b}, r2 {c}, r3 {}, then b moved to r3: each shown.
+/// The racks at the end.
+async fn racks_and_a_moved_host(
+    g: &Gated,
+    [a, b, c]: &[String; 3],
+) -> anyhow::Result<BTreeMap<String, Vec<String>>> {
+    wait_domains(g, "every host named as in no rack", |d| {
+        d.bucket_type.as_deref() == Some("rack")
+            && d.buckets.is_empty()
+            && [a, b, c].iter().all(|h| {
+                (d.unplaced.get(*h)).is_some_and(|why| why.contains("no CRUSH bucket of type rack"))
+            })
+    })
+    .await?;
+    for rack in ["r1", "r2", "r3"] {
+        admin(g, &format!("osd crush add-bucket {rack} rack")).await?;
+        admin(g, &format!("osd crush move {rack} root=default")).await?;
+    }
+    for (host, rack) in [(a, "r1"), (b, "r1"), (c, "r2")] {
+        admin(g, &format!("osd crush move {host} rack={rack}")).await?;
+    }
+    let in_racks = buckets(&[("r1", &[a, b]), ("r2", &[c])]);
+    wait_domains(g, "hosts under their racks", |d| {
+        d.buckets == in_racks && d.unplaced.is_empty()
+    })
+    .await?;
+    admin(g, &format!("osd crush move {b} rack=r3")).await?;
+    let moved = buckets(&[("r1", &[a]), ("r2", &[c]), ("r3", &[b])]);
+    wait_domains(g, "the moved host under its new rack", |d| {
+        d.buckets == moved && d.unplaced.is_empty()
+    })
+    .await?;
+    Ok(moved)
+}
+
+/// `bucketType: Auto`: the test pool spreads across hosts and a new pool across racks (host
+/// wins), then every pool across racks (rack).
+async fn auto_from_the_pools(
+    g: &Gated,
+    [a, b, c]: &[String; 3],
+    racks: &BTreeMap<String, Vec<String>>,
+) -> anyhow::Result<()> {
+    admin(g, "osd crush rule create-replicated by-rack default rack").await?;
+    admin(g, "osd pool create rackpool 8 8 replicated by-rack").await?;
+    g.s.patch_spec(CR, json!({"topology": {"bucketType": "Auto"}}))
+        .await?;
+    let by_host = buckets(&[(a, &[a]), (b, &[b]), (c, &[c])]);
+    wait_domains(g, "Auto over a host pool and a rack pool: host", |d| {
+        d.bucket_type.as_deref() == Some("host") && d.buckets == by_host
+    })
+    .await?;
+    let pools = g.cluster.cli_json(&["osd", "pool", "ls"]).await?;
+    for pool in pools.as_array().into_iter().flatten() {
+        let pool = pool.as_str().unwrap_or_default();
+        admin(g, &format!("osd pool set {pool} crush_rule by-rack")).await?;
+    }
+    wait_domains(g, "Auto over rack pools only: rack", |d| {
+        d.bucket_type.as_deref() == Some("rack") && d.buckets == *racks
+    })
+    .await?;
+    Ok(())
+}
+
+/// A node label beside CRUSH (`topologyKey`): placed only where both agree, a Node
+/// relabelled seen as such (the node cache passes label changes on).
+async fn labels_beside_crush(
+    g: &Gated,
+    [a, b, c]: &[String; 3],
+    racks: &BTreeMap<String, Vec<String>>,
+) -> anyhow::Result<()> {
+    let topology = json!({"topology": {"bucketType": "rack", "topologyKey": RACK_LABEL}});
+    g.s.patch_spec(CR, topology).await?;
+    wait_domains(g, "hosts whose Node has no rack label named", |d| {
+        d.buckets.is_empty()
+            && [a, b, c].iter().all(|h| {
+                (d.unplaced.get(*h)).is_some_and(|why| why.contains("its Node has no label"))
+            })
+    })
+    .await?;
+    for (host, rack) in [(a, "r1"), (b, "r3"), (c, "r2")] {
+        label_node(g, host, rack).await?;
+    }
+    wait_domains(g, "labels that agree with CRUSH", |d| {
+        d.buckets == *racks && d.unplaced.is_empty()
+    })
+    .await?;
+    label_node(g, b, "r1").await?;
+    wait_domains(g, "a label that disagrees with CRUSH named", |d| {
+        (d.unplaced.get(b)).is_some_and(|why| why.contains("says r1"))
+            && d.buckets == buckets(&[("r1", &[a]), ("r2", &[c])])
+    })
+    .await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
     let started = Instant::now();
@@ -82,120 +183,10 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
         "[ceph_crush_reading] converged after {} ms",
         started.elapsed().as_millis()
     );
-    let [a, b, c] = g.s.hosts(["ceph-a", "ceph-b", "ceph-c"]);
-
-    // Hosts right under the root: no rack, each named with why.
-    wait_domains(&g, "every host named as in no rack", |d| {
-        d.bucket_type.as_deref() == Some("rack")
-            && d.buckets.is_empty()
-            && [&a, &b, &c].iter().all(|h| {
-                d.unplaced
-                    .get(*h)
-                    .is_some_and(|why| why.contains("no CRUSH bucket of type rack"))
-            })
-    })
-    .await?;
-
-    // Racks r1 {a, b}, r2 {c}, r3 {} as an admin builds them.
-    for rack in ["r1", "r2", "r3"] {
-        g.cluster
-            .cli(&["osd", "crush", "add-bucket", rack, "rack"])
-            .await?;
-        g.cluster
-            .cli(&["osd", "crush", "move", rack, "root=default"])
-            .await?;
-    }
-    for (host, rack) in [(&a, "rack=r1"), (&b, "rack=r1"), (&c, "rack=r2")] {
-        g.cluster.cli(&["osd", "crush", "move", host, rack]).await?;
-    }
-    let in_racks = buckets(&[("r1", &[&a, &b]), ("r2", &[&c])]);
-    wait_domains(&g, "hosts under their racks", |d| {
-        d.buckets == in_racks && d.unplaced.is_empty()
-    })
-    .await?;
-
-    // A host moved to another rack.
-    g.cluster
-        .cli(&["osd", "crush", "move", &b, "rack=r3"])
-        .await?;
-    let moved = buckets(&[("r1", &[&a]), ("r2", &[&c]), ("r3", &[&b])]);
-    wait_domains(&g, "the moved host under its new rack", |d| {
-        d.buckets == moved && d.unplaced.is_empty()
-    })
-    .await?;
-
-    // Auto: the test pool spreads across hosts, a new pool across racks: host wins.
-    g.cluster
-        .cli(&[
-            "osd",
-            "crush",
-            "rule",
-            "create-replicated",
-            "by-rack",
-            "default",
-            "rack",
-        ])
-        .await?;
-    g.cluster
-        .cli(&[
-            "osd",
-            "pool",
-            "create",
-            "rackpool",
-            "8",
-            "8",
-            "replicated",
-            "by-rack",
-        ])
-        .await?;
-    g.s.patch_spec(CR, json!({"topology": {"bucketType": "Auto"}}))
-        .await?;
-    let by_host = buckets(&[(&a, &[&a]), (&b, &[&b]), (&c, &[&c])]);
-    wait_domains(&g, "Auto over a host pool and a rack pool: host", |d| {
-        d.bucket_type.as_deref() == Some("host") && d.buckets == by_host
-    })
-    .await?;
-
-    // Every pool on the rack rule: rack.
-    let pools = g.cluster.cli_json(&["osd", "pool", "ls"]).await?;
-    for pool in pools.as_array().into_iter().flatten() {
-        let pool = pool.as_str().unwrap_or_default();
-        g.cluster
-            .cli(&["osd", "pool", "set", pool, "crush_rule", "by-rack"])
-            .await?;
-    }
-    wait_domains(&g, "Auto over rack pools only: rack", |d| {
-        d.bucket_type.as_deref() == Some("rack") && d.buckets == moved
-    })
-    .await?;
-
-    // A node label beside CRUSH (`topologyKey`): placed only where both agree, a Node
-    // relabelled seen as such (the node cache passes label changes on).
-    g.s.patch_spec(
-        CR,
-        json!({"topology": {"bucketType": "rack", "topologyKey": RACK_LABEL}}),
-    )
-    .await?;
-    wait_domains(&g, "hosts whose Node has no rack label named", |d| {
-        d.buckets.is_empty()
-            && [&a, &b, &c].iter().all(|h| {
-                (d.unplaced.get(*h)).is_some_and(|why| why.contains("its Node has no label"))
-            })
-    })
-    .await?;
-    for (host, rack) in [(&a, "r1"), (&b, "r3"), (&c, "r2")] {
-        label_node(&g, host, rack).await?;
-    }
-    wait_domains(&g, "labels that agree with CRUSH", |d| {
-        d.buckets == moved && d.unplaced.is_empty()
-    })
-    .await?;
-    label_node(&g, &b, "r1").await?;
-    wait_domains(&g, "a label that disagrees with CRUSH named", |d| {
-        (d.unplaced.get(&b)).is_some_and(|why| why.contains("says r1"))
-            && d.buckets == buckets(&[("r1", &[&a]), ("r2", &[&c])])
-    })
-    .await?;
+    let hosts = g.s.hosts(["ceph-a", "ceph-b", "ceph-c"]);
+    let racks = racks_and_a_moved_host(&g, &hosts).await?;
+    auto_from_the_pools(&g, &hosts, &racks).await?;
+    labels_beside_crush(&g, &hosts, &racks).await?;
 
     // The operator read all of it with its own key, each read counted.
     let log = g.s.operator_log();
