@@ -2,7 +2,9 @@
 //! minimal caps): a CephOSD of `updateDomain: Topology` shows in `status.failureDomains` each
 //! host under the CRUSH bucket of its type, as Ceph has it now — hosts in no rack named, hosts
 //! moved into racks, a host moved between racks, and `bucketType: Auto` resolved from the
-//! pools' CRUSH rules (a host pool beside a rack pool: host; rack pools only: rack).
+//! pools' CRUSH rules (a host pool beside a rack pool: host; rack pools only: rack); with a
+//! `topologyKey`, each host's Node label read beside CRUSH (no label, agreeing, relabelled to
+//! disagree).
 //!
 //! CRUSH changes come with no Kubernetes event: each is seen through the operator's own looks.
 //! Needs the local control plane, a built operator and Ceph's daemons (as `tests/ceph_gate.rs`).
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 use ceph_osd_operator::crd::FailureDomainsStatus;
 use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
+use molecule_like_tests::nodes;
 use serde_json::json;
 
 /// How long a CRUSH change may take to show (the operator resyncs every 5 s here and looks
@@ -37,10 +40,18 @@ async fn wait_domains(
     .await?;
     let took = started.elapsed();
     eprintln!(
-        "[ceph_topology] {what}: shown after {} ms",
+        "[ceph_crush_reading] {what}: shown after {} ms",
         took.as_millis()
     );
     Ok(took)
+}
+
+/// The node label naming each host's rack in this test.
+const RACK_LABEL: &str = "topology.example.com/rack";
+
+/// Labels `host`'s Node with `rack`.
+async fn label_node(g: &Gated, host: &str, rack: &str) -> anyhow::Result<()> {
+    nodes::label_node(&g.s.client, host, RACK_LABEL, rack).await
 }
 
 fn buckets(pairs: &[(&str, &[&String])]) -> BTreeMap<String, Vec<String>> {
@@ -68,7 +79,7 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
     )
     .await?;
     eprintln!(
-        "[ceph_topology] converged after {} ms",
+        "[ceph_crush_reading] converged after {} ms",
         started.elapsed().as_millis()
     );
     let [a, b, c] = g.s.hosts(["ceph-a", "ceph-b", "ceph-c"]);
@@ -158,6 +169,34 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
     })
     .await?;
 
+    // A node label beside CRUSH (`topologyKey`): placed only where both agree, a Node
+    // relabelled seen as such (the node cache passes label changes on).
+    g.s.patch_spec(
+        CR,
+        json!({"topology": {"bucketType": "rack", "topologyKey": RACK_LABEL}}),
+    )
+    .await?;
+    wait_domains(&g, "hosts whose Node has no rack label named", |d| {
+        d.buckets.is_empty()
+            && [&a, &b, &c].iter().all(|h| {
+                (d.unplaced.get(*h)).is_some_and(|why| why.contains("its Node has no label"))
+            })
+    })
+    .await?;
+    for (host, rack) in [(&a, "r1"), (&b, "r3"), (&c, "r2")] {
+        label_node(&g, host, rack).await?;
+    }
+    wait_domains(&g, "labels that agree with CRUSH", |d| {
+        d.buckets == moved && d.unplaced.is_empty()
+    })
+    .await?;
+    label_node(&g, &b, "r1").await?;
+    wait_domains(&g, "a label that disagrees with CRUSH named", |d| {
+        (d.unplaced.get(&b)).is_some_and(|why| why.contains("says r1"))
+            && d.buckets == buckets(&[("r1", &[&a]), ("r2", &[&c])])
+    })
+    .await?;
+
     // The operator read all of it with its own key, each read counted.
     let log = g.s.operator_log();
     for command in [
@@ -172,7 +211,7 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
     }
     g.s.assert_one_pod_per_key().await?;
     eprintln!(
-        "[ceph_topology] done after {} ms",
+        "[ceph_crush_reading] done after {} ms",
         started.elapsed().as_millis()
     );
     Ok(())
