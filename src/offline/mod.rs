@@ -2,6 +2,7 @@
 //! preview the pods a CephOSD gets.
 
 pub(crate) mod eta;
+pub(crate) mod failure_domains;
 pub(crate) mod manifest;
 pub(crate) mod plan_text;
 pub(crate) mod preview;
