@@ -42,7 +42,8 @@ impl RecordedDomains {
             return out;
         }
         let Some(topology) = &cr.spec.topology else {
-            out.unknown = Some("spec.topology is required when spec.updateDomain is Topology".into());
+            out.unknown =
+                Some("spec.topology is required when spec.updateDomain is Topology".into());
             return out;
         };
         let recorded = cr.status.as_ref().and_then(|s| s.failure_domains.as_ref());
@@ -115,8 +116,7 @@ impl RecordedDomains {
     /// The recorded membership as the planner takes it in, when every host is placed: each
     /// host under its bucket as if Ceph's CRUSH map and its label both said so.
     pub(crate) fn view(&self) -> TopologyView {
-        let Some(bucket_type) = self.bucket_type.clone().filter(|_| self.unknown.is_none())
-        else {
+        let Some(bucket_type) = self.bucket_type.clone().filter(|_| self.unknown.is_none()) else {
             return TopologyView::default();
         };
         let ancestors = (self.bucket_of.iter())

@@ -10,6 +10,7 @@ pub(crate) mod rollout_preview;
 mod schema_check;
 pub(crate) mod status_text;
 pub(crate) mod status_view;
+mod topology_check;
 
 #[cfg(test)]
 mod tests;

@@ -40,7 +40,7 @@ pub(crate) fn plan_text(
             human(median)
         );
     }
-    if steps == 0 {
+    if steps == 0 && preview.stops.is_none() {
         out.push_str("nothing to replace\n");
     }
     if !preview.held.is_empty() {
@@ -59,11 +59,17 @@ pub(crate) fn plan_text(
         }
     }
     for (host, why) in preview.unplaced.iter().take(HELD_LINES) {
-        let _ = writeln!(out, "unplaced   {host}  (in no known failure domain: {why})");
+        let _ = writeln!(
+            out,
+            "unplaced   {host}  (in no known failure domain: {why})"
+        );
     }
     if preview.unplaced.len() > HELD_LINES {
         let more = preview.unplaced.len() - HELD_LINES;
-        let _ = writeln!(out, "           … {more} more hosts in no known failure domain");
+        let _ = writeln!(
+            out,
+            "           … {more} more hosts in no known failure domain"
+        );
     }
     if let Some(stops) = &preview.stops {
         let _ = writeln!(out, "stops      {stops}");

@@ -174,7 +174,10 @@ fn ceph_step_line(step: &CephStep, status: &CephOsdStatus) -> String {
 /// many of its hosts are updated, or that they are in none known.
 fn bucket_line(view: &StatusView, rest: &[&HostView]) -> String {
     let bucket = rest.first().and_then(|h| h.bucket.as_ref());
-    let members: Vec<&&HostView> = rest.iter().take_while(|h| h.bucket.as_ref() == bucket).collect();
+    let members: Vec<&&HostView> = rest
+        .iter()
+        .take_while(|h| h.bucket.as_ref() == bucket)
+        .collect();
     let updated = members
         .iter()
         .filter(|h| h.state == HostState::Updated)
@@ -186,8 +189,11 @@ fn bucket_line(view: &StatusView, rest: &[&HostView]) -> String {
             members.len()
         ),
         None => format!(
-            "in no known failure domain: {} hosts (no step starts while one is)",
-            members.len()
+            "in no known failure domain: {} (no step starts while one is)",
+            match members.len() {
+                1 => "1 host".to_owned(),
+                n => format!("{n} hosts"),
+            }
         ),
     }
 }

@@ -186,7 +186,11 @@ pub(crate) fn status_view(
             .iter()
             .any(|d| domain_updated.get(d) == Some(&false));
         let (state, why) = host_state(&host_domains, stale, &under_way, &first_batch, preview);
-        let why = recorded.unplaced.get(&host).cloned().or(why);
+        // A host's own reason; the membership's, shared by all, is said once in the header.
+        let why = match recorded.unplaced.get(&host) {
+            Some(own) => Some(own.clone()),
+            None => why.filter(|_| recorded.unknown.is_none()),
+        };
         host_views.push(HostView {
             bucket: recorded.bucket_of.get(&host).cloned(),
             host,
