@@ -272,6 +272,7 @@ async fn rollout(name: &str, domain: UpdateDomain) -> anyhow::Result<()> {
     let domain_name = match domain {
         UpdateDomain::Osd => "OSD",
         UpdateDomain::Host => "Host",
+        UpdateDomain::Topology => "Topology",
     };
     let manifest = cephosd(
         CR,

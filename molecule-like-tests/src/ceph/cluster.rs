@@ -66,6 +66,9 @@ pub struct OsdMap {
     /// CRUSH host → its OSDs (from `ceph osd tree`).
     #[serde(default)]
     pub hosts: BTreeMap<String, Vec<i64>>,
+    /// CRUSH host → the buckets above it by type (`rack` → `rack-a`, `root` → `default`).
+    #[serde(default)]
+    pub ancestors: BTreeMap<String, BTreeMap<String, String>>,
     /// Pool id → its replication.
     #[serde(default)]
     pub pools: BTreeMap<u64, PoolInfo>,
@@ -91,6 +94,18 @@ impl OsdMap {
             .iter()
             .find(|(_, ids)| ids.contains(&i64::from(id)))
             .map(|(h, _)| h.as_str())
+    }
+
+    /// The CRUSH bucket of type `bucket_type` that OSD `id` is under (`host` is its host).
+    pub fn bucket_of(&self, id: u32, bucket_type: &str) -> Option<&str> {
+        let host = self.host_of(id)?;
+        if bucket_type == "host" {
+            return Some(host);
+        }
+        self.ancestors
+            .get(host)?
+            .get(bucket_type)
+            .map(String::as_str)
     }
 
     /// Where `noout` is set: `cluster`, `osd.N`, or a CRUSH node's name.
@@ -135,6 +150,7 @@ impl OsdMap {
                 })
             })
             .collect::<anyhow::Result<_>>()?;
+        let nodes: Vec<Value> = tree["nodes"].as_array().cloned().unwrap_or_default();
         let hosts = tree["nodes"]
             .as_array()
             .into_iter()
@@ -168,8 +184,38 @@ impl OsdMap {
             crush_node_flags: serde_json::from_value(dump["crush_node_flags"].clone())
                 .unwrap_or_default(),
             hosts,
+            ancestors: ancestors(&nodes),
         })
     }
+}
+
+/// Each CRUSH host of `ceph osd tree`'s nodes with the buckets above it, by type.
+fn ancestors(nodes: &[Value]) -> BTreeMap<String, BTreeMap<String, String>> {
+    let parent: BTreeMap<i64, &Value> = nodes
+        .iter()
+        .flat_map(|n| {
+            let children = n["children"].as_array().into_iter().flatten();
+            children.filter_map(Value::as_i64).map(move |c| (c, n))
+        })
+        .collect();
+    let mut out = BTreeMap::new();
+    for host in nodes.iter().filter(|n| n["type"] == "host") {
+        let (Some(name), Some(mut id)) = (host["name"].as_str(), host["id"].as_i64()) else {
+            continue;
+        };
+        let mut up = BTreeMap::new();
+        while let Some(p) = parent.get(&id) {
+            let (Some(t), Some(n), Some(pid)) =
+                (p["type"].as_str(), p["name"].as_str(), p["id"].as_i64())
+            else {
+                break;
+            };
+            up.insert(t.to_owned(), n.to_owned());
+            id = pid;
+        }
+        out.insert(name.to_owned(), up);
+    }
+    out
 }
 
 /// The mgr's PG states: `ceph pg stat`, or `pg dump pgs_brief` with each PG.
@@ -237,6 +283,16 @@ pub struct OsdStart<'a> {
     /// `CONTAINER_IMAGE`: with it Ceph counts the daemon as in a container and takes
     /// `NODE_NAME` as its `hostname` (as a pod without `POD_NAME` on its node).
     pub container_image: Option<&'a str>,
+}
+
+/// A replicated pool of the harness: its copies each in another CRUSH bucket of one type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolSpec<'a> {
+    pub name: &'a str,
+    pub size: u32,
+    pub min_size: u32,
+    /// The CRUSH bucket type its copies are spread across (`host`, `rack`, …).
+    pub failure_domain: &'a str,
 }
 
 /// A Ceph cluster of the harness (see the module docs).
@@ -353,9 +409,17 @@ impl CephCluster {
 
     /// A new OSD (`osd new` + mkfs) whose CRUSH host will be `host`, not started; its id.
     pub async fn osd_create(&self, host: &str) -> anyhow::Result<u32> {
-        let out = self
-            .run(&["osd-create", "--host", host], Duration::from_mins(2))
-            .await?;
+        self.osd_create_in(host, None).await
+    }
+
+    /// As [`Self::osd_create`], its host under CRUSH rack `rack` (made when the first OSD of
+    /// the host starts; a host CRUSH has already stays where it is).
+    pub async fn osd_create_in(&self, host: &str, rack: Option<&str>) -> anyhow::Result<u32> {
+        let mut args = vec!["osd-create", "--host", host];
+        if let Some(rack) = rack {
+            args.extend(["--rack", rack]);
+        }
+        let out = self.run(&args, Duration::from_mins(2)).await?;
         out.trim()
             .parse()
             .with_context(|| format!("osd-create printed {out:?}"))
@@ -445,6 +509,24 @@ impl CephCluster {
     /// PG is active+clean.
     pub async fn pool_create(&self) -> anyhow::Result<()> {
         self.run(&["pool-create"], UP_TIMEOUT).await.map(drop)
+    }
+
+    /// A pool as `pool` says, with data (`pool-create`): every OSD created must run; returns
+    /// once every PG is active+clean.
+    pub async fn pool_create_with(&self, pool: &PoolSpec<'_>) -> anyhow::Result<()> {
+        let (size, min_size) = (pool.size.to_string(), pool.min_size.to_string());
+        let args = [
+            "pool-create",
+            "--pool",
+            pool.name,
+            "--size",
+            &size,
+            "--min-size",
+            &min_size,
+            "--failure-domain",
+            pool.failure_domain,
+        ];
+        self.run(&args, UP_TIMEOUT).await.map(drop)
     }
 
     /// Waits (at most `timeout`) until every OSD is up and every PG active+clean.

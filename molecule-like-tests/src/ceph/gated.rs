@@ -13,7 +13,7 @@ use kube::api::{Api, PostParams};
 use kube::ResourceExt;
 
 use crate::ceph::bridge::{ready_when_osd_up, CephBridge};
-use crate::ceph::CephCluster;
+use crate::ceph::{CephCluster, PoolSpec};
 use crate::kubernetes::manifests::{
     cephosd, fast_sample_template, hash_of, random_suffix, reference_pod, storage,
     with_kubelet_knobs, Knobs, CR,
@@ -156,6 +156,11 @@ pub struct GatedOptions<'a> {
     /// and their daemons run for the pod of their key, whichever CephOSD the test gives them;
     /// the pool is then left for the test to create once they run.
     pub cr_hosts: Option<&'a [&'a str]>,
+    /// CRUSH racks (root → rack → host), each with its host bases; hosts in none are under
+    /// the root.
+    pub racks: &'a [(&'a str, &'a [&'a str])],
+    /// The pools made once the OSDs run (None: the test pool, host failure domain).
+    pub pools: Option<&'a [PoolSpec<'a>]>,
 }
 
 impl Default for GatedOptions<'_> {
@@ -173,14 +178,18 @@ impl Default for GatedOptions<'_> {
             loop_devices: false,
             adopt: false,
             cr_hosts: None,
+            racks: &[],
+            pools: None,
         }
     }
 }
 
-/// The OSDs of `options` on `hosts`, created (not started): each key with its OSD id.
+/// The OSDs of `options` on `hosts`, created (not started), each host under its rack of
+/// `rack_of`: each key with its OSD id.
 async fn create_osds(
     cluster: &CephCluster,
     hosts: &[String],
+    rack_of: &BTreeMap<String, String>,
     options: &GatedOptions<'_>,
 ) -> anyhow::Result<BTreeMap<OsdKey, u32>> {
     let planned: Vec<(&str, &str)> = hosts
@@ -205,12 +214,27 @@ async fn create_osds(
             .map(|((host, _), (id, device))| (OsdKey::new(*host, device), id))
             .collect());
     }
-    let ids =
-        futures::future::try_join_all(planned.iter().map(|(host, _)| cluster.osd_create(host)))
-            .await?;
+    let ids = futures::future::try_join_all(
+        (planned.iter())
+            .map(|(host, _)| cluster.osd_create_in(host, rack_of.get(*host).map(String::as_str))),
+    )
+    .await?;
     Ok((planned.iter().zip(ids))
         .map(|((host, data), id)| (OsdKey::new(*host, *data), id))
         .collect())
+}
+
+/// The pools of `options` (the test pool by default), each active+clean.
+async fn create_pools(cluster: &CephCluster, options: &GatedOptions<'_>) -> anyhow::Result<()> {
+    match options.pools {
+        None => cluster.pool_create().await,
+        Some(pools) => {
+            for pool in pools {
+                cluster.pool_create_with(pool).await?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// The hosts `CR` lists, and its keys of `table`.
@@ -297,6 +321,8 @@ async fn wait_adopted(s: &Scenario, want: &BTreeSet<OsdKey>) -> anyhow::Result<(
 /// A gated scenario, converged.
 pub struct Gated {
     pub s: Scenario,
+    /// Each host's CRUSH rack, for hosts in one (`GatedOptions::racks`).
+    pub rack_of: BTreeMap<String, String>,
     pub cluster: Arc<CephCluster>,
     pub ceph: CephRecorder,
     pub bridge: CephBridge,
@@ -319,8 +345,11 @@ impl Gated {
         let mut s = Scenario::create(name).await?;
         s.start_recorder().await?;
         let hosts: Vec<String> = options.hosts.iter().map(|h| s.host(h)).collect();
+        let rack_of: BTreeMap<String, String> = (options.racks.iter())
+            .flat_map(|(rack, bases)| bases.iter().map(|b| (s.host(b), (*rack).to_owned())))
+            .collect();
         let cluster = Arc::new(CephCluster::for_scenario(&s, 0).await?);
-        let table = create_osds(&cluster, &hosts, options).await?;
+        let table = create_osds(&cluster, &hosts, &rack_of, options).await?;
         let (cr_hosts, want) = cr_want(&s, &hosts, &table, options);
         let clock = Instant::now()
             .checked_sub(s.recorder()?.elapsed())
@@ -387,7 +416,7 @@ impl Gated {
         }
         let converged = if options.adopt {
             let converged = lay_reference_pods(&s, &manifest, &want).await?;
-            cluster.pool_create().await?;
+            create_pools(&cluster, options).await?;
             start_operator(&mut s)?;
             wait_adopted(&s, &want).await?;
             converged
@@ -396,12 +425,13 @@ impl Gated {
             let converged = s.create_converged(&manifest, want.clone()).await?;
             // Hosts left for another CephOSD: the test creates the pool once they run.
             if options.cr_hosts.is_none() {
-                cluster.pool_create().await?;
+                create_pools(&cluster, options).await?;
             }
             converged
         };
         let g = Self {
             s,
+            rack_of,
             cluster,
             ceph,
             bridge,

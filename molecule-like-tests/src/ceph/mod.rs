@@ -5,12 +5,16 @@
 //! - [`bridge`]: runs a real `ceph-osd` for each OSD pod KWOK runs, stops it when the pod is
 //!   deleted;
 //! - [`gated`]: a scenario with the Ceph gate on over real OSD daemons, and its status recorded;
-//!   what the gated journeys look up and check alike (`gated_checks.rs`).
+//!   what the gated journeys look up and check alike (`gated_checks.rs`);
+//! - [`steps`]: a rollout's steps as Ceph and the bridge saw them.
 
 pub mod bridge;
 pub mod cluster;
 pub mod gated;
 mod gated_checks;
+pub mod steps;
 
 pub(crate) use cluster::script_command;
-pub use cluster::{script_path, CephCluster, OsdInfo, OsdMap, OsdStart, PgBrief, PgStat, PoolInfo};
+pub use cluster::{
+    script_path, CephCluster, OsdInfo, OsdMap, OsdStart, PgBrief, PgStat, PoolInfo, PoolSpec,
+};

@@ -5,11 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{anyhow, bail};
-use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::{labels, OsdKey};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
+use super::domains::Domains;
 use super::pod_events::{EventKind, PodEvent};
 use crate::kubernetes::pods::{annotation, is_ready, pod_key, rollout_order};
 
@@ -151,27 +151,43 @@ impl Timeline {
 
     /// Checks a completed rollout of `old` pods (name → key) against the update domain:
     /// - old pods were deleted in case-insensitive key order, one update domain at a time
-    ///   (`OSD`: one key; `Host`: every key of a host before its first replacement is Ready);
+    ///   (`OSD`: one key; `Host`: every key of a host before its first replacement is Ready;
+    ///   buckets: every key of a bucket so, the buckets in the order of their first key);
     /// - each key's replacement was created only after its old pod was gone;
     /// - each domain's replacements were Ready before the next domain's first deletion.
     pub fn check_rollout(
         &self,
         old: &BTreeMap<String, OsdKey>,
-        domain: UpdateDomain,
+        domains: impl Into<Domains>,
     ) -> anyhow::Result<()> {
+        let grouping: Domains = domains.into();
         // Old pods by key, keys in rollout order (computed here, not by the operator's Ord).
         let by_key: BTreeMap<OsdKey, &String> = old.iter().map(|(n, k)| (k.clone(), n)).collect();
         let mut ordered: Vec<OsdKey> = by_key.keys().cloned().collect();
         ordered.sort_by_key(rollout_order);
-        let domains: Vec<Vec<OsdKey>> = match domain {
-            UpdateDomain::Osd => ordered.iter().map(|k| vec![k.clone()]).collect(),
-            UpdateDomain::Host => {
+        let domains: Vec<Vec<OsdKey>> = match &grouping {
+            Domains::Osd => ordered.iter().map(|k| vec![k.clone()]).collect(),
+            Domains::Host => {
                 let mut hosts: Vec<&str> = ordered.iter().map(|k| k.host.as_str()).collect();
                 hosts.sort_by_key(|h| (h.to_lowercase(), h.to_string()));
                 hosts.dedup();
                 hosts
                     .iter()
                     .map(|h| ordered.iter().filter(|k| k.host == *h).cloned().collect())
+                    .collect()
+            }
+            Domains::Buckets(_) => {
+                let mut ids: Vec<String> = ordered.iter().map(|k| grouping.id(k)).collect();
+                ids.dedup();
+                let mut seen = BTreeSet::new();
+                ids.retain(|id| seen.insert(id.clone()));
+                ids.iter()
+                    .map(|id| {
+                        (ordered.iter())
+                            .filter(|k| grouping.id(k) == *id)
+                            .cloned()
+                            .collect()
+                    })
                     .collect()
             }
         };
@@ -238,9 +254,9 @@ impl Timeline {
                     );
                 }
             }
-            if domain == UpdateDomain::Host && last_deletion > first_ready {
+            if grouping.all_at_once() && last_deletion > first_ready {
                 bail!(
-                    "host domain {keys:?}: a replacement was Ready at #{first_ready} before the \
+                    "domain {keys:?}: a replacement was Ready at #{first_ready} before the \
                      last old pod of the host was deleted at #{last_deletion} (not all at once)"
                 );
             }

@@ -1,6 +1,7 @@
 //! Recording and checks: what the scenarios watched, on one clock, and the rules checked on it.
 //!
 //! - [`pods`]: the pod recorder (its checks re-exported from [`invariants`] and [`watch`]);
+//! - [`domains`]: how the keys of a rollout group into update domains (keys, hosts, buckets);
 //! - [`invariants`]: the rules checked on a pod watch's recording (one pod per disk, rollout
 //!   order and pace);
 //! - [`watch`]: watches resumed without gaps, and a recorder of any kind;
@@ -8,6 +9,7 @@
 //! - [`milestones`]: a journey's named moments, reported as one aligned table.
 
 pub mod ceph;
+pub mod domains;
 pub mod invariants;
 pub mod milestones;
 mod pod_events;

@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
-use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, WatchParams};
 use kube::ResourceExt;
 
+use super::domains::Domains;
 pub use super::invariants::{check_one_pod_per_key, PodHistory, Timeline};
 use super::invariants::{render_events, FirstSeen};
 pub use super::pod_events::{EventKind, PodEvent};
@@ -199,14 +199,15 @@ impl PodRecorder {
     }
 
     /// Replays the events and returns, after each one from event `from` on, the update domains
-    /// (`OSD`: the key; `Host`: the host) with an OSD of `want` that has no live Ready pod
-    /// (each pod counted for the OSD it was first seen with).
+    /// (`OSD`: the key; `Host`: the host; buckets: the host's bucket) with an OSD of `want`
+    /// that has no live Ready pod (each pod counted for the OSD it was first seen with).
     pub fn unavailable_domains(
         &self,
         want: &BTreeSet<OsdKey>,
-        domain: UpdateDomain,
+        domains: impl Into<Domains>,
         from: usize,
     ) -> Vec<(usize, BTreeSet<String>)> {
+        let domains: Domains = domains.into();
         let r = lock(&self.recording);
         let mut first_seen = FirstSeen::default();
         let mut pods: BTreeMap<String, (&Pod, Option<OsdKey>)> = BTreeMap::new();
@@ -227,13 +228,7 @@ impl PodRecorder {
                 .filter(|(p, _)| p.metadata.deletion_timestamp.is_none() && is_ready(p))
                 .filter_map(|(_, key)| key.clone())
                 .collect();
-            let down = want
-                .difference(&available)
-                .map(|k| match domain {
-                    UpdateDomain::Osd => k.to_string(),
-                    UpdateDomain::Host => k.host.clone(),
-                })
-                .collect();
+            let down = want.difference(&available).map(|k| domains.id(k)).collect();
             out.push((e.seq, down));
         }
         out
@@ -244,12 +239,12 @@ impl PodRecorder {
     pub fn assert_unavailable_domains_at_most(
         &self,
         want: &BTreeSet<OsdKey>,
-        domain: UpdateDomain,
+        domains: impl Into<Domains>,
         max: usize,
         from: usize,
     ) -> anyhow::Result<()> {
         if let Some((seq, down)) = self
-            .unavailable_domains(want, domain, from)
+            .unavailable_domains(want, domains, from)
             .into_iter()
             .find(|(_, down)| down.len() > max)
         {

@@ -46,7 +46,7 @@ pub struct CephRecording {
 
 impl CephRecording {
     /// The osdmap samples from `from` on, led by the last one before it (timed at `from`).
-    fn osdmaps_from(&self, from: Duration) -> Vec<(Duration, &OsdMap)> {
+    pub(super) fn osdmaps_from(&self, from: Duration) -> Vec<(Duration, &OsdMap)> {
         let maps = self.events.iter().filter_map(|e| match &e.observed {
             Observed::OsdMap(m) => Some((e.at, m)),
             _ => None,
@@ -65,7 +65,7 @@ impl CephRecording {
 
     /// The PG samples from `from` on, led by the last one before it (timed at `from`), each
     /// with the latest osdmap then.
-    fn pgs_from(&self, from: Duration) -> Vec<(Duration, &PgStat, Option<&OsdMap>)> {
+    pub(super) fn pgs_from(&self, from: Duration) -> Vec<(Duration, &PgStat, Option<&OsdMap>)> {
         let mut out: Vec<(Duration, &PgStat, Option<&OsdMap>)> = Vec::new();
         let mut map = None;
         for e in &self.events {

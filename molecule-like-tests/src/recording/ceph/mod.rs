@@ -22,14 +22,19 @@
 //!     alone, so a check bounds inactive spans by a duration
 //!     ([`CephRecording::check_pgs_inactive_at_most`]) and forbids unavailable ones
 //!     ([`CephRecording::check_pgs_never_unavailable`]).
+//! - **buckets** (`bucket_checks.rs`): CRUSH buckets of a type with an OSD down at once, copies
+//!   of one PG down at once (its pool's size less its acting set's OSDs up), and a step's
+//!   first stop only after every OSD is up and every PG clean again;
 //! - **noout** ([`CephRecording::check_no_noout_at_end`]): in the last osdmap, no `noout` on
 //!   the cluster, an OSD or a CRUSH node.
 
+mod bucket_checks;
 mod checks;
 mod pg_states;
 mod recorder;
 mod samples;
 
+pub use bucket_checks::buckets_down;
 pub use checks::{hosts_down, CephRecording, PgSpan, Span};
 pub use pg_states::{classify, pg_class, PgClass};
 pub use recorder::{CephRecorder, CephState, SAMPLE_INTERVAL};

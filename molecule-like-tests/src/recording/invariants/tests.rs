@@ -2,6 +2,7 @@
 use std::time::Duration;
 
 use super::*;
+use ceph_osd_operator::crd::UpdateDomain;
 use serde_json::json;
 
 #[test]
@@ -188,4 +189,54 @@ fn host_rollout_deletes_all_pods_of_a_host_then_the_next_host() {
     ]);
     let t = Timeline::from_events(&events(&early));
     assert!(t.check_rollout(&old(), UpdateDomain::Host).is_err());
+}
+
+#[test]
+fn bucket_rollout_takes_every_host_of_a_bucket_at_once() {
+    let buckets = |h2: &str| {
+        Domains::Buckets(BTreeMap::from([
+            ("h1".to_owned(), "rack-a".to_owned()),
+            ("H2".to_owned(), h2.to_owned()),
+        ]))
+    };
+    // h1 then H2, one after the other: right when they are in two racks.
+    let mut by_host = initial();
+    by_host.extend([
+        (M, "p1", "h1", "/dev/B", true, true),
+        (M, "p2", "h1", "/dev/c", true, true),
+        (D, "p1", "h1", "/dev/B", true, true),
+        (D, "p2", "h1", "/dev/c", true, true),
+        (A, "n1", "h1", "/dev/B", false, false),
+        (A, "n2", "h1", "/dev/c", false, false),
+        (M, "n1", "h1", "/dev/B", true, false),
+        (M, "n2", "h1", "/dev/c", true, false),
+    ]);
+    by_host.extend(replace("p3", "n3", "H2", "/dev/a"));
+    let t = Timeline::from_events(&events(&by_host));
+    t.check_rollout(&old(), buckets("rack-b"))
+        .expect("two racks");
+    // One rack: h1's replacements Ready before H2's pod went — caught.
+    let error = t
+        .check_rollout(&old(), buckets("rack-a"))
+        .expect_err("one rack, host by host");
+    assert!(error.to_string().contains("not all at once"), "{error:#}");
+    // The whole rack at once passes.
+    let mut by_rack = initial();
+    by_rack.extend([
+        (M, "p1", "h1", "/dev/B", true, true),
+        (M, "p2", "h1", "/dev/c", true, true),
+        (M, "p3", "H2", "/dev/a", true, true),
+        (D, "p1", "h1", "/dev/B", true, true),
+        (D, "p2", "h1", "/dev/c", true, true),
+        (D, "p3", "H2", "/dev/a", true, true),
+        (A, "n1", "h1", "/dev/B", false, false),
+        (A, "n2", "h1", "/dev/c", false, false),
+        (A, "n3", "H2", "/dev/a", false, false),
+        (M, "n1", "h1", "/dev/B", true, false),
+        (M, "n2", "h1", "/dev/c", true, false),
+        (M, "n3", "H2", "/dev/a", true, false),
+    ]);
+    let t = Timeline::from_events(&events(&by_rack));
+    t.check_rollout(&old(), buckets("rack-a"))
+        .expect("one rack at once");
 }
