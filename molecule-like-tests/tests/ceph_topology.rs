@@ -87,8 +87,12 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
 
     // Racks r1 {a, b}, r2 {c}, r3 {} as an admin builds them.
     for rack in ["r1", "r2", "r3"] {
-        g.cluster.cli(&["osd", "crush", "add-bucket", rack, "rack"]).await?;
-        g.cluster.cli(&["osd", "crush", "move", rack, "root=default"]).await?;
+        g.cluster
+            .cli(&["osd", "crush", "add-bucket", rack, "rack"])
+            .await?;
+        g.cluster
+            .cli(&["osd", "crush", "move", rack, "root=default"])
+            .await?;
     }
     for (host, rack) in [(&a, "rack=r1"), (&b, "rack=r1"), (&c, "rack=r2")] {
         g.cluster.cli(&["osd", "crush", "move", host, rack]).await?;
@@ -100,7 +104,9 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
     .await?;
 
     // A host moved to another rack.
-    g.cluster.cli(&["osd", "crush", "move", &b, "rack=r3"]).await?;
+    g.cluster
+        .cli(&["osd", "crush", "move", &b, "rack=r3"])
+        .await?;
     let moved = buckets(&[("r1", &[&a]), ("r2", &[&c]), ("r3", &[&b])]);
     wait_domains(&g, "the moved host under its new rack", |d| {
         d.buckets == moved && d.unplaced.is_empty()
@@ -108,8 +114,29 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
     .await?;
 
     // Auto: the test pool spreads across hosts, a new pool across racks: host wins.
-    g.cluster.cli(&["osd", "crush", "rule", "create-replicated", "by-rack", "default", "rack"]).await?;
-    g.cluster.cli(&["osd", "pool", "create", "rackpool", "8", "8", "replicated", "by-rack"]).await?;
+    g.cluster
+        .cli(&[
+            "osd",
+            "crush",
+            "rule",
+            "create-replicated",
+            "by-rack",
+            "default",
+            "rack",
+        ])
+        .await?;
+    g.cluster
+        .cli(&[
+            "osd",
+            "pool",
+            "create",
+            "rackpool",
+            "8",
+            "8",
+            "replicated",
+            "by-rack",
+        ])
+        .await?;
     g.s.patch_spec(CR, json!({"topology": {"bucketType": "Auto"}}))
         .await?;
     let by_host = buckets(&[(&a, &[&a]), (&b, &[&b]), (&c, &[&c])]);
@@ -133,7 +160,11 @@ async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
 
     // The operator read all of it with its own key, each read counted.
     let log = g.s.operator_log();
-    for command in ["osd crush tree", "osd crush rule dump", "osd pool ls detail"] {
+    for command in [
+        "osd crush tree",
+        "osd crush rule dump",
+        "osd pool ls detail",
+    ] {
         assert!(
             log.contains(&format!("command={command}")),
             "the operator's log shows no `ceph {command}`"

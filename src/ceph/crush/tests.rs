@@ -100,8 +100,7 @@ fn a_bucket_listed_twice_differently_is_an_error() {
 
 #[test]
 fn a_tree_that_is_not_one_names_the_field() {
-    let error = parse_crush_tree(br#"{"nodes":[{"id":-1,"name":"x","type":"root"}]}"#)
-        .unwrap_err();
+    let error = parse_crush_tree(br#"{"nodes":[{"id":-1,"name":"x","type":"root"}]}"#).unwrap_err();
     assert!(error.message.contains("type_id"), "{error}");
     assert!(parse_crush_tree(b"[]").is_err());
     assert!(parse_crush_tree(b"").is_err());

@@ -37,7 +37,12 @@ fn plan_with(cluster: &Cluster, cr: &CephOsd, input: CephInput) -> Plan {
         ..CephView::default()
     };
     observed.topology = no_racks();
-    plan(&cr, &observed, &mut CountingSuffix::default(), at(cluster.clock))
+    plan(
+        &cr,
+        &observed,
+        &mut CountingSuffix::default(),
+        at(cluster.clock),
+    )
 }
 
 #[test]

@@ -57,7 +57,11 @@ fn spread_type(rule: &CrushRule) -> Result<&str, String> {
             _ => None,
         })
         .collect();
-    let ones_after = chooses.iter().rev().take_while(|(num, _)| *num == 1).count();
+    let ones_after = chooses
+        .iter()
+        .rev()
+        .take_while(|(num, _)| *num == 1)
+        .count();
     // The last step picking more than one item (the first when none does).
     let spread = chooses.len().saturating_sub(ones_after + 1);
     chooses

@@ -37,7 +37,9 @@ pub(crate) async fn look_at_crush(ceph: &dyn CephClient, auto: bool) -> Result<C
     let tree = tree?;
     let auto_type = match (rules, pools) {
         (Ok(rules), Ok(pools)) => auto_bucket_type(&pools, &rules, &tree.type_ids()),
-        (Err(why), _) | (_, Err(why)) => Err(format!("Ceph's CRUSH rules could not be read: {why}")),
+        (Err(why), _) | (_, Err(why)) => {
+            Err(format!("Ceph's CRUSH rules could not be read: {why}"))
+        }
     };
     Ok(CrushLook { tree, auto_type })
 }

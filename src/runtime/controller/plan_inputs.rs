@@ -67,8 +67,8 @@ impl PlanInputs {
         let claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
         let budgets = budget_inputs(ctx, &namespace).await;
         let topology = TopologyInputs::read(ctx, &cr).await;
-        let others_fingerprint = budgets.as_ref().map_or(0, |b| b.fingerprint(&cr))
-            ^ topology.fingerprint(&cr);
+        let others_fingerprint =
+            budgets.as_ref().map_or(0, |b| b.fingerprint(&cr)) ^ topology.fingerprint(&cr);
         Self {
             cr,
             expanded,

@@ -70,7 +70,10 @@ impl TopologyInputs {
         }
         let hosts: BTreeSet<String> = (expanded.desired.osds.keys())
             .map(|k| k.host.clone())
-            .chain(pods.iter().filter_map(|p| bound_host(p).map(normalise_host)))
+            .chain(
+                pods.iter()
+                    .filter_map(|p| bound_host(p).map(normalise_host)),
+            )
             .collect();
         let crush = (self.crush.as_ref()).map(|crush| {
             (crush.as_ref())

@@ -1,8 +1,12 @@
 use super::*;
-use crate::ceph::{parse_crush_rules, parse_crush_tree, parse_pool_rules};
 use crate::ceph::test_data::fixture;
+use crate::ceph::{parse_crush_rules, parse_crush_tree, parse_pool_rules};
 
-fn recorded() -> (Vec<PoolRule>, BTreeMap<i64, CrushRule>, BTreeMap<String, i64>) {
+fn recorded() -> (
+    Vec<PoolRule>,
+    BTreeMap<i64, CrushRule>,
+    BTreeMap<String, i64>,
+) {
     let pools = parse_pool_rules(&fixture("osd_pool_ls_detail_racks")).unwrap();
     let rules = parse_crush_rules(&fixture("crush_rule_dump_racks")).unwrap();
     let types = parse_crush_tree(&fixture("crush_tree_racks"))
@@ -60,7 +64,10 @@ fn a_pool_whose_rule_is_not_listed_is_named() {
     let mut odd = only(&pools, &["rackpool"]);
     odd[0].crush_rule = 7;
     let why = auto_bucket_type(&odd, &rules, &types).unwrap_err();
-    assert!(why.contains("pool rackpool") && why.contains("rule 7"), "{why}");
+    assert!(
+        why.contains("pool rackpool") && why.contains("rule 7"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -68,7 +75,10 @@ fn a_type_no_bucket_has_is_named() {
     let (pools, _, types) = recorded();
     let rules = BTreeMap::from([(1, rule(&[(0, "row")]))]);
     let why = auto_bucket_type(&only(&pools, &["rackpool"]), &rules, &types).unwrap_err();
-    assert!(why.contains("pool rackpool") && why.contains("type row"), "{why}");
+    assert!(
+        why.contains("pool rackpool") && why.contains("type row"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -90,7 +100,10 @@ fn a_rule_of_several_blocks_is_not_told() {
     let (pools, _, types) = recorded();
     let rules = BTreeMap::from([(1, two)]);
     let why = auto_bucket_type(&only(&pools, &["rackpool"]), &rules, &types).unwrap_err();
-    assert!(why.contains("pool rackpool") && why.contains("2 take…emit blocks"), "{why}");
+    assert!(
+        why.contains("pool rackpool") && why.contains("2 take…emit blocks"),
+        "{why}"
+    );
 }
 
 #[test]

@@ -46,7 +46,10 @@ async fn auto_reads_rules_and_pools_too() {
 async fn a_tree_that_cannot_be_read_is_said_never_guessed() {
     let ceph = ScriptedCeph::default().on_crush_tree(Err(refused("osd crush tree")));
     let why = look_at_crush(&ceph, false).await.unwrap_err();
-    assert!(why.contains("osd crush tree") && why.contains("EACCES"), "{why}");
+    assert!(
+        why.contains("osd crush tree") && why.contains("EACCES"),
+        "{why}"
+    );
 }
 
 #[tokio::test]
