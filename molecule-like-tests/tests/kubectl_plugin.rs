@@ -22,6 +22,7 @@ use molecule_like_tests::manifests::{
 };
 use molecule_like_tests::plugin::kubectl_ceph_osd;
 use molecule_like_tests::pods::annotation;
+use molecule_like_tests::recording::domains::Domains;
 use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::{json, Value};
 
@@ -383,7 +384,6 @@ async fn k5_by_zone_from_a_node_label_plan_shows_zones_with_their_hosts() -> any
     manifest["spec"]["topology"] = json!({"bucketType": "zone", "topologyKey": ZONE});
     let Converged { want, pods: v1, .. } =
         s.create_converged(&manifest, keys(&hosts, &data)).await?;
-    let old_host = hosts_by_pod(&v1);
     let zones = |c: &[&String]| -> BTreeMap<String, Vec<String>> {
         let mut zones = BTreeMap::from([
             (
@@ -467,25 +467,32 @@ async fn k5_by_zone_from_a_node_label_plan_shows_zones_with_their_hosts() -> any
     );
 
     // The rollout goes as planned: zone by zone, one zone down at most.
+    let bucket_of: BTreeMap<String, String> = (zones(&[&hosts[4]]).into_iter())
+        .flat_map(|(zone, hosts)| hosts.into_iter().map(move |h| (h, zone.clone())))
+        .collect();
+    rolls_zone_by_zone(&s, &want, &hosts_by_pod(&v1), bucket_of).await?;
+    s.destroy().await
+}
+
+/// Rolls CR to a new template and checks the recorded pod watch: one pod per disk, one zone
+/// of `bucket_of` down at most, the zones deleted in order (`old_host`: each old pod's host).
+async fn rolls_zone_by_zone(
+    s: &Scenario,
+    want: &std::collections::BTreeSet<ceph_osd_operator::OsdKey>,
+    old_host: &BTreeMap<String, String>,
+    bucket_of: BTreeMap<String, String>,
+) -> anyhow::Result<()> {
     let rec = s.recorder()?;
     rec.catch_up(&s.pods).await?;
     let mark = rec.len();
     s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
     let (code, out, err) =
-        kubectl_ceph_osd(&s, &["status", "--until", "complete", "--timeout", "180s"]).await?;
+        kubectl_ceph_osd(s, &["status", "--until", "complete", "--timeout", "180s"]).await?;
     anyhow::ensure!(code == 0, "--until complete: {code} {err}\n{out}");
     rec.catch_up(&s.pods).await?;
     rec.assert_one_pod_per_key()?;
-    let bucket_of: BTreeMap<String, String> = (zones(&[&hosts[4]]).into_iter())
-        .flat_map(|(zone, hosts)| hosts.into_iter().map(move |h| (h, zone.clone())))
-        .collect();
-    rec.assert_unavailable_domains_at_most(
-        &want,
-        molecule_like_tests::recording::domains::Domains::Buckets(bucket_of.clone()),
-        1,
-        mark,
-    )?;
+    rec.assert_unavailable_domains_at_most(want, Domains::Buckets(bucket_of.clone()), 1, mark)?;
     let mut order: Vec<String> = Vec::new();
     for (seq, name) in rec.timeline().deletions {
         if let (true, Some(zone)) = (
@@ -502,5 +509,5 @@ async fn k5_by_zone_from_a_node_label_plan_shows_zones_with_their_hosts() -> any
         "deleted in order {order:?}\n{}",
         rec.render()
     );
-    s.destroy().await
+    Ok(())
 }
