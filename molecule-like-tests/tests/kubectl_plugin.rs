@@ -40,6 +40,26 @@ fn batches(plan: &Value) -> Vec<Vec<String>> {
     serde_json::from_value(plan["plan"]["batches"].clone()).expect("batches")
 }
 
+/// The stored CR as `kubectl apply` would send it with template label `rev: 2`.
+async fn next_template(s: &Scenario) -> anyhow::Result<ceph_osd_operator::crd::CephOsd> {
+    let mut next = s.crs.get(CR).await?;
+    next.metadata.managed_fields = None;
+    next.status = None;
+    next.spec.pod_template["metadata"]["labels"]["rev"] = json!("2");
+    Ok(next)
+}
+
+/// Writes `cr` as YAML, named `name`, beside the scenario's log; its path.
+fn write_manifest(
+    s: &Scenario,
+    cr: &ceph_osd_operator::crd::CephOsd,
+    name: &str,
+) -> anyhow::Result<String> {
+    let file = s.log_path.parent().expect("dir").join(name);
+    std::fs::write(&file, serde_saphyr::to_string(cr)?)?;
+    Ok(file.to_string_lossy().into_owned())
+}
+
 /// `status -o json` carries the status as the operator wrote it, with the rollout measured.
 async fn check_json_status(s: &Scenario) -> anyhow::Result<()> {
     // -o json carries the status as the operator wrote it.
@@ -88,14 +108,8 @@ async fn k1_a_canary_holds_plan_shows_the_order_promote_finishes_it() -> anyhow:
     );
 
     // The plan of the next template, from a file: the canary host, then the cut.
-    let mut next = s.crs.get(CR).await?;
-    next.metadata.managed_fields = None;
-    next.status = None;
-    next.spec.pod_template["metadata"]["labels"]["rev"] = json!("2");
-    let file = s.log_path.parent().expect("dir").join("next.yaml");
-    std::fs::write(&file, serde_saphyr::to_string(&next)?)?;
-    let (code, out, err) =
-        kubectl_ceph_osd(&s, &["plan", "-f", &file.to_string_lossy(), "-o", "json"]).await?;
+    let file = write_manifest(&s, &next_template(&s).await?, "next.yaml")?;
+    let (code, out, err) = kubectl_ceph_osd(&s, &["plan", "-f", &file, "-o", "json"]).await?;
     anyhow::ensure!(code == 0, "plan -f: {code} {err}");
     let planned: Value = serde_json::from_str(&out)?;
     anyhow::ensure!(batches(&planned) == [[hosts[0].clone()]], "{out}");
@@ -416,13 +430,8 @@ async fn k5_by_zone_from_a_node_label_plan_shows_zones_with_their_hosts() -> any
             && out.contains(&format!("{}  updated    1/1 ready  ({why})", hosts[4])),
         "{out}"
     );
-    let mut next = s.crs.get(CR).await?;
-    next.metadata.managed_fields = None;
-    next.status = None;
-    next.spec.pod_template["metadata"]["labels"]["rev"] = json!("2");
-    let file = s.log_path.parent().expect("dir").join("next-zones.yaml");
-    std::fs::write(&file, serde_saphyr::to_string(&next)?)?;
-    let file = file.to_string_lossy().into_owned();
+    let next = next_template(&s).await?;
+    let file = write_manifest(&s, &next, "next-zones.yaml")?;
     let (code, out, err) = kubectl_ceph_osd(&s, &["plan", "-f", &file, "-o", "json"]).await?;
     anyhow::ensure!(code == 0, "plan -f: {code} {err}");
     let planned: Value = serde_json::from_str(&out)?;
@@ -458,9 +467,8 @@ async fn k5_by_zone_from_a_node_label_plan_shows_zones_with_their_hosts() -> any
     // Bad input: a Topology manifest without spec.topology is refused, the field named.
     let mut bad = next.clone();
     bad.spec.topology = None;
-    let bad_file = s.log_path.parent().expect("dir").join("bad-zones.yaml");
-    std::fs::write(&bad_file, serde_saphyr::to_string(&bad)?)?;
-    let (code, _, err) = kubectl_ceph_osd(&s, &["plan", "-f", &bad_file.to_string_lossy()]).await?;
+    let bad_file = write_manifest(&s, &bad, "bad-zones.yaml")?;
+    let (code, _, err) = kubectl_ceph_osd(&s, &["plan", "-f", &bad_file]).await?;
     anyhow::ensure!(
         code == 2 && err.contains("spec.topology: is required when spec.updateDomain is Topology"),
         "{code} {err}"
