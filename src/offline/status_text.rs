@@ -1,5 +1,6 @@
 //! `kubectl ceph-osd status` as text: the header, then the hosts in rollout order with the
-//! pods of those being replaced or next; long runs of alike hosts fold into one line.
+//! pods of those being replaced or next (by failure domain: under a line per bucket, those in
+//! none known last); long runs of alike hosts fold into one line.
 
 use crate::crd::{CephOsdStatus, CephStep, UpdateDomain};
 use crate::offline::eta::human;
