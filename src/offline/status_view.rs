@@ -1,6 +1,7 @@
 //! A CephOSD's rollout as `kubectl ceph-osd status` shows it: a header of counts, progress
 //! and ETA, then its hosts in rollout order, each updated, replacing, next, held or waiting,
-//! with its pods (by failure domain: each with its recorded bucket, those in none last). Built from the CephOSD and its pods only; serialisable as it is shown.
+//! with its pods (by failure domain: each with its recorded bucket, those in none last).
+//! Built from the CephOSD and its pods only; serialisable as it is shown.
 
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephOsd, CephOsdStatus, UpdateDomain};
