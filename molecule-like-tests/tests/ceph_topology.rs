@@ -1,179 +1,305 @@
-//! Failure domains read from a real Ceph's CRUSH map by the operator (the key with its
-//! minimal caps): a CephOSD of `updateDomain: Topology` shows in `status.failureDomains` each
-//! host under the CRUSH bucket of its type, as Ceph has it now — hosts in no rack named, hosts
-//! moved into racks, a host moved between racks, and `bucketType: Auto` resolved from the
-//! pools' CRUSH rules (a host pool beside a rack pool: host; rack pools only: rack).
+//! Rollouts by failure domain on a real Ceph of 12 OSDs on 12 hosts in 4 CRUSH racks
+//! (`ceph::racks`): by host (the baseline, 12 steps) and by rack (`updateDomain: Topology`,
+//! 4 steps) on the same cluster; a pool whose copies may share a rack (Ceph refuses such a
+//! rack whole: the rollout takes what Ceph allows within it and says so); a host moved to
+//! another rack mid-rollout and a rack label that disagrees with CRUSH (halts, named). Each
+//! checks the pod watch with the update domains counted as racks and Ceph's own view
+//! (`racks::finish`). The times are printed; `benches/ceph_topology.rs` writes them to
+//! BENCHMARKS.md.
 //!
-//! CRUSH changes come with no Kubernetes event: each is seen through the operator's own looks.
-//! Needs the local control plane, a built operator and Ceph's daemons (as `tests/ceph_gate.rs`).
-//! No rollout step runs here (the pods only converge): the pod watch is recorded and checked
-//! by the harness as in every gated scenario.
+//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! daemons (the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ceph_osd_operator::crd::FailureDomainsStatus;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams};
+use kube::ResourceExt;
+use molecule_like_tests::ceph::gated::Gated;
+use molecule_like_tests::ceph::racks::{
+    self, by_rack_spec, expect, racks_of, Expect, HOST_POOL, RACKS, RACK_POOL,
+};
 use molecule_like_tests::manifests::CR;
+use molecule_like_tests::recording::milestones::Milestones;
+use molecule_like_tests::scenario::hold;
 use serde_json::json;
 
-/// How long a CRUSH change may take to show (the operator resyncs every 5 s here and looks
-/// at Ceph every second while a rollout waits).
-const SHOWS_WITHIN: Duration = Duration::from_secs(30);
+/// The node label the label scenario names as `topologyKey`.
+const RACK_LABEL: &str = "testing.local/rack";
 
-/// Waits until `status.failureDomains` is what `expected` says; how long it took.
-async fn wait_domains(
-    g: &Gated,
-    what: &str,
-    expected: impl Fn(&FailureDomainsStatus) -> bool,
-) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    g.s.wait_until(what, SHOWS_WITHIN, || async {
-        let status = g.s.cr_status(CR).await?.unwrap_or_default();
-        Ok(status.failure_domains.filter(|d| expected(d)).map(|_| ()))
-    })
-    .await?;
-    let took = started.elapsed();
-    eprintln!(
-        "[ceph_topology] {what}: shown after {} ms",
-        took.as_millis()
-    );
-    Ok(took)
-}
-
-fn buckets(pairs: &[(&str, &[&String])]) -> BTreeMap<String, Vec<String>> {
-    pairs
-        .iter()
-        .map(|(bucket, hosts)| {
-            let mut hosts: Vec<String> = hosts.iter().map(|h| (*h).clone()).collect();
-            hosts.sort();
-            ((*bucket).to_owned(), hosts)
-        })
-        .collect()
-}
-
+/// The same cluster rolled by host (12 steps), then by rack (4 steps, each one whole rack);
+/// both hold in the pod watch and in Ceph's view; the times printed side by side.
 #[tokio::test]
-async fn failure_domains_follow_cephs_crush_map() -> anyhow::Result<()> {
-    let started = Instant::now();
-    let g = Gated::up_with(
-        "topo-crush",
-        &GatedOptions {
-            update_domain: "Topology",
-            spec_patch: Some(json!({"topology": {"bucketType": "rack"}})),
-            expect_idle: false,
-            ..GatedOptions::default()
+async fn by_rack_is_four_steps_where_by_host_is_twelve() -> anyhow::Result<()> {
+    let g = racks::up("racks-roll", &[RACK_POOL], "Host", None).await?;
+    let by_host = racks::roll(&g, &g.converged.pods, "2", &expect(&g, false)).await?;
+    let hosts: Vec<usize> = by_host.steps.iter().map(|s| s.osds.len()).collect();
+    anyhow::ensure!(hosts == [1; 12], "steps by host: {:?}", by_host.steps);
+
+    g.s.patch_spec(CR, by_rack_spec()).await?;
+    let by_rack = racks::roll(&g, &by_host.pods, "3", &expect(&g, true)).await?;
+    let steps: Vec<Vec<String>> = by_rack.steps.iter().map(|s| racks_of(&g, s)).collect();
+    let want: Vec<Vec<String>> = RACKS.iter().map(|(r, _)| vec![(*r).to_owned()]).collect();
+    anyhow::ensure!(
+        steps == want && by_rack.steps.iter().all(|s| s.osds.len() == 3),
+        "steps by rack: {steps:?} {:?}\n{}",
+        by_rack.steps,
+        g.gate.render()
+    );
+    Milestones::new("12 OSDs in 4 racks: by host, then by rack")
+        .span("by host: template change → gate idle", by_host.wall)
+        .span("by rack: template change → gate idle", by_rack.wall)
+        .figure(
+            "by rack ÷ by host (goal ≤ 0.4)",
+            format!(
+                "{:.2}",
+                by_rack.wall.as_secs_f64() / by_host.wall.as_secs_f64()
+            ),
+        )
+        .span("by host: Ceph's time per step, mean", by_host.mean_step().0)
+        .span(
+            "by host: the operator's time per step, mean",
+            by_host.mean_step().1,
+        )
+        .span("by rack: Ceph's time per step, mean", by_rack.mean_step().0)
+        .span(
+            "by rack: the operator's time per step, mean",
+            by_rack.mean_step().1,
+        )
+        .print();
+    g.down().await
+}
+
+/// Whether Ceph lets every OSD of `rack` stop at once now (`ok-to-stop` as the admin).
+async fn ceph_lets_rack_stop(g: &Gated, rack: &str) -> anyhow::Result<bool> {
+    let ids: Vec<String> = (g.table.iter())
+        .filter(|(key, _)| g.rack_of.get(&key.host).is_some_and(|r| r == rack))
+        .map(|(_, id)| id.to_string())
+        .collect();
+    let mut args = vec!["osd", "ok-to-stop"];
+    args.extend(ids.iter().map(String::as_str));
+    Ok(g.cluster.cli(&args).await.is_ok())
+}
+
+/// A pool whose two copies may share a rack: Ceph refuses such a rack whole; its step shrinks
+/// to what Ceph allows within the rack (never into another rack), the condition says so with
+/// Ceph's numbers, and never two copies of one PG are down.
+#[tokio::test]
+async fn a_rack_ceph_refuses_whole_rolls_in_the_parts_ceph_allows() -> anyhow::Result<()> {
+    let g = racks::up(
+        "racks-refused",
+        &[RACK_POOL, HOST_POOL],
+        "Topology",
+        Some(json!({"topology": {"bucketType": "rack"}})),
+    )
+    .await?;
+    let mut refused = Vec::new();
+    for (rack, _) in RACKS {
+        if !ceph_lets_rack_stop(&g, rack).await? {
+            refused.push((*rack).to_owned());
+        }
+    }
+    anyhow::ensure!(
+        !refused.is_empty(),
+        "Ceph lets every rack stop whole: the host pool proves nothing here"
+    );
+    let rollout = racks::roll(
+        &g,
+        &g.converged.pods,
+        "2",
+        &Expect {
+            whole: false,
+            ..expect(&g, true)
         },
     )
     .await?;
-    eprintln!(
-        "[ceph_topology] converged after {} ms",
-        started.elapsed().as_millis()
-    );
-    let [a, b, c] = g.s.hosts(["ceph-a", "ceph-b", "ceph-c"]);
-
-    // Hosts right under the root: no rack, each named with why.
-    wait_domains(&g, "every host named as in no rack", |d| {
-        d.bucket_type.as_deref() == Some("rack")
-            && d.buckets.is_empty()
-            && [&a, &b, &c].iter().all(|h| {
-                d.unplaced
-                    .get(*h)
-                    .is_some_and(|why| why.contains("no CRUSH bucket of type rack"))
-            })
-    })
-    .await?;
-
-    // Racks r1 {a, b}, r2 {c}, r3 {} as an admin builds them.
-    for rack in ["r1", "r2", "r3"] {
-        g.cluster
-            .cli(&["osd", "crush", "add-bucket", rack, "rack"])
-            .await?;
-        g.cluster
-            .cli(&["osd", "crush", "move", rack, "root=default"])
-            .await?;
+    let report = g.report(Duration::ZERO);
+    let mut steps_per_rack: BTreeMap<String, usize> = BTreeMap::new();
+    for step in &rollout.steps {
+        let racks = racks_of(&g, step);
+        anyhow::ensure!(
+            racks.len() == 1,
+            "a step across racks {racks:?}: {step:?}\n{report}"
+        );
+        *steps_per_rack.entry(racks[0].clone()).or_default() += 1;
     }
-    for (host, rack) in [(&a, "rack=r1"), (&b, "rack=r1"), (&c, "rack=r2")] {
-        g.cluster.cli(&["osd", "crush", "move", host, rack]).await?;
-    }
-    let in_racks = buckets(&[("r1", &[&a, &b]), ("r2", &[&c])]);
-    wait_domains(&g, "hosts under their racks", |d| {
-        d.buckets == in_racks && d.unplaced.is_empty()
-    })
-    .await?;
-
-    // A host moved to another rack.
-    g.cluster
-        .cli(&["osd", "crush", "move", &b, "rack=r3"])
-        .await?;
-    let moved = buckets(&[("r1", &[&a]), ("r2", &[&c]), ("r3", &[&b])]);
-    wait_domains(&g, "the moved host under its new rack", |d| {
-        d.buckets == moved && d.unplaced.is_empty()
-    })
-    .await?;
-
-    // Auto: the test pool spreads across hosts, a new pool across racks: host wins.
-    g.cluster
-        .cli(&[
-            "osd",
-            "crush",
-            "rule",
-            "create-replicated",
-            "by-rack",
-            "default",
-            "rack",
-        ])
-        .await?;
-    g.cluster
-        .cli(&[
-            "osd",
-            "pool",
-            "create",
-            "rackpool",
-            "8",
-            "8",
-            "replicated",
-            "by-rack",
-        ])
-        .await?;
-    g.s.patch_spec(CR, json!({"topology": {"bucketType": "Auto"}}))
-        .await?;
-    let by_host = buckets(&[(&a, &[&a]), (&b, &[&b]), (&c, &[&c])]);
-    wait_domains(&g, "Auto over a host pool and a rack pool: host", |d| {
-        d.bucket_type.as_deref() == Some("host") && d.buckets == by_host
-    })
-    .await?;
-
-    // Every pool on the rack rule: rack.
-    let pools = g.cluster.cli_json(&["osd", "pool", "ls"]).await?;
-    for pool in pools.as_array().into_iter().flatten() {
-        let pool = pool.as_str().unwrap_or_default();
-        g.cluster
-            .cli(&["osd", "pool", "set", pool, "crush_rule", "by-rack"])
-            .await?;
-    }
-    wait_domains(&g, "Auto over rack pools only: rack", |d| {
-        d.bucket_type.as_deref() == Some("rack") && d.buckets == moved
-    })
-    .await?;
-
-    // The operator read all of it with its own key, each read counted.
-    let log = g.s.operator_log();
-    for command in [
-        "osd crush tree",
-        "osd crush rule dump",
-        "osd pool ls detail",
-    ] {
-        assert!(
-            log.contains(&format!("command={command}")),
-            "the operator's log shows no `ceph {command}`"
+    for (rack, _) in RACKS {
+        let steps = steps_per_rack.get(*rack).copied().unwrap_or(0);
+        let split = refused.iter().any(|r| r == rack);
+        anyhow::ensure!(
+            (steps > 1) == split,
+            "{rack}: {steps} steps, Ceph refused it whole: {split}\n{report}"
         );
     }
-    g.s.assert_one_pod_per_key().await?;
-    eprintln!(
-        "[ceph_topology] done after {} ms",
-        started.elapsed().as_millis()
+    let said = g.gate.samples().into_iter().find_map(|s| {
+        let (_, _, message) = s.condition?;
+        let names_rack = refused.iter().any(|r| message.contains(r.as_str()));
+        let has_number = message.chars().any(|c| c.is_ascii_digit());
+        (names_rack && message.contains("PG") && has_number).then_some(message)
+    });
+    anyhow::ensure!(
+        said.is_some(),
+        "no CephGate message named a refused rack {refused:?} with Ceph's PG numbers\n{report}"
     );
+    println!(
+        "==== refused whole: {refused:?}; steps per rack {steps_per_rack:?}; said: {}\n{report}",
+        said.unwrap_or_default()
+    );
+    g.down().await
+}
+
+/// Waits until a condition of the CephOSD names `what`; returns (type, reason, message).
+async fn wait_condition_naming(
+    g: &Gated,
+    what: &str,
+    timeout: Duration,
+) -> anyhow::Result<(String, String, String)> {
+    let found =
+        g.s.wait_until(&format!("a condition naming {what}"), timeout, || async {
+            let status = g.s.cr_status(CR).await?.unwrap_or_default();
+            Ok((status.conditions.iter())
+                .find(|c| c.status != "True" && c.message.contains(what))
+                .map(|c| (c.type_.clone(), c.reason.clone(), c.message.clone())))
+        })
+        .await;
+    found.map_err(|e| anyhow::anyhow!("{e:#}\ngate status:\n{}", g.gate.render()))
+}
+
+/// The OSDs whose daemons were asked to stop from `from` on.
+fn stopped_since(g: &Gated, from: Duration) -> Vec<u32> {
+    (g.bridge.daemons().into_iter())
+        .filter(|(_, list)| list.iter().any(|d| d.stopping.is_some_and(|s| s >= from)))
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// A host moved to another rack in CRUSH while its rack's step is open: the rollout halts
+/// naming it (no OSD of another rack stops); moved back, it completes.
+#[tokio::test]
+async fn a_host_moved_to_another_rack_mid_rollout_halts_naming_it() -> anyhow::Result<()> {
+    let g = racks::up(
+        "racks-moved",
+        &[RACK_POOL],
+        "Topology",
+        Some(json!({"topology": {"bucketType": "rack"}})),
+    )
+    .await?;
+    let started = racks::change_template(&g, "2").await?;
+    g.wait_gate("the first step open", Duration::from_mins(2), |s| {
+        s.ceph_step.is_some()
+    })
+    .await?;
+    let step = g.s.cr_status(CR).await?.unwrap_or_default().ceph_step;
+    let keys = step.map(|s| s.keys).unwrap_or_default();
+    let first = &g.rack_of[&g.s.host(RACKS[0].1[1])];
+    let host = g.s.host(RACKS[0].1[1]);
+    anyhow::ensure!(
+        keys.iter().any(|k| k.starts_with(&host)),
+        "the first step is not {first}'s: {keys:?}"
+    );
+    g.cluster
+        .cli(&["osd", "crush", "move", &host, "rack=rack-b"])
+        .await?;
+    let (kind, reason, message) = wait_condition_naming(&g, &host, Duration::from_mins(1)).await?;
+    let step_osds: Vec<u32> = (g.table.iter())
+        .filter(|(k, _)| g.rack_of.get(&k.host) == Some(first))
+        .map(|(_, id)| *id)
+        .collect();
+    hold(Duration::from_secs(5), || async {
+        let stopped = stopped_since(&g, started.from());
+        anyhow::ensure!(
+            stopped.iter().all(|id| step_osds.contains(id)),
+            "OSDs {stopped:?} stopped while {host} was moved (the step: {step_osds:?})\n{}",
+            g.gate.render()
+        );
+        Ok(())
+    })
+    .await?;
+    g.cluster
+        .cli(&["osd", "crush", "move", &host, &format!("rack={first}")])
+        .await?;
+    let moved_back = g.ceph.elapsed();
+    let rollout = racks::finish(
+        &g,
+        started,
+        &g.converged.pods,
+        &Expect {
+            racks_from: Some(moved_back),
+            ..expect(&g, true)
+        },
+    )
+    .await?;
+    println!(
+        "==== {host} moved to rack-b mid-step: {kind} {reason}: {message}\nsteps {:?}\n{}",
+        rollout.steps,
+        g.report(Duration::ZERO)
+    );
+    g.down().await
+}
+
+/// Sets the rack label of `host`'s Node.
+async fn label_rack(g: &Gated, host: &str, rack: &str) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(g.s.client.clone());
+    let patch = json!({"metadata": {"labels": {RACK_LABEL: rack}}});
+    nodes
+        .patch(host, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
     Ok(())
+}
+
+/// A Node's rack label (`topologyKey`) that disagrees with CRUSH: the rollout halts before
+/// any pod goes, naming the host; the label fixed, it completes by rack.
+#[tokio::test]
+async fn a_rack_label_that_disagrees_with_crush_halts_naming_the_host() -> anyhow::Result<()> {
+    let g = racks::up(
+        "racks-label",
+        &[RACK_POOL],
+        "Topology",
+        Some(json!({"topology": {"bucketType": "rack", "topologyKey": RACK_LABEL}})),
+    )
+    .await?;
+    let wrong = g.s.host(RACKS[1].1[1]);
+    for (host, rack) in &g.rack_of {
+        let label = if *host == wrong {
+            "rack-c"
+        } else {
+            rack.as_str()
+        };
+        label_rack(&g, host, label).await?;
+    }
+    let started = racks::change_template(&g, "2").await?;
+    let (kind, reason, message) = wait_condition_naming(&g, &wrong, Duration::from_mins(1)).await?;
+    let old: Vec<String> = g
+        .converged
+        .pods
+        .values()
+        .map(ResourceExt::name_any)
+        .collect();
+    hold(Duration::from_secs(5), || async {
+        for p in g.s.owned_pods(CR).await? {
+            anyhow::ensure!(
+                old.contains(&p.name_any()) && p.metadata.deletion_timestamp.is_none(),
+                "pod {} went while {wrong}'s label disagreed with CRUSH\n{}",
+                p.name_any(),
+                g.gate.render()
+            );
+        }
+        Ok(())
+    })
+    .await?;
+    label_rack(&g, &wrong, &g.rack_of[&wrong]).await?;
+    let rollout = racks::finish(&g, started, &g.converged.pods, &expect(&g, true)).await?;
+    anyhow::ensure!(
+        rollout.steps.len() == RACKS.len(),
+        "steps {:?}",
+        rollout.steps
+    );
+    println!(
+        "==== {wrong} labelled rack-c: {kind} {reason}: {message}\nsteps {:?}",
+        rollout.steps
+    );
+    g.down().await
 }

@@ -330,6 +330,11 @@ pub struct CephStep {
     /// step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drain: Option<StepDrain>,
+    /// With `updateDomain: Topology`: each failure domain the step takes down, with its hosts
+    /// when the step started. A host that Ceph's CRUSH map (or its label) puts elsewhere while
+    /// the step is open halts the rollout, named, until the step ends.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub domains: BTreeMap<String, Vec<String>>,
 }
 
 /// The failure domains of `updateDomain: Topology`, as last resolved.

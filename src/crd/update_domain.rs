@@ -37,6 +37,22 @@ impl UpdateDomains<'_> {
     }
 }
 
+impl UpdateDomains<'_> {
+    /// Whether update domain `domain` holds OSDs of `host`.
+    pub(crate) fn has_host(&self, domain: &str, host: &str) -> bool {
+        match self.kind {
+            UpdateDomain::Osd => domain
+                .strip_prefix(host)
+                .is_some_and(|d| d.starts_with(':')),
+            UpdateDomain::Host => domain == host,
+            UpdateDomain::Topology => match self.bucket_of.and_then(|b| b.get(host)) {
+                Some(bucket) => bucket == domain,
+                None => domain == host,
+            },
+        }
+    }
+}
+
 /// The id of the update domain an OSD belongs to where no membership is known: its key, or
 /// its host (also for `Topology` while its hosts' buckets are unknown).
 pub(crate) fn domain_id(key: &OsdKey, domain: UpdateDomain) -> String {

@@ -243,6 +243,7 @@ fn an_open_ceph_step_is_shown_with_what_it_waits_for() {
         noout: Vec::new(),
         started: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(0)),
         drain: None,
+        domains: std::collections::BTreeMap::new(),
     });
     view.status.conditions.retain(|c| c.type_ != "CephGate");
     view.status

@@ -16,7 +16,8 @@
 //! the budget too.
 
 use crate::ceph::PgStates;
-use crate::crd::{BudgetStatus, CephOsd, CephOsdSpec};
+use crate::crd::update_domain::UpdateDomains;
+use crate::crd::{BudgetStatus, CephOsd};
 use crate::labels;
 use crate::plan::actions::Action;
 use crate::plan::classify::{ObservedPod, PodClass, Workload};
@@ -214,6 +215,8 @@ pub(crate) fn start_blocked(
 /// What the budget plan is made from, after the rollout step.
 pub(crate) struct BudgetInput<'a> {
     pub cr: &'a CephOsd,
+    /// How the CephOSD's OSDs group into update domains.
+    pub domains: UpdateDomains<'a>,
     pub keeping: &'a Keeping<'a>,
     /// Update domains down now (a missing, unready, terminating or not-Ready pod).
     pub unavailable: &'a BTreeSet<String>,
@@ -367,12 +370,7 @@ fn outside_the_budget(
 ) -> (BTreeSet<String>, usize) {
     let mut excluded: BTreeSet<String> = input.unavailable.clone();
     excluded.extend(input.starting.iter().cloned());
-    let on = |host: &str, domain: &str| {
-        domain == host
-            || domain
-                .strip_prefix(host)
-                .is_some_and(|d| d.starts_with(':'))
-    };
+    let on = |host: &str, domain: &str| input.domains.has_host(domain, host);
     let drained: BTreeSet<&String> = (cordoned.iter())
         .filter(|h| excluded.iter().any(|d| on(h, d)))
         .collect();
@@ -382,10 +380,7 @@ fn outside_the_budget(
             .count();
     for pod in input.pods {
         if let Some(key) = pod.key.as_ref().filter(|k| drained.contains(&k.host)) {
-            excluded.insert(crate::crd::update_domain::domain_id(
-                key,
-                input.cr.spec.update_domain,
-            ));
+            excluded.insert(input.domains.id(key));
         }
     }
     (excluded, units)
@@ -492,7 +487,7 @@ fn desired_budget(
 /// The update-domain label each of our pods should carry where it does not: the budget
 /// selects pods by it. Only live pods this CephOSD runs (not another controller's).
 pub(crate) fn label_patches(
-    spec: &CephOsdSpec,
+    domains: UpdateDomains<'_>,
     pods: &[&ObservedPod],
     skip: impl Fn(&ObservedPod) -> bool,
 ) -> Vec<Action> {
@@ -500,7 +495,7 @@ pub(crate) fn label_patches(
         .filter(|p| p.workload == Workload::Pod && p.is_live() && !skip(p))
         .filter_map(|pod| {
             let key = pod.key.as_ref()?;
-            let domain = crate::crd::update_domain::domain_id(key, spec.update_domain);
+            let domain = domains.id(key);
             let value = labels::update_domain_label_value(&domain);
             (pod.domain_label.as_deref() != Some(value.as_str())).then(|| Action::LabelDomain {
                 name: pod.name.clone(),

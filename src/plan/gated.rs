@@ -3,10 +3,12 @@
 
 use crate::crd::CephStep;
 use crate::plan::classify::{ObservedPod, PodClass};
+use crate::plan::conditions::ConditionReason;
 use crate::plan::decide::Decided;
 use crate::plan::deletion::{open_step_at_deletion, Deletion};
-use crate::plan::gate::{gate, CephView, GateInput, GateOutcome, GateSubject};
+use crate::plan::gate::{gate, CephView, GateCondition, GateInput, GateOutcome, GateSubject};
 use crate::plan::seen::Seen;
+use crate::plan::topology::HostBuckets;
 use k8s_openapi::jiff::Timestamp;
 
 /// The gate on the rollout step of `decided`, whose deletions are about `subjects`: what the
@@ -28,6 +30,9 @@ pub(super) fn gate_step(
         _ => None,
     }
     .unwrap_or_else(|| gate(&gate_input(seen, ceph, decided, subjects, now)));
+    if let Some(buckets) = &seen.buckets {
+        failure_domains(&mut gated, open, buckets);
+    }
     if let Some(Deletion::AtOnce(why)) = seen.deletion {
         // Kubernetes takes every pod down itself: the operator takes none and asks nothing.
         gated.deletions_allowed = false;
@@ -35,6 +40,53 @@ pub(super) fn gate_step(
         gated.halted.get_or_insert_with(|| why.to_owned());
     }
     gated
+}
+
+/// With failure domains: a step that starts records each of its domains with its hosts; while
+/// it is open, a host of it that Ceph's CRUSH map (or its label) now puts elsewhere halts the
+/// rollout, named (nothing more goes down until the step ends; the next step is asked about
+/// as the domains are then).
+fn failure_domains(gated: &mut GateOutcome, open: Option<&CephStep>, buckets: &HostBuckets) {
+    let Some(step) = gated.step.as_mut() else {
+        return;
+    };
+    let continuing = open.is_some_and(|o| o.started == step.started && o.keys == step.keys);
+    if !continuing {
+        for key in &step.keys {
+            let host = key.split_once(':').map_or(key.as_str(), |(h, _)| h);
+            let bucket = buckets.bucket_of.get(host).map_or(host, String::as_str);
+            let hosts = step.domains.entry(bucket.to_owned()).or_default();
+            if !hosts.iter().any(|h| h == host) {
+                hosts.push(host.to_owned());
+            }
+        }
+        return;
+    }
+    let moved: Vec<String> = (step.domains.iter())
+        .flat_map(|(domain, hosts)| hosts.iter().map(move |h| (domain, h)))
+        .filter_map(|(domain, host)| match buckets.bucket_of.get(host) {
+            Some(now) if now == domain => None,
+            Some(now) => Some(format!("host {host} moved from {domain} to {now}")),
+            None => Some(format!(
+                "host {host} of {domain} is in no known failure domain now"
+            )),
+        })
+        .collect();
+    if moved.is_empty() {
+        return;
+    }
+    let message = format!(
+        "{} while the step on {} is under way: nothing more goes down until that step ends, \
+         then the next step is asked about as the failure domains are then",
+        moved.join("; "),
+        step.keys.join(", ")
+    );
+    gated.halted = Some(message.clone());
+    gated.condition = GateCondition {
+        holds: false,
+        reason: ConditionReason::CephBlocked("FailureDomainChanged"),
+        message,
+    };
 }
 
 /// What the gate is given about the rollout step of `decided`.

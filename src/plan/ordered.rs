@@ -66,6 +66,7 @@ pub(super) fn order(
     let mut budget = plan_budget(
         &BudgetInput {
             cr: seen.cr,
+            domains: seen.domains(),
             keeping: &seen.keeping,
             unavailable,
             starting: &starting,
@@ -98,7 +99,7 @@ pub(super) fn order(
         (patches, tampered)
     };
     let labels = if !decided.creating && matches!(seen.keeping, Keeping::Managed { .. }) {
-        label_patches(seen.spec, &decided.current, |p| {
+        label_patches(seen.domains(), &decided.current, |p| {
             seen.is_blocked(p.key.as_ref())
         })
     } else {

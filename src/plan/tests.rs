@@ -37,6 +37,7 @@ mod removal;
 mod rollout_controls;
 mod rules;
 mod safety;
+mod topology;
 
 pub(super) fn template(marker: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"role": "osd"}},
@@ -71,6 +72,8 @@ pub(crate) struct Cluster {
     pub(super) ceph: CephView,
     /// PodDisruptionBudgets and cordons, when the planner is shown them (default: not).
     pub(super) disruption: Option<SimulatedDisruption>,
+    /// What the planner is told of the hosts' failure domains.
+    pub(super) topology: crate::plan::topology::TopologyView,
 }
 
 /// The PodDisruptionBudgets of the namespace and the cordoned nodes, as the API server and
@@ -257,6 +260,7 @@ impl Cluster {
         cr.status = self.status.clone();
         let mut observed = Observed::new(&self.pods, &self.replica_sets);
         observed.ceph = self.ceph.clone();
+        observed.topology = self.topology.clone();
         observed.disruption = self.disruption.as_ref().map(|d| DisruptionView {
             budgets: d.budgets.iter().collect(),
             cordoned: d.cordoned.clone(),

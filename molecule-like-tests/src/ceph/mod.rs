@@ -6,12 +6,15 @@
 //!   deleted;
 //! - [`gated`]: a scenario with the Ceph gate on over real OSD daemons, and its status recorded;
 //!   what the gated journeys look up and check alike (`gated_checks.rs`);
-//! - [`steps`]: a rollout's steps as Ceph and the bridge saw them.
+//! - [`steps`]: a rollout's steps as Ceph and the bridge saw them;
+//! - [`racks`]: 12 OSDs on 12 hosts in 4 CRUSH racks, and a rollout on it checked by failure
+//!   domain.
 
 pub mod bridge;
 pub mod cluster;
 pub mod gated;
 mod gated_checks;
+pub mod racks;
 pub mod steps;
 
 pub(crate) use cluster::script_command;

@@ -7,31 +7,60 @@ use super::verdict::{precheck, GateDecision};
 use crate::ceph::{CephFacts, MappedKey, OsdId};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The subjects of the first `n` update domains of `proposed` (in the order they come), for
-/// each `n` from all of them down to one: the sets Ceph may be asked about, largest first.
-pub(crate) fn domain_prefixes(proposed: &[GateSubject]) -> Vec<Vec<GateSubject>> {
-    let mut domains: Vec<&str> = Vec::new();
-    for s in proposed {
-        if !domains.contains(&s.domain.as_str()) {
-            domains.push(&s.domain);
+/// The sets Ceph may be asked about, largest first: the subjects of the first `n` update
+/// domains of `proposed` (in the order they come), for each `n` from all of them down to one;
+/// then, when the first domain spans several hosts (a failure domain), its first `m` hosts for
+/// each `m` from all but one down to one. A set never takes part of a host, and never reaches
+/// past the first domain once it is smaller than that domain.
+pub(crate) fn step_sets(proposed: &[GateSubject]) -> Vec<Vec<GateSubject>> {
+    let domains = first_seen(proposed.iter().map(|s| s.domain.as_str()));
+    let whole = (1..=domains.len()).rev().map(|n| {
+        let within = &domains[..n];
+        proposed
+            .iter()
+            .filter(|s| within.contains(&s.domain.as_str()))
+            .cloned()
+            .collect()
+    });
+    let first: Vec<&GateSubject> = match domains.first() {
+        Some(first) => proposed.iter().filter(|s| s.domain == *first).collect(),
+        None => Vec::new(),
+    };
+    let hosts = first_seen(first.iter().map(|s| s.key.host.as_str()));
+    let parts = (1..hosts.len()).rev().map(|m| {
+        let within = &hosts[..m];
+        (first.iter())
+            .filter(|s| within.contains(&s.key.host.as_str()))
+            .map(|s| (*s).clone())
+            .collect()
+    });
+    whole.chain(parts).collect()
+}
+
+/// `items` without repeats, in the order they first come.
+fn first_seen<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for item in items {
+        if !seen.contains(&item) {
+            seen.push(item);
         }
     }
-    (1..=domains.len())
-        .rev()
-        .map(|n| {
-            let within = &domains[..n];
-            proposed
-                .iter()
-                .filter(|s| within.contains(&s.domain.as_str()))
-                .cloned()
-                .collect()
-        })
-        .collect()
+    seen
+}
+
+/// Whether `set` is a part of one update domain of `proposed` (some of its hosts, not all).
+pub(crate) fn is_part_of_a_domain(set: &[GateSubject], proposed: &[GateSubject]) -> bool {
+    let Some(first) = set.first() else {
+        return false;
+    };
+    set.iter().all(|s| s.domain == first.domain)
+        && proposed.iter().filter(|s| s.domain == first.domain).count() > set.len()
 }
 
 /// Which update domains go together: every proposed domain is asked about at once, then
-/// fewer of them, the first ones, down to the first alone. The first set Ceph lets go is the
-/// step; when Ceph lets none go, its answer about the first domain alone stands.
+/// fewer of them, the first ones, down to the first alone, then fewer of the first one's
+/// hosts (`step_sets`). The first set Ceph lets go is the step; when Ceph lets none go, its
+/// answer about the smallest set stands.
 #[derive(Debug)]
 pub(crate) struct DomainChoice {
     left: std::vec::IntoIter<Vec<GateSubject>>,
@@ -40,12 +69,12 @@ pub(crate) struct DomainChoice {
 impl DomainChoice {
     pub(crate) fn new(proposed: &[GateSubject]) -> Self {
         Self {
-            left: domain_prefixes(proposed).into_iter(),
+            left: step_sets(proposed).into_iter(),
         }
     }
 
     /// The next set to ask about, given Ceph's verdict on the last one (`None` before the
-    /// first): none once Ceph let a set go, or after the first domain alone.
+    /// first): none once Ceph let a set go, or after the smallest.
     pub(crate) fn next(&mut self, last: Option<&GateDecision>) -> Option<Vec<GateSubject>> {
         if matches!(last, Some(GateDecision::Proceed { .. })) {
             return None;

@@ -4,7 +4,7 @@
 //! what a `Turn` says and hands back what Ceph replied.
 
 use super::asking::{after_precheck, AfterPrecheck, DomainChoice};
-use super::io::{GateAnswer, GateSubject};
+use super::io::{GateAnswer, GateSubject, RefusedWhole};
 use super::verdict::{confirm, Blocker, GateDecision};
 use crate::ceph::{CephFacts, KeyIds, MappedKey, OkToStop, OsdId};
 use crate::crd::osd::OsdKey;
@@ -171,10 +171,19 @@ impl Conversation {
                 .collect();
         } else {
             let domains: BTreeSet<&str> = self.asked.iter().map(|s| s.domain.as_str()).collect();
+            let hosts: BTreeSet<&str> = self.asked.iter().map(|s| s.key.host.as_str()).collect();
             if domains.len() > 1 {
                 self.refused_together.push(RefusedTogether {
                     domains: domains.len(),
                     decision: decision.clone(),
+                });
+            } else if hosts.len() > 1 && self.answer.refused_whole.is_none() {
+                // The whole first domain: a part of it is asked about next.
+                self.answer.refused_whole = (domains.first()).map(|domain| {
+                    Box::new(RefusedWhole {
+                        domain: (*domain).to_owned(),
+                        decision: decision.clone(),
+                    })
                 });
             }
         }

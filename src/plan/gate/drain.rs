@@ -107,6 +107,7 @@ pub(crate) fn drain_started(
             ids: by_key,
             marked_out: to_mark.iter().map(|id| id.0).collect(),
         }),
+        domains: std::collections::BTreeMap::new(),
     });
     out.first.push(Action::RecordCephStep);
     if !to_mark.is_empty() {

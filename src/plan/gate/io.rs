@@ -59,6 +59,16 @@ pub struct GateAnswer {
     pub unreadable_statements: BTreeMap<String, String>,
     /// The ids asked about that Ceph has out already (a drain marks only the others out).
     pub out: BTreeSet<OsdId>,
+    /// Ceph's verdict on the whole first update domain, when it refused it and was asked
+    /// about a part of it next.
+    pub refused_whole: Option<Box<RefusedWhole>>,
+}
+
+/// An update domain Ceph did not let stop as a whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusedWhole {
+    pub domain: String,
+    pub decision: GateDecision,
 }
 
 impl GateAnswer {
@@ -101,6 +111,7 @@ impl Default for GateAnswer {
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
+            refused_whole: None,
         }
     }
 }

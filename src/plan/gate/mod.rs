@@ -20,8 +20,11 @@ mod io;
 mod step_end;
 mod verdict;
 
-pub(crate) use asking::domain_prefixes;
+use asking::is_part_of_a_domain;
+pub(crate) use asking::step_sets;
 pub use drain_end::{asks_safe_to_destroy, judge_drain, DrainProgress};
+#[cfg(test)]
+pub(crate) use io::RefusedWhole;
 pub(crate) use io::{
     CephInput, CephView, GateAnswer, GateCondition, GateInput, GateOff, GateOutcome, GateSubject,
     DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
@@ -302,7 +305,7 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
     let answered = match &input.view.input {
         CephInput::Answered(answer) => {
             let keys: BTreeSet<&OsdKey> = answer.keys.keys().collect();
-            domain_prefixes(proposed)
+            step_sets(proposed)
                 .into_iter()
                 .find(|prefix| prefix.iter().map(|s| &s.key).collect::<BTreeSet<_>>() == keys)
         }
@@ -333,15 +336,23 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
             drain::drain_started(input, answer, subjects, ids)
         }
         GateDecision::Proceed { ids } => {
-            let mut out = GateOutcome::new(says(
-                true,
-                ConditionReason::StepInProgress,
-                format!("Ceph says {} may stop ({})", keys_text(), answer.decision),
-            ));
+            let mut said = format!("Ceph says {} may stop ({})", keys_text(), answer.decision);
+            let mut out = GateOutcome::new(says(true, ConditionReason::StepInProgress, ""));
             out.deletions_allowed = true;
-            if subjects.len() < input.proposed.len() {
+            if is_part_of_a_domain(subjects, proposed) {
+                // Ceph refused the whole failure domain: the step is the part it allows.
+                out.allowed_keys = Some(asked.iter().map(ToString::to_string).collect());
+                if let Some(refused) = &answer.refused_whole {
+                    said = format!(
+                        "Ceph does not let all of {} stop at once ({}); the step is the part \
+                         it allows: {said}",
+                        refused.domain, refused.decision
+                    );
+                }
+            } else if subjects.len() < input.proposed.len() {
                 out.allowed_domains = Some(subjects.iter().map(|s| s.domain.clone()).collect());
             }
+            out.condition.message = said;
             if ids.is_empty() {
                 return out;
             }
@@ -395,6 +406,7 @@ fn open_step(
         noout,
         started: Time(input.now),
         drain: None,
+        domains: std::collections::BTreeMap::new(),
     });
     out.first = vec![Action::RecordCephStep];
     if let Some(step) = out.step.as_ref().filter(|s| !s.noout.is_empty()) {

@@ -3,8 +3,9 @@
 //! (`precheck`, `confirm`), the order of the questions (`DomainChoice`, `after_precheck`) and
 //! the conversation that asks them in turn (`conversation`).
 
-use super::asking::{after_precheck, AfterPrecheck, DomainChoice, Prechecked};
+use super::asking::{after_precheck, is_part_of_a_domain, AfterPrecheck, DomainChoice, Prechecked};
 use super::drain::next_subjects;
+use super::io::RefusedWhole;
 use super::*;
 use crate::ceph::test_data::{fixture, healthy_status, ids};
 use crate::ceph::{
@@ -27,6 +28,7 @@ fn step(noout: &[u32]) -> CephStep {
         noout: noout.to_vec(),
         started: Time(at(1000)),
         drain: None,
+        domains: std::collections::BTreeMap::new(),
     }
 }
 
@@ -242,6 +244,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
+            refused_whole: None,
         }),
         ..on(Some(StepProgress::Done))
     };
@@ -287,6 +290,7 @@ fn a_step_given_up_and_let_go_again_keeps_the_noout_of_its_osds() {
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
+            refused_whole: None,
         }),
         ..on(Some(StepProgress::Booting {
             pending: vec![OsdId(3)],
@@ -334,6 +338,7 @@ fn a_wait_without_blockers_is_still_unavailable() {
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
+            refused_whole: None,
         }),
         ..on(None)
     };
@@ -378,7 +383,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
         leaving: false,
     };
     let proposed = vec![subject("a"), subject("b"), subject("c")];
-    let prefixes = domain_prefixes(&proposed);
+    let prefixes = step_sets(&proposed);
     assert_eq!(
         prefixes.iter().map(Vec::len).collect::<Vec<_>>(),
         [3, 2, 1],
@@ -398,6 +403,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
+            refused_whole: None,
         }),
         ..on(None)
     };
@@ -434,6 +440,7 @@ fn proceed(ids: &[u32], before: &[u32]) -> CephView {
             noout_before: before.iter().copied().map(OsdId).collect(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
+            refused_whole: None,
         }),
         ..on(None)
     }
@@ -1468,6 +1475,7 @@ fn open_drain() -> CephStep {
             ]),
             marked_out: vec![1],
         }),
+        domains: std::collections::BTreeMap::new(),
     }
 }
 
@@ -1584,6 +1592,7 @@ fn a_drain_without_ids_lets_only_its_own_pods_go() {
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
+            refused_whole: None,
         }),
         ..CephView::default()
     };
@@ -1602,5 +1611,126 @@ fn a_drain_without_ids_lets_only_its_own_pods_go() {
         out.allowed_keys,
         Some(BTreeSet::from(["a:/dev/sdb".to_owned()])),
         "a:/dev/sdc is out of date: it waits for a step of its own"
+    );
+}
+
+fn rack_subject(host: &str, rack: &str) -> GateSubject {
+    GateSubject {
+        domain: rack.into(),
+        ..host_subject(host, false)
+    }
+}
+
+#[test]
+fn a_failure_domain_shrinks_by_hosts_and_never_reaches_into_the_next() {
+    let proposed = [
+        rack_subject("a", "r1"),
+        rack_subject("b", "r1"),
+        rack_subject("c", "r1"),
+        rack_subject("d", "r2"),
+    ];
+    let hosts = |set: &Vec<GateSubject>| set.iter().map(|s| s.key.host.clone()).collect::<Vec<_>>();
+    let sets: Vec<Vec<String>> = step_sets(&proposed).iter().map(hosts).collect();
+    assert_eq!(
+        sets,
+        [
+            vec!["a", "b", "c", "d"],
+            vec!["a", "b", "c"],
+            vec!["a", "b"],
+            vec!["a"]
+        ]
+    );
+    assert!(is_part_of_a_domain(&proposed[..2], &proposed));
+    assert!(!is_part_of_a_domain(&proposed[..3], &proposed), "all of r1");
+    assert!(!is_part_of_a_domain(&proposed, &proposed));
+    // One host per domain (updateDomain: Host): never split below a domain.
+    let by_host = [host_subject("a", false), host_subject("b", false)];
+    assert_eq!(step_sets(&by_host).len(), 2);
+    // The OSDs of one host go together, whatever the domain.
+    let two_disks = [
+        rack_subject("a", "r1"),
+        GateSubject {
+            key: OsdKey::new("a", "/dev/sdc"),
+            ..rack_subject("a", "r1")
+        },
+    ];
+    assert_eq!(step_sets(&two_disks).len(), 1);
+}
+
+#[test]
+fn a_conversation_asks_about_part_of_a_failure_domain_ceph_refuses_whole() {
+    let question = [rack_subject("host-1", "r1"), rack_subject("host-2", "r1")];
+    let mapped = vec![
+        known("host-1:/dev/sdb", &[1]),
+        known("host-2:/dev/sdb", &[2]),
+    ];
+    let turn = conversation::start(&question, &[], healthy(), mapped, BTreeMap::new());
+    let whole = asked(turn);
+    assert_eq!(whole.ids(), &ids(&[1, 2]), "the whole rack first");
+    let part = asked(whole.heard(Ok(&reply(false, &[1, 2]))));
+    assert_eq!(part.ids(), &ids(&[1]), "then its first host");
+    let done = answered(part.heard(Ok(&reply(true, &[1]))));
+    assert_eq!(
+        done.answer.decision,
+        GateDecision::Proceed { ids: ids(&[1]) }
+    );
+    let refused = done.answer.refused_whole.expect("the rack's refusal kept");
+    assert_eq!(refused.domain, "r1");
+    assert!(
+        refused.decision.to_string().contains("8 PGs not ok"),
+        "Ceph's numbers: {}",
+        refused.decision
+    );
+    assert!(done.refused_together.is_empty(), "one domain, not several");
+}
+
+#[test]
+fn ceph_letting_part_of_a_failure_domain_go_starts_a_step_on_that_part_only() {
+    let proposed = vec![
+        rack_subject("a", "r1"),
+        rack_subject("b", "r1"),
+        rack_subject("c", "r1"),
+        rack_subject("d", "r2"),
+    ];
+    let refusal = GateDecision::Wait {
+        blockers: vec![Blocker::NotOkToStop {
+            answer: reply(false, &[1, 2, 3]),
+        }],
+    };
+    let view = CephView {
+        input: CephInput::Answered(GateAnswer {
+            keys: ["a", "b"]
+                .iter()
+                .zip([1, 2])
+                .map(|(h, id)| (OsdKey::new(*h, "/dev/sdb"), BTreeSet::from([OsdId(id)])))
+                .collect(),
+            decision: GateDecision::Proceed { ids: ids(&[1, 2]) },
+            refused_whole: Some(Box::new(RefusedWhole {
+                domain: "r1".into(),
+                decision: refusal,
+            })),
+            ..GateAnswer::default()
+        }),
+        ..on(None)
+    };
+    let out = gate(&input(&view, None, &proposed));
+    assert!(out.deletions_allowed);
+    assert_eq!(out.allowed_domains, None);
+    assert_eq!(
+        out.allowed_keys,
+        Some(BTreeSet::from([
+            "a:/dev/sdb".to_owned(),
+            "b:/dev/sdb".to_owned()
+        ]))
+    );
+    assert_eq!(out.step.expect("a step").keys, ["a:/dev/sdb", "b:/dev/sdb"]);
+    let message = &out.condition.message;
+    assert!(
+        message.starts_with("Ceph does not let all of r1 stop at once (Ceph says stopping osd.1, osd.2, osd.3 is not safe: 8 PGs not ok"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("Ceph says a:/dev/sdb, b:/dev/sdb may stop (ok to stop osd.1, osd.2)"),
+        "{message}"
     );
 }

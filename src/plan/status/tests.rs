@@ -12,6 +12,7 @@ fn a_step_the_failed_plan_ended_stays_recorded() {
         noout: vec![3],
         started: Time(at(0)),
         drain: None,
+        domains: std::collections::BTreeMap::new(),
     };
     let previous = CephOsdStatus {
         ceph_step: Some(step.clone()),
@@ -363,6 +364,7 @@ fn open_step() -> CephStep {
         noout: vec![3],
         started: Time(at(0)),
         drain: None,
+        domains: std::collections::BTreeMap::new(),
     }
 }
 

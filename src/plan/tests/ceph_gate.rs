@@ -47,6 +47,7 @@ fn answered(plan: &Plan, decision: GateDecision, first_id: u32) -> CephView {
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
+            refused_whole: None,
         }),
         None,
     )
@@ -610,6 +611,7 @@ fn two_domains_proposed_only_the_first_let_go_goes() {
             noout_before: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
+            refused_whole: None,
         }),
         None,
     );

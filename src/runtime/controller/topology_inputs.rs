@@ -63,17 +63,15 @@ impl TopologyInputs {
         hasher.finish()
     }
 
-    /// The planner's view for the hosts a plan of `expanded` and `pods` deals with.
+    /// The planner's view for the hosts a plan of `expanded` and `pods` deals with, each as
+    /// the CephOSD spells it (its Node's name is the same in lower case).
     pub(super) fn view(&self, expanded: &ExpandedSpec, pods: &[Arc<Pod>]) -> TopologyView {
         if self.crush.is_none() && self.labels.is_none() {
             return TopologyView::default();
         }
         let hosts: BTreeSet<String> = (expanded.desired.osds.keys())
             .map(|k| k.host.clone())
-            .chain(
-                pods.iter()
-                    .filter_map(|p| bound_host(p).map(normalise_host)),
-            )
+            .chain(pods.iter().filter_map(|p| bound_host(p).map(str::to_owned)))
             .collect();
         let crush = (self.crush.as_ref()).map(|crush| {
             (crush.as_ref())
@@ -83,10 +81,13 @@ impl TopologyInputs {
         let labels = (self.labels.as_ref())
             .map(|labels| {
                 (hosts.iter())
-                    .filter_map(|h| Some((h.clone(), labels.get(h)?.clone())))
+                    .filter_map(|h| Some((h.clone(), labels.get(&normalise_host(h))?.clone())))
                     .collect()
             })
             .unwrap_or_default();
         TopologyView { crush, labels }
     }
 }
+
+#[cfg(test)]
+mod tests;

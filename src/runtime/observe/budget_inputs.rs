@@ -237,3 +237,6 @@ fn cephosds_of_budget(
         .map(|cr| ObjectRef::from_obj(&**cr))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -493,6 +493,7 @@ fn drain_step() -> crate::crd::CephStep {
             k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
         ),
         drain: Some(crate::crd::StepDrain::default()),
+        domains: std::collections::BTreeMap::new(),
     }
 }
 

@@ -56,6 +56,7 @@ fn exposes_what_the_status_shows_since_when_and_drops_what_it_no_longer_shows() 
             noout: vec![3],
             started: Time(Timestamp::from_second(950).unwrap()),
             drain: None,
+            domains: std::collections::BTreeMap::new(),
         }),
         budget: Some(BudgetStatus {
             allowed_domains: 0,

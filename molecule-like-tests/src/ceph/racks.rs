@@ -1,0 +1,269 @@
+//! A real Ceph of 12 OSDs on 12 hosts in 4 CRUSH racks (root → rack → host), a pool whose
+//! copies are each in another rack (size 3, min_size 2), optionally a pool whose copies are
+//! each on another host (size 2, min_size 1), and a gated rollout on it checked as a rollout by
+//! failure domain: in the pod watch (one pod per disk; the update domains, hosts or racks,
+//! one at a time, each whole) and in Ceph's own view (at most one rack with an OSD down, no PG
+//! below min_size, no PG with more copies down than the pools allow, every step started with
+//! every OSD up and every PG clean, no `noout` left).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+
+use crate::ceph::gated::{Gated, GatedOptions};
+use crate::ceph::steps::{steps_from, CephStep};
+use crate::ceph::PoolSpec;
+use crate::kubernetes::manifests::CR;
+use crate::kubernetes::pods::names_by_key;
+use crate::recording::domains::Domains;
+
+/// Host bases by rack: hosts in name order are racks in name order.
+pub const RACKS: &[(&str, &[&str])] = &[
+    ("rack-a", &["h01", "h02", "h03"]),
+    ("rack-b", &["h04", "h05", "h06"]),
+    ("rack-c", &["h07", "h08", "h09"]),
+    ("rack-d", &["h10", "h11", "h12"]),
+];
+
+/// Every host base, in order.
+pub const HOSTS: &[&str] = &[
+    "h01", "h02", "h03", "h04", "h05", "h06", "h07", "h08", "h09", "h10", "h11", "h12",
+];
+
+/// Copies in three racks: one rack down leaves two of every PG.
+pub const RACK_POOL: PoolSpec<'static> = PoolSpec {
+    name: "by-rack",
+    size: 3,
+    min_size: 2,
+    failure_domain: "rack",
+};
+
+/// Copies on two hosts, maybe of one rack: one rack down may take both copies of a PG.
+pub const HOST_POOL: PoolSpec<'static> = PoolSpec {
+    name: "by-host",
+    size: 2,
+    min_size: 1,
+    failure_domain: "host",
+};
+
+/// How long a rollout of the 12 OSDs may take (12 host steps of ~10-20 s each).
+pub const RACK_ROLLOUT: Duration = Duration::from_mins(8);
+
+/// `spec` for a rollout by rack (`updateDomain: Topology`, CRUSH racks).
+pub fn by_rack_spec() -> serde_json::Value {
+    json!({"updateDomain": "Topology", "topology": {"bucketType": "rack"}})
+}
+
+/// The 12-OSD cluster with `pools`, its CephOSD converged with `update_domain` and `spec_patch`.
+pub async fn up(
+    name: &str,
+    pools: &[PoolSpec<'_>],
+    update_domain: &str,
+    spec_patch: Option<serde_json::Value>,
+) -> anyhow::Result<Gated> {
+    Gated::up_with(
+        name,
+        &GatedOptions {
+            hosts: HOSTS,
+            racks: RACKS,
+            pools: Some(pools),
+            update_domain,
+            spec_patch,
+            ..GatedOptions::default()
+        },
+    )
+    .await
+}
+
+/// What one rollout measured.
+#[derive(Clone, Debug)]
+pub struct Rollout {
+    /// The template change to the gate idle again.
+    pub wall: Duration,
+    /// The steps as Ceph saw them.
+    pub steps: Vec<CephStep>,
+    /// When the gate was idle again, on the recorders' clock.
+    pub idle_at: Duration,
+    /// The pods after it, by key.
+    pub pods: BTreeMap<OsdKey, Pod>,
+}
+
+impl Rollout {
+    /// Each step's Ceph time (its first stop to every PG clean after its last boot) and the
+    /// operator's (from then to the next step's first stop, the last: to the gate idle).
+    pub fn step_times(&self) -> Vec<(Duration, Duration)> {
+        (self.steps.iter().enumerate())
+            .map(|(i, s)| {
+                let clean = s.clean.unwrap_or(s.start);
+                let next = self.steps.get(i + 1).map_or(self.idle_at, |n| n.start);
+                (clean.saturating_sub(s.start), next.saturating_sub(clean))
+            })
+            .collect()
+    }
+}
+
+impl Rollout {
+    /// The mean of [`Self::step_times`]: (Ceph's, the operator's).
+    pub fn mean_step(&self) -> (Duration, Duration) {
+        let times = self.step_times();
+        let n = u32::try_from(times.len()).unwrap_or(u32::MAX).max(1);
+        let ceph: Duration = times.iter().map(|(c, _)| *c).sum();
+        let operator: Duration = times.iter().map(|(_, o)| *o).sum();
+        (ceph / n, operator / n)
+    }
+}
+
+/// What a rollout by host (`by_rack` false) or by rack checks: whole domains, one at a time,
+/// at most one copy of any PG down.
+pub fn expect(g: &Gated, by_rack: bool) -> Expect {
+    Expect {
+        domains: if by_rack {
+            Domains::Buckets(g.rack_of.clone())
+        } else {
+            Domains::Host
+        },
+        whole: true,
+        copies_down: 1,
+        racks_from: None,
+    }
+}
+
+/// What a rollout's checks expect (see [`finish`]).
+#[derive(Clone, Debug)]
+pub struct Expect {
+    /// The update domains the pod watch counts.
+    pub domains: Domains,
+    /// Each domain's pods all at once and in order (else: at most one domain down at a time).
+    pub whole: bool,
+    /// The most copies of one PG that may be down at once.
+    pub copies_down: u64,
+    /// From when at most one rack may have an OSD down (None: the template change): a test
+    /// that moves a host between racks itself checks from its move back.
+    pub racks_from: Option<Duration>,
+}
+
+/// A template change under way.
+pub struct Started {
+    from: Duration,
+    from_seq: usize,
+    t0: Instant,
+    hash: String,
+}
+
+impl Started {
+    /// When it was made, on the recorders' clock.
+    pub fn from(&self) -> Duration {
+        self.from
+    }
+}
+
+/// A template change (`rev`): the rollout starts.
+pub async fn change_template(g: &Gated, rev: &str) -> anyhow::Result<Started> {
+    let (from, from_seq, t0) = (g.ceph.elapsed(), g.s.recorder()?.len(), Instant::now());
+    let (_, hash) =
+        g.s.patch_template_metadata(CR, json!({"labels": {"rev": rev}}))
+            .await?;
+    Ok(Started {
+        from,
+        from_seq,
+        t0,
+        hash,
+    })
+}
+
+/// A template change (`rev`) rolled out from `old` pods and checked (see [`finish`]).
+pub async fn roll(
+    g: &Gated,
+    old: &BTreeMap<OsdKey, Pod>,
+    rev: &str,
+    expect: &Expect,
+) -> anyhow::Result<Rollout> {
+    let started = change_template(g, rev).await?;
+    finish(g, started, old, expect).await
+}
+
+/// Waits until the pods of `started` converged and the gate is idle, then checks the pod
+/// watch (one pod per disk, the update domains of `expect`) and Ceph's view (at most one rack
+/// with an OSD down, no PG unavailable, at most `expect.copies_down` copies of a PG down, each
+/// step started with every OSD up and every PG clean, every OSD stopped once, no `noout` left).
+pub async fn finish(
+    g: &Gated,
+    started: Started,
+    old: &BTreeMap<OsdKey, Pod>,
+    expect: &Expect,
+) -> anyhow::Result<Rollout> {
+    let Started {
+        from,
+        from_seq,
+        t0,
+        hash,
+    } = started;
+    let pods = g.s.wait_converged(CR, &g.want, &hash, RACK_ROLLOUT).await;
+    let pods = pods.map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.gate.render()))?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let wall = t0.elapsed();
+    let idle_at = g.ceph.elapsed();
+    g.cluster.wait_clean(Duration::from_mins(1)).await?;
+
+    let report = g.report(from);
+    let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
+    // The pod watch: one pod per disk, the domains one at a time.
+    g.s.assert_one_pod_per_key().await.map_err(fail)?;
+    let recorder = g.s.recorder()?;
+    recorder
+        .assert_unavailable_domains_at_most(&g.want, expect.domains.clone(), 1, from_seq)
+        .map_err(fail)?;
+    if expect.whole {
+        (recorder.timeline())
+            .check_rollout(&names_by_key(old), expect.domains.clone())
+            .map_err(fail)?;
+    }
+    g.bridge.check().map_err(fail)?;
+    // Ceph's view.
+    let recording = g.ceph.recording();
+    recording
+        .check_buckets_down_at_most("rack", 1, expect.racks_from.unwrap_or(from))
+        .map_err(fail)?;
+    recording.check_pgs_never_unavailable(from).map_err(fail)?;
+    recording
+        .check_copies_down_at_most(expect.copies_down, from)
+        .map_err(fail)?;
+    recording.check_no_noout_at_end().map_err(fail)?;
+    let steps = steps_from(&g.bridge.daemons(), &recording, from);
+    let mut since = from;
+    for step in &steps {
+        recording
+            .check_clean_before(step.start, since)
+            .map_err(fail)?;
+        since = step.clean.unwrap_or(step.start);
+    }
+    let stopped: Vec<u32> = steps.iter().flat_map(|s| s.osds.clone()).collect();
+    let mut once = stopped.clone();
+    once.sort_unstable();
+    once.dedup();
+    anyhow::ensure!(
+        stopped.len() == g.table.len() && once.len() == stopped.len(),
+        "OSD stops {stopped:?} for {} OSDs: {steps:?}\n{report}",
+        g.table.len()
+    );
+    Ok(Rollout {
+        wall,
+        steps,
+        idle_at,
+        pods,
+    })
+}
+
+/// The racks of `step`'s OSDs.
+pub fn racks_of(g: &Gated, step: &CephStep) -> Vec<String> {
+    let mut racks: Vec<String> = (g.table.iter())
+        .filter(|(_, id)| step.osds.contains(id))
+        .filter_map(|(key, _)| g.rack_of.get(&key.host).cloned())
+        .collect();
+    racks.sort();
+    racks.dedup();
+    racks
+}
