@@ -107,9 +107,12 @@ impl RecordedDomains {
     /// How OSD keys group into update domains: by the recorded bucket of their host (a host
     /// without one is a domain of its own, as the planner counts it).
     pub(crate) fn domains(&self) -> UpdateDomains<'_> {
-        UpdateDomains {
-            kind: self.kind,
-            bucket_of: (self.kind == UpdateDomain::Topology).then_some(&self.bucket_of),
+        match self.kind {
+            UpdateDomain::Topology => UpdateDomains {
+                kind: self.kind,
+                bucket_of: Some(&self.bucket_of),
+            },
+            kind => UpdateDomains::plain(kind),
         }
     }
 
