@@ -1,8 +1,9 @@
 //! The operator's Ceph client against real Ceph daemons (Debian's 16.2.15, cephx on), with the
-//! operator's own key and its minimal caps: every answer parsed, ok-to-stop yes for one host
-//! and no (with Ceph's numbers) for all, noout set and cleared on exactly the asked OSDs, a pod
-//! mapped to its OSD from the daemon's own report, a key without the caps refused clearly, and
-//! with the mgr or the mon stopped an error within the call's bound and no `ceph` child left.
+//! operator's own key and its minimal caps: every answer parsed (the CRUSH tree, rules and
+//! pools too), ok-to-stop yes for one host and no (with Ceph's numbers) for all, noout set and
+//! cleared on exactly the asked OSDs, a pod mapped to its OSD from the daemon's own report, a
+//! key without the caps refused clearly, and with the mgr or the mon stopped an error within
+//! the call's bound and no `ceph` child left.
 //!
 //! Needs only the Ceph packages (`molecule-like-tests/ceph install`), not the control plane:
 //! no pod exists, so there is no pod watch to record here (the rollouts over real daemons,
@@ -295,6 +296,28 @@ async fn answers_parse(op: &impl CephClient) {
     let (facts, _) = timed("status + osd dump + pg stat in parallel", gather_facts(op)).await;
     let facts = facts.unwrap();
     assert!(facts.pgs.as_ref().is_some_and(PgStates::all_clean));
+
+    // The failure domains: each host's CRUSH bucket under the root; the test pool's rule.
+    let (tree, _) = timed("osd crush tree", op.crush_tree()).await;
+    let placed = tree
+        .unwrap()
+        .ancestors_of_nodes(["host-0", "HOST-1", "host-2", "host-9"]);
+    assert_eq!(placed.len(), 3, "{placed:?}");
+    assert_eq!(placed["HOST-1"]["host"], "host-1");
+    assert!(
+        placed.values().all(|a| a["root"] == "default"),
+        "{placed:?}"
+    );
+    let (rules, _) = timed("osd crush rule dump", op.crush_rules()).await;
+    let rules = rules.unwrap();
+    let (pools, _) = timed("osd pool ls detail", op.pool_rules()).await;
+    let pools = pools.unwrap();
+    let test = pools
+        .iter()
+        .find(|p| p.name == "test")
+        .expect("the test pool");
+    assert_eq!(test.size, 3);
+    assert_eq!(rules[&test.crush_rule].name, "replicated_rule");
 }
 
 async fn ok_to_stop_one_host_yes_all_no(op: &impl CephClient) {

@@ -2,7 +2,10 @@
 //! `kubectl-ceph_osd`) against the local control plane: a canary of one host holds and
 //! `status --until partitioned` returns there, `plan` lists the order the recorded pod watch
 //! then shows, `promote` lets the rollout finish and `status --until complete` returns at the
-//! end; a stalled rollout makes `--until complete` fail.
+//! end; a stalled rollout makes `--until complete` fail. By failure domain (`updateDomain:
+//! Topology`, the zones read by the operator from a node label): `status` groups hosts under
+//! their zone and names a host in none with why, `plan` shows the zones with their hosts in
+//! the order the recorded pod watch then shows.
 //!
 //! Needs the local control plane and a built operator (see `tests/scenarios.rs`).
 
@@ -19,6 +22,7 @@ use molecule_like_tests::manifests::{
 };
 use molecule_like_tests::plugin::kubectl_ceph_osd;
 use molecule_like_tests::pods::annotation;
+use molecule_like_tests::recording::domains::Domains;
 use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::{json, Value};
 
@@ -34,6 +38,26 @@ fn hosts_by_pod(
 /// The batches of a `plan -o json`.
 fn batches(plan: &Value) -> Vec<Vec<String>> {
     serde_json::from_value(plan["plan"]["batches"].clone()).expect("batches")
+}
+
+/// The stored CR as `kubectl apply` would send it with template label `rev: 2`.
+async fn next_template(s: &Scenario) -> anyhow::Result<ceph_osd_operator::crd::CephOsd> {
+    let mut next = s.crs.get(CR).await?;
+    next.metadata.managed_fields = None;
+    next.status = None;
+    next.spec.pod_template["metadata"]["labels"]["rev"] = json!("2");
+    Ok(next)
+}
+
+/// Writes `cr` as YAML, named `name`, beside the scenario's log; its path.
+fn write_manifest(
+    s: &Scenario,
+    cr: &ceph_osd_operator::crd::CephOsd,
+    name: &str,
+) -> anyhow::Result<String> {
+    let file = s.log_path.parent().expect("dir").join(name);
+    std::fs::write(&file, serde_saphyr::to_string(cr)?)?;
+    Ok(file.to_string_lossy().into_owned())
 }
 
 /// `status -o json` carries the status as the operator wrote it, with the rollout measured.
@@ -84,14 +108,8 @@ async fn k1_a_canary_holds_plan_shows_the_order_promote_finishes_it() -> anyhow:
     );
 
     // The plan of the next template, from a file: the canary host, then the cut.
-    let mut next = s.crs.get(CR).await?;
-    next.metadata.managed_fields = None;
-    next.status = None;
-    next.spec.pod_template["metadata"]["labels"]["rev"] = json!("2");
-    let file = s.log_path.parent().expect("dir").join("next.yaml");
-    std::fs::write(&file, serde_saphyr::to_string(&next)?)?;
-    let (code, out, err) =
-        kubectl_ceph_osd(&s, &["plan", "-f", &file.to_string_lossy(), "-o", "json"]).await?;
+    let file = write_manifest(&s, &next_template(&s).await?, "next.yaml")?;
+    let (code, out, err) = kubectl_ceph_osd(&s, &["plan", "-f", &file, "-o", "json"]).await?;
     anyhow::ensure!(code == 0, "plan -f: {code} {err}");
     let planned: Value = serde_json::from_str(&out)?;
     anyhow::ensure!(batches(&planned) == [[hosts[0].clone()]], "{out}");
@@ -317,3 +335,187 @@ async fn k4_the_eta_after_a_third_of_a_30_host_rollout_is_within_20_percent() ->
 
 /// How long the 30-host rollout may take to reach a third.
 const ETA_WAIT: std::time::Duration = std::time::Duration::from_mins(5);
+
+/// The node label of the failure domains in `k5`.
+const ZONE: &str = "topology.kubernetes.io/zone";
+
+/// Sets label `ZONE` of the Node of `host` to `zone` (None: removes it).
+async fn label_zone(s: &Scenario, host: &str, zone: Option<&str>) -> anyhow::Result<()> {
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(s.client.clone());
+    nodes
+        .patch(
+            host,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {ZONE: zone}}})),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Waits until `status.failureDomains` is `buckets` (zone → hosts) and `unplaced`.
+async fn wait_failure_domains(
+    s: &Scenario,
+    buckets: &BTreeMap<String, Vec<String>>,
+    unplaced: &[&str],
+) -> anyhow::Result<()> {
+    s.wait_until(
+        "the zones in status.failureDomains",
+        ROLLOUT_WAIT,
+        || async {
+            let status = s.crs.get(CR).await?.status.unwrap_or_default();
+            Ok(status
+                .failure_domains
+                .filter(|d| {
+                    d.bucket_type.as_deref() == Some("zone")
+                        && d.buckets == *buckets
+                        && d.unplaced
+                            .keys()
+                            .map(String::as_str)
+                            .eq(unplaced.iter().copied())
+                })
+                .map(|_| ()))
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn k5_by_zone_from_a_node_label_plan_shows_zones_with_their_hosts() -> anyhow::Result<()> {
+    let s = Scenario::converge("plugin-zones").await?;
+    let hosts = s.hosts(["z1", "z2", "z3", "z4", "z5"]);
+    let data = ["/dev/sdb"];
+    // The zones on the Nodes before the CephOSD: a and b of two hosts, c of one (z5 unlabelled).
+    molecule_like_tests::nodes::ensure_nodes(&s.client, &hosts.iter().cloned().collect()).await?;
+    for (host, zone) in hosts.iter().zip(["zone-a", "zone-a", "zone-b", "zone-b"]) {
+        label_zone(&s, host, Some(zone)).await?;
+    }
+    let mut manifest = cephosd(
+        CR,
+        storage(&hosts, &data),
+        "Topology",
+        fast_sample_template()?,
+    );
+    manifest["spec"]["topology"] = json!({"bucketType": "zone", "topologyKey": ZONE});
+    let Converged { want, pods: v1, .. } =
+        s.create_converged(&manifest, keys(&hosts, &data)).await?;
+    let zones = |c: &[&String]| -> BTreeMap<String, Vec<String>> {
+        let mut zones = BTreeMap::from([
+            (
+                "zone-a".to_owned(),
+                vec![hosts[0].clone(), hosts[1].clone()],
+            ),
+            (
+                "zone-b".to_owned(),
+                vec![hosts[2].clone(), hosts[3].clone()],
+            ),
+        ]);
+        if !c.is_empty() {
+            zones.insert(
+                "zone-c".to_owned(),
+                c.iter().map(|h| (*h).clone()).collect(),
+            );
+        }
+        zones
+    };
+
+    // z5 has no zone: the status names it with why; the plan starts nothing and says so.
+    wait_failure_domains(&s, &zones(&[]), &[hosts[4].as_str()]).await?;
+    let why = format!("its Node has no label {ZONE}");
+    let (code, out, err) = kubectl_ceph_osd(&s, &["status"]).await?;
+    anyhow::ensure!(code == 0, "status: {code} {err}");
+    anyhow::ensure!(
+        out.contains("rollout   by failure domain (zone)")
+            && out.contains("zone zone-a: 2/2 hosts updated")
+            && out.contains("in no known failure domain: 1 host")
+            && out.contains(&format!("{}  updated    1/1 ready  ({why})", hosts[4])),
+        "{out}"
+    );
+    let next = next_template(&s).await?;
+    let file = write_manifest(&s, &next, "next-zones.yaml")?;
+    let (code, out, err) = kubectl_ceph_osd(&s, &["plan", "-f", &file, "-o", "json"]).await?;
+    anyhow::ensure!(code == 0, "plan -f: {code} {err}");
+    let planned: Value = serde_json::from_str(&out)?;
+    anyhow::ensure!(
+        batches(&planned).is_empty()
+            && planned["plan"]["stops"].as_str()
+                == Some(format!("host {} is in no known failure domain: {why}", hosts[4]).as_str()),
+        "{out}"
+    );
+
+    // Labelled: z5 joins zone-c, and the plan is the three zones in order, hosts within.
+    label_zone(&s, &hosts[4], Some("zone-c")).await?;
+    wait_failure_domains(&s, &zones(&[&hosts[4]]), &[]).await?;
+    let (code, out, err) = kubectl_ceph_osd(&s, &["plan", "-f", &file, "-o", "json"]).await?;
+    anyhow::ensure!(code == 0, "plan -f: {code} {err}");
+    let planned: Value = serde_json::from_str(&out)?;
+    anyhow::ensure!(
+        batches(&planned) == [["zone-a"], ["zone-b"], ["zone-c"]]
+            && planned["plan"]["failureDomains"] == json!(zones(&[&hosts[4]])),
+        "{out}"
+    );
+    let (code, out, err) = kubectl_ceph_osd(&s, &["plan", "-f", &file]).await?;
+    anyhow::ensure!(
+        code == 0
+            && out.contains(&format!(
+                "step 1     zone-a ({}, {})  +",
+                hosts[0], hosts[1]
+            ))
+            && out.contains(&format!("step 3     zone-c ({})  +", hosts[4])),
+        "plan -f: {code} {err}\n{out}"
+    );
+
+    // Bad input: a Topology manifest without spec.topology is refused, the field named.
+    let mut bad = next.clone();
+    bad.spec.topology = None;
+    let bad_file = write_manifest(&s, &bad, "bad-zones.yaml")?;
+    let (code, _, err) = kubectl_ceph_osd(&s, &["plan", "-f", &bad_file]).await?;
+    anyhow::ensure!(
+        code == 2 && err.contains("spec.topology: is required when spec.updateDomain is Topology"),
+        "{code} {err}"
+    );
+
+    // The rollout goes as planned: zone by zone, one zone down at most.
+    let bucket_of: BTreeMap<String, String> = (zones(&[&hosts[4]]).into_iter())
+        .flat_map(|(zone, hosts)| hosts.into_iter().map(move |h| (h, zone.clone())))
+        .collect();
+    rolls_zone_by_zone(&s, &want, &hosts_by_pod(&v1), bucket_of).await?;
+    s.destroy().await
+}
+
+/// Rolls CR to a new template and checks the recorded pod watch: one pod per disk, one zone
+/// of `bucket_of` down at most, the zones deleted in order (`old_host`: each old pod's host).
+async fn rolls_zone_by_zone(
+    s: &Scenario,
+    want: &std::collections::BTreeSet<ceph_osd_operator::OsdKey>,
+    old_host: &BTreeMap<String, String>,
+    bucket_of: BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let mark = rec.len();
+    s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+        .await?;
+    let (code, out, err) =
+        kubectl_ceph_osd(s, &["status", "--until", "complete", "--timeout", "180s"]).await?;
+    anyhow::ensure!(code == 0, "--until complete: {code} {err}\n{out}");
+    rec.catch_up(&s.pods).await?;
+    rec.assert_one_pod_per_key()?;
+    rec.assert_unavailable_domains_at_most(want, Domains::Buckets(bucket_of.clone()), 1, mark)?;
+    let mut order: Vec<String> = Vec::new();
+    for (seq, name) in rec.timeline().deletions {
+        if let (true, Some(zone)) = (
+            seq >= mark,
+            old_host.get(&name).and_then(|h| bucket_of.get(h)),
+        ) {
+            if order.last() != Some(zone) {
+                order.push(zone.clone());
+            }
+        }
+    }
+    anyhow::ensure!(
+        order == ["zone-a", "zone-b", "zone-c"],
+        "deleted in order {order:?}\n{}",
+        rec.render()
+    );
+    Ok(())
+}

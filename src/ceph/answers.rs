@@ -17,7 +17,7 @@ pub struct ParseError {
     pub message: String,
 }
 
-fn parse<T: DeserializeOwned>(json: &[u8]) -> Result<T, ParseError> {
+pub(super) fn parse<T: DeserializeOwned>(json: &[u8]) -> Result<T, ParseError> {
     let mut de = serde_json::Deserializer::from_slice(json);
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| ParseError {
         path: e.path().to_string(),

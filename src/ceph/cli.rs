@@ -11,6 +11,9 @@ use super::answers::{
     PgBrief, PgStates, SafeToDestroy,
 };
 use super::client::{CephClient, CephError};
+use super::crush::{
+    parse_crush_rules, parse_crush_tree, parse_pool_rules, CrushRule, CrushTree, PoolRule,
+};
 use super::finished::Finished;
 use super::osd_id::OsdId;
 use super::session::{python_of, Launch, Session, SessionError};
@@ -372,6 +375,30 @@ impl CephClient for CliClient {
                 ids.iter().map(|id| id.0.to_string()),
             );
             self.ask(&command, parse_safe_to_destroy).await
+        }
+        .boxed()
+    }
+
+    fn crush_tree(&self) -> BoxFuture<'_, Result<CrushTree, CephError>> {
+        async move {
+            self.ask(&command(&["osd", "crush", "tree"], []), parse_crush_tree)
+                .await
+        }
+        .boxed()
+    }
+
+    fn crush_rules(&self) -> BoxFuture<'_, Result<BTreeMap<i64, CrushRule>, CephError>> {
+        async move {
+            let command = command(&["osd", "crush", "rule", "dump"], []);
+            self.ask(&command, parse_crush_rules).await
+        }
+        .boxed()
+    }
+
+    fn pool_rules(&self) -> BoxFuture<'_, Result<Vec<PoolRule>, CephError>> {
+        async move {
+            let command = command(&["osd", "pool", "ls", "detail"], []);
+            self.ask(&command, parse_pool_rules).await
         }
         .boxed()
     }

@@ -5,6 +5,7 @@
 use super::answers::{
     ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgBrief, PgStates, SafeToDestroy,
 };
+use super::crush::{CrushRule, CrushTree, PoolRule};
 use super::osd_id::OsdId;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
@@ -56,6 +57,15 @@ pub trait CephClient: Send + Sync {
         &'a self,
         ids: &'a [OsdId],
     ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>>;
+
+    /// `osd crush tree`: the CRUSH buckets and which bucket each is in.
+    fn crush_tree(&self) -> BoxFuture<'_, Result<CrushTree, CephError>>;
+
+    /// `osd crush rule dump`: the CRUSH rules by id.
+    fn crush_rules(&self) -> BoxFuture<'_, Result<BTreeMap<i64, CrushRule>, CephError>>;
+
+    /// `osd pool ls detail`: each pool's CRUSH rule and size.
+    fn pool_rules(&self) -> BoxFuture<'_, Result<Vec<PoolRule>, CephError>>;
 
     /// A question costs a round trip over a kept connection, not a process: Ceph may be
     /// looked at often.

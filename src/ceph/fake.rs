@@ -6,6 +6,7 @@ use super::answers::{
     ClusterStatus, OkToStop, OsdDump, OsdMetadata, PgBrief, PgStates, SafeToDestroy,
 };
 use super::client::{CephClient, CephError};
+use super::crush::{CrushRule, CrushTree, PoolRule};
 use super::osd_id::OsdId;
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -26,6 +27,9 @@ pub(crate) enum Call {
     OsdOut(Vec<OsdId>),
     OsdIn(Vec<OsdId>),
     SafeToDestroy(Vec<OsdId>),
+    CrushTree,
+    CrushRules,
+    PoolRules,
 }
 
 /// One scripted answer: a result, or no answer ever (a mgr command without a mgr).
@@ -49,6 +53,9 @@ pub(crate) struct ScriptedCeph {
     osd_out: Queue<()>,
     osd_in: Queue<()>,
     safe_to_destroy: Queue<SafeToDestroy>,
+    crush_tree: Queue<CrushTree>,
+    crush_rules: Queue<BTreeMap<i64, CrushRule>>,
+    pool_rules: Queue<Vec<PoolRule>>,
     calls: Mutex<Vec<Call>>,
 }
 
@@ -135,6 +142,24 @@ impl ScriptedCeph {
         self
     }
 
+    pub(crate) fn on_crush_tree(self, answer: Result<CrushTree, CephError>) -> Self {
+        push(&self.crush_tree, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_crush_rules(
+        self,
+        answer: Result<BTreeMap<i64, CrushRule>, CephError>,
+    ) -> Self {
+        push(&self.crush_rules, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_pool_rules(self, answer: Result<Vec<PoolRule>, CephError>) -> Self {
+        push(&self.pool_rules, Scripted::Answer(answer));
+        self
+    }
+
     /// The calls so far, in the order they were made.
     pub(crate) fn calls(&self) -> Vec<Call> {
         self.calls.lock().unwrap().clone()
@@ -202,6 +227,18 @@ impl CephClient for ScriptedCeph {
         ids: &'a [OsdId],
     ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>> {
         self.answer(Call::SafeToDestroy(ids.to_vec()), &self.safe_to_destroy)
+    }
+
+    fn crush_tree(&self) -> BoxFuture<'_, Result<CrushTree, CephError>> {
+        self.answer(Call::CrushTree, &self.crush_tree)
+    }
+
+    fn crush_rules(&self) -> BoxFuture<'_, Result<BTreeMap<i64, CrushRule>, CephError>> {
+        self.answer(Call::CrushRules, &self.crush_rules)
+    }
+
+    fn pool_rules(&self) -> BoxFuture<'_, Result<Vec<PoolRule>, CephError>> {
+        self.answer(Call::PoolRules, &self.pool_rules)
     }
 }
 

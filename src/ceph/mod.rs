@@ -9,6 +9,7 @@ mod by_node;
 mod clean;
 mod cli;
 mod client;
+mod crush;
 mod facts;
 #[cfg(test)]
 pub(crate) mod fake;
@@ -31,6 +32,10 @@ pub use by_node::OtherCephOsds;
 pub use clean::is_clean_state;
 pub use cli::{CephUser, CliClient, CliSettings, DEFAULT_CALL_TIMEOUT};
 pub use client::{CephClient, CephError};
+pub use crush::{
+    parse_crush_rules, parse_crush_tree, parse_pool_rules, CrushBucket, CrushRule, CrushTree,
+    PoolRule, RuleStep, HOST_TYPE,
+};
 pub use facts::{gather_facts, gather_step_facts, CephFacts, PgsOnOsds};
 pub use key_ids::{
     IdSource, KeyIds, KeyToMap, MappedKey, NodeEvidence, NotExact, PodRef, UnknownReason,

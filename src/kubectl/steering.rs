@@ -3,13 +3,13 @@
 
 use crate::crd::apply_server_defaults;
 use crate::crd::osd::OsdKey;
-use crate::crd::update_domain::domain_id;
 use crate::hash::TemplateHash;
 use crate::kubectl::choices::Output;
 use crate::kubectl::cluster::{Cluster, Snapshot};
 use crate::kubectl::failed::Failed;
 use crate::labels;
 use crate::offline::eta::StepEstimate;
+use crate::offline::failure_domains::RecordedDomains;
 use crate::offline::manifest::{parse_cephosd, read_manifest};
 use crate::offline::plan_text::plan_text;
 use crate::offline::rollout_preview::{preview_rollout, RolloutPreview};
@@ -210,7 +210,8 @@ fn waited_on(snapshot: &Snapshot, pod: &k8s_openapi::api::core::v1::Pod) -> bool
     else {
         return false;
     };
-    let domain = domain_id(&OsdKey::new(host, data), snapshot.cr.spec.update_domain);
+    let recorded = RecordedDomains::of(&snapshot.cr);
+    let domain = recorded.domains().id(&OsdKey::new(host, data));
     let ready = ready_since(pod).is_some();
     let under_way = (snapshot.cr.status.iter()).any(|s| s.current_update.contains(&domain));
     under_way && !ready && pod.metadata.deletion_timestamp.is_none()

@@ -8,6 +8,7 @@ use crate::crd::storage_rules::{device_path_problem, host_problem};
 use crate::crd::template_rules::template_problems;
 use crate::crd::{cephosd_schema, CephOsd, MAX_NAME_LEN};
 use crate::offline::schema_check::first_mismatch;
+use crate::offline::topology_check::topology_problem;
 use serde_json::Value;
 use std::fs::File;
 use std::io::Read;
@@ -174,6 +175,9 @@ pub(crate) fn check(cr: &CephOsd) -> Result<(), ManifestError> {
     }
     if let Some(problem) = template_problems(&cr.spec.pod_template).into_iter().next() {
         return Err(field(problem.path, problem.message));
+    }
+    if let Some((path, message)) = topology_problem(&cr.spec) {
+        return Err(field(path, message));
     }
     // Not a schema rule, but the operator would not act on these OSDs: say so before applying.
     if let Some(problem) = desired_osds(&cr.spec)

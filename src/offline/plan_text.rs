@@ -1,5 +1,6 @@
 //! `kubectl ceph-osd plan` as text: the steps the next rollout takes in order, each with its
-//! update domains and the cumulative ETA, then the cut and what stays or is skipped, and why.
+//! update domains (a failure domain with its hosts) and the cumulative ETA, then the cut and
+//! what stays, is skipped or is in no known failure domain, and why.
 
 use crate::offline::eta::{human, StepEstimate};
 use crate::offline::rollout_preview::RolloutPreview;
@@ -25,7 +26,7 @@ pub(crate) fn plan_text(
         let _ = writeln!(
             out,
             "under way  {}  +{}",
-            domains(&preview.under_way),
+            domains(&preview.under_way, preview),
             human(step.median_seconds)
         );
     }
@@ -35,11 +36,11 @@ pub(crate) fn plan_text(
         let _ = writeln!(
             out,
             "step {steps:<4}  {}  +{}",
-            domains(batch),
+            domains(batch, preview),
             human(median)
         );
     }
-    if steps == 0 {
+    if steps == 0 && preview.stops.is_none() {
         out.push_str("nothing to replace\n");
     }
     if !preview.held.is_empty() {
@@ -56,6 +57,19 @@ pub(crate) fn plan_text(
         if held.len() > HELD_LINES {
             let _ = writeln!(out, "           … {} more held", held.len() - HELD_LINES);
         }
+    }
+    for (host, why) in preview.unplaced.iter().take(HELD_LINES) {
+        let _ = writeln!(
+            out,
+            "unplaced   {host}  (in no known failure domain: {why})"
+        );
+    }
+    if preview.unplaced.len() > HELD_LINES {
+        let more = preview.unplaced.len() - HELD_LINES;
+        let _ = writeln!(
+            out,
+            "           … {more} more hosts in no known failure domain"
+        );
     }
     if let Some(stops) = &preview.stops {
         let _ = writeln!(out, "stops      {stops}");
@@ -82,16 +96,25 @@ pub(crate) fn plan_text(
     out
 }
 
-/// `a, b, c` or `a, b, … (+12)`.
-fn domains(batch: &[String]) -> String {
-    let shown: Vec<&str> = batch
-        .iter()
-        .take(DOMAINS_PER_LINE)
-        .map(String::as_str)
+/// `a, b, c` or `a, b, … (+12)`; a failure domain with its hosts: `rack1 (h1, h2)`.
+fn domains(batch: &[String], preview: &RolloutPreview) -> String {
+    let named: Vec<String> = (batch.iter())
+        .map(|domain| match preview.failure_domains.get(domain) {
+            Some(hosts) => format!("{domain} ({})", listed(hosts)),
+            None => domain.clone(),
+        })
         .collect();
-    let mut text = shown.join(", ");
-    if batch.len() > DOMAINS_PER_LINE {
-        let _ = write!(text, ", … (+{})", batch.len() - DOMAINS_PER_LINE);
+    listed(&named)
+}
+
+/// `a, b, c` or `a, b, … (+12)`.
+fn listed(names: &[String]) -> String {
+    let mut text = (names.iter().take(DOMAINS_PER_LINE))
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > DOMAINS_PER_LINE {
+        let _ = write!(text, ", … (+{})", names.len() - DOMAINS_PER_LINE);
     }
     text
 }

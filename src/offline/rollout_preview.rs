@@ -6,6 +6,7 @@
 use crate::crd::osd::CountingSuffix;
 use crate::crd::CephOsd;
 use crate::labels;
+use crate::offline::failure_domains::RecordedDomains;
 use crate::plan::actions::Action;
 use crate::plan::{plan, Hold, Observed};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -31,10 +32,18 @@ pub(crate) struct RolloutPreview {
     /// What the rollout leaves alone: pods of other controllers, OSDs the spec is ambiguous
     /// about or an older CephOSD claims.
     pub(crate) skipped: Vec<String>,
+    /// With `updateDomain: Topology`: each failure domain's hosts, as recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) failure_domains: BTreeMap<String, Vec<String>>,
+    /// With `updateDomain: Topology`: the hosts in no known failure domain, and why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) unplaced: BTreeMap<String, String>,
 }
 
 /// Runs the planner on `cr` (its status as it is) and copies of `pods` and `replica_sets`
-/// until it has nothing more to do. Pods not Ready now are taken to become Ready.
+/// until it has nothing more to do. Pods not Ready now are taken to become Ready. With
+/// `updateDomain: Topology` the hosts are in the failure domains `status.failureDomains`
+/// records; while one is not placed there, no step starts, and the preview says why.
 pub(crate) fn preview_rollout(
     cr: &CephOsd,
     pods: &[Pod],
@@ -50,21 +59,24 @@ pub(crate) fn preview_rollout(
     for pod in &mut pods {
         set_ready(pod, long_ago);
     }
+    let recorded = RecordedDomains::of(&cr);
     let mut preview = RolloutPreview {
         under_way: (cr.status.as_ref())
             .map(|s| s.current_update.clone())
             .unwrap_or_default(),
+        failure_domains: recorded.buckets.clone(),
+        unplaced: recorded.unplaced.clone(),
         ..RolloutPreview::default()
     };
+    let topology = recorded.view();
     let mut suffixes = CountingSuffix::default();
     let rounds = 4 * pods.len().max(replica_sets.len()) + 20;
     for _ in 0..rounds {
-        let planned = plan(
-            &cr,
-            &Observed::new(&pods, &replica_sets),
-            &mut suffixes,
-            now,
-        );
+        let observed = Observed {
+            topology: topology.clone(),
+            ..Observed::new(&pods, &replica_sets)
+        };
+        let planned = plan(&cr, &observed, &mut suffixes, now);
         if !planned.starting.is_empty() {
             preview.batches.push(planned.starting.clone());
         }
@@ -82,6 +94,9 @@ pub(crate) fn preview_rollout(
             break;
         }
         apply(&planned.actions, &mut pods, &mut replica_sets, long_ago);
+    }
+    if let Some(why) = recorded.unknown {
+        preview.stops = Some(why);
     }
     preview
 }

@@ -1,7 +1,8 @@
 //! `kubectl ceph-osd status` as text: the header, then the hosts in rollout order with the
-//! pods of those being replaced or next; long runs of alike hosts fold into one line.
+//! pods of those being replaced or next (by failure domain: under a line per bucket, those in
+//! none known last); long runs of alike hosts fold into one line.
 
-use crate::crd::{CephOsdStatus, CephStep};
+use crate::crd::{CephOsdStatus, CephStep, UpdateDomain};
 use crate::offline::eta::human;
 use crate::offline::status_view::{HostState, HostView, PodView, StatusView};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -34,23 +35,33 @@ pub(crate) fn status_text(view: &StatusView, options: &TextOptions) -> String {
     }
     let width = shown.iter().map(|h| h.host.len()).max().unwrap_or(4).max(4);
     let expand_all = options.all || options.host.is_some();
+    let by_bucket = view.update_domain == UpdateDomain::Topology;
     let mut index = 0;
     while index < shown.len() {
         let host = shown[index];
+        if by_bucket && (index == 0 || shown[index - 1].bucket != host.bucket) {
+            let _ = writeln!(out, "{}", bucket_line(view, &shown[index..]));
+        }
         let run = shown[index..]
             .iter()
-            .take_while(|h| h.state == host.state && h.why == host.why)
+            .take_while(|h| h.state == host.state && h.why == host.why && h.bucket == host.bucket)
             .count();
         let foldable = matches!(
             host.state,
             HostState::Updated | HostState::Waiting | HostState::Held
         );
-        let _ = writeln!(out, "{}", host_line(host, width));
+        let indent = if by_bucket { "  " } else { "" };
+        let _ = writeln!(out, "{indent}{}", host_line(host, width));
         if expand_all || matches!(host.state, HostState::Replacing | HostState::Next) {
             pods_text(&mut out, &host.pods);
         }
         if foldable && !expand_all && run >= FOLD_AT {
-            let _ = writeln!(out, "  … {} more {} hosts", run - 1, host.state.word());
+            let _ = writeln!(
+                out,
+                "{indent}  … {} more {} hosts",
+                run - 1,
+                host.state.word()
+            );
             index += run;
         } else {
             index += 1;
@@ -86,10 +97,13 @@ fn header(view: &StatusView) -> String {
         Some(IntOrString::String(s)) => s.clone(),
     };
     let unit = view.update_domain.plural();
+    let by = match &view.bucket_type {
+        Some(bucket_type) => format!("{} ({bucket_type})", view.update_domain.noun()),
+        None => view.update_domain.noun().to_owned(),
+    };
     let _ = writeln!(
         out,
-        "template  {template}\nrollout   by {} · maxUnavailable {} · partition {} · canary {}{}",
-        view.update_domain.noun(),
+        "template  {template}\nrollout   by {by} · maxUnavailable {} · partition {} · canary {}{}",
         view.max_unavailable,
         count(&view.partition),
         count(&view.canary),
@@ -105,6 +119,9 @@ fn header(view: &StatusView) -> String {
         status.ready,
         status.out_of_date,
     );
+    if let Some(why) = &view.failure_domains_unknown {
+        let _ = writeln!(out, "domains   {why}");
+    }
     if let Some(step) = &status.ceph_step {
         let _ = writeln!(out, "ceph      {}", ceph_step_line(step, status));
     }
@@ -152,6 +169,34 @@ fn ceph_step_line(step: &CephStep, status: &CephOsdStatus) -> String {
         let _ = write!(line, " · {}", gate.message);
     }
     line
+}
+
+/// The line above the hosts of one failure domain (the first of `rest`): its name and how
+/// many of its hosts are updated, or that they are in none known.
+fn bucket_line(view: &StatusView, rest: &[&HostView]) -> String {
+    let bucket = rest.first().and_then(|h| h.bucket.as_ref());
+    let members: Vec<&&HostView> = rest
+        .iter()
+        .take_while(|h| h.bucket.as_ref() == bucket)
+        .collect();
+    let updated = members
+        .iter()
+        .filter(|h| h.state == HostState::Updated)
+        .count();
+    match bucket {
+        Some(bucket) => format!(
+            "{} {bucket}: {updated}/{} hosts updated",
+            view.bucket_type.as_deref().unwrap_or("failure domain"),
+            members.len()
+        ),
+        None => format!(
+            "in no known failure domain: {} (no step starts while one is)",
+            match members.len() {
+                1 => "1 host".to_owned(),
+                n => format!("{n} hosts"),
+            }
+        ),
+    }
 }
 
 fn host_line(host: &HostView, width: usize) -> String {

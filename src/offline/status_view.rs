@@ -1,12 +1,13 @@
 //! A CephOSD's rollout as `kubectl ceph-osd status` shows it: a header of counts, progress
 //! and ETA, then its hosts in rollout order, each updated, replacing, next, held or waiting,
-//! with its pods. Built from the CephOSD and its pods only; serialisable as it is shown.
+//! with its pods (by failure domain: each with its recorded bucket, those in none last).
+//! Built from the CephOSD and its pods only; serialisable as it is shown.
 
 use crate::crd::osd::OsdKey;
-use crate::crd::update_domain::domain_id as rollout_domain;
 use crate::crd::{CephOsd, CephOsdStatus, UpdateDomain};
 use crate::labels;
 use crate::offline::eta::{elapsed, StepEstimate};
+use crate::offline::failure_domains::RecordedDomains;
 use crate::offline::rollout_preview::RolloutPreview;
 use crate::plan::expanded_spec::ExpandedSpec;
 use crate::pod::pod_status::ready_since;
@@ -26,6 +27,12 @@ pub(crate) struct StatusView {
     /// The CephOSD's status as the operator wrote it.
     pub(crate) status: CephOsdStatus,
     pub(crate) update_domain: UpdateDomain,
+    /// With `updateDomain: Topology`: the bucket type of the recorded failure domains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) bucket_type: Option<String>,
+    /// With `updateDomain: Topology`: why the hosts are not all in a recorded failure domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) failure_domains_unknown: Option<String>,
     pub(crate) max_unavailable: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) partition: Option<IntOrString>,
@@ -53,6 +60,9 @@ pub(crate) struct StatusView {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct HostView {
     pub(crate) host: String,
+    /// With `updateDomain: Topology`: its failure domain, as recorded (None: in none known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) bucket: Option<String>,
     pub(crate) state: HostState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) why: Option<String>,
@@ -119,13 +129,19 @@ pub(crate) fn status_view(
     let hash = expanded.template_hash.to_string();
     let status = cr.status.clone().unwrap_or_default();
     let domain_kind = cr.spec.update_domain;
-    // Hosts in the order of their first update domain in rollout order.
-    let mut domains: Vec<(String, String)> = (expanded.desired.osds.keys())
-        .map(|k| (rollout_domain(k, domain_kind), k.host.clone()))
+    let recorded = RecordedDomains::of(cr);
+    let rollout = recorded.domains();
+    // Hosts in the order of their first update domain in rollout order; with failure
+    // domains, those in none known last.
+    let mut domains: Vec<(bool, String, String)> = (expanded.desired.osds.keys())
+        .map(|k| {
+            let unplaced = recorded.unplaced.contains_key(&k.host);
+            (unplaced, rollout.id(k), k.host.clone())
+        })
         .collect();
-    domains.sort_by_key(|(d, _)| (d.to_lowercase(), d.clone()));
+    domains.sort_by_key(|(u, d, _)| (*u, d.to_lowercase(), d.clone()));
     let mut hosts: Vec<String> = Vec::new();
-    for (_, host) in &domains {
+    for (_, _, host) in &domains {
         if !hosts.contains(host) {
             hosts.push(host.clone());
         }
@@ -158,7 +174,7 @@ pub(crate) fn status_view(
         let mut pod_views = Vec::new();
         let mut host_domains = BTreeSet::new();
         for key in (expanded.desired.osds.keys()).filter(|k| k.host == host) {
-            let domain = rollout_domain(key, domain_kind);
+            let domain = rollout.id(key);
             let live = (by_key.get(&key.to_string()).into_iter().flatten())
                 .max_by_key(|p| p.metadata.deletion_timestamp.is_none());
             let view = pod_view(key, live.copied(), &hash, &status, now);
@@ -171,7 +187,13 @@ pub(crate) fn status_view(
             .iter()
             .any(|d| domain_updated.get(d) == Some(&false));
         let (state, why) = host_state(&host_domains, stale, &under_way, &first_batch, preview);
+        // A host's own reason; the membership's, shared by all, is said once in the header.
+        let why = match recorded.unplaced.get(&host) {
+            Some(own) => Some(own.clone()),
+            None => why.filter(|_| recorded.unknown.is_none()),
+        };
         host_views.push(HostView {
+            bucket: recorded.bucket_of.get(&host).cloned(),
             host,
             state,
             why,
@@ -186,6 +208,8 @@ pub(crate) fn status_view(
         namespace: cr.namespace().unwrap_or_default(),
         name: cr.name_any(),
         update_domain: domain_kind,
+        bucket_type: recorded.bucket_type.clone(),
+        failure_domains_unknown: recorded.unknown.clone(),
         max_unavailable: cr.spec.max_unavailable(),
         partition: cr.spec.partition.clone(),
         canary: cr.spec.canary.clone(),

@@ -9,6 +9,7 @@ use super::status_text::{status_text, TextOptions};
 use super::status_view::{status_view, HostState, StatusView};
 use crate::crd::osd::CountingSuffix;
 use crate::crd::CephOsd;
+use crate::plan::topology::TopologyView;
 use crate::plan::{plan, Observed};
 use crate::testing::CephOsdBuilder;
 use k8s_openapi::api::core::v1::Pod;
@@ -50,15 +51,22 @@ fn cephosd(hosts: usize, disks: usize, marker: &str) -> CephOsd {
 struct Driven {
     cr: CephOsd,
     pods: Vec<Pod>,
+    /// What the operator learns of the hosts' failure domains.
+    topology: TopologyView,
     suffixes: CountingSuffix,
     clock: i64,
 }
 
 impl Driven {
     fn converged(cr: CephOsd) -> Self {
+        Self::converged_in(cr, TopologyView::default())
+    }
+
+    fn converged_in(cr: CephOsd, topology: TopologyView) -> Self {
         let mut driven = Self {
             cr,
             pods: Vec::new(),
+            topology,
             suffixes: CountingSuffix::default(),
             clock: 0,
         };
@@ -70,12 +78,11 @@ impl Driven {
     fn round(&mut self, ready: bool) -> bool {
         self.clock += 60;
         let now = at(self.clock);
-        let planned = plan(
-            &self.cr,
-            &Observed::pods(&self.pods),
-            &mut self.suffixes,
-            now,
-        );
+        let observed = Observed {
+            topology: self.topology.clone(),
+            ..Observed::pods(&self.pods)
+        };
+        let planned = plan(&self.cr, &observed, &mut self.suffixes, now);
         let acted = !planned.actions.is_empty();
         apply(&planned.actions, &mut self.pods, &mut Vec::new(), now);
         for pod in &mut self.pods {
@@ -258,5 +265,114 @@ fn an_open_ceph_step_is_shown_with_what_it_waits_for() {
              under way on node002:/dev/sdb: the new daemon of osd.4 is not up yet\n"
         ),
         "{text}"
+    );
+}
+
+/// `hosts` hosts of two OSDs by rack (three hosts a rack, read from the zone label), rolled to
+/// `marker`.
+fn by_rack(hosts: usize, marker: &str) -> CephOsd {
+    let mut cr = cephosd(hosts, 2, marker);
+    cr.spec.update_domain = crate::crd::UpdateDomain::Topology;
+    cr.spec.topology = Some(crate::crd::topology::TopologySpec {
+        bucket_type: "rack".into(),
+        topology_key: Some("topology.kubernetes.io/zone".into()),
+    });
+    cr
+}
+
+/// Each host's zone label: `rack1` for node001-node003, `rack2` for the next three, …
+fn rack_labels(hosts: usize) -> TopologyView {
+    TopologyView {
+        crush: None,
+        labels: (1..=hosts)
+            .map(|h| {
+                (
+                    format!("node{h:03}"),
+                    Some(format!("rack{}", (h - 1) / 3 + 1)),
+                )
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn plan_by_rack_lists_each_rack_with_its_hosts() {
+    let mut driven = Driven::converged_in(by_rack(12, "a"), rack_labels(12));
+    driven.with_template(&by_rack(12, "b"));
+    let (view, preview) = driven.view();
+    assert_eq!(
+        preview.batches,
+        [["rack1"], ["rack2"], ["rack3"], ["rack4"]].map(|b| b.map(String::from).to_vec())
+    );
+    assert_eq!(
+        preview.failure_domains["rack2"],
+        ["node004", "node005", "node006"]
+    );
+    assert_eq!(view.bucket_type.as_deref(), Some("rack"));
+    let hash = crate::hash::TemplateHash::of(&driven.cr.spec.pod_template).to_string();
+    let step = StepEstimate::of(&driven.cr, &hash);
+    golden(
+        "plan-racks.txt",
+        &plan_text("ceph/osds", &hash, &preview, &step),
+    );
+}
+
+#[test]
+fn status_by_rack_groups_hosts_under_their_rack() {
+    let mut driven = Driven::converged_in(by_rack(12, "a"), rack_labels(12));
+    driven.with_template(&by_rack(12, "b"));
+    while driven
+        .cr
+        .status
+        .as_ref()
+        .is_none_or(|s| s.current_update != ["rack2"])
+    {
+        driven.round(true);
+    }
+    driven.round(false);
+    let (view, _) = driven.view();
+    let racks: Vec<(&str, HostState)> = (view.hosts.iter())
+        .map(|h| (h.bucket.as_deref().unwrap_or("-"), h.state))
+        .collect();
+    assert_eq!(racks[0], ("rack1", HostState::Updated));
+    assert_eq!(racks[3], ("rack2", HostState::Replacing));
+    assert_eq!(racks[6], ("rack3", HostState::Next));
+    assert_eq!(racks[11], ("rack4", HostState::Waiting));
+    golden(
+        "status-racks.txt",
+        &status_text(&view, &TextOptions::default()),
+    );
+}
+
+#[test]
+fn a_host_in_no_known_rack_is_listed_with_why_and_nothing_starts() {
+    let mut labels = rack_labels(12);
+    labels.labels.insert("node005".into(), None);
+    let mut driven = Driven::converged_in(by_rack(12, "a"), labels);
+    driven.with_template(&by_rack(12, "b"));
+    driven.round(true);
+    let (view, preview) = driven.view();
+    let why = "its Node has no label topology.kubernetes.io/zone";
+    assert!(preview.batches.is_empty(), "{preview:?}");
+    assert_eq!(
+        preview.stops.as_deref(),
+        Some(format!("host node005 is in no known failure domain: {why}").as_str())
+    );
+    let last = view.hosts.last().expect("hosts");
+    assert_eq!(
+        (
+            last.host.as_str(),
+            last.bucket.as_deref(),
+            last.why.as_deref()
+        ),
+        ("node005", None, Some(why))
+    );
+    let text = status_text(&view, &TextOptions::default());
+    golden("status-racks-unplaced.txt", &text);
+    let hash = crate::hash::TemplateHash::of(&driven.cr.spec.pod_template).to_string();
+    let step = StepEstimate::of(&driven.cr, &hash);
+    golden(
+        "plan-racks-unplaced.txt",
+        &plan_text("ceph/osds", &hash, &preview, &step),
     );
 }

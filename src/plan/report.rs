@@ -66,6 +66,7 @@ pub(super) fn report(
     // A budget Ceph closed reopens on no Kubernetes event: look again soon.
     let requeue_after = earliest(requeue_after, ordered.budget.reopens_after);
     let requeue_after = earliest(requeue_after, pre_pull.and_then(|p| p.requeue_after));
+    let requeue_after = earliest(requeue_after, crush_looks(seen, decided, ceph));
     // Domains still down from the update under way, plus those this step starts.
     let mut current_update: BTreeSet<String> = (rollout.unavailable.iter())
         .filter(|d| decided.previous_update.contains(d.as_str()))
@@ -231,6 +232,14 @@ fn known_osd_ids(seen: &Seen<'_>, ceph: &CephView) -> BTreeMap<String, Vec<u32>>
         .map(ToString::to_string)
         .collect();
     osd_ids(&seen.previous.osd_ids, &learned, &kept)
+}
+
+/// Failure domains move in Ceph's CRUSH map on no Kubernetes event: while the rollout of a
+/// CephOSD of `updateDomain: Topology` waits, Ceph is looked at again on the gate's cadence.
+fn crush_looks(seen: &Seen<'_>, decided: &Decided<'_>, ceph: &CephView) -> Option<SignedDuration> {
+    let gated = !matches!(ceph.input, CephInput::Off { .. });
+    let waits = !decided.rollout.out_of_date.is_empty() && !seen.spec.is_paused();
+    (seen.buckets.is_some() && gated && waits).then_some(ceph.look_every)
 }
 
 /// The sooner of two optional delays.

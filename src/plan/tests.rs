@@ -30,6 +30,7 @@ use std::collections::BTreeSet;
 mod budget;
 mod cache;
 mod ceph_gate;
+mod crush_looks;
 mod deletion;
 mod migration;
 mod removal;

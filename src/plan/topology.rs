@@ -8,6 +8,8 @@ use crate::crd::topology::TopologySpec;
 use crate::crd::FailureDomainsStatus;
 use std::collections::BTreeMap;
 
+pub(crate) mod auto_type;
+
 /// What Ceph's CRUSH map says about a CephOSD's hosts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CrushPlacement {

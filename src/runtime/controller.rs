@@ -18,6 +18,7 @@ pub(crate) mod context;
 mod plan_inputs;
 mod reconcile;
 mod reconcile_error;
+mod topology_inputs;
 mod watches;
 
 use crate::ceph::{CephClient, CliClient};

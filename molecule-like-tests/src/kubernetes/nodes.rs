@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::{json, Value};
 
@@ -52,6 +52,16 @@ pub async fn ensure_nodes(client: &Client, hosts: &BTreeSet<String>) -> anyhow::
             Err(e) => return Err(anyhow::anyhow!("creating Node {host}: {e}")),
         }
     }
+    Ok(())
+}
+
+/// Sets label `key` of Node `node` to `value`, as an admin does.
+pub async fn label_node(client: &Client, node: &str, key: &str, value: &str) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let patch = json!({"metadata": {"labels": {key: value}}});
+    nodes
+        .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! harness put the host in). A host the harness put in no bucket is a domain of its own: the
 //! checks then count more domains, never fewer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::OsdKey;
@@ -39,6 +39,25 @@ impl Domains {
                 .cloned()
                 .unwrap_or_else(|| format!("{} (in no bucket)", key.host)),
         }
+    }
+
+    /// `ordered` keys (in rollout order) grouped into domains: hosts in case-insensitive
+    /// order, buckets in the order of their first key; each domain's keys in `ordered`'s order.
+    pub fn group(&self, ordered: &[OsdKey]) -> Vec<Vec<OsdKey>> {
+        let mut ids: Vec<String> = ordered.iter().map(|k| self.id(k)).collect();
+        if *self == Self::Host {
+            ids.sort_by_key(|h| (h.to_lowercase(), h.clone()));
+        }
+        let mut seen = BTreeSet::new();
+        ids.retain(|id| seen.insert(id.clone()));
+        ids.iter()
+            .map(|id| {
+                (ordered.iter())
+                    .filter(|k| self.id(k) == *id)
+                    .cloned()
+                    .collect()
+            })
+            .collect()
     }
 
     /// Whether a domain's OSDs all go at once (a host's, a bucket's), not one by one.

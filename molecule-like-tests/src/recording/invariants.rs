@@ -165,32 +165,7 @@ impl Timeline {
         let by_key: BTreeMap<OsdKey, &String> = old.iter().map(|(n, k)| (k.clone(), n)).collect();
         let mut ordered: Vec<OsdKey> = by_key.keys().cloned().collect();
         ordered.sort_by_key(rollout_order);
-        let domains: Vec<Vec<OsdKey>> = match &grouping {
-            Domains::Osd => ordered.iter().map(|k| vec![k.clone()]).collect(),
-            Domains::Host => {
-                let mut hosts: Vec<&str> = ordered.iter().map(|k| k.host.as_str()).collect();
-                hosts.sort_by_key(|h| (h.to_lowercase(), h.to_string()));
-                hosts.dedup();
-                hosts
-                    .iter()
-                    .map(|h| ordered.iter().filter(|k| k.host == *h).cloned().collect())
-                    .collect()
-            }
-            Domains::Buckets(_) => {
-                let mut ids: Vec<String> = ordered.iter().map(|k| grouping.id(k)).collect();
-                ids.dedup();
-                let mut seen = BTreeSet::new();
-                ids.retain(|id| seen.insert(id.clone()));
-                ids.iter()
-                    .map(|id| {
-                        (ordered.iter())
-                            .filter(|k| grouping.id(k) == *id)
-                            .cloned()
-                            .collect()
-                    })
-                    .collect()
-            }
-        };
+        let domains = grouping.group(&ordered);
         // The order in which old pods started terminating.
         let old_names: BTreeSet<&String> = old.keys().collect();
         let deleted: Vec<OsdKey> = self

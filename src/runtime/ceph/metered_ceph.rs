@@ -2,8 +2,8 @@
 //! (`ceph_osd_operator_ceph_commands_total`, `…_ceph_command_seconds_total`), by command.
 
 use crate::ceph::{
-    CephClient, CephError, ClusterStatus, OkToStop, OsdDump, OsdId, OsdMetadata, PgBrief, PgStates,
-    SafeToDestroy,
+    CephClient, CephError, ClusterStatus, CrushRule, CrushTree, OkToStop, OsdDump, OsdId,
+    OsdMetadata, PgBrief, PgStates, PoolRule, SafeToDestroy,
 };
 use crate::runtime::serve::metrics::Metrics;
 use futures::future::BoxFuture;
@@ -80,6 +80,18 @@ impl CephClient for MeteredCeph {
         ids: &'a [OsdId],
     ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>> {
         self.timed("osd safe-to-destroy", self.inner.safe_to_destroy(ids))
+    }
+
+    fn crush_tree(&self) -> BoxFuture<'_, Result<CrushTree, CephError>> {
+        self.timed("osd crush tree", self.inner.crush_tree())
+    }
+
+    fn crush_rules(&self) -> BoxFuture<'_, Result<BTreeMap<i64, CrushRule>, CephError>> {
+        self.timed("osd crush rule dump", self.inner.crush_rules())
+    }
+
+    fn pool_rules(&self) -> BoxFuture<'_, Result<Vec<PoolRule>, CephError>> {
+        self.timed("osd pool ls detail", self.inner.pool_rules())
     }
 
     fn keeps_connected(&self) -> bool {

@@ -5,4 +5,5 @@
 mod ceph_drain;
 pub(crate) mod ceph_gate;
 pub(crate) mod cluster_lock;
+pub(crate) mod crush_look;
 pub(crate) mod metered_ceph;

@@ -9,12 +9,12 @@ use crate::crd::CephOsd;
 use crate::plan::disk_claims::DiskClaims;
 use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::gate::CephView;
-use crate::plan::topology::TopologyView;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::runtime::act::finalizer;
 use crate::runtime::controller::admit::awaits_deletion;
 use crate::runtime::controller::context::Context;
 use crate::runtime::controller::reconcile_error::ReconcileError;
+use crate::runtime::controller::topology_inputs::TopologyInputs;
 use crate::runtime::observe::budget_inputs::BudgetInputs;
 use crate::runtime::observe::owned_objects::{Observation, Snapshot, Subject};
 use crate::runtime::observe::watched_pod::WatchedPod;
@@ -47,7 +47,7 @@ pub(super) struct PlanInputs {
     others_fingerprint: u64,
     namespace_terminating: bool,
     /// The hosts' failure domains as far as learnt (for `updateDomain: Topology`).
-    pub topology: TopologyView,
+    topology: TopologyInputs,
     /// In whole seconds, as the API keeps time: an unchanged status compares equal.
     pub now: Timestamp,
 }
@@ -66,7 +66,9 @@ impl PlanInputs {
         let expanded = ctx.memory.expanded(&cr);
         let claimed = cr.uid().and_then(|uid| claims.lost_by(&uid));
         let budgets = budget_inputs(ctx, &namespace).await;
-        let others_fingerprint = budgets.as_ref().map_or(0, |b| b.fingerprint(&cr));
+        let topology = TopologyInputs::read(ctx, &cr).await;
+        let others_fingerprint =
+            budgets.as_ref().map_or(0, |b| b.fingerprint(&cr)) ^ topology.fingerprint(&cr);
         Self {
             cr,
             expanded,
@@ -75,7 +77,7 @@ impl PlanInputs {
             budgets,
             others_fingerprint,
             namespace_terminating,
-            topology: TopologyView::default(),
+            topology,
             now,
         }
     }
@@ -109,7 +111,7 @@ impl PlanInputs {
             ceph: ceph.clone(),
             disruption: self.budgets.as_ref().map(BudgetInputs::view),
             namespace_terminating: self.namespace_terminating,
-            topology: self.topology.clone(),
+            topology: self.topology.view(&self.expanded, &observation.pods),
         };
         plan_expanded(
             &self.cr,

@@ -1,6 +1,7 @@
 //! What the disruption budget is planned from: the PodDisruptionBudgets of a CephOSD's
-//! namespace and the cordoned nodes, from their watch caches (nodes kept as their name and
-//! `spec.unschedulable` only), and which CephOSDs a change of either concerns.
+//! namespace and the cordoned nodes, from their watch caches (nodes kept as their name,
+//! labels and `spec.unschedulable` only: the labels tell failure domains), and which
+//! CephOSDs a change of either concerns.
 
 use crate::crd::CephOsd;
 use crate::plan::budget::DisruptionView;
@@ -32,7 +33,8 @@ pub(crate) type BudgetEvents = (
 );
 
 /// Watches PodDisruptionBudgets (of `namespace`, or all) and nodes (only a change of a cordon
-/// is passed on: nodes report their status every few seconds). Needs a tokio runtime.
+/// or of the labels is passed on: nodes report their status every few seconds). Needs a
+/// tokio runtime.
 pub(crate) fn watch_budgets_and_nodes(
     client: &Client,
     namespace: Option<&str>,
@@ -47,13 +49,13 @@ pub(crate) fn watch_budgets_and_nodes(
         .reflect(budget_writer)
         .touched_objects();
     let (nodes, node_writer) = reflector::store();
-    let mut cordons = CordonChanges::default();
+    let mut changes = NodeChanges::default();
     let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
         .backoff(WatchRetry::default())
         .modify(strip_node)
         .reflect(node_writer)
         .touched_objects()
-        .try_filter(move |node| std::future::ready(cordons.changed(node)));
+        .try_filter(move |node| std::future::ready(changes.changed(node)));
     let (synced_tx, synced) = tokio::sync::watch::channel(false);
     let (budgets_ready, nodes_ready) = (budgets.clone(), nodes.clone());
     tokio::spawn(async move {
@@ -147,7 +149,8 @@ fn hosts_of(cr: &CephOsd) -> BTreeSet<&str> {
         .collect()
 }
 
-/// A node as cached: its name and whether it is cordoned (nothing else of a Node is kept).
+/// A node as cached: its name, its labels and whether it is cordoned (nothing else of a Node
+/// is kept).
 fn strip_node(node: &mut Node) {
     let unschedulable = is_cordoned(node).then_some(true);
     node.status = None;
@@ -156,23 +159,25 @@ fn strip_node(node: &mut Node) {
         ..NodeSpec::default()
     });
     let meta = &mut node.metadata;
-    meta.labels = None;
     meta.annotations = None;
     meta.managed_fields = None;
     meta.owner_references = None;
 }
 
-/// Passes a node on only when its cordon changed since it was last seen (nodes report their
-/// status every few seconds; only a cordon matters here).
+/// Passes a node on only when its cordon or its labels changed since it was last seen (nodes
+/// report their status every few seconds; only a cordon and the labels matter here).
 #[derive(Default)]
-struct CordonChanges {
-    cordoned: HashMap<String, bool>,
+struct NodeChanges {
+    /// Each node's cordon and a hash of its labels.
+    seen: HashMap<String, (bool, u64)>,
 }
 
-impl CordonChanges {
+impl NodeChanges {
     fn changed(&mut self, node: &Node) -> bool {
-        let now = is_cordoned(node);
-        self.cordoned.insert(node.name_any(), now) != Some(now)
+        let mut hasher = DefaultHasher::new();
+        node.metadata.labels.hash(&mut hasher);
+        let now = (is_cordoned(node), hasher.finish());
+        self.seen.insert(node.name_any(), now) != Some(now)
     }
 }
 
@@ -232,3 +237,6 @@ fn cephosds_of_budget(
         .map(|cr| ObjectRef::from_obj(&**cr))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,6 +4,7 @@
 
 pub(crate) mod budget_inputs;
 pub(crate) mod claims_registry;
+pub(crate) mod node_labels;
 pub(crate) mod other_cephosds;
 pub(crate) mod owned_objects;
 pub(crate) mod watched_cephosd;
