@@ -120,7 +120,9 @@ pub fn plan(
 /// [`plan`] with `cr`'s spec already expanded (`expanded` must be `ExpandedSpec::of(&cr.spec)`).
 ///
 /// In phases, each with its own outcome: observe (`Seen`), decide (`Decided`: the deletions
-/// that go at once, the creations, the proposed rollout step), gate (Ceph's say on that step),
+/// that go at once, the creations, the proposed rollout step), pre-pull (the next domains'
+/// images onto their nodes; a domain whose images are not there yet leaves the step), gate
+/// (Ceph's say on that step),
 /// order (`Ordered`: every write in the order it applies, none when a pod it needs cannot be
 /// built), report (`Report`: summary, status, events).
 pub fn plan_expanded(
