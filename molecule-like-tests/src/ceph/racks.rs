@@ -58,7 +58,33 @@ pub fn by_rack_spec() -> serde_json::Value {
 }
 
 /// The 12-OSD cluster with `pools`, its CephOSD converged with `update_domain` and `spec_patch`.
+/// Ceph's own pools (the mgr's `device_health_metrics`, made with the default rule: copies on
+/// hosts, maybe of one rack) follow the first of `pools` whose copies are in racks: whether
+/// Ceph lets a whole rack stop is then up to `pools` alone.
 pub async fn up(
+    name: &str,
+    pools: &[PoolSpec<'_>],
+    update_domain: &str,
+    spec_patch: Option<serde_json::Value>,
+) -> anyhow::Result<Gated> {
+    let g = up_as_given(name, pools, update_domain, spec_patch).await?;
+    if let Some(racked) = pools.iter().find(|p| p.failure_domain == "rack") {
+        let rule = format!("replicated-{}", racked.failure_domain);
+        let all = g.cluster.cli_json(&["osd", "pool", "ls"]).await?;
+        let others = (all.as_array().into_iter().flatten())
+            .filter_map(serde_json::Value::as_str)
+            .filter(|name| pools.iter().all(|p| p.name != *name));
+        for pool in others {
+            (g.cluster)
+                .cli(&["osd", "pool", "set", pool, "crush_rule", &rule])
+                .await?;
+        }
+        g.cluster.wait_clean(Duration::from_mins(1)).await?;
+    }
+    Ok(g)
+}
+
+async fn up_as_given(
     name: &str,
     pools: &[PoolSpec<'_>],
     update_domain: &str,
