@@ -20,6 +20,7 @@ use molecule_like_tests::ceph::gated::Gated;
 use molecule_like_tests::ceph::racks::{
     self, by_rack_spec, expect, racks_of, Expect, HOST_POOL, RACKS, RACK_POOL,
 };
+use molecule_like_tests::ceph::steps::clean_after;
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::nodes::label_node;
 use molecule_like_tests::recording::milestones::Milestones;
@@ -176,7 +177,9 @@ fn stopped_since(g: &Gated, from: Duration) -> Vec<u32> {
 }
 
 /// A host moved to another rack in CRUSH while its rack's step is open: the rollout halts
-/// naming it (no OSD of another rack stops); moved back, it completes.
+/// naming it (no OSD of another rack stops); moved back, it completes. Ceph's view is checked
+/// from the cluster clean after the move back: moving a down host makes Ceph map PGs onto
+/// down OSDs (some below min_size for a few seconds, seen here), the admin's doing.
 #[tokio::test]
 async fn a_host_moved_to_another_rack_mid_rollout_halts_naming_it() -> anyhow::Result<()> {
     let g = racks::up(
@@ -221,12 +224,14 @@ async fn a_host_moved_to_another_rack_mid_rollout_halts_naming_it() -> anyhow::R
         .cli(&["osd", "crush", "move", &host, &format!("rack={first}")])
         .await?;
     let moved_back = g.ceph.elapsed();
+    g.cluster.wait_clean(Duration::from_mins(2)).await?;
+    let clean_again = clean_after(&g.ceph.recording(), moved_back);
     let rollout = racks::finish(
         &g,
         started,
         &g.converged.pods,
         &Expect {
-            racks_from: Some(moved_back),
+            ceph_from: Some(clean_again.unwrap_or(moved_back)),
             ..expect(&g, true)
         },
     )
