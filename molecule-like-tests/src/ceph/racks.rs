@@ -269,7 +269,7 @@ pub async fn finish(
         recording
             .check_clean_before(step.start, since)
             .map_err(fail)?;
-        since = step.clean.unwrap_or(step.start);
+        since = step.booted.unwrap_or(step.start);
     }
     let stopped: Vec<u32> = steps.iter().flat_map(|s| s.osds.clone()).collect();
     let mut once = stopped.clone();
