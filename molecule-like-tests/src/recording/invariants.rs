@@ -232,7 +232,7 @@ impl Timeline {
             if grouping.all_at_once() && last_deletion > first_ready {
                 bail!(
                     "domain {keys:?}: a replacement was Ready at #{first_ready} before the \
-                     last old pod of the host was deleted at #{last_deletion} (not all at once)"
+                     last old pod of the domain was deleted at #{last_deletion} (not all at once)"
                 );
             }
             previous_ready = Some((last_ready, format!("{keys:?}")));

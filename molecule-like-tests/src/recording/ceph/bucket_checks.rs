@@ -100,7 +100,7 @@ impl CephRecording {
     }
 
     /// Just before `at` (a step's first stop): every OSD up in the last osdmap sample and every
-    /// PG clean in the last PG sample, both after the step before's end (`since`).
+    /// PG clean in the last PG sample, both taken after `since` (the step before's last boot).
     pub fn check_clean_before(&self, at: Duration, since: Duration) -> anyhow::Result<()> {
         let before = self.events.iter().filter(|e| e.at < at);
         let map = (before.clone().rev()).find_map(|e| match &e.observed {
@@ -120,7 +120,7 @@ impl CephRecording {
         {
             bail!(
                 "a step started at {:.2}s on OSDs down {down:?} and PGs {unclean:?} (ready {}; \
-                 samples at {:.2}s and {:.2}s, the step before ended {:.2}s)\n{}",
+                 samples at {:.2}s and {:.2}s, the step before's last boot {:.2}s)\n{}",
                 at.as_secs_f64(),
                 pgs.ready,
                 map_at.as_secs_f64(),
