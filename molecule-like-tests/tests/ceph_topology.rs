@@ -77,7 +77,7 @@ async fn by_rack_is_four_steps_where_by_host_is_twelve() -> anyhow::Result<()> {
 /// every PG is active+clean: a refusal then means PGs that would become inactive, never a PG
 /// still peering (which would count a rack as refused that the rollout then stops whole).
 async fn ceph_lets_rack_stop(g: &Gated, rack: &str) -> anyhow::Result<bool> {
-    g.cluster.wait_clean(Duration::from_secs(120)).await?;
+    g.cluster.wait_clean(Duration::from_mins(2)).await?;
     let ids: Vec<String> = (g.table.iter())
         .filter(|(key, _)| g.rack_of.get(&key.host).is_some_and(|r| r == rack))
         .map(|(_, id)| id.to_string())
