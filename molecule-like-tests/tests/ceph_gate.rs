@@ -19,7 +19,7 @@ use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::manifests::CR;
 use molecule_like_tests::recording::ceph::Observed;
 use molecule_like_tests::recording::milestones::Milestones;
-use molecule_like_tests::scenario::{hold, ROLLOUT};
+use molecule_like_tests::scenario::ROLLOUT;
 use serde_json::json;
 
 /// Seconds from `from` to `at`, `-` when it never happened.
@@ -209,25 +209,8 @@ async fn an_osd_down_outside_the_rollout_halts_it_until_it_is_back() -> anyhow::
     let (reason, message) =
         r.map_err(|e| anyhow::anyhow!("{e:#}\ngate status:\n{}", g.gate.render()))?;
     // Nothing goes down while the OSD is: every old pod stays.
-    let old: Vec<String> = g
-        .converged
-        .pods
-        .values()
-        .map(ResourceExt::name_any)
-        .collect();
-    hold(Duration::from_secs(5), || async {
-        let pods = g.s.owned_pods(CR).await?;
-        for p in &pods {
-            anyhow::ensure!(
-                old.contains(&p.name_any()) && p.metadata.deletion_timestamp.is_none(),
-                "pod {} changed while osd.{id} was down\n{}",
-                p.name_any(),
-                g.gate.render()
-            );
-        }
-        Ok(())
-    })
-    .await?;
+    g.converged_pods_stand(Duration::from_secs(5), &format!("osd.{id} was down"))
+        .await?;
     let status = g.s.cr_status(CR).await?.unwrap_or_default();
     anyhow::ensure!(status.ceph_step.is_none(), "a step opened: {status:?}");
     let halted_at = g.ceph.elapsed();

@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kube::ResourceExt;
 use molecule_like_tests::ceph::gated::Gated;
 use molecule_like_tests::ceph::racks::{
     self, by_rack_spec, expect, racks_of, Expect, HOST_POOL, RACKS, RACK_POOL,
@@ -269,23 +268,10 @@ async fn a_rack_label_that_disagrees_with_crush_halts_naming_the_host() -> anyho
     }
     let started = racks::change_template(&g, "2").await?;
     let (kind, reason, message) = wait_condition_naming(&g, &wrong, Duration::from_mins(1)).await?;
-    let old: Vec<String> = g
-        .converged
-        .pods
-        .values()
-        .map(ResourceExt::name_any)
-        .collect();
-    hold(Duration::from_secs(5), || async {
-        for p in g.s.owned_pods(CR).await? {
-            anyhow::ensure!(
-                old.contains(&p.name_any()) && p.metadata.deletion_timestamp.is_none(),
-                "pod {} went while {wrong}'s label disagreed with CRUSH\n{}",
-                p.name_any(),
-                g.gate.render()
-            );
-        }
-        Ok(())
-    })
+    g.converged_pods_stand(
+        Duration::from_secs(5),
+        &format!("{wrong}'s label disagreed with CRUSH"),
+    )
     .await?;
     label_node(&g.s.client, &wrong, RACK_LABEL, &g.rack_of[&wrong]).await?;
     let rollout = racks::finish(&g, started, &g.converged.pods, &expect(&g, true)).await?;

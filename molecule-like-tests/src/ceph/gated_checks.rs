@@ -17,6 +17,30 @@ use crate::kubernetes::pods::{names_by_key, rollout_order};
 use crate::recording::ceph::CephState;
 
 impl Gated {
+    /// Holds for `duration` that every converged pod still stands (none deleted, none
+    /// replaced); `while_what` says what should hold the rollout still.
+    pub async fn converged_pods_stand(
+        &self,
+        duration: Duration,
+        while_what: &str,
+    ) -> anyhow::Result<()> {
+        let old: Vec<String> = (self.converged.pods.values())
+            .map(ResourceExt::name_any)
+            .collect();
+        crate::scenario::hold(duration, || async {
+            for p in self.s.owned_pods(crate::manifests::CR).await? {
+                anyhow::ensure!(
+                    old.contains(&p.name_any()) && p.metadata.deletion_timestamp.is_none(),
+                    "pod {} changed while {while_what}\n{}",
+                    p.name_any(),
+                    self.gate.render()
+                );
+            }
+            Ok(())
+        })
+        .await
+    }
+
     /// The last disk in the rollout's order, with its OSD id: a rollout stops every other
     /// host first.
     pub fn last_in_rollout_order(&self) -> (OsdKey, u32) {
