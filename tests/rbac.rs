@@ -514,11 +514,12 @@ fn the_chart_grants_exactly_what_the_operator_uses_in_either_scope() {
 
 /// With the Ceph gate: the step lock of the Ceph cluster (a Lease `ceph-osd-step-<fsid>`, its
 /// name unknown at install) read, taken, renewed and released in the lock namespace (the
-/// operator's by default), and nothing else.
+/// operator's by default), and the kube-system Namespace read (the Kubernetes cluster's
+/// identity in the lock's place recorded in Ceph), nothing else.
 #[test]
 fn the_ceph_gate_grants_the_step_lock_in_the_lock_namespace_only() {
     let expected = |namespace: &str| -> BTreeSet<Grant> {
-        ["create", "get", "update"]
+        let mut grants: BTreeSet<Grant> = ["create", "get", "update"]
             .into_iter()
             .map(|verb| Grant {
                 namespace: Some(namespace.to_owned()),
@@ -527,7 +528,15 @@ fn the_ceph_gate_grants_the_step_lock_in_the_lock_namespace_only() {
                 verb: verb.into(),
                 name: None,
             })
-            .collect()
+            .collect();
+        grants.insert(Grant {
+            namespace: None,
+            group: String::new(),
+            resource: "namespaces".into(),
+            verb: "get".into(),
+            name: Some("kube-system".into()),
+        });
+        grants
     };
     let component = Install {
         what: "deploy/ceph-gate/".into(),

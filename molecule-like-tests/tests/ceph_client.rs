@@ -217,6 +217,8 @@ async fn the_operators_key_against_a_real_ceph() {
     noout_on_exactly_the_asked_osds(&op).await;
     noout_on_exactly_the_asked_osds(&per_call).await;
     a_pod_maps_to_the_osd_it_runs(&cluster, &op).await;
+    config_keys_under_the_operators_prefix_only(&op, "session").await;
+    config_keys_under_the_operators_prefix_only(&per_call, "process").await;
     a_key_without_the_caps_is_refused_clearly(&cluster, true).await;
     a_key_without_the_caps_is_refused_clearly(&cluster, false).await;
     assert!(
@@ -318,6 +320,23 @@ async fn answers_parse(op: &impl CephClient) {
         .expect("the test pool");
     assert_eq!(test.size, 3);
     assert_eq!(rules[&test.crush_rule].name, "replicated_rule");
+}
+
+/// The step lock's place is a config-key: absent is None (not an error), a value is read back
+/// as written (JSON with spaces and quotes intact), keys outside `ceph-osd-operator/` are
+/// refused by the caps.
+async fn config_keys_under_the_operators_prefix_only(op: &impl CephClient, how: &str) {
+    let key = format!("ceph-osd-operator/test-{how}");
+    assert_eq!(op.config_key_get(&key).await.unwrap(), None);
+    let value = r#"{"place": {"namespace": "a b"}, "writer": "x/\"y\""}"#;
+    let (set, _) = timed("config-key set", op.config_key_set(&key, value)).await;
+    set.unwrap();
+    let (got, _) = timed("config-key get", op.config_key_get(&key)).await;
+    assert_eq!(got.unwrap().as_deref(), Some(value));
+    let refused = op.config_key_get("other/key").await.unwrap_err();
+    assert!(refused.is_access_denied(), "{refused}");
+    let refused = op.config_key_set("ceph-osd-operator-x", "1").await.unwrap_err();
+    assert!(refused.is_access_denied(), "{refused}");
 }
 
 async fn ok_to_stop_one_host_yes_all_no(op: &impl CephClient) {

@@ -350,9 +350,14 @@ fn check_namespaced_variant() -> anyhow::Result<()> {
 fn check_ceph_gate_variant() -> anyhow::Result<()> {
     let chart = helm_template(&["--set", "ceph.secretName=ceph-osd-operator-ceph"])?;
     let built = kustomize(&["deploy/ceph-gate"])?;
-    // The step lock's Role in the operator's namespace, the same both ways.
-    for kind in ["Role", "RoleBinding"] {
-        let name = "ceph-osd-operator-ceph-lock";
+    // The step lock's Role in the operator's namespace and the read of kube-system (the lock's
+    // place recorded in Ceph), the same both ways.
+    for (kind, name) in [
+        ("Role", "ceph-osd-operator-ceph-lock"),
+        ("RoleBinding", "ceph-osd-operator-ceph-lock"),
+        ("ClusterRole", "ceph-osd-operator-lock-place"),
+        ("ClusterRoleBinding", "ceph-osd-operator-lock-place"),
+    ] {
         let (a, b) = (find(&chart, kind, name)?, find(&built, kind, name)?);
         for field in ["rules", "subjects", "roleRef"] {
             ensure!(

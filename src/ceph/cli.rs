@@ -34,6 +34,8 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// `ok-to-stop`'s exit codes that still come with its JSON answer.
 const EAGAIN: i32 = 11;
+/// `config-key get` of a key not stored.
+const ENOENT: i32 = 2;
 const EBUSY: i32 = 16;
 
 /// Stderr quoted in errors is cut to its last this many characters.
@@ -399,6 +401,40 @@ impl CephClient for CliClient {
         async move {
             let command = command(&["osd", "pool", "ls", "detail"], []);
             self.ask(&command, parse_pool_rules).await
+        }
+        .boxed()
+    }
+
+    fn config_key_get<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, CephError>> {
+        async move {
+            let command = command(&["config-key", "get"], [key.to_owned()]);
+            let finished = self.run(&command).await?;
+            match finished.exit_code {
+                // The value as stored (not JSON-wrapped, whatever the format).
+                Some(0) => Ok(Some(String::from_utf8_lossy(&finished.stdout).into_owned())),
+                Some(ENOENT) => Ok(None),
+                _ => Err(failed(&command, &finished)),
+            }
+        }
+        .boxed()
+    }
+
+    fn config_key_set<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+    ) -> BoxFuture<'a, Result<(), CephError>> {
+        async move {
+            let command = command(&["config-key", "set"], [key.to_owned(), value.to_owned()]);
+            let finished = self.run(&command).await?;
+            if finished.exit_code == Some(0) {
+                Ok(())
+            } else {
+                Err(failed(&command, &finished))
+            }
         }
         .boxed()
     }

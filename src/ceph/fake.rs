@@ -30,6 +30,8 @@ pub(crate) enum Call {
     CrushTree,
     CrushRules,
     PoolRules,
+    ConfigKeyGet(String),
+    ConfigKeySet(String, String),
 }
 
 /// One scripted answer: a result, or no answer ever (a mgr command without a mgr).
@@ -56,6 +58,8 @@ pub(crate) struct ScriptedCeph {
     crush_tree: Queue<CrushTree>,
     crush_rules: Queue<BTreeMap<i64, CrushRule>>,
     pool_rules: Queue<Vec<PoolRule>>,
+    config_key_get: Queue<Option<String>>,
+    config_key_set: Queue<()>,
     calls: Mutex<Vec<Call>>,
 }
 
@@ -160,6 +164,16 @@ impl ScriptedCeph {
         self
     }
 
+    pub(crate) fn on_config_key_get(self, answer: Result<Option<String>, CephError>) -> Self {
+        push(&self.config_key_get, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_config_key_set(self, answer: Result<(), CephError>) -> Self {
+        push(&self.config_key_set, Scripted::Answer(answer));
+        self
+    }
+
     /// The calls so far, in the order they were made.
     pub(crate) fn calls(&self) -> Vec<Call> {
         self.calls.lock().unwrap().clone()
@@ -239,6 +253,24 @@ impl CephClient for ScriptedCeph {
 
     fn pool_rules(&self) -> BoxFuture<'_, Result<Vec<PoolRule>, CephError>> {
         self.answer(Call::PoolRules, &self.pool_rules)
+    }
+
+    fn config_key_get<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, CephError>> {
+        self.answer(Call::ConfigKeyGet(key.to_owned()), &self.config_key_get)
+    }
+
+    fn config_key_set<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+    ) -> BoxFuture<'a, Result<(), CephError>> {
+        self.answer(
+            Call::ConfigKeySet(key.to_owned(), value.to_owned()),
+            &self.config_key_set,
+        )
     }
 }
 

@@ -97,6 +97,8 @@ pub(crate) enum LockState {
     Failed(String),
     /// Ceph did not tell its fsid: which lock is not known (no step starts).
     NoFsid(String),
+    /// Ceph records another place for its step lock (`plan::lock_place`): no step starts.
+    PlaceDiffers(String),
 }
 
 impl LockState {
@@ -114,6 +116,9 @@ impl LockState {
             }),
             Self::NoFsid(error) => Some(Blocker::NoAnswer {
                 error: error.clone(),
+            }),
+            Self::PlaceDiffers(message) => Some(Blocker::LockPlaceDiffers {
+                message: message.clone(),
             }),
         }
     }

@@ -24,6 +24,7 @@ pub(crate) mod disk_claims;
 pub(crate) mod events;
 pub(crate) mod expanded_spec;
 pub(crate) mod failure;
+pub(crate) mod lock_place;
 pub mod gate;
 mod gated;
 mod ordered;

@@ -26,6 +26,7 @@ use crate::crd::object_key;
 use crate::labels;
 use crate::runtime::backoff::{Backoff, WatchRetry};
 use crate::runtime::ceph::cluster_lock::CephStepLocks;
+use crate::runtime::ceph::lock_place::LockPlaceRecord;
 use crate::runtime::ceph::metered_ceph::MeteredCeph;
 use crate::runtime::controller::context::{in_scope, Context, Settings};
 use crate::runtime::controller::reconcile::{error_policy, timed_reconcile};
@@ -121,7 +122,10 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
         watch_budgets_and_nodes(&client, settings.namespace.as_deref());
     let claims = Arc::new(ClaimsRegistry::default());
     let ceph_locks = (settings.gate.lock_namespace.as_deref())
-        .map(|ns| Arc::new(CephStepLocks::new(client.clone(), ns)));
+        .map(|ns| {
+            let place = LockPlaceRecord::new(client.clone(), ns);
+            Arc::new(CephStepLocks::new(client.clone(), ns).with_place(place))
+        });
     let context = Arc::new(Context {
         budget_caches,
         backoff: Backoff::new(settings.retry, Duration::from_secs(300)),

@@ -42,6 +42,24 @@ pub const PG_STATS_LAG_SECONDS: &str = "2";
 /// The operator's Ceph user, with the minimal caps `molecule-like-tests/ceph` gives it.
 pub const OPERATOR_USER: &str = "client.ceph-osd-operator";
 
+/// The operator's flags for `cluster` as `user` (`client.<id>`): its conf, key and id, a
+/// 10 s call bound, `PG_STATS_LAG_SECONDS`.
+pub fn ceph_args(cluster: &CephCluster, user: &str) -> Vec<String> {
+    let id = user.strip_prefix("client.").unwrap_or(user);
+    vec![
+        "--ceph-conf".into(),
+        cluster.conf().display().to_string(),
+        "--ceph-keyring".into(),
+        cluster.keyring(user).display().to_string(),
+        "--ceph-id".into(),
+        id.into(),
+        "--ceph-timeout".into(),
+        "10".into(),
+        "--ceph-pg-stats-lag-seconds".into(),
+        PG_STATS_LAG_SECONDS.into(),
+    ]
+}
+
 /// One sample of the CephOSD's gate status, on the recorders' clock.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GateSample {
@@ -365,22 +383,7 @@ impl Gated {
             bridge.like_reference_pods();
         }
 
-        let id = options
-            .ceph_user
-            .strip_prefix("client.")
-            .unwrap_or(options.ceph_user);
-        let mut operator_args: Vec<String> = vec![
-            "--ceph-conf".into(),
-            cluster.conf().display().to_string(),
-            "--ceph-keyring".into(),
-            cluster.keyring(options.ceph_user).display().to_string(),
-            "--ceph-id".into(),
-            id.into(),
-            "--ceph-timeout".into(),
-            "10".into(),
-            "--ceph-pg-stats-lag-seconds".into(),
-            PG_STATS_LAG_SECONDS.into(),
-        ];
+        let mut operator_args = ceph_args(&cluster, options.ceph_user);
         operator_args.extend(options.extra_args.iter().map(|a| (*a).to_owned()));
         // The step lock of the Ceph cluster: in the watched namespace (the operator's default).
         crate::kubernetes::rbac::grant_ceph_lock_in(&s.client, &s.namespace).await?;

@@ -65,11 +65,13 @@ pub async fn grant_lease_in(client: &Client, namespace: &str) -> anyhow::Result<
 
 /// Lets the operator's ServiceAccount hold the step locks of Ceph clusters (Leases
 /// `ceph-osd-step-<fsid>`) in `namespace`: deploy/ceph-gate/'s lock Role and RoleBinding, moved
-/// there (they go with the namespace).
+/// there (they go with the namespace); and deploy/ceph-gate/'s read of the kube-system
+/// Namespace (this Kubernetes cluster's identity in the lock's place recorded in Ceph).
 pub async fn grant_ceph_lock_in(client: &Client, namespace: &str) -> anyhow::Result<()> {
     let mut docs = manifests("deploy/ceph-gate/ceph-lock-rbac.yaml")?;
     for doc in &mut docs {
         doc["metadata"]["namespace"] = Value::from(namespace);
     }
+    docs.extend(manifests("deploy/ceph-gate/lock-place-rbac.yaml")?);
     apply(client, &docs).await
 }

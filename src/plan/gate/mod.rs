@@ -367,7 +367,11 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
                 .map_or("CephUnavailable", Blocker::category);
             let message = match blockers.first() {
                 // Another CephOSD's step: waiting for the cluster, not refused by Ceph.
-                Some(b @ (Blocker::ClusterBusy { .. } | Blocker::ClusterLockFailed { .. })) => {
+                Some(
+                    b @ (Blocker::ClusterBusy { .. }
+                    | Blocker::ClusterLockFailed { .. }
+                    | Blocker::LockPlaceDiffers { .. }),
+                ) => {
                     format!("{} waits for the Ceph cluster: {b}", keys_text())
                 }
                 _ => format!(

@@ -82,6 +82,11 @@ pub enum Blocker {
     ClusterLockFailed {
         error: String,
     },
+    /// Ceph records another place (Kubernetes cluster and Lease namespace) for its step lock
+    /// than this operator's: no step starts here. `message` names both places and the fix.
+    LockPlaceDiffers {
+        message: String,
+    },
 }
 
 /// How a blocker ends.
@@ -110,7 +115,8 @@ impl Blocker {
             | Self::OkToStopNotKnown { .. }
             | Self::NoAnswer { .. }
             | Self::ClusterBusy { .. }
-            | Self::ClusterLockFailed { .. } => Severity::Wait,
+            | Self::ClusterLockFailed { .. }
+            | Self::LockPlaceDiffers { .. } => Severity::Wait,
         }
     }
 
@@ -129,6 +135,7 @@ impl Blocker {
             Self::OkToStopIncomplete { .. } => "CephAnswerNotUnderstood",
             Self::ClusterBusy { .. } => "CephClusterBusy",
             Self::ClusterLockFailed { .. } => "CephClusterLockFailed",
+            Self::LockPlaceDiffers { .. } => "CephLockPlaceDiffers",
         }
     }
 }
@@ -217,6 +224,7 @@ impl fmt::Display for Blocker {
             Self::ClusterLockFailed { error } => {
                 write!(f, "the Ceph cluster's step lock was not taken: {error}")
             }
+            Self::LockPlaceDiffers { message } => f.write_str(message),
         }
     }
 }

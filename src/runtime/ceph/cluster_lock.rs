@@ -10,6 +10,7 @@ use crate::plan::cluster_lock::{
 };
 use crate::plan::gate::GateAnswer;
 use crate::runtime::ceph::ceph_gate::{answer, Question};
+use crate::runtime::ceph::lock_place::{LockPlaceRecord, PlaceRefused};
 use crate::runtime::memory::locked::locked;
 use crate::runtime::serve::lease::lease_spec;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -58,6 +59,8 @@ pub(crate) struct CephStepLocks {
     /// When each holder (identity) last wrote its Lease: an open step reads the Lease only
     /// when a renewal is due.
     renewed: Mutex<HashMap<String, Timestamp>>,
+    /// The lock's place recorded in Ceph, checked before a new step (None: not checked).
+    place: Option<LockPlaceRecord>,
 }
 
 impl CephStepLocks {
@@ -67,7 +70,14 @@ impl CephStepLocks {
             namespace: namespace.to_owned(),
             fsid: Mutex::default(),
             renewed: Mutex::default(),
+            place: None,
         }
+    }
+
+    /// Also checks the lock's place recorded in Ceph before each new step.
+    pub(crate) fn with_place(mut self, place: LockPlaceRecord) -> Self {
+        self.place = Some(place);
+        self
     }
 
     /// The Lease of the Ceph cluster behind `ceph` (`NoFsid` when Ceph does not tell).
@@ -95,6 +105,14 @@ impl CephStepLocks {
         cr: &CephOsd,
         keys: &[String],
     ) -> LockState {
+        if let Some(place) = &self.place {
+            let writer = format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any());
+            match place.check(ceph, &writer).await {
+                Ok(()) => {}
+                Err(PlaceRefused::Differs(message)) => return LockState::PlaceDiffers(message),
+                Err(PlaceRefused::Failed(error)) => return LockState::Failed(error),
+            }
+        }
         self.write(ceph, cr, Some(keys), Purpose::NewStep).await
     }
 

@@ -94,6 +94,21 @@ impl CephClient for MeteredCeph {
         self.timed("osd pool ls detail", self.inner.pool_rules())
     }
 
+    fn config_key_get<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, CephError>> {
+        self.timed("config-key get", self.inner.config_key_get(key))
+    }
+
+    fn config_key_set<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+    ) -> BoxFuture<'a, Result<(), CephError>> {
+        self.timed("config-key set", self.inner.config_key_set(key, value))
+    }
+
     fn keeps_connected(&self) -> bool {
         self.inner.keeps_connected()
     }

@@ -6,4 +6,5 @@ mod ceph_drain;
 pub(crate) mod ceph_gate;
 pub(crate) mod cluster_lock;
 pub(crate) mod crush_look;
+pub(crate) mod lock_place;
 pub(crate) mod metered_ceph;

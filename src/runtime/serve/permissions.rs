@@ -101,6 +101,8 @@ pub(crate) fn needed(
         for verb in ["get", "update", "create"] {
             needed.push(at(verb, "coordination.k8s.io", "leases", Some(ns), None));
         }
+        // The Kubernetes cluster's identity, in the lock's place recorded in Ceph.
+        needed.push(at("get", "", "namespaces", None, Some("kube-system")));
     }
     if metrics_auth {
         needed.push(at(

@@ -1,0 +1,306 @@
+//! One lock place per Ceph cluster, end to end: two namespaced operators with default settings
+//! (each takes the step lock in its own namespace: two Leases for one fsid), one CephOSD each on
+//! one real Ceph (4 CRUSH hosts × 1 OSD, pool size 3 / min_size 2, two hosts each), the same
+//! template change applied to both at once. The first to step records its lock's place in Ceph
+//! (config-key `ceph-osd-operator/step-lock-place`); the other refuses before it stops anything:
+//! its `CephGate` False `CephLockPlaceDiffers` names both places and the flag that joins them,
+//! none of its pods is deleted while the first rolls. In Ceph's view one CRUSH host down at most
+//! and no PG unavailable. Then the refused operator is started again with that flag
+//! (`--ceph-lock-namespace=<the first's>`) and rolls its CephOSD, still one host at a time.
+//!
+//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, ensure};
+use ceph_osd_operator::crd::UpdateDomain;
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::Api;
+use kube::ResourceExt;
+use molecule_like_tests::ceph::bridge::CephBridge;
+use molecule_like_tests::ceph::gated::{ceph_args, gated_template, GateWatch, OPERATOR_USER};
+use molecule_like_tests::ceph::CephCluster;
+use molecule_like_tests::manifests::{cephosd, keys, storage};
+use molecule_like_tests::operator::OperatorOptions;
+use molecule_like_tests::pods::names_by_key;
+use molecule_like_tests::rbac::grant_ceph_lock_in;
+use molecule_like_tests::recording::ceph::CephRecorder;
+use molecule_like_tests::recording::milestones::Milestones;
+use molecule_like_tests::recording::pods::EventKind;
+use molecule_like_tests::scenario::{Converged, Scenario};
+use serde_json::json;
+
+const PLACE_KEY: &str = "ceph-osd-operator/step-lock-place";
+/// Two hosts' steps (~15–20 s each) and the waits.
+const ROLLOUT: Duration = Duration::from_mins(3);
+
+/// One namespaced operator's CephOSD: its scenario (namespace), keys, converged pods, gate.
+struct Side {
+    s: Scenario,
+    want: BTreeSet<OsdKey>,
+    converged: Converged,
+    gate: GateWatch,
+}
+
+const NAME: &str = "osds";
+
+impl Side {
+    async fn wait_idle(&self, timeout: Duration) -> anyhow::Result<()> {
+        self.s
+            .wait_until("CephGate True CephIdle, no cephStep", timeout, || async {
+                let status = self.s.cr_status(NAME).await?.unwrap_or_default();
+                Ok((status.ceph_step.is_none()
+                    && status.conditions.iter().any(|c| {
+                        c.type_ == "CephGate" && c.status == "True" && c.reason == "CephIdle"
+                    }))
+                .then_some(()))
+            })
+            .await
+            .map_err(|e| anyhow!("{e:#}\ngate of {}:\n{}", self.s.namespace, self.gate.render()))
+    }
+
+    /// The `CephGate` message once it says `CephLockPlaceDiffers`, if it has.
+    fn refusal(&self) -> Option<(Duration, String)> {
+        self.gate.samples().into_iter().find_map(|s| {
+            s.condition
+                .filter(|(status, reason, _)| status == "False" && reason == "CephLockPlaceDiffers")
+                .map(|(_, _, message)| (s.at, message))
+        })
+    }
+
+    /// Pods of this side deleted (or marked for deletion) from `from` on, by name.
+    fn deleted_since(&self, from: Duration) -> anyhow::Result<BTreeSet<String>> {
+        Ok(self
+            .s
+            .recorder()?
+            .events()
+            .into_iter()
+            .filter(|e| e.at >= from)
+            .filter(|e| {
+                e.kind == EventKind::Deleted || e.pod.metadata.deletion_timestamp.is_some()
+            })
+            .map(|e| e.pod.name_any())
+            .collect())
+    }
+}
+
+async fn side(
+    s: Scenario,
+    hosts: &[String],
+    clock: Instant,
+) -> anyhow::Result<Side> {
+    let want = keys(hosts, &["/dev/sdb"]);
+    let manifest = cephosd(NAME, storage(hosts, &["/dev/sdb"]), "Host", gated_template()?);
+    // Creating missing pods is never gated: their daemons are down already.
+    let converged = s.create_converged(&manifest, want.clone()).await?;
+    let gate = GateWatch::start(s.crs.clone(), NAME, clock);
+    Ok(Side {
+        s,
+        want,
+        converged,
+        gate,
+    })
+}
+
+#[tokio::test]
+async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refuses_naming_both(
+) -> anyhow::Result<()> {
+    let mut s1 = Scenario::create("lock-place").await?;
+    s1.start_recorder().await?;
+    let mut s2 = Scenario::create("lock-place-2").await?;
+    s2.start_recorder().await?;
+    let hosts = s1.hosts(["place-a", "place-b", "place-c", "place-d"]);
+    let all_keys = keys(&hosts, &["/dev/sdb"]);
+    let cluster = Arc::new(CephCluster::for_scenario(&s1, 0).await?);
+    let ids =
+        futures::future::try_join_all(all_keys.iter().map(|k| cluster.osd_create(&k.host))).await?;
+    let table: BTreeMap<OsdKey, u32> = all_keys.iter().cloned().zip(ids).collect();
+    let clock = Instant::now()
+        .checked_sub(s1.recorder()?.elapsed())
+        .ok_or_else(|| anyhow!("no clock"))?;
+    let ceph = CephRecorder::start(&cluster, clock).await?;
+    let (first_hosts, second_hosts) = hosts.split_at(2);
+    let of = |hosts: &[String]| -> BTreeMap<OsdKey, u32> {
+        (table.iter())
+            .filter(|(k, _)| hosts.contains(&k.host))
+            .map(|(k, id)| (k.clone(), *id))
+            .collect()
+    };
+    let bridges = [
+        CephBridge::start(s1.pods.clone(), Arc::clone(&cluster), &of(first_hosts), &ceph).await?,
+        CephBridge::start(s2.pods.clone(), Arc::clone(&cluster), &of(second_hosts), &ceph).await?,
+    ];
+
+    // Default settings: each operator's lock namespace is its own (watched) namespace, as
+    // deploy/ceph-gate grants it.
+    let args = ceph_args(&cluster, OPERATOR_USER);
+    let args_str: Vec<&str> = args.iter().map(String::as_str).collect();
+    for s in [&mut s1, &mut s2] {
+        grant_ceph_lock_in(&s.client, &s.namespace).await?;
+        s.start_operator_with_args(&OperatorOptions::default(), &args_str)?;
+    }
+    let kube_system = Api::<Namespace>::all(s1.client.clone())
+        .get("kube-system")
+        .await?
+        .uid()
+        .ok_or_else(|| anyhow!("kube-system has no uid"))?;
+
+    let mut sides = [
+        side(s1, first_hosts, clock).await?,
+        side(s2, second_hosts, clock).await?,
+    ];
+    cluster.pool_create().await?;
+    for side in &sides {
+        side.wait_idle(Duration::from_mins(1)).await?;
+    }
+
+    // The same template change on both at once.
+    let from = ceph.elapsed();
+    let (a, b) = futures::join!(
+        sides[0].s.patch_template_metadata(NAME, json!({"labels": {"rev": "2"}})),
+        sides[1].s.patch_template_metadata(NAME, json!({"labels": {"rev": "2"}})),
+    );
+    let hashes = [a?.1, b?.1];
+    let report = |sides: &[Side]| {
+        let recording = ceph.recording();
+        let gates: String = (sides.iter())
+            .map(|s| format!("gate of {}:\n{}", s.s.namespace, s.gate.render()))
+            .collect();
+        format!("{}{}{gates}", recording.summary(from), recording.render(from))
+    };
+
+    // One of them refuses, naming both places.
+    let (loser, refused_at, message) = sides[0]
+        .s
+        .wait_until("one operator refuses: CephLockPlaceDiffers", Duration::from_mins(1), || async {
+            Ok(sides
+                .iter()
+                .enumerate()
+                .find_map(|(i, s)| s.refusal().map(|(at, m)| (i, at, m))))
+        })
+        .await
+        .map_err(|e| anyhow!("{e:#}\n{}", report(&sides)))?;
+    let winner = 1 - loser;
+    let (win_ns, lose_ns) = (
+        sides[winner].s.namespace.clone(),
+        sides[loser].s.namespace.clone(),
+    );
+    for part in [
+        format!("names Lease namespace {win_ns} of the Kubernetes cluster whose kube-system uid is {kube_system}"),
+        format!("this operator's is Lease namespace {lose_ns} of the Kubernetes cluster whose kube-system uid is {kube_system}"),
+        format!("--ceph-lock-namespace={win_ns} on every operator of this Ceph"),
+    ] {
+        ensure!(message.contains(&part), "the refusal lacks {part:?}: {message}");
+    }
+
+    // The winner rolls while the loser stops nothing.
+    let t_win = Instant::now();
+    sides[winner]
+        .s
+        .wait_converged(NAME, &sides[winner].want, &hashes[winner], ROLLOUT)
+        .await
+        .map_err(|e| anyhow!("{e:#}\n{}", report(&sides)))?;
+    sides[winner].wait_idle(Duration::from_mins(1)).await?;
+    let winner_done = t_win.elapsed();
+    let change_on_recorder = (sides[loser].s.recorder()?.elapsed())
+        .saturating_sub(ceph.elapsed().saturating_sub(from));
+    let deleted = sides[loser].deleted_since(change_on_recorder)?;
+    ensure!(
+        deleted.is_empty(),
+        "the refused operator deleted {deleted:?}\n{}",
+        report(&sides)
+    );
+    ensure!(
+        sides[loser].gate.samples().iter().all(|s| s.step.is_none()),
+        "the refused operator opened a step\n{}",
+        report(&sides)
+    );
+    ensure!(
+        sides[loser].refusal().is_some_and(|(_, m)| m == message)
+            && sides[loser].gate.samples().last().is_some_and(|s| {
+                s.condition.as_ref().is_some_and(|c| c.1 == "CephLockPlaceDiffers")
+            }),
+        "the refusal did not stand while the other rolled\n{}",
+        report(&sides)
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&cluster.cli(&["config-key", "get", PLACE_KEY]).await?)?;
+    ensure!(
+        record["place"] == json!({"kubernetes": kube_system, "namespace": win_ns})
+            && record["writer"] == json!(format!("{win_ns}/{NAME}")),
+        "Ceph's record: {record}"
+    );
+
+    // The flag that joins them: the refused operator started again on the other's lock
+    // namespace (its Role there binds the same ServiceAccount) rolls, one host at a time.
+    sides[loser].s.stop_operator();
+    let mut joined = args.clone();
+    joined.extend(["--ceph-lock-namespace".to_owned(), win_ns.clone()]);
+    let joined: Vec<&str> = joined.iter().map(String::as_str).collect();
+    let t_join = Instant::now();
+    sides[loser]
+        .s
+        .start_operator_with_args(&OperatorOptions::default(), &joined)?;
+    sides[loser]
+        .s
+        .wait_converged(NAME, &sides[loser].want, &hashes[loser], ROLLOUT)
+        .await
+        .map_err(|e| anyhow!("{e:#}\n{}", report(&sides)))?;
+    sides[loser].wait_idle(Duration::from_mins(1)).await?;
+    let joined_done = t_join.elapsed();
+    cluster.wait_clean(Duration::from_mins(1)).await?;
+    let idle_at = ceph.elapsed();
+    ceph.wait_until("an osdmap sample after both went idle", Duration::from_secs(30), |v| {
+        v.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at)
+    })
+    .await?;
+
+    // Ceph's view over the whole run: one CRUSH host down at most, no PG unavailable; each
+    // CephOSD host by host in its pod watch; each bridge's rules.
+    let recording = ceph.recording();
+    let full = report(&sides);
+    recording
+        .check_one_host_at_a_time(from)
+        .map_err(|e| anyhow!("{e:#}\n{full}"))?;
+    for side in &sides {
+        side.s.assert_one_pod_per_key().await?;
+        side.s
+            .recorder()?
+            .timeline()
+            .check_rollout(&names_by_key(&side.converged.pods), UpdateDomain::Host)
+            .map_err(|e| anyhow!("{e:#}\n{full}"))?;
+    }
+    for bridge in &bridges {
+        bridge.check()?;
+    }
+
+    Milestones::on_clock("two namespaced operators with default settings on one Ceph", clock)
+        .mark_at("changed", from)
+        .mark_at(format!("{lose_ns} refused (CephLockPlaceDiffers)"), refused_at)
+        .span(format!("rollout of {win_ns} done after the change"), winner_done)
+        .figure(format!("pods of {lose_ns} deleted meanwhile"), "0")
+        .span(
+            format!("rollout of {lose_ns} done after it joined {win_ns}'s lock"),
+            joined_done,
+        )
+        .section("ceph", recording.summary(from))
+        .print();
+
+    for bridge in bridges {
+        bridge.stop().await?;
+    }
+    drop(ceph);
+    let [a, b] = sides;
+    for side in [b, a] {
+        drop(side.gate);
+        side.s.destroy().await?;
+    }
+    cluster.down()?;
+    Ok(())
+}
