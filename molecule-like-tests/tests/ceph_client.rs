@@ -335,7 +335,10 @@ async fn config_keys_under_the_operators_prefix_only(op: &impl CephClient, how: 
     assert_eq!(got.unwrap().as_deref(), Some(value));
     let refused = op.config_key_get("other/key").await.unwrap_err();
     assert!(refused.is_access_denied(), "{refused}");
-    let refused = op.config_key_set("ceph-osd-operator-x", "1").await.unwrap_err();
+    let refused = op
+        .config_key_set("ceph-osd-operator-x", "1")
+        .await
+        .unwrap_err();
     assert!(refused.is_access_denied(), "{refused}");
 }
 

@@ -62,7 +62,13 @@ impl Side {
                 .then_some(()))
             })
             .await
-            .map_err(|e| anyhow!("{e:#}\ngate of {}:\n{}", self.s.namespace, self.gate.render()))
+            .map_err(|e| {
+                anyhow!(
+                    "{e:#}\ngate of {}:\n{}",
+                    self.s.namespace,
+                    self.gate.render()
+                )
+            })
     }
 
     /// The `CephGate` message once it says `CephLockPlaceDiffers`, if it has.
@@ -82,21 +88,20 @@ impl Side {
             .events()
             .into_iter()
             .filter(|e| e.at >= from)
-            .filter(|e| {
-                e.kind == EventKind::Deleted || e.pod.metadata.deletion_timestamp.is_some()
-            })
+            .filter(|e| e.kind == EventKind::Deleted || e.pod.metadata.deletion_timestamp.is_some())
             .map(|e| e.pod.name_any())
             .collect())
     }
 }
 
-async fn side(
-    s: Scenario,
-    hosts: &[String],
-    clock: Instant,
-) -> anyhow::Result<Side> {
+async fn side(s: Scenario, hosts: &[String], clock: Instant) -> anyhow::Result<Side> {
     let want = keys(hosts, &["/dev/sdb"]);
-    let manifest = cephosd(NAME, storage(hosts, &["/dev/sdb"]), "Host", gated_template()?);
+    let manifest = cephosd(
+        NAME,
+        storage(hosts, &["/dev/sdb"]),
+        "Host",
+        gated_template()?,
+    );
     // Creating missing pods is never gated: their daemons are down already.
     let converged = s.create_converged(&manifest, want.clone()).await?;
     let gate = GateWatch::start(s.crs.clone(), NAME, clock);
@@ -133,8 +138,20 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
             .collect()
     };
     let bridges = [
-        CephBridge::start(s1.pods.clone(), Arc::clone(&cluster), &of(first_hosts), &ceph).await?,
-        CephBridge::start(s2.pods.clone(), Arc::clone(&cluster), &of(second_hosts), &ceph).await?,
+        CephBridge::start(
+            s1.pods.clone(),
+            Arc::clone(&cluster),
+            &of(first_hosts),
+            &ceph,
+        )
+        .await?,
+        CephBridge::start(
+            s2.pods.clone(),
+            Arc::clone(&cluster),
+            &of(second_hosts),
+            &ceph,
+        )
+        .await?,
     ];
 
     // Default settings: each operator's lock namespace is its own (watched) namespace, as
@@ -163,8 +180,12 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
     // The same template change on both at once.
     let from = ceph.elapsed();
     let (a, b) = futures::join!(
-        sides[0].s.patch_template_metadata(NAME, json!({"labels": {"rev": "2"}})),
-        sides[1].s.patch_template_metadata(NAME, json!({"labels": {"rev": "2"}})),
+        sides[0]
+            .s
+            .patch_template_metadata(NAME, json!({"labels": {"rev": "2"}})),
+        sides[1]
+            .s
+            .patch_template_metadata(NAME, json!({"labels": {"rev": "2"}})),
     );
     let hashes = [a?.1, b?.1];
     let report = |sides: &[Side]| {
@@ -172,18 +193,26 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
         let gates: String = (sides.iter())
             .map(|s| format!("gate of {}:\n{}", s.s.namespace, s.gate.render()))
             .collect();
-        format!("{}{}{gates}", recording.summary(from), recording.render(from))
+        format!(
+            "{}{}{gates}",
+            recording.summary(from),
+            recording.render(from)
+        )
     };
 
     // One of them refuses, naming both places.
     let (loser, refused_at, message) = sides[0]
         .s
-        .wait_until("one operator refuses: CephLockPlaceDiffers", Duration::from_mins(1), || async {
-            Ok(sides
-                .iter()
-                .enumerate()
-                .find_map(|(i, s)| s.refusal().map(|(at, m)| (i, at, m))))
-        })
+        .wait_until(
+            "one operator refuses: CephLockPlaceDiffers",
+            Duration::from_mins(1),
+            || async {
+                Ok(sides
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, s)| s.refusal().map(|(at, m)| (i, at, m))))
+            },
+        )
         .await
         .map_err(|e| anyhow!("{e:#}\n{}", report(&sides)))?;
     let winner = 1 - loser;
@@ -208,8 +237,8 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
         .map_err(|e| anyhow!("{e:#}\n{}", report(&sides)))?;
     sides[winner].wait_idle(Duration::from_mins(1)).await?;
     let winner_done = t_win.elapsed();
-    let change_on_recorder = (sides[loser].s.recorder()?.elapsed())
-        .saturating_sub(ceph.elapsed().saturating_sub(from));
+    let change_on_recorder =
+        (sides[loser].s.recorder()?.elapsed()).saturating_sub(ceph.elapsed().saturating_sub(from));
     let deleted = sides[loser].deleted_since(change_on_recorder)?;
     ensure!(
         deleted.is_empty(),
@@ -224,7 +253,9 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
     ensure!(
         sides[loser].refusal().is_some_and(|(_, m)| m == message)
             && sides[loser].gate.samples().last().is_some_and(|s| {
-                s.condition.as_ref().is_some_and(|c| c.1 == "CephLockPlaceDiffers")
+                s.condition
+                    .as_ref()
+                    .is_some_and(|c| c.1 == "CephLockPlaceDiffers")
             }),
         "the refusal did not stand while the other rolled\n{}",
         report(&sides)
@@ -256,9 +287,11 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
     let joined_done = t_join.elapsed();
     cluster.wait_clean(Duration::from_mins(1)).await?;
     let idle_at = ceph.elapsed();
-    ceph.wait_until("an osdmap sample after both went idle", Duration::from_secs(30), |v| {
-        v.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at)
-    })
+    ceph.wait_until(
+        "an osdmap sample after both went idle",
+        Duration::from_secs(30),
+        |v| v.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at),
+    )
     .await?;
 
     // Ceph's view over the whole run: one CRUSH host down at most, no PG unavailable; each
@@ -280,17 +313,26 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
         bridge.check()?;
     }
 
-    Milestones::on_clock("two namespaced operators with default settings on one Ceph", clock)
-        .mark_at("changed", from)
-        .mark_at(format!("{lose_ns} refused (CephLockPlaceDiffers)"), refused_at)
-        .span(format!("rollout of {win_ns} done after the change"), winner_done)
-        .figure(format!("pods of {lose_ns} deleted meanwhile"), "0")
-        .span(
-            format!("rollout of {lose_ns} done after it joined {win_ns}'s lock"),
-            joined_done,
-        )
-        .section("ceph", recording.summary(from))
-        .print();
+    Milestones::on_clock(
+        "two namespaced operators with default settings on one Ceph",
+        clock,
+    )
+    .mark_at("changed", from)
+    .mark_at(
+        format!("{lose_ns} refused (CephLockPlaceDiffers)"),
+        refused_at,
+    )
+    .span(
+        format!("rollout of {win_ns} done after the change"),
+        winner_done,
+    )
+    .figure(format!("pods of {lose_ns} deleted meanwhile"), "0")
+    .span(
+        format!("rollout of {lose_ns} done after it joined {win_ns}'s lock"),
+        joined_done,
+    )
+    .section("ceph", recording.summary(from))
+    .print();
 
     for bridge in bridges {
         bridge.stop().await?;

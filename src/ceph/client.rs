@@ -68,12 +68,17 @@ pub trait CephClient: Send + Sync {
     fn pool_rules(&self) -> BoxFuture<'_, Result<Vec<PoolRule>, CephError>>;
 
     /// `config-key get <key>`: the value stored, None when there is none (ENOENT).
-    fn config_key_get<'a>(&'a self, key: &'a str)
-        -> BoxFuture<'a, Result<Option<String>, CephError>>;
+    fn config_key_get<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, CephError>>;
 
     /// `config-key set <key> <value>`: stored on the mons (a write of the mon store).
-    fn config_key_set<'a>(&'a self, key: &'a str, value: &'a str)
-        -> BoxFuture<'a, Result<(), CephError>>;
+    fn config_key_set<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+    ) -> BoxFuture<'a, Result<(), CephError>>;
 
     /// A question costs a round trip over a kept connection, not a process: Ceph may be
     /// looked at often.

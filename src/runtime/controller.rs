@@ -121,11 +121,10 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
     let (budget_caches, (budget_events, node_events)) =
         watch_budgets_and_nodes(&client, settings.namespace.as_deref());
     let claims = Arc::new(ClaimsRegistry::default());
-    let ceph_locks = (settings.gate.lock_namespace.as_deref())
-        .map(|ns| {
-            let place = LockPlaceRecord::new(client.clone(), ns);
-            Arc::new(CephStepLocks::new(client.clone(), ns).with_place(place))
-        });
+    let ceph_locks = (settings.gate.lock_namespace.as_deref()).map(|ns| {
+        let place = LockPlaceRecord::new(client.clone(), ns);
+        Arc::new(CephStepLocks::new(client.clone(), ns).with_place(place))
+    });
     let context = Arc::new(Context {
         budget_caches,
         backoff: Backoff::new(settings.retry, Duration::from_secs(300)),

@@ -50,7 +50,8 @@ fn our_recent_record_is_kept_and_renewed_once_a_minute_old() {
 #[test]
 fn another_namespace_fresh_is_refused_naming_both_and_the_flag() {
     let (mine, theirs) = (place("k1", "cg2"), place("k1", "cg"));
-    let PlaceDecision::Refused(Refused::Differs(refusal)) = decide(Some(&record(&theirs, T)), &mine, at(T + 599))
+    let PlaceDecision::Refused(Refused::Differs(refusal)) =
+        decide(Some(&record(&theirs, T)), &mine, at(T + 599))
     else {
         panic!("refused");
     };
@@ -71,12 +72,16 @@ fn another_namespace_fresh_is_refused_naming_both_and_the_flag() {
 #[test]
 fn another_kubernetes_cluster_is_refused_saying_a_lease_cannot_be_shared() {
     let (mine, theirs) = (place("k2", "cg"), place("k1", "cg"));
-    let PlaceDecision::Refused(Refused::Differs(refusal)) = decide(Some(&record(&theirs, T)), &mine, at(T))
+    let PlaceDecision::Refused(Refused::Differs(refusal)) =
+        decide(Some(&record(&theirs, T)), &mine, at(T))
     else {
         panic!("refused");
     };
     let said = refusal.to_string();
-    assert!(said.contains("two Kubernetes clusters cannot share a Lease"), "{said}");
+    assert!(
+        said.contains("two Kubernetes clusters cannot share a Lease"),
+        "{said}"
+    );
     assert!(
         said.contains("ceph config-key rm ceph-osd-operator/step-lock-place"),
         "{said}"
@@ -105,12 +110,15 @@ fn a_record_from_the_future_is_fresh() {
 #[test]
 fn a_record_not_understood_fails_closed_quoting_it() {
     let mine = place("k1", "cg");
-    let PlaceDecision::Refused(Refused::NotUnderstood(why)) = decide(Some("hello"), &mine, at(T)) else {
+    let PlaceDecision::Refused(Refused::NotUnderstood(why)) = decide(Some("hello"), &mine, at(T))
+    else {
         panic!("not understood");
     };
     assert!(why.contains("\"hello\""), "{why}");
-    let bad_time = r#"{"place":{"kubernetes":"k1","namespace":"cg"},"writer":"w","renewedAt":"soon"}"#;
-    let PlaceDecision::Refused(Refused::NotUnderstood(why)) = decide(Some(bad_time), &mine, at(T)) else {
+    let bad_time =
+        r#"{"place":{"kubernetes":"k1","namespace":"cg"},"writer":"w","renewedAt":"soon"}"#;
+    let PlaceDecision::Refused(Refused::NotUnderstood(why)) = decide(Some(bad_time), &mine, at(T))
+    else {
         panic!("not understood");
     };
     assert!(why.contains("\"soon\""), "{why}");

@@ -86,7 +86,11 @@ impl LockPlaceRecord {
 
     /// Whether a new step of `writer` (`namespace/name`) may take the lock here: Ceph records
     /// this place (written now when absent, stale or due), or refuses naming both places.
-    pub(crate) async fn check(&self, ceph: &dyn CephClient, writer: &str) -> Result<(), PlaceRefused> {
+    pub(crate) async fn check(
+        &self,
+        ceph: &dyn CephClient,
+        writer: &str,
+    ) -> Result<(), PlaceRefused> {
         let mine = self.mine().await?;
         let read = ceph.config_key_get(PLACE_KEY).await.map_err(ceph_failed)?;
         let now = Timestamp::now();

@@ -93,7 +93,10 @@ async fn another_places_fresh_record_refuses_without_writing() {
     let Err(PlaceRefused::Differs(said)) = record(false).check(&ceph, "cg2/osds").await else {
         panic!("refused");
     };
-    assert!(said.contains(&format!("this operator's is {}", place("cg2"))), "{said}");
+    assert!(
+        said.contains(&format!("this operator's is {}", place("cg2"))),
+        "{said}"
+    );
     assert!(written(&ceph).is_empty());
 }
 
