@@ -113,9 +113,20 @@ async fn side(s: Scenario, hosts: &[String], clock: Instant) -> anyhow::Result<S
     })
 }
 
-#[tokio::test]
-async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refuses_naming_both(
-) -> anyhow::Result<()> {
+/// Two namespaces, one Ceph (an OSD per host, two hosts for each namespace's CephOSD), each
+/// namespace's operator started with default settings, both CephOSDs converged and idle.
+struct Fleet {
+    sides: [Side; 2],
+    cluster: Arc<CephCluster>,
+    ceph: CephRecorder,
+    bridges: [CephBridge; 2],
+    args: Vec<String>,
+    /// This Kubernetes cluster's identity: the kube-system Namespace's uid.
+    kube_system: String,
+    clock: Instant,
+}
+
+async fn fleet() -> anyhow::Result<Fleet> {
     let mut s1 = Scenario::create("lock-place").await?;
     s1.start_recorder().await?;
     let mut s2 = Scenario::create("lock-place-2").await?;
@@ -137,21 +148,10 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
             .map(|(k, id)| (k.clone(), *id))
             .collect()
     };
+    let cluster_of = || Arc::clone(&cluster);
     let bridges = [
-        CephBridge::start(
-            s1.pods.clone(),
-            Arc::clone(&cluster),
-            &of(first_hosts),
-            &ceph,
-        )
-        .await?,
-        CephBridge::start(
-            s2.pods.clone(),
-            Arc::clone(&cluster),
-            &of(second_hosts),
-            &ceph,
-        )
-        .await?,
+        CephBridge::start(s1.pods.clone(), cluster_of(), &of(first_hosts), &ceph).await?,
+        CephBridge::start(s2.pods.clone(), cluster_of(), &of(second_hosts), &ceph).await?,
     ];
 
     // Default settings: each operator's lock namespace is its own (watched) namespace, as
@@ -168,7 +168,7 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
         .uid()
         .ok_or_else(|| anyhow!("kube-system has no uid"))?;
 
-    let mut sides = [
+    let sides = [
         side(s1, first_hosts, clock).await?,
         side(s2, second_hosts, clock).await?,
     ];
@@ -176,21 +176,22 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
     for side in &sides {
         side.wait_idle(Duration::from_mins(1)).await?;
     }
+    Ok(Fleet {
+        sides,
+        cluster,
+        ceph,
+        bridges,
+        args,
+        kube_system,
+        clock,
+    })
+}
 
-    // The same template change on both at once.
-    let from = ceph.elapsed();
-    let (a, b) = futures::join!(
-        sides[0]
-            .s
-            .patch_template_metadata(NAME, json!({"labels": {"rev": "2"}})),
-        sides[1]
-            .s
-            .patch_template_metadata(NAME, json!({"labels": {"rev": "2"}})),
-    );
-    let hashes = [a?.1, b?.1];
-    let report = |sides: &[Side]| {
-        let recording = ceph.recording();
-        let gates: String = (sides.iter())
+impl Fleet {
+    /// Ceph's view and every gate since `from`.
+    fn report(&self, from: Duration) -> String {
+        let recording = self.ceph.recording();
+        let gates: String = (self.sides.iter())
             .map(|s| format!("gate of {}:\n{}", s.s.namespace, s.gate.render()))
             .collect();
         format!(
@@ -198,130 +199,201 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
             recording.summary(from),
             recording.render(from)
         )
-    };
-
-    // One of them refuses, naming both places.
-    let (loser, refused_at, message) = sides[0]
-        .s
-        .wait_until(
-            "one operator refuses: CephLockPlaceDiffers",
-            Duration::from_mins(1),
-            || async {
-                Ok(sides
-                    .iter()
-                    .enumerate()
-                    .find_map(|(i, s)| s.refusal().map(|(at, m)| (i, at, m))))
-            },
-        )
-        .await
-        .map_err(|e| anyhow!("{e:#}\n{}", report(&sides)))?;
-    let winner = 1 - loser;
-    let (win_ns, lose_ns) = (
-        sides[winner].s.namespace.clone(),
-        sides[loser].s.namespace.clone(),
-    );
-    for part in [
-        format!("names Lease namespace {win_ns} of the Kubernetes cluster whose kube-system uid is {kube_system}"),
-        format!("this operator's is Lease namespace {lose_ns} of the Kubernetes cluster whose kube-system uid is {kube_system}"),
-        format!("--ceph-lock-namespace={win_ns} on every operator of this Ceph"),
-    ] {
-        ensure!(message.contains(&part), "the refusal lacks {part:?}: {message}");
     }
 
-    // The winner rolls while the loser stops nothing.
-    let t_win = Instant::now();
-    sides[winner]
-        .s
-        .wait_converged(NAME, &sides[winner].want, &hashes[winner], ROLLOUT)
-        .await
-        .map_err(|e| anyhow!("{e:#}\n{}", report(&sides)))?;
-    sides[winner].wait_idle(Duration::from_mins(1)).await?;
-    let winner_done = t_win.elapsed();
-    let change_on_recorder =
-        (sides[loser].s.recorder()?.elapsed()).saturating_sub(ceph.elapsed().saturating_sub(from));
-    let deleted = sides[loser].deleted_since(change_on_recorder)?;
-    ensure!(
-        deleted.is_empty(),
-        "the refused operator deleted {deleted:?}\n{}",
-        report(&sides)
-    );
-    ensure!(
-        sides[loser].gate.samples().iter().all(|s| s.step.is_none()),
-        "the refused operator opened a step\n{}",
-        report(&sides)
-    );
-    ensure!(
-        sides[loser].refusal().is_some_and(|(_, m)| m == message)
-            && sides[loser].gate.samples().last().is_some_and(|s| {
-                s.condition
-                    .as_ref()
-                    .is_some_and(|c| c.1 == "CephLockPlaceDiffers")
-            }),
-        "the refusal did not stand while the other rolled\n{}",
-        report(&sides)
-    );
-    let record: serde_json::Value =
-        serde_json::from_str(&cluster.cli(&["config-key", "get", PLACE_KEY]).await?)?;
-    ensure!(
-        record["place"] == json!({"kubernetes": kube_system, "namespace": win_ns})
-            && record["writer"] == json!(format!("{win_ns}/{NAME}")),
-        "Ceph's record: {record}"
-    );
+    /// The side that refuses first, when, and its `CephGate` message naming both places.
+    async fn refused(&self, from: Duration) -> anyhow::Result<(usize, Duration, String)> {
+        let (loser, at, message) = self.sides[0]
+            .s
+            .wait_until(
+                "one operator refuses: CephLockPlaceDiffers",
+                Duration::from_mins(1),
+                || async {
+                    Ok((self.sides.iter())
+                        .enumerate()
+                        .find_map(|(i, s)| s.refusal().map(|(at, m)| (i, at, m))))
+                },
+            )
+            .await
+            .map_err(|e| anyhow!("{e:#}\n{}", self.report(from)))?;
+        let uid = &self.kube_system;
+        let (win_ns, lose_ns) = (
+            &self.sides[1 - loser].s.namespace,
+            &self.sides[loser].s.namespace,
+        );
+        for part in [
+            format!("names Lease namespace {win_ns} of the Kubernetes cluster whose kube-system uid is {uid}"),
+            format!("this operator's is Lease namespace {lose_ns} of the Kubernetes cluster whose kube-system uid is {uid}"),
+            format!("--ceph-lock-namespace={win_ns} on every operator of this Ceph"),
+        ] {
+            ensure!(message.contains(&part), "the refusal lacks {part:?}: {message}");
+        }
+        Ok((loser, at, message))
+    }
 
-    // The flag that joins them: the refused operator started again on the other's lock
-    // namespace (its Role there binds the same ServiceAccount) rolls, one host at a time.
-    sides[loser].s.stop_operator();
-    let mut joined = args.clone();
-    joined.extend(["--ceph-lock-namespace".to_owned(), win_ns.clone()]);
-    let joined: Vec<&str> = joined.iter().map(String::as_str).collect();
-    let t_join = Instant::now();
-    sides[loser]
-        .s
-        .start_operator_with_args(&OperatorOptions::default(), &joined)?;
-    sides[loser]
-        .s
-        .wait_converged(NAME, &sides[loser].want, &hashes[loser], ROLLOUT)
-        .await
-        .map_err(|e| anyhow!("{e:#}\n{}", report(&sides)))?;
-    sides[loser].wait_idle(Duration::from_mins(1)).await?;
-    let joined_done = t_join.elapsed();
-    cluster.wait_clean(Duration::from_mins(1)).await?;
-    let idle_at = ceph.elapsed();
-    ceph.wait_until(
-        "an osdmap sample after both went idle",
-        Duration::from_secs(30),
-        |v| v.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at),
-    )
-    .await?;
+    /// While the winner rolls, the refused side deletes no pod and opens no step, its refusal
+    /// standing; Ceph's record names the winner's place. Returns the winner's rollout time.
+    async fn winner_rolls_alone(
+        &self,
+        loser: usize,
+        message: &str,
+        hash: &str,
+        from: Duration,
+    ) -> anyhow::Result<Duration> {
+        let (winner, refused) = (&self.sides[1 - loser], &self.sides[loser]);
+        let t_win = Instant::now();
+        (winner.s)
+            .wait_converged(NAME, &winner.want, hash, ROLLOUT)
+            .await
+            .map_err(|e| anyhow!("{e:#}\n{}", self.report(from)))?;
+        winner.wait_idle(Duration::from_mins(1)).await?;
+        let winner_done = t_win.elapsed();
+        // The change on the refused side's recorder clock.
+        let changed = (refused.s.recorder()?.elapsed())
+            .saturating_sub(self.ceph.elapsed().saturating_sub(from));
+        let deleted = refused.deleted_since(changed)?;
+        ensure!(
+            deleted.is_empty(),
+            "the refused operator deleted {deleted:?}\n{}",
+            self.report(from)
+        );
+        let samples = refused.gate.samples();
+        ensure!(
+            samples.iter().all(|s| s.step.is_none()),
+            "the refused operator opened a step\n{}",
+            self.report(from)
+        );
+        ensure!(
+            samples.last().is_some_and(|s| s
+                .condition
+                .as_ref()
+                .is_some_and(|c| { c.1 == "CephLockPlaceDiffers" && c.2 == message })),
+            "the refusal did not stand while the other rolled\n{}",
+            self.report(from)
+        );
+        let record: serde_json::Value =
+            serde_json::from_str(&self.cluster.cli(&["config-key", "get", PLACE_KEY]).await?)?;
+        let win_ns = &winner.s.namespace;
+        ensure!(
+            record["place"] == json!({"kubernetes": self.kube_system, "namespace": win_ns})
+                && record["writer"] == json!(format!("{win_ns}/{NAME}")),
+            "Ceph's record: {record}"
+        );
+        Ok(winner_done)
+    }
 
-    // Ceph's view over the whole run: one CRUSH host down at most, no PG unavailable; each
-    // CephOSD host by host in its pod watch; each bridge's rules.
-    let recording = ceph.recording();
-    let full = report(&sides);
-    recording
-        .check_one_host_at_a_time(from)
-        .map_err(|e| anyhow!("{e:#}\n{full}"))?;
-    for side in &sides {
-        side.s.assert_one_pod_per_key().await?;
-        side.s
-            .recorder()?
-            .timeline()
-            .check_rollout(&names_by_key(&side.converged.pods), UpdateDomain::Host)
+    /// The flag that joins them: the refused operator started again on the winner's lock
+    /// namespace (the Role there binds the same ServiceAccount) rolls its CephOSD. Returns its
+    /// rollout time.
+    async fn join_and_roll(
+        &mut self,
+        loser: usize,
+        hash: &str,
+        from: Duration,
+    ) -> anyhow::Result<Duration> {
+        let win_ns = self.sides[1 - loser].s.namespace.clone();
+        let mut joined = self.args.clone();
+        joined.extend(["--ceph-lock-namespace".to_owned(), win_ns]);
+        let joined: Vec<&str> = joined.iter().map(String::as_str).collect();
+        let t_join = Instant::now();
+        let side = &mut self.sides[loser];
+        side.s.stop_operator();
+        (side.s).start_operator_with_args(&OperatorOptions::default(), &joined)?;
+        let side = &self.sides[loser];
+        (side.s)
+            .wait_converged(NAME, &side.want, hash, ROLLOUT)
+            .await
+            .map_err(|e| anyhow!("{e:#}\n{}", self.report(from)))?;
+        side.wait_idle(Duration::from_mins(1)).await?;
+        let done = t_join.elapsed();
+        self.cluster.wait_clean(Duration::from_mins(1)).await?;
+        let idle_at = self.ceph.elapsed();
+        self.ceph
+            .wait_until(
+                "an osdmap sample after both went idle",
+                Duration::from_secs(30),
+                |v| v.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at),
+            )
+            .await?;
+        Ok(done)
+    }
+
+    /// Ceph's view over the whole run: one CRUSH host down at most, no PG unavailable; each
+    /// CephOSD host by host in its pod watch; each bridge's rules.
+    async fn check_one_host_at_a_time(&self, from: Duration) -> anyhow::Result<()> {
+        let full = self.report(from);
+        (self.ceph.recording())
+            .check_one_host_at_a_time(from)
             .map_err(|e| anyhow!("{e:#}\n{full}"))?;
-    }
-    for bridge in &bridges {
-        bridge.check()?;
+        for side in &self.sides {
+            side.s.assert_one_pod_per_key().await?;
+            (side.s.recorder()?.timeline())
+                .check_rollout(&names_by_key(&side.converged.pods), UpdateDomain::Host)
+                .map_err(|e| anyhow!("{e:#}\n{full}"))?;
+        }
+        for bridge in &self.bridges {
+            bridge.check()?;
+        }
+        Ok(())
     }
 
+    async fn down(self) -> anyhow::Result<()> {
+        let Self {
+            sides,
+            cluster,
+            ceph,
+            bridges,
+            ..
+        } = self;
+        for bridge in bridges {
+            bridge.stop().await?;
+        }
+        drop(ceph);
+        let [a, b] = sides;
+        for side in [b, a] {
+            drop(side.gate);
+            side.s.destroy().await?;
+        }
+        cluster.down()
+    }
+}
+
+#[tokio::test]
+async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refuses_naming_both(
+) -> anyhow::Result<()> {
+    let mut fleet = Box::pin(fleet()).await?;
+
+    // The same template change on both at once.
+    let from = fleet.ceph.elapsed();
+    let [a, b] = &fleet.sides;
+    let rev = json!({"labels": {"rev": "2"}});
+    let (a, b) = futures::join!(
+        a.s.patch_template_metadata(NAME, rev.clone()),
+        b.s.patch_template_metadata(NAME, rev.clone()),
+    );
+    let hashes = [a?.1, b?.1];
+
+    let (loser, refused_at, message) = fleet.refused(from).await?;
+    let winner_done = fleet
+        .winner_rolls_alone(loser, &message, &hashes[1 - loser], from)
+        .await?;
+    let joined_done = fleet.join_and_roll(loser, &hashes[loser], from).await?;
+    fleet.check_one_host_at_a_time(from).await?;
+
+    let (win_ns, lose_ns) = (
+        &fleet.sides[1 - loser].s.namespace,
+        &fleet.sides[loser].s.namespace,
+    );
     Milestones::on_clock(
         "two namespaced operators with default settings on one Ceph",
-        clock,
+        fleet.clock,
     )
     .mark_at("changed", from)
     .mark_at(
         format!("{lose_ns} refused (CephLockPlaceDiffers)"),
         refused_at,
     )
+    .figure("its CephGate message", &message)
     .span(
         format!("rollout of {win_ns} done after the change"),
         winner_done,
@@ -331,18 +403,8 @@ async fn two_namespaced_operators_with_default_settings_one_steps_the_other_refu
         format!("rollout of {lose_ns} done after it joined {win_ns}'s lock"),
         joined_done,
     )
-    .section("ceph", recording.summary(from))
+    .section("ceph", fleet.ceph.recording().summary(from))
     .print();
 
-    for bridge in bridges {
-        bridge.stop().await?;
-    }
-    drop(ceph);
-    let [a, b] = sides;
-    for side in [b, a] {
-        drop(side.gate);
-        side.s.destroy().await?;
-    }
-    cluster.down()?;
-    Ok(())
+    Box::pin(fleet.down()).await
 }

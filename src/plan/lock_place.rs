@@ -125,7 +125,7 @@ pub(crate) enum PlaceDecision {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Refused {
     /// Another place's, fresh.
-    Differs(Refusal),
+    Differs(Box<Refusal>),
     /// Not a record this operator understands (fail closed): what it says.
     NotUnderstood(String),
 }
@@ -153,10 +153,10 @@ pub(crate) fn decide(read: Option<&str>, mine: &LockPlace, now: Timestamp) -> Pl
         return PlaceDecision::Write { claim: true };
     }
     if record.place != *mine {
-        return PlaceDecision::Refused(Refused::Differs(Refusal {
+        return PlaceDecision::Refused(Refused::Differs(Box::new(Refusal {
             mine: mine.clone(),
             theirs: record,
-        }));
+        })));
     }
     if age >= RENEW_AFTER {
         PlaceDecision::Write { claim: false }
@@ -177,10 +177,10 @@ pub(crate) fn check_back(read: Option<&str>, mine: &LockPlace) -> Result<(), Ref
     if record.place == *mine {
         Ok(())
     } else {
-        Err(Refused::Differs(Refusal {
+        Err(Refused::Differs(Box::new(Refusal {
             mine: mine.clone(),
             theirs: record,
-        }))
+        })))
     }
 }
 

@@ -121,10 +121,7 @@ pub(crate) async fn run(client: Client, settings: Settings, metrics: Arc<Metrics
     let (budget_caches, (budget_events, node_events)) =
         watch_budgets_and_nodes(&client, settings.namespace.as_deref());
     let claims = Arc::new(ClaimsRegistry::default());
-    let ceph_locks = (settings.gate.lock_namespace.as_deref()).map(|ns| {
-        let place = LockPlaceRecord::new(client.clone(), ns);
-        Arc::new(CephStepLocks::new(client.clone(), ns).with_place(place))
-    });
+    let ceph_locks = (settings.gate.lock_namespace.as_deref()).map(|ns| step_locks(&client, ns));
     let context = Arc::new(Context {
         budget_caches,
         backoff: Backoff::new(settings.retry, Duration::from_secs(300)),
@@ -192,6 +189,13 @@ fn after_reconcile<T>(
         Err(error) => warn!(%error, "controller error"),
         Ok(_) => {}
     }
+}
+
+/// The step locks of Ceph clusters in `namespace`, each new step checking the lock's place
+/// recorded in Ceph first.
+fn step_locks(client: &Client, namespace: &str) -> Arc<CephStepLocks> {
+    let place = LockPlaceRecord::new(client.clone(), namespace);
+    Arc::new(CephStepLocks::new(client.clone(), namespace).with_place(place))
 }
 
 #[cfg(test)]

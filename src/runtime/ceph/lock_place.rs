@@ -92,7 +92,10 @@ impl LockPlaceRecord {
         writer: &str,
     ) -> Result<(), PlaceRefused> {
         let mine = self.mine().await?;
-        let read = ceph.config_key_get(PLACE_KEY).await.map_err(ceph_failed)?;
+        let read = ceph
+            .config_key_get(PLACE_KEY)
+            .await
+            .map_err(|e| ceph_failed(&e))?;
         let now = Timestamp::now();
         let claim = match decide(read.as_deref(), &mine, now) {
             PlaceDecision::Ours => return Ok(()),
@@ -102,14 +105,17 @@ impl LockPlaceRecord {
         let record = PlaceRecord::new(&mine, writer, now);
         ceph.config_key_set(PLACE_KEY, &record.to_json())
             .await
-            .map_err(ceph_failed)?;
+            .map_err(|e| ceph_failed(&e))?;
         if !claim {
             return Ok(());
         }
         // Dekker style: another operator that found no record may have written too; the later
         // write wins. Read back once any write racing this one has landed.
         tokio::time::sleep(self.settle).await;
-        let back = ceph.config_key_get(PLACE_KEY).await.map_err(ceph_failed)?;
+        let back = ceph
+            .config_key_get(PLACE_KEY)
+            .await
+            .map_err(|e| ceph_failed(&e))?;
         match check_back(back.as_deref(), &mine) {
             Ok(()) => {
                 info!(place = %mine, key = PLACE_KEY, "recorded the step lock's place in Ceph");
@@ -133,7 +139,7 @@ fn refused_by(refused: Refused) -> PlaceRefused {
     }
 }
 
-fn ceph_failed(e: CephError) -> PlaceRefused {
+fn ceph_failed(e: &CephError) -> PlaceRefused {
     let caps = if e.is_access_denied() {
         format!(" (the operator's Ceph key needs mon caps `{CAPS}`)")
     } else {
