@@ -142,12 +142,14 @@ fn is_ours(cr: &CephOsd, budget: &PodDisruptionBudget) -> bool {
 /// Whether `budget` is the one a former CephOSD of this name left (deleted with
 /// `--cascade=orphan`): the name and owner label this CephOSD gives its budget, and no owner
 /// but a CephOSD of this name with another uid (names are unique in a namespace: that one is
-/// gone). A budget of a CephOSD that exists, or with any other owner, is not.
+/// gone). A budget of a CephOSD that exists, or with any other owner, is not; and a CephOSD
+/// being deleted adopts nothing (its own orphaning strips the budget's owner reference).
 fn is_former(cr: &CephOsd, budget: &PodDisruptionBudget) -> bool {
     let (Some(uid), name) = (cr.uid(), cr.name_any()) else {
         return false;
     };
-    budget.metadata.deletion_timestamp.is_none()
+    cr.metadata.deletion_timestamp.is_none()
+        && budget.metadata.deletion_timestamp.is_none()
         && budget.name_any() == budget_name(&name)
         && budget.labels().get(labels::OWNER) == Some(&labels::owner_label_value(&name))
         && (budget.owner_references().iter())

@@ -439,6 +439,30 @@ fn the_budget_a_former_cephosd_of_the_name_left_is_adopted_back() {
 }
 
 #[test]
+fn a_cephosd_deleted_with_cascade_orphan_does_not_take_its_budget_back() {
+    let mut cr = host_cr("a");
+    let mut cluster = converged_with_budget(&cr);
+    // The garbage collector orphans the budget before the CephOSD goes.
+    for budget in &mut cluster.disruption().budgets {
+        budget.metadata.owner_references = None;
+    }
+    for pod in &mut cluster.pods {
+        pod.metadata.owner_references = None;
+    }
+    cr.metadata.deletion_timestamp = Some(Time(at(cluster.clock)));
+    let plan = cluster.reconcile(&cr);
+    assert!(
+        !plan.actions.iter().any(|a| matches!(
+            a,
+            Action::WriteBudget { exists: true, .. } | Action::DeleteBudget { .. }
+        )),
+        "{:?}",
+        plan.actions
+    );
+    assert!(cluster.budget().is_some_and(|b| b.owner_references().is_empty()));
+}
+
+#[test]
 fn a_budget_of_a_cephosd_that_exists_or_of_another_owner_stays_foreign() {
     let cr = host_cr("a");
     let owners = [
