@@ -44,8 +44,9 @@ pub fn map_osd_ids(
             ids: map_one(k, metadata, dump, &daemons.on_data_device(k, node, dump)),
         })
         .collect();
-    unmap_shared_ids(&mut mapped);
+    // A refuted statement claims nothing, not even an id another key has.
     stated_ids::refute_elsewhere(&mut mapped, keys, metadata, dump, others);
+    unmap_shared_ids(&mut mapped);
     by_node::count_on_nodes(&mut mapped, keys, &nodes, &daemons, dump, others);
     stated_ids::refute_not_running(&mut mapped, keys, metadata, dump, others);
     mapped

@@ -5,8 +5,8 @@
 //! ids unknown: nothing is asked about or stopped on them) when a stated id is:
 //! - up and reports a hostname that names another node of the CephOSD (another key's host or
 //!   pod's node) and not the pod's own (names compared as `node_names` does): that daemon runs
-//!   elsewhere (`refute_elsewhere`, before the count rule: the node's daemons stay free for
-//!   its other keys);
+//!   elsewhere (`refute_elsewhere`, before shared ids are unmapped and before the count rule:
+//!   the id stays the other key's, and the node's daemons stay free for its other keys);
 //! - not up (down, or no such OSD) while the pod's node has up daemons that report no pod and
 //!   that no disk claims (of this CephOSD, or recorded by another for that host): one of them
 //!   may be the pod's, and stopping the pod would stop it unasked (`refute_not_running`,

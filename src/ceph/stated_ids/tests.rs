@@ -133,6 +133,25 @@ fn a_stated_id_up_on_another_node_is_refused_naming_both() {
 }
 
 #[test]
+fn a_refuted_statement_leaves_the_id_to_the_key_that_recorded_it() {
+    // c2's id was learnt (recorded) before the admin stated it on c1's pod.
+    let metadata = podless(&[(0, "c1"), (1, "c2")]);
+    let mut c2 = key("c2", "sdb", None);
+    c2.recorded = ids(&[1]);
+    let got = map(
+        &[key("c1", "sdb", Some(&[1])), c2],
+        &metadata,
+        &dump(&[(0, true), (1, true)]),
+    );
+    assert_eq!(refusal(&got[0]).up_on.as_deref(), Some("c2"));
+    assert!(
+        matches!(&got[1], KeyIds::Known { ids: i, .. } if *i == ids(&[1])),
+        "{:?}",
+        got[1]
+    );
+}
+
+#[test]
 fn the_right_statement_stands() {
     let metadata = podless(&[(0, "c1"), (1, "c2")]);
     let got = map(
