@@ -183,7 +183,8 @@ impl fmt::Display for Blocker {
                 }
                 write!(f, " is unknown: {reason}")
             }
-            Self::StatedIdsRefuted { key, refusal } => write!(f, "{key}: {refusal}"),
+            // The refusal names the key's pod.
+            Self::StatedIdsRefuted { refusal, .. } => refusal.fmt(f),
             Self::OsdNotInOsdmap { id, key } => {
                 write!(f, "{id} (of {key}) is not in the osdmap")
             }

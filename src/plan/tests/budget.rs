@@ -459,7 +459,9 @@ fn a_cephosd_deleted_with_cascade_orphan_does_not_take_its_budget_back() {
         "{:?}",
         plan.actions
     );
-    assert!(cluster.budget().is_some_and(|b| b.owner_references().is_empty()));
+    assert!(cluster
+        .budget()
+        .is_some_and(|b| b.owner_references().is_empty()));
 }
 
 #[test]

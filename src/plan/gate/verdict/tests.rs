@@ -73,7 +73,7 @@ fn a_stated_id_ceph_reports_on_another_node_halts_before_any_question() {
     let text = blocker.to_string();
     assert!(
         text.starts_with(
-            "c1:/dev/sdb: pod ceph/osd-c1 states ceph.elemental.net/osd-ids=1 but Ceph reports \
+            "pod ceph/osd-c1 states ceph.elemental.net/osd-ids=1 but Ceph reports \
              osd.1 up on node c2 and osd.0 up on node c1"
         ) && text.contains(
             "kubectl annotate pod --overwrite -n ceph osd-c1 ceph.elemental.net/osd-ids=0`"
