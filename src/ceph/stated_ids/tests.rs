@@ -2,46 +2,9 @@
 //! `hostname`), an admin's `osd-ids` statement on one of them.
 
 use super::*;
-use crate::ceph::answers::OsdInfo;
 use crate::ceph::key_ids::PodRef;
-use crate::ceph::osd_devices::ReportedDevices;
 use crate::ceph::pod_map::map_osd_ids;
-use crate::ceph::test_data::ids;
-
-fn dump(osds: &[(u32, bool)]) -> OsdDump {
-    OsdDump {
-        epoch: 20,
-        osds: (osds.iter())
-            .map(|&(id, up)| {
-                let info = OsdInfo {
-                    id: OsdId(id),
-                    up,
-                    is_in: true,
-                    up_from: 5,
-                    noout: false,
-                    state: vec!["exists".into()],
-                };
-                (OsdId(id), info)
-            })
-            .collect(),
-    }
-}
-
-/// Daemons that report no pod, each with the hostname it reports.
-fn podless(daemons: &[(u32, &str)]) -> BTreeMap<OsdId, OsdMetadata> {
-    (daemons.iter())
-        .map(|&(id, hostname)| {
-            let m = OsdMetadata {
-                id: OsdId(id),
-                hostname: Some(hostname.into()),
-                pod_name: None,
-                pod_namespace: None,
-                devices: ReportedDevices::default(),
-            };
-            (OsdId(id), m)
-        })
-        .collect()
-}
+use crate::ceph::test_data::{ids, osd_dump as dump, podless_metadata as podless};
 
 /// The adopted pod of `host`'s `/dev/sdX`, with what its annotation states.
 fn key(host: &str, data: &str, stated: Option<&[u32]>) -> KeyToMap {

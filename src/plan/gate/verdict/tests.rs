@@ -3,10 +3,9 @@
 //! what runs on the pod's node.
 
 use super::*;
-use crate::ceph::test_data::fixture;
+use crate::ceph::test_data::{fixture, podless_metadata};
 use crate::ceph::{
     map_osd_ids, parse_osd_dump, parse_pg_stat, parse_status, KeyToMap, OsdMetadata, OtherCephOsds,
-    ReportedDevices,
 };
 use std::collections::BTreeMap;
 
@@ -27,19 +26,7 @@ fn facts(down: &[u32]) -> CephFacts {
 
 /// osd.0 runs on c1 and osd.1 on c2, both without a pod (adopted reference pods).
 fn metadata() -> BTreeMap<OsdId, OsdMetadata> {
-    [(0, "c1"), (1, "c2")]
-        .into_iter()
-        .map(|(id, host)| {
-            let m = OsdMetadata {
-                id: OsdId(id),
-                hostname: Some(host.to_owned()),
-                pod_name: None,
-                pod_namespace: None,
-                devices: ReportedDevices::default(),
-            };
-            (OsdId(id), m)
-        })
-        .collect()
+    podless_metadata(&[(0, "c1"), (1, "c2")])
 }
 
 fn key(host: &str, stated: Option<&[u32]>) -> KeyToMap {
