@@ -154,6 +154,13 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
         f(&mut manifest);
         manifest
     };
+    let topology = |bucket_type: &str| {
+        let bucket_type = bucket_type.to_owned();
+        edit(&move |m: &mut Value| {
+            m["spec"]["updateDomain"] = json!("Topology");
+            m["spec"]["topology"] = json!({"bucketType": bucket_type.clone()});
+        })
+    };
     let osd = "/spec/storage/0/osds/0";
     let set = |pointer: String, value: Value| {
         move |m: &mut Value| {
@@ -218,6 +225,8 @@ async fn ambiguous_devices_and_operator_owned_template_fields_are_rejected_by_na
         (edit(&|m: &mut Value| m["spec"]["partition"] = json!(-1)), &["spec.partition", "an integer from 0 to 2147483647"]),
         (edit(&|m: &mut Value| m["spec"]["canary"] = json!("150%")), &["spec.canary", "percentage"]),
         (edit(&|m: &mut Value| m["spec"]["canary"] = json!("10")), &["spec.canary"]),
+        (topology("auto"), &["spec.topology.bucketType", "must be spelled Auto"]),
+        (topology("AUTO"), &["spec.topology.bucketType", "must be spelled Auto"]),
     ];
     for (manifest, expected) in &cases {
         let message = rejection(&s, manifest).await?;

@@ -1,7 +1,8 @@
 //! End-to-end scenarios of the disruption budget that node drains and the rollout share: the
 //! PodDisruptionBudget kube-controller-manager's disruption controller evaluates, `kubectl
 //! drain` against it (the real eviction API), a stuck rollout holding it, a drain holding the
-//! rollout, drains racing template changes, and someone else's budget. Every scenario records
+//! rollout, drains racing template changes, someone else's budget, and the CephOSD's own budget
+//! taken back after `kubectl delete --cascade=orphan` and a re-creation. Every scenario records
 //! the pod watch and checks that no more than `maxUnavailable` hosts were ever down and never
 //! two live pods per disk.
 //!
@@ -417,5 +418,112 @@ async fn someone_elses_budget_over_the_osd_pods_means_none_of_ours() -> anyhow::
         "a budget while Off"
     );
     check_watch(&s, &c, 1, converged_at)?;
+    s.destroy().await
+}
+
+/// `kubectl delete cephosd --cascade=orphan`, then the same manifest applied again: the pods
+/// and the budget the garbage collector orphaned are the new CephOSD's, none restarted; the
+/// budget is adopted (controlled by the new uid, never said foreign) and follows the spec.
+#[tokio::test]
+async fn a_cephosd_deleted_with_cascade_orphan_and_recreated_takes_its_budget_back(
+) -> anyhow::Result<()> {
+    let s = Scenario::converge("budget-orphan").await?;
+    let hosts: Vec<String> = s.hosts(["o1", "o2", "o3"]).into();
+    let manifest = cephosd(
+        CR,
+        storage(&hosts, &DEVICES),
+        "Host",
+        fast_sample_template()?,
+    );
+    let c = s
+        .create_converged(&manifest, keys(&hosts, &DEVICES))
+        .await?;
+    let converged_at = s.recorder()?.len();
+    wait_budget(&s, 6, 1).await?;
+    let old_uid = s.crs.get(CR).await?.uid().context("uid")?;
+    let pod_uids = |pods: Vec<k8s_openapi::api::core::v1::Pod>| -> BTreeMap<String, String> {
+        (pods.into_iter())
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| (p.name_any(), p.uid().unwrap_or_default()))
+            .collect()
+    };
+    let before = pod_uids(s.owned_pods(CR).await?);
+
+    s.crs.delete(CR, &DeleteParams::orphan()).await?;
+    s.wait_until(
+        "the CephOSD gone, its budget orphaned",
+        CONVERGE,
+        || async {
+            let gone = s.crs.get_opt(CR).await?.is_none();
+            let budget = budgets(&s).get_opt(BUDGET).await?;
+            let orphaned = budget.is_some_and(|b| b.owner_references().is_empty());
+            Ok((gone && orphaned).then_some(()))
+        },
+    )
+    .await?;
+    s.create_cr(&manifest).await?;
+    let new_uid = s.crs.get(CR).await?.uid().context("uid")?;
+    ensure!(new_uid != old_uid, "the same uid after a re-creation");
+    let budget = s
+        .wait_until(
+            "the budget controlled by the new CephOSD",
+            CONVERGE,
+            || async {
+                let budget = budgets(&s).get_opt(BUDGET).await?;
+                Ok(budget.filter(|b| {
+                    b.owner_references().iter().any(|o| {
+                        o.kind == "CephOSD" && o.uid == new_uid && o.controller == Some(true)
+                    })
+                }))
+            },
+        )
+        .await?;
+    ensure!(
+        budget.owner_references().len() == 1,
+        "owners {:?}",
+        budget.owner_references()
+    );
+    s.wait_until("DisruptionBudget True BudgetManaged", CONVERGE, || async {
+        let st = status(&s).await?;
+        let managed = st.conditions.iter().any(|c| {
+            c.type_ == "DisruptionBudget" && c.status == "True" && c.reason == "BudgetManaged"
+        });
+        Ok(managed.then_some(()))
+    })
+    .await?;
+    let events = s.cr_events(CR).await?;
+    ensure!(
+        events.iter().all(|e| !e
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("ForeignBudget"))
+            && events.iter().any(|e| e.reason.as_deref() == Some("Adopted")
+                && e.note.as_deref().unwrap_or_default().contains(BUDGET)),
+        "events:\n{}",
+        molecule_like_tests::scenario::describe_events(&events)
+    );
+    let st = status(&s).await?;
+    ensure!(
+        !st.conditions.iter().any(|c| c.reason == "ForeignBudget"),
+        "conditions {:?}",
+        st.conditions
+    );
+    // Adopted without a restart: the same pods.
+    s.wait_converged(CR, &c.want, &c.hash, CONVERGE).await?;
+    ensure!(
+        pod_uids(s.owned_pods(CR).await?) == before,
+        "the pods changed across the re-creation"
+    );
+    // Its size follows the spec: 2 hosts of 2 pods may go.
+    s.patch_spec(CR, json!({"maxUnavailable": 2})).await?;
+    let budget = wait_budget(&s, 6, 2).await?;
+    ensure!(
+        budget.spec.as_ref().and_then(|s| s.min_available.clone())
+            == Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(4)),
+        "minAvailable {:?}",
+        budget.spec.as_ref().map(|s| &s.min_available)
+    );
+    check_watch(&s, &c, 0, converged_at)?;
     s.destroy().await
 }

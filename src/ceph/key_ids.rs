@@ -1,7 +1,7 @@
 //! What is known of an OSD key (`host:data`) before and after its ids are mapped: the key as
 //! the operator runs it (`KeyToMap`), the ids found for it and where from (`KeyIds`,
-//! `IdSource`), or why none could be (`UnknownReason`). Pure vocabulary of `pod_map` and
-//! `by_node`.
+//! `IdSource`), or why none could be (`UnknownReason`, `StatedRefusal`). Pure vocabulary of
+//! `pod_map`, `by_node` and `stated_ids`.
 
 use super::answers::OsdDump;
 use super::osd_id::{self, OsdId};
@@ -110,6 +110,85 @@ pub enum UnknownReason {
     IdInOtherPod { id: OsdId, pod: PodRef },
     /// The same id came out for another key too.
     IdSharedWith { id: OsdId, other_key: String },
+    /// Ceph refutes the ids the admin stated on the key's pod.
+    StatedRefuted(StatedRefusal),
+}
+
+/// Ceph refutes an `osd-ids` statement on a key's pod: a stated id is up on another node, or
+/// not up while the pod's node runs up daemons no disk claims.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatedRefusal {
+    pub pod: PodRef,
+    pub stated: BTreeSet<OsdId>,
+    /// The stated id Ceph refutes.
+    pub id: OsdId,
+    /// The hostname `id` reports while up; None: it is not up.
+    pub up_on: Option<String>,
+    /// Whether Ceph has an OSD `id` at all.
+    pub exists: bool,
+    /// The up OSDs Ceph reports on the pod's node.
+    pub on_node: BTreeSet<OsdId>,
+    /// Those of `on_node` that report no pod and that no disk claims.
+    pub unclaimed: BTreeSet<OsdId>,
+}
+
+impl StatedRefusal {
+    /// The value to state instead: the unclaimed daemons of the node when they are as many as
+    /// the stated ids, else a placeholder.
+    fn right_value(&self) -> String {
+        if self.unclaimed.is_empty() || self.unclaimed.len() != self.stated.len() {
+            return "N".to_owned();
+        }
+        (self.unclaimed.iter())
+            .map(|id| id.0.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl fmt::Display for StatedRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { pod, id, .. } = self;
+        let node = &pod.node;
+        let stated = (self.stated.iter().map(|i| i.0.to_string()))
+            .collect::<Vec<_>>()
+            .join(",");
+        write!(
+            f,
+            "pod {pod} states {}={stated} but Ceph reports ",
+            labels::OSD_IDS
+        )?;
+        match (&self.up_on, self.exists) {
+            (Some(host), _) => write!(f, "{id} up on node {host}")?,
+            (None, true) => write!(f, "{id} down")?,
+            (None, false) => write!(f, "no {id}")?,
+        }
+        if self.on_node.is_empty() {
+            write!(f, " and no up OSD on node {node}")?;
+        } else {
+            write!(f, " and {} up on node {node}", osd_id::list(&self.on_node))?;
+        }
+        if !self.unclaimed.is_empty() {
+            write!(
+                f,
+                " ({} without a pod, claimed by no disk)",
+                osd_id::list(&self.unclaimed)
+            )?;
+        }
+        write!(
+            f,
+            ": nothing is stopped on this statement; state the pod's own id: `kubectl annotate \
+             pod --overwrite -n {} {} {}={}`, or remove the annotation: `kubectl annotate pod \
+             -n {} {} {}-`",
+            pod.namespace,
+            pod.name,
+            labels::OSD_IDS,
+            self.right_value(),
+            pod.namespace,
+            pod.name,
+            labels::OSD_IDS
+        )
+    }
 }
 
 impl fmt::Display for UnknownReason {
@@ -179,6 +258,7 @@ impl fmt::Display for UnknownReason {
             Self::IdSharedWith { id, other_key } => {
                 write!(f, "{id} is also the OSD of {other_key}")
             }
+            Self::StatedRefuted(refusal) => refusal.fmt(f),
         }
     }
 }

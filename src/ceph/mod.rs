@@ -20,6 +20,7 @@ mod osd_devices;
 mod osd_id;
 mod pod_map;
 mod session;
+mod stated_ids;
 #[cfg(test)]
 pub(crate) mod test_data;
 
@@ -38,7 +39,8 @@ pub use crush::{
 };
 pub use facts::{gather_facts, gather_step_facts, CephFacts, PgsOnOsds};
 pub use key_ids::{
-    IdSource, KeyIds, KeyToMap, MappedKey, NodeEvidence, NotExact, PodRef, UnknownReason,
+    IdSource, KeyIds, KeyToMap, MappedKey, NodeEvidence, NotExact, PodRef, StatedRefusal,
+    UnknownReason,
 };
 pub use osd_devices::ReportedDevices;
 pub(crate) use osd_id::list as osd_list;

@@ -13,6 +13,7 @@ use super::key_ids::{
 };
 use super::node_names::ReportedNode;
 use super::osd_id::OsdId;
+use super::stated_ids;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Maps every key to its ids. Pass all the keys the operator runs (not only those about to be
@@ -24,7 +25,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// namespace and node; else the one up OSD that reports no pod, the key's node and its data
 /// device (`by_node`); else the recorded ids; else what the node's other daemons that report
 /// no pod allow (`by_node::count_on_nodes`), or unknown. A recorded or stated id whose up
-/// daemon reports another pod is unknown.
+/// daemon reports another pod is unknown; a statement Ceph's metadata refutes (`stated_ids`)
+/// is refused.
 pub fn map_osd_ids(
     keys: &[KeyToMap],
     metadata: &BTreeMap<OsdId, OsdMetadata>,
@@ -42,8 +44,11 @@ pub fn map_osd_ids(
             ids: map_one(k, metadata, dump, &daemons.on_data_device(k, node, dump)),
         })
         .collect();
+    // A refuted statement claims nothing, not even an id another key has.
+    stated_ids::refute_elsewhere(&mut mapped, keys, metadata, dump, others);
     unmap_shared_ids(&mut mapped);
     by_node::count_on_nodes(&mut mapped, keys, &nodes, &daemons, dump, others);
+    stated_ids::refute_not_running(&mut mapped, keys, metadata, dump, others);
     mapped
 }
 

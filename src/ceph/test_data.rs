@@ -1,7 +1,8 @@
 //! The unit tests' data: answers recorded from the test cluster (`tests/data/ceph/`, Ceph
 //! 16.2.15, the operator's key) and small builders.
 
-use super::answers::ClusterStatus;
+use super::answers::{ClusterStatus, OsdDump, OsdInfo, OsdMetadata};
+use super::osd_devices::ReportedDevices;
 use super::osd_id::OsdId;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,4 +34,39 @@ pub(crate) fn healthy_status() -> ClusterStatus {
         health: "HEALTH_OK".into(),
         health_checks: BTreeMap::new(),
     }
+}
+
+/// An osdmap (epoch 20) of these OSDs, each up or down, all in.
+pub(crate) fn osd_dump(osds: &[(u32, bool)]) -> OsdDump {
+    let info = |id, up| OsdInfo {
+        id: OsdId(id),
+        up,
+        is_in: true,
+        up_from: 5,
+        noout: false,
+        state: vec!["exists".into()],
+    };
+    OsdDump {
+        epoch: 20,
+        osds: (osds.iter())
+            .map(|&(id, up)| (OsdId(id), info(id, up)))
+            .collect(),
+    }
+}
+
+/// The metadata of daemons that report no pod (as the reference operator's), each with the
+/// hostname it reports and no device.
+pub(crate) fn podless_metadata(daemons: &[(u32, &str)]) -> BTreeMap<OsdId, OsdMetadata> {
+    (daemons.iter())
+        .map(|&(id, hostname)| {
+            let m = OsdMetadata {
+                id: OsdId(id),
+                hostname: Some(hostname.into()),
+                pod_name: None,
+                pod_namespace: None,
+                devices: ReportedDevices::default(),
+            };
+            (OsdId(id), m)
+        })
+        .collect()
 }

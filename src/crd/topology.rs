@@ -12,6 +12,14 @@ pub const AUTO_BUCKET_TYPE: &str = "Auto";
 /// A CRUSH bucket type name, or `Auto`.
 pub(crate) const BUCKET_TYPE_PATTERN: &str = "^(Auto|[a-z][a-z0-9_-]{0,62})$";
 
+/// The spellings of `Auto` other than `Auto` (`auto` would pass the pattern as a type name):
+/// refused by the spec's CEL rule.
+pub(crate) const AUTO_MISSPELT_PATTERN: &str = "^[aA][uU][tT][oO]$";
+
+/// Why a misspelt `Auto` is refused.
+pub(crate) const AUTO_MISSPELT: &str = "must be spelled Auto (capital A) to let Ceph choose \
+                                        the bucket type: no CRUSH bucket type is called auto";
+
 /// A label key: an optional DNS-subdomain prefix and `/`, then a name of up to 63 characters.
 pub(crate) const LABEL_KEY_PATTERN: &str = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$";
 
@@ -39,6 +47,12 @@ impl TopologySpec {
     pub fn is_auto(&self) -> bool {
         self.bucket_type == AUTO_BUCKET_TYPE
     }
+}
+
+/// `auto`, `AUTO`, …: `Auto` in another case (the schema refuses it; a CephOSD stored before
+/// may still have it).
+pub(crate) fn misspells_auto(bucket_type: &str) -> bool {
+    bucket_type != AUTO_BUCKET_TYPE && bucket_type.eq_ignore_ascii_case(AUTO_BUCKET_TYPE)
 }
 
 /// Default of `spec.prePull.deadlineSeconds`.
@@ -94,16 +108,27 @@ impl PrePullSpec {
     }
 }
 
-/// The spec's CEL rule tying `topology` to `updateDomain: Topology`, naming the fields.
+/// The spec's CEL rules tying `topology` to `updateDomain: Topology` and refusing a
+/// misspelt `Auto`, naming the fields.
 pub(crate) fn add_validations(spec_schema: &mut Value) {
-    let rule = json!({
-        "rule": "(self.updateDomain == 'Topology') == has(self.topology)",
-        "message": "spec.topology is required when spec.updateDomain is Topology, and only then",
-        "fieldPath": ".topology",
-    });
+    let rules = [
+        json!({
+            "rule": "(self.updateDomain == 'Topology') == has(self.topology)",
+            "message": "spec.topology is required when spec.updateDomain is Topology, and only then",
+            "fieldPath": ".topology",
+        }),
+        json!({
+            "rule": format!(
+                "!has(self.topology) || self.topology.bucketType == '{AUTO_BUCKET_TYPE}' || \
+                 !self.topology.bucketType.matches('{AUTO_MISSPELT_PATTERN}')"
+            ),
+            "message": format!("spec.topology.bucketType {AUTO_MISSPELT}"),
+            "fieldPath": ".topology.bucketType",
+        }),
+    ];
     match spec_schema["x-kubernetes-validations"].as_array_mut() {
-        Some(rules) => rules.push(rule),
-        None => spec_schema["x-kubernetes-validations"] = json!([rule]),
+        Some(existing) => existing.extend(rules),
+        None => spec_schema["x-kubernetes-validations"] = json!(rules),
     }
 }
 

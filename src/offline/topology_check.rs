@@ -1,8 +1,8 @@
 //! Offline check of `spec.topology` and `spec.prePull` as the API server enforces them (the
-//! CEL rule tying `topology` to `updateDomain: Topology`, the patterns of a bucket type and a
-//! label key), with the field path.
+//! CEL rules tying `topology` to `updateDomain: Topology` and refusing a misspelt `Auto`, the
+//! patterns of a bucket type and a label key), with the field path.
 
-use crate::crd::topology::AUTO_BUCKET_TYPE;
+use crate::crd::topology::{misspells_auto, AUTO_BUCKET_TYPE, AUTO_MISSPELT};
 use crate::crd::{CephOsdSpec, UpdateDomain};
 
 /// The longest name part of a label key (and a bucket type).
@@ -43,6 +43,12 @@ pub(crate) fn topology_problem(spec: &CephOsdSpec) -> Option<(String, String)> {
         }
         (Some(topology), _) => topology,
     };
+    if misspells_auto(&topology.bucket_type) {
+        return problem(
+            "spec.topology.bucketType",
+            format!("{AUTO_MISSPELT}, found {:?}", topology.bucket_type),
+        );
+    }
     if topology.bucket_type != AUTO_BUCKET_TYPE && !is_bucket_type(&topology.bucket_type) {
         return problem(
             "spec.topology.bucketType",

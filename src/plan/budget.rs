@@ -12,8 +12,9 @@
 //! until the controller has seen the write). While a cordoned node's OSD pods still run, no
 //! domain starts (drains go first), and no missing OSD pod is created on a cordoned node. A
 //! PodDisruptionBudget of someone else that selects the OSD pods means none of ours: a pod
-//! under two cannot be evicted at all. Ceph's PGs not all clean (or no mgr, or no answer) close
-//! the budget too.
+//! under two cannot be evicted at all; the budget a former CephOSD of the same name left
+//! (deleted with `--cascade=orphan`) is not someone else's: it is adopted back. Ceph's PGs not
+//! all clean (or no mgr, or no answer) close the budget too.
 
 use crate::ceph::PgStates;
 use crate::crd::update_domain::UpdateDomains;
@@ -23,6 +24,7 @@ use crate::plan::actions::Action;
 use crate::plan::classify::{ObservedPod, PodClass, Workload};
 use crate::plan::conditions::{ConditionReason, StatedCondition};
 use crate::plan::events::{EventReason, PlannedEvent};
+use crate::pod::owner_reference::is_cephosd;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
@@ -93,8 +95,9 @@ impl<'a> Keeping<'a> {
         let Some(view) = view else {
             return Self::Unwatched;
         };
-        let (ours, others): (Vec<&PodDisruptionBudget>, Vec<&PodDisruptionBudget>) =
-            view.budgets.iter().partition(|b| is_ours(cr, b));
+        let (mut ours, others): (Vec<&PodDisruptionBudget>, Vec<&PodDisruptionBudget>) =
+            (view.budgets.iter()).partition(|b| is_ours(cr, b) || is_former(cr, b));
+        ours.sort_by_key(|b| !is_ours(cr, b));
         let ours = ours.first().copied();
         if !cr.spec.manages_disruption_budget() {
             return Self::Off { ours };
@@ -134,6 +137,23 @@ fn is_ours(cr: &CephOsd, budget: &PodDisruptionBudget) -> bool {
             .any(|o| o.controller == Some(true) && o.uid == uid),
         None => budget.name_any() == budget_name(&cr.name_any()),
     }
+}
+
+/// Whether `budget` is the one a former CephOSD of this name left (deleted with
+/// `--cascade=orphan`): the name and owner label this CephOSD gives its budget, and no owner
+/// but a CephOSD of this name with another uid (names are unique in a namespace: that one is
+/// gone). A budget of a CephOSD that exists, or with any other owner, is not; and a CephOSD
+/// being deleted adopts nothing (its own orphaning strips the budget's owner reference).
+fn is_former(cr: &CephOsd, budget: &PodDisruptionBudget) -> bool {
+    let (Some(uid), name) = (cr.uid(), cr.name_any()) else {
+        return false;
+    };
+    cr.metadata.deletion_timestamp.is_none()
+        && budget.metadata.deletion_timestamp.is_none()
+        && budget.name_any() == budget_name(&name)
+        && budget.labels().get(labels::OWNER) == Some(&labels::owner_label_value(&name))
+        && (budget.owner_references().iter())
+            .all(|o| is_cephosd(o) && o.name == name && o.uid != uid)
 }
 
 /// A budget's pod selector: policy/v1's, where `{}` selects every pod of the namespace and no
@@ -284,12 +304,23 @@ pub(crate) fn plan_budget(input: &BudgetInput<'_>, previous: Option<&BudgetStatu
     let min_available = healthy - allowed.min(healthy);
     let desired = desired_budget(cr, &name, &excluded_labels, min_available);
     let mut actions = Vec::new();
+    let mut events = Vec::new();
     match ours {
         None => actions.push(Action::WriteBudget {
             budget: Box::new(desired),
             exists: false,
             resource_version: None,
         }),
+        // A former CephOSD's budget: its owner reference is rewritten, conditional on the
+        // version it was read at (no one else's write is overwritten).
+        Some(ours) if !is_ours(cr, ours) => {
+            events.push(adopted_event(&name, &cr.name_any()));
+            actions.push(Action::WriteBudget {
+                budget: Box::new(desired),
+                exists: true,
+                resource_version: ours.resource_version(),
+            });
+        }
         Some(ours) if ours.spec != desired.spec => actions.push(Action::WriteBudget {
             budget: Box::new(desired),
             exists: true,
@@ -321,7 +352,7 @@ pub(crate) fn plan_budget(input: &BudgetInput<'_>, previous: Option<&BudgetStatu
     if !drains.is_empty() {
         message.push_str(&format!("; drains waiting: {}", drains.join(", ")));
     }
-    let events = drain_events(&status, previous, &down);
+    events.extend(drain_events(&status, previous, &down));
     BudgetPlan {
         actions,
         status: Some(status),
@@ -357,6 +388,19 @@ fn not_kept(
             message,
         }),
         ..BudgetPlan::default()
+    }
+}
+
+/// The event of adopting the budget `name` a former CephOSD `cr_name` left.
+fn adopted_event(name: &str, cr_name: &str) -> PlannedEvent {
+    PlannedEvent {
+        warning: false,
+        reason: EventReason::Adopted,
+        note: format!(
+            "adopted PodDisruptionBudget {name}, left by a former CephOSD {cr_name} (deleted \
+             with --cascade=orphan)"
+        ),
+        pod: None,
     }
 }
 

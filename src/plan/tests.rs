@@ -128,6 +128,12 @@ impl SimulatedDisruption {
                         Some(current.metadata.generation.unwrap_or(0) + 1);
                 }
                 current.spec.clone_from(&budget.spec);
+                // A merge patch: the labels merge, the owner references are replaced.
+                if let Some(labels) = &budget.metadata.labels {
+                    (current.metadata.labels.get_or_insert_with(Default::default))
+                        .extend(labels.clone());
+                }
+                (current.metadata.owner_references).clone_from(&budget.metadata.owner_references);
                 current.metadata.resource_version = Some(version);
                 true
             }

@@ -4,7 +4,7 @@
 //! A host without a bucket, or one Ceph and its label disagree on, is never placed by a guess:
 //! it is named, and the rollout halts on it.
 
-use crate::crd::topology::TopologySpec;
+use crate::crd::topology::{misspells_auto, TopologySpec, AUTO_MISSPELT};
 use crate::crd::FailureDomainsStatus;
 use std::collections::BTreeMap;
 
@@ -96,6 +96,13 @@ pub(crate) fn host_buckets<'h>(
         Some(Ok(crush)) => Some(crush),
         None => None,
     };
+    if misspells_auto(&topology.bucket_type) {
+        out.unknown = Some(format!(
+            "spec.topology.bucketType {AUTO_MISSPELT}, found {:?}",
+            topology.bucket_type
+        ));
+        return out;
+    }
     let bucket_type = match (topology.is_auto(), crush) {
         (false, _) => topology.bucket_type.clone(),
         (true, Some(crush)) => match &crush.auto_type {

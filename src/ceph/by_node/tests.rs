@@ -3,30 +3,10 @@
 //! BlueStore file (recorded: `osd_metadata_plain`).
 
 use super::*;
-use crate::ceph::answers::{parse_osd_metadata, OsdInfo};
+use crate::ceph::answers::parse_osd_metadata;
 use crate::ceph::key_ids::PodRef;
 use crate::ceph::pod_map::map_osd_ids;
-use crate::ceph::test_data::{fixture, ids};
-
-fn dump(osds: &[(u32, bool)]) -> OsdDump {
-    OsdDump {
-        epoch: 20,
-        osds: osds
-            .iter()
-            .map(|&(id, up)| {
-                let info = OsdInfo {
-                    id: OsdId(id),
-                    up,
-                    is_in: true,
-                    up_from: 5,
-                    noout: false,
-                    state: vec!["exists".into()],
-                };
-                (OsdId(id), info)
-            })
-            .collect(),
-    }
-}
+use crate::ceph::test_data::{fixture, ids, osd_dump as dump};
 
 fn all_up(metadata: &BTreeMap<OsdId, OsdMetadata>) -> OsdDump {
     dump(&metadata.keys().map(|id| (id.0, true)).collect::<Vec<_>>())

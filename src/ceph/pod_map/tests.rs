@@ -1,8 +1,8 @@
 use super::*;
-use crate::ceph::answers::{parse_osd_dump, parse_osd_metadata, OsdInfo};
+use crate::ceph::answers::{parse_osd_dump, parse_osd_metadata};
 use crate::ceph::osd_devices::ReportedDevices;
 use crate::ceph::osd_id;
-use crate::ceph::test_data::{fixture, ids};
+use crate::ceph::test_data::{fixture, ids, osd_dump as dump};
 
 fn pod(name: &str, node: &str) -> PodRef {
     PodRef {
@@ -20,28 +20,6 @@ fn key(k: &str, pod: Option<PodRef>) -> KeyToMap {
         stated: None,
         unreadable_statement: None,
         step_domain: None,
-    }
-}
-
-fn dump(osds: &[(u32, bool)]) -> OsdDump {
-    OsdDump {
-        epoch: 20,
-        osds: osds
-            .iter()
-            .map(|&(id, up)| {
-                (
-                    OsdId(id),
-                    OsdInfo {
-                        id: OsdId(id),
-                        up,
-                        is_in: true,
-                        up_from: 5,
-                        noout: false,
-                        state: vec!["exists".into()],
-                    },
-                )
-            })
-            .collect(),
     }
 }
 

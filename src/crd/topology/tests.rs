@@ -70,6 +70,18 @@ fn the_schema_ties_topology_to_its_update_domain_naming_the_field() {
     assert!(rule["message"]
         .as_str()
         .is_some_and(|m| m.starts_with("spec.topology is required")));
+    let misspelt = rules
+        .iter()
+        .find(|r| r["fieldPath"] == ".topology.bucketType")
+        .expect("bucketType rule");
+    assert!(misspelt["rule"]
+        .as_str()
+        .is_some_and(|r| r.contains(AUTO_MISSPELT_PATTERN) && r.contains("== 'Auto'")));
+    assert_eq!(
+        misspelt["message"],
+        "spec.topology.bucketType must be spelled Auto (capital A) to let Ceph choose the \
+         bucket type: no CRUSH bucket type is called auto"
+    );
     let domains = &spec["properties"]["updateDomain"]["enum"];
     assert_eq!(domains, &json!(["OSD", "Host", "Topology"]));
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::crd::topology::{BUCKET_TYPE_PATTERN, LABEL_KEY_PATTERN};
+use crate::crd::topology::{AUTO_MISSPELT_PATTERN, BUCKET_TYPE_PATTERN, LABEL_KEY_PATTERN};
 use crate::offline::manifest::parse_cephosd;
 use proptest::prelude::*;
 use regex::Regex;
@@ -61,6 +61,19 @@ fn a_bad_bucket_type_or_label_key_is_named() {
             && bucket.ends_with("found \"Rack\""),
         "{bucket}"
     );
+    for auto in ["auto", "AUTO", "aUtO"] {
+        let misspelt = error_of(&manifest(
+            "Topology",
+            &format!("  topology: {{bucketType: {auto}}}\n"),
+        ));
+        assert_eq!(
+            misspelt,
+            format!(
+                "spec.topology.bucketType: must be spelled Auto (capital A) to let Ceph choose \
+                 the bucket type: no CRUSH bucket type is called auto, found {auto:?}"
+            )
+        );
+    }
     let key = error_of(&manifest(
         "Topology",
         "  topology: {bucketType: rack, topologyKey: \"zone/\"}\n",
@@ -89,15 +102,20 @@ fn a_bad_bucket_type_or_label_key_is_named() {
 }
 
 proptest! {
-    /// The hand-written checks accept exactly what the CRD's patterns (and lengths) accept.
+    /// The hand-written checks accept exactly what the CRD's patterns (and lengths) and its
+    /// CEL rule on a misspelt `Auto` accept.
     #[test]
     fn the_checks_agree_with_the_schema_patterns(
-        text in "(Auto|[a-zA-Z0-9_./-]{0,70}|[a-z0-9.-]{1,260}/[a-zA-Z0-9_.-]{1,64})"
+        text in "(Auto|[aA][uU][tT][oO]|[a-zA-Z0-9_./-]{0,70}|[a-z0-9.-]{1,260}/[a-zA-Z0-9_.-]{1,64})"
     ) {
         let bucket = Regex::new(BUCKET_TYPE_PATTERN).expect("pattern");
+        let misspelt = Regex::new(AUTO_MISSPELT_PATTERN).expect("pattern");
+        let checked = !misspells_auto(&text)
+            && (text == AUTO_BUCKET_TYPE || is_bucket_type(&text));
+        let cel = text == AUTO_BUCKET_TYPE || !misspelt.is_match(&text);
         prop_assert_eq!(
-            text == AUTO_BUCKET_TYPE || is_bucket_type(&text),
-            bucket.is_match(&text) && (1..=63).contains(&text.chars().count()),
+            checked,
+            bucket.is_match(&text) && (1..=63).contains(&text.chars().count()) && cel,
             "bucket type {:?}", text
         );
         let key = Regex::new(LABEL_KEY_PATTERN).expect("pattern");

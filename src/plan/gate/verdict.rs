@@ -5,7 +5,8 @@
 //! what it would stop: an admin must look), quoting Ceph's own numbers.
 
 use crate::ceph::{
-    osd_list, CephFacts, KeyIds, MappedKey, OkToStop, OsdId, PgStates, PodRef, UnknownReason,
+    osd_list, CephFacts, KeyIds, MappedKey, OkToStop, OsdId, PgStates, PodRef, StatedRefusal,
+    UnknownReason,
 };
 use std::collections::BTreeSet;
 use std::fmt;
@@ -37,6 +38,12 @@ pub enum Blocker {
     /// An OSD outside the domain is down but still in: its data is not re-replicated.
     OtherOsdDown {
         id: OsdId,
+    },
+    /// Ceph refutes the ids an admin stated on a pod of the domain (`osd-ids`): nothing is
+    /// asked about or stopped on them.
+    StatedIdsRefuted {
+        key: String,
+        refusal: StatedRefusal,
     },
     /// A key of the domain has no known ids.
     IdUnknown {
@@ -102,6 +109,7 @@ impl Blocker {
     pub const fn severity(&self) -> Severity {
         match self {
             Self::IdUnknown { .. }
+            | Self::StatedIdsRefuted { .. }
             | Self::OsdNotInOsdmap { .. }
             | Self::OkToStopIncomplete { .. } => Severity::Halt,
             Self::NoQuorum
@@ -130,6 +138,7 @@ impl Blocker {
             Self::PgsNotClean { .. } => "CephPgsNotClean",
             Self::OtherOsdDown { .. } | Self::OsdDown { .. } => "CephOsdDown",
             Self::IdUnknown { .. } => "CephOsdIdUnknown",
+            Self::StatedIdsRefuted { .. } => "CephOsdIdsRefuted",
             Self::OsdNotInOsdmap { .. } => "CephOsdMissing",
             Self::NotOkToStop { .. } | Self::OkToStopNotKnown { .. } => "CephNotOkToStop",
             Self::OkToStopIncomplete { .. } => "CephAnswerNotUnderstood",
@@ -181,6 +190,8 @@ impl fmt::Display for Blocker {
                 }
                 write!(f, " is unknown: {reason}")
             }
+            // The refusal names the key's pod.
+            Self::StatedIdsRefuted { refusal, .. } => refusal.fmt(f),
             Self::OsdNotInOsdmap { id, key } => {
                 write!(f, "{id} (of {key}) is not in the osdmap")
             }
@@ -358,6 +369,12 @@ pub fn precheck(facts: &CephFacts, domain: &[MappedKey]) -> GateDecision {
     let mut ids = BTreeSet::new();
     for mapped in domain {
         match &mapped.ids {
+            KeyIds::Unknown(UnknownReason::StatedRefuted(refusal)) => {
+                blockers.push(Blocker::StatedIdsRefuted {
+                    key: mapped.key.clone(),
+                    refusal: refusal.clone(),
+                });
+            }
             KeyIds::Unknown(reason) => blockers.push(Blocker::IdUnknown {
                 key: mapped.key.clone(),
                 pod: mapped.pod.clone(),
@@ -438,3 +455,6 @@ pub fn confirm(ids: &BTreeSet<OsdId>, answer: &OkToStop) -> GateDecision {
     }
     GateDecision::from_blockers(ids.clone(), blockers)
 }
+
+#[cfg(test)]
+mod tests;

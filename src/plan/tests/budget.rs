@@ -1,7 +1,7 @@
 //! The disruption budget in whole plans: its shape, drains against it, the rollout reserving
-//! through it, drains going first, someone else's budget, `Off`; and a property: whatever
-//! drains, cordons, template edits and controller runs interleave, never more update domains
-//! are down than `maxUnavailable`.
+//! through it, drains going first, someone else's budget, a former CephOSD's adopted back,
+//! `Off`; and a property: whatever drains, cordons, template edits and controller runs
+//! interleave, never more update domains are down than `maxUnavailable`.
 
 use super::*;
 use crate::plan::budget::budget_name;
@@ -385,6 +385,131 @@ fn someone_elses_budget_over_the_osd_pods_means_none_of_ours() {
     // The rollout does not wait for a budget it does not keep.
     let plan = cluster.reconcile(&host_cr("b"));
     assert_eq!(deletes(&plan).len(), 2);
+}
+
+/// `kubectl delete cephosd --cascade=orphan`: the garbage collector strips the owner
+/// references of the pods and of the budget; the CephOSD comes back with another uid.
+fn orphaned_and_recreated(cluster: &mut Cluster, cr: &CephOsd) -> CephOsd {
+    for pod in &mut cluster.pods {
+        pod.metadata.owner_references = None;
+    }
+    for budget in &mut cluster.disruption().budgets {
+        budget.metadata.owner_references = None;
+    }
+    cluster.status = None;
+    let mut again = cr.clone();
+    again.metadata.uid = Some("cr-uid-2".into());
+    again
+}
+
+#[test]
+fn the_budget_a_former_cephosd_of_the_name_left_is_adopted_back() {
+    let cr = host_cr("a");
+    let mut cluster = converged_with_budget(&cr);
+    let mut again = orphaned_and_recreated(&mut cluster, &cr);
+    let plan = cluster.reconcile(&again);
+    assert!(deletes(&plan).is_empty(), "{:?}", deletes(&plan));
+    let write = plan.actions.iter().find_map(|a| match a {
+        Action::WriteBudget {
+            budget,
+            exists: true,
+            resource_version,
+        } => Some((budget, resource_version)),
+        _ => None,
+    });
+    let (written, version) = write.expect("the budget rewritten");
+    assert_eq!(written.owner_references()[0].uid, "cr-uid-2");
+    assert!(version.is_some(), "conditional on the version read");
+    assert!(event_reasons(&plan).contains(&"Adopted"));
+    assert_condition(
+        &plan,
+        "DisruptionBudget",
+        "True",
+        "BudgetManaged",
+        "admits 1",
+    );
+    let budget = cluster.budget().expect("the budget");
+    assert_eq!(budget.owner_references()[0].uid, "cr-uid-2");
+    // Its size follows the spec again; adopted once, it is simply ours.
+    again.spec.max_unavailable = Some(2);
+    cluster.settle_with_budget(&again);
+    assert_eq!(min_available(cluster.budget().expect("the budget")), 4);
+    let plan = cluster.reconcile(&again);
+    assert!(!event_reasons(&plan).contains(&"Adopted"));
+}
+
+#[test]
+fn a_cephosd_deleted_with_cascade_orphan_does_not_take_its_budget_back() {
+    let mut cr = host_cr("a");
+    let mut cluster = converged_with_budget(&cr);
+    // The garbage collector orphans the budget before the CephOSD goes.
+    for budget in &mut cluster.disruption().budgets {
+        budget.metadata.owner_references = None;
+    }
+    for pod in &mut cluster.pods {
+        pod.metadata.owner_references = None;
+    }
+    cr.metadata.deletion_timestamp = Some(Time(at(cluster.clock)));
+    let plan = cluster.reconcile(&cr);
+    assert!(
+        !plan.actions.iter().any(|a| matches!(
+            a,
+            Action::WriteBudget { exists: true, .. } | Action::DeleteBudget { .. }
+        )),
+        "{:?}",
+        plan.actions
+    );
+    assert!(cluster
+        .budget()
+        .is_some_and(|b| b.owner_references().is_empty()));
+}
+
+#[test]
+fn a_budget_of_a_cephosd_that_exists_or_of_another_owner_stays_foreign() {
+    let cr = host_cr("a");
+    let owners = [
+        ("ceph.elemental.net/v1alpha1", "CephOSD", "other-osds"),
+        ("apps/v1", "Deployment", "ceph-osds"),
+    ];
+    for (api_version, kind, owner) in owners {
+        let mut cluster = converged_with_budget(&cr);
+        let again = orphaned_and_recreated(&mut cluster, &cr);
+        let budget = &mut cluster.disruption().budgets[0];
+        budget.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: api_version.into(),
+                kind: kind.into(),
+                name: owner.into(),
+                uid: "their-uid".into(),
+                controller: Some(true),
+                ..Default::default()
+            },
+        ]);
+        let before = budget.clone();
+        let plan = cluster.reconcile(&again);
+        assert!(
+            !plan
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::WriteBudget { .. } | Action::DeleteBudget { .. })),
+            "{kind} {owner}: {:?}",
+            plan.actions
+        );
+        assert_eq!(cluster.budget(), Some(&before));
+        assert_condition(
+            &plan,
+            "DisruptionBudget",
+            "False",
+            "ForeignBudget",
+            &budget_name("ceph-osds"),
+        );
+    }
+    // Without the CephOSD's owner label, its name alone makes no budget its own.
+    let mut cluster = converged_with_budget(&cr);
+    let again = orphaned_and_recreated(&mut cluster, &cr);
+    cluster.disruption().budgets[0].metadata.labels = None;
+    let plan = cluster.reconcile(&again);
+    assert_condition(&plan, "DisruptionBudget", "False", "ForeignBudget", "");
 }
 
 #[test]

@@ -81,6 +81,26 @@ fn auto_takes_the_type_ceph_spreads_across_and_needs_ceph() {
 }
 
 #[test]
+fn a_misspelt_auto_stored_before_the_schema_refused_it_places_nobody() {
+    let view = TopologyView {
+        crush: Some(Ok(crush(&[("a", "r1"), ("b", "r1")], Ok("rack")))),
+        labels: BTreeMap::new(),
+    };
+    for misspelt in ["auto", "AUTO"] {
+        let buckets = host_buckets(&rack(misspelt, None), HOSTS, &view);
+        assert!(buckets.bucket_of.is_empty() && buckets.unplaced.is_empty());
+        assert_eq!(
+            buckets.halt(),
+            Some(format!(
+                "the update domains are unknown: spec.topology.bucketType must be spelled Auto \
+                 (capital A) to let Ceph choose the bucket type: no CRUSH bucket type is called \
+                 auto, found {misspelt:?}"
+            ))
+        );
+    }
+}
+
+#[test]
 fn without_ceph_the_node_label_places_hosts_and_names_the_missing() {
     let view = TopologyView {
         crush: None,
