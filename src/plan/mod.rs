@@ -27,7 +27,7 @@ pub(crate) mod failure;
 pub mod gate;
 mod gated;
 mod ordered;
-mod pre_pull;
+pub(crate) mod pre_pull;
 pub(crate) mod progress;
 mod proposal;
 mod replica_sets;
