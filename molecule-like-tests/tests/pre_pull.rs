@@ -227,9 +227,9 @@ fn pull_done(pod: &Pod) -> bool {
 }
 
 /// One host's step as recorded (recorder's clock): when its pre-pull pod of the new template
-/// was first seen and first showed its pull done, when its turn came (its pre-pull pod's
-/// creation for the first step, the previous host's new pod Ready for the others), and when
-/// its old pod began to go.
+/// was first seen and first showed its pull done, when its turn came (the previous host's new
+/// pod Ready; for the first step without one, its pre-pull pod's creation), and when its old
+/// pod began to go.
 #[derive(Debug)]
 struct StepStart {
     host: String,
@@ -247,11 +247,13 @@ impl StepStart {
     }
 }
 
-/// The steps of the rollout of `old` (one pod per host) to template `hash`, in order.
+/// The steps of the rollout of `old` (one pod per host) to template `hash`, in order, the
+/// first after host `after`'s, if given.
 fn step_starts(
     rec: &PodRecorder,
     old: &BTreeMap<OsdKey, Pod>,
     hash: &str,
+    after: Option<&str>,
 ) -> anyhow::Result<Vec<StepStart>> {
     let events = rec.events();
     let at: BTreeMap<usize, Duration> = events.iter().map(|e| (e.seq, e.at)).collect();
@@ -281,15 +283,20 @@ fn step_starts(
         let (pull_created, pulled) = *pulls
             .get(&key.host)
             .with_context(|| format!("no pre-pull pod on {}: {pulls:?}", key.host))?;
-        let due = match steps.last() {
+        let previous = steps.last().map(|s| s.host.as_str()).or(after);
+        let due = match previous {
             None => pull_created,
             Some(previous) => (t.pods.values())
                 .filter(|h| !old_names.contains_key(&h.name))
-                .filter(|h| h.key.as_ref().is_some_and(|k| k.host == previous.host))
+                .filter(|h| h.key.as_ref().is_some_and(|k| k.host == previous))
+                .filter(|h| {
+                    let pod = events.iter().find(|e| e.pod.name_any() == h.name);
+                    pod.is_some_and(|e| annotation(&e.pod, labels::TEMPLATE_HASH) == Some(hash))
+                })
                 .filter_map(|h| h.ready)
                 .min()
                 .map(at)
-                .with_context(|| format!("{}'s new pod never got Ready", previous.host))?,
+                .with_context(|| format!("{previous}'s new pod never got Ready"))?,
         };
         steps.push(StepStart {
             host: key.host.clone(),
@@ -413,7 +420,7 @@ async fn p2_a_pull_that_never_ends_holds_its_domain_until_the_deadline_then_a_wa
     rec.assert_one_pod_per_key()?;
     let t = rec.timeline();
     t.check_rollout(&names(&v1), UpdateDomain::Host)?;
-    let steps = step_starts(rec, &v1, &h2)?;
+    let steps = step_starts(rec, &v1, &h2, None)?;
     println!("steps after the pulls: {steps:#?}");
     // The stuck node: its step at its deadline, from its pre-pull pod's creation.
     let stuck = &steps[0];
@@ -579,7 +586,7 @@ async fn p5_pulls_that_end_at_once_let_each_step_start_at_once_without_a_warning
     let rec = s.recorder()?;
     rec.catch_up(&s.pods).await?;
     let w1 = BTreeMap::from([(OsdKey::new(&hosts[0], DEVICE), first.clone())]);
-    let step = step_starts(rec, &w1, &h2)?.remove(0);
+    let step = step_starts(rec, &w1, &h2, None)?.remove(0);
     println!("revision 2, w1's step: {step:?}, {:?} after its pull", step.delay());
     ensure!(
         step.pulled.is_some() && step.delay() < QUICK_STEP,
@@ -587,20 +594,28 @@ async fn p5_pulls_that_end_at_once_let_each_step_start_at_once_without_a_warning
         step.delay(),
         rec.render()
     );
-    // Revision 3: pods Ready at once; every step starts as soon as its turn comes.
-    let before = s.owned_pods(CR).await?;
-    let old: BTreeMap<OsdKey, Pod> = (before.into_iter())
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| {
-            let host = annotation(&p, labels::HOST)?.to_owned();
-            Some((OsdKey::new(&host, DEVICE), p))
+    // Revision 3 once w1's revision-2 pod stands: pods Ready at once; every step starts as
+    // soon as its turn comes.
+    let old = s
+        .wait_until("a pod on each host", CONVERGE, || async {
+            let old: BTreeMap<OsdKey, Pod> = (s.owned_pods(CR).await?.into_iter())
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter_map(|p| {
+                    let host = annotation(&p, labels::HOST)?.to_owned();
+                    Some((OsdKey::new(&host, DEVICE), p))
+                })
+                .collect();
+            Ok((old.len() == hosts.len()).then_some(old))
         })
-        .collect();
-    ensure!(old.len() == hosts.len(), "{old:#?}");
+        .await?;
     let h3 = fixed(&s, &want, READY_ANNOTATION).await?;
     let rec = s.recorder()?;
-    check_pulled_first(rec, &old, &h3)?;
-    let steps = step_starts(rec, &old, &h3)?;
+    rec.timeline().check_rollout(&names(&old), UpdateDomain::Host)?;
+    // w1's domain is under way (its pod down): it goes on without a pull; the others pull first.
+    let mut fresh = old.clone();
+    fresh.remove(&OsdKey::new(&hosts[0], DEVICE));
+    check_pulled_first(rec, &fresh, &h3)?;
+    let steps = step_starts(rec, &fresh, &h3, Some(&hosts[0]))?;
     for step in &steps {
         println!("revision 3, {}'s step {:?} after it could start: {step:?}", step.host, step.delay());
         ensure!(
