@@ -212,13 +212,17 @@ fn check_pulled_first(
 const QUICK_STEP: Duration = Duration::from_secs(15);
 
 fn names(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<String, OsdKey> {
-    pods.iter().map(|(k, p)| (p.name_any(), k.clone())).collect()
+    pods.iter()
+        .map(|(k, p)| (p.name_any(), k.clone()))
+        .collect()
 }
 
 /// Whether a pre-pull pod shows its pull done: Ready, Succeeded, or every container started.
 fn pull_done(pod: &Pod) -> bool {
     let status = pod.status.as_ref();
-    let statuses = status.and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+    let statuses = status
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or_default();
     let started = !statuses.is_empty()
         && statuses.iter().all(|c| {
             (c.state.as_ref()).is_some_and(|st| st.running.is_some() || st.terminated.is_some())
@@ -275,7 +279,10 @@ fn step_starts(
     let mut stops: Vec<(usize, &OsdKey)> = Vec::new();
     for (name, key) in &old_names {
         let deleted = t.get(name)?.deletion_started;
-        stops.push((deleted.with_context(|| format!("{name} was not deleted"))?, key));
+        stops.push((
+            deleted.with_context(|| format!("{name} was not deleted"))?,
+            key,
+        ));
     }
     stops.sort();
     let mut steps: Vec<StepStart> = Vec::new();
@@ -407,7 +414,10 @@ async fn p2_a_pull_that_never_ends_holds_its_domain_until_the_deadline_then_a_wa
         "a Ceph step while images wait: {status:?}"
     );
     // Past the deadline the stuck node's step goes ahead, said in the condition and a Warning.
-    let words = [&format!("within {} s", STUCK_DEADLINE.as_secs()), hosts[0].as_str()];
+    let words = [
+        &format!("within {} s", STUCK_DEADLINE.as_secs()),
+        hosts[0].as_str(),
+    ];
     wait_condition(&s, "PrePull", "PullDeadlineExceeded", &words, CONVERGE).await?;
     wait_warning(&s, &words).await?;
     s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
@@ -587,7 +597,10 @@ async fn p5_pulls_that_end_at_once_let_each_step_start_at_once_without_a_warning
     rec.catch_up(&s.pods).await?;
     let w1 = BTreeMap::from([(OsdKey::new(&hosts[0], DEVICE), first.clone())]);
     let step = step_starts(rec, &w1, &h2, None)?.remove(0);
-    println!("revision 2, w1's step: {step:?}, {:?} after its pull", step.delay());
+    println!(
+        "revision 2, w1's step: {step:?}, {:?} after its pull",
+        step.delay()
+    );
     ensure!(
         step.pulled.is_some() && step.delay() < QUICK_STEP,
         "w1's step started {:?} after its pull: {step:?}\n{}",
@@ -610,14 +623,19 @@ async fn p5_pulls_that_end_at_once_let_each_step_start_at_once_without_a_warning
         .await?;
     let h3 = fixed(&s, &want, READY_ANNOTATION).await?;
     let rec = s.recorder()?;
-    rec.timeline().check_rollout(&names(&old), UpdateDomain::Host)?;
+    rec.timeline()
+        .check_rollout(&names(&old), UpdateDomain::Host)?;
     // w1's domain is under way (its pod down): it goes on without a pull; the others pull first.
     let mut fresh = old.clone();
     fresh.remove(&OsdKey::new(&hosts[0], DEVICE));
     check_pulled_first(rec, &fresh, &h3)?;
     let steps = step_starts(rec, &fresh, &h3, Some(&hosts[0]))?;
     for step in &steps {
-        println!("revision 3, {}'s step {:?} after it could start: {step:?}", step.host, step.delay());
+        println!(
+            "revision 3, {}'s step {:?} after it could start: {step:?}",
+            step.host,
+            step.delay()
+        );
         ensure!(
             step.pulled.is_some_and(|p| p <= step.stopped) && step.delay() < QUICK_STEP,
             "{}'s step started {:?} after it could: {step:?}\n{}",
@@ -632,6 +650,9 @@ async fn p5_pulls_that_end_at_once_let_each_step_start_at_once_without_a_warning
     .await?;
     wait_condition(&s, "PrePull", "NothingToPull", &[], CONVERGE).await?;
     let warnings = prepull_warnings(&s).await?;
-    ensure!(warnings.is_empty(), "PrePull Warnings though every pull ended: {warnings:?}");
+    ensure!(
+        warnings.is_empty(),
+        "PrePull Warnings though every pull ended: {warnings:?}"
+    );
     s.destroy().await
 }

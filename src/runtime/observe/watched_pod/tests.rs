@@ -204,7 +204,11 @@ fn a_running_pre_pull_pod_reads_as_pulled_from_the_cache() {
     assert_eq!(pulled(&cached, true), Pulled::Yes);
     // One container still waiting: not yet.
     let mut one_waiting = cached.clone();
-    if let Some(s) = one_waiting.status.as_mut().and_then(|s| s.container_statuses.as_mut()) {
+    if let Some(s) = one_waiting
+        .status
+        .as_mut()
+        .and_then(|s| s.container_statuses.as_mut())
+    {
         s.truncate(1);
     }
     assert_eq!(pulled(&one_waiting, false), Pulled::Pulling);
