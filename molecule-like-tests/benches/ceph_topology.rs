@@ -5,9 +5,13 @@
 //! step's time taken apart (Ceph's: its first stop to every PG clean after its last boot; the
 //! operator's: from then to the next step's first stop), and a model of a fleet from them.
 //!
-//! Writes its section of BENCHMARKS.md.
+//! With `--pre-pull`, the same with `spec.prePull` on (its defaults: a 300 s deadline, one
+//! domain ahead): each step then also waits for its nodes' pre-pull pods, which end at once.
+//!
+//! Writes its section of BENCHMARKS.md (each variant its own).
 //!
 //!   cargo build --release -p ceph-osd-operator && cargo bench -p molecule-like-tests --bench ceph_topology
+//!   cargo build --release -p ceph-osd-operator && cargo bench -p molecule-like-tests --bench ceph_topology -- --pre-pull
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -19,6 +23,36 @@ use molecule_like_tests::manifests::CR;
 use molecule_like_tests::paths::operator_binary;
 
 const HEADER: &str = "## Rollouts by rack against by host over real OSD daemons";
+const PRE_PULL_HEADER: &str = "## Pre-pulled rollouts, by rack and by host, over real OSD daemons";
+
+/// What a variant of the benchmark is: its section's header, its command's arguments, the
+/// CephOSD's spec beyond the update domain, and what it says of it.
+struct Variant {
+    header: &'static str,
+    args: &'static str,
+    spec_patch: Option<serde_json::Value>,
+    words: &'static str,
+}
+
+fn variant() -> Variant {
+    if std::env::args().any(|a| a == "--pre-pull") {
+        Variant {
+            header: PRE_PULL_HEADER,
+            args: " -- --pre-pull",
+            spec_patch: Some(serde_json::json!({"prePull": {}})),
+            words: "With `spec.prePull: {}` (a 300 s deadline, one domain ahead): before each \
+                    step the new images are pulled on its nodes by pre-pull pods (which run at \
+                    once on KWOK), and the step waits for them. ",
+        }
+    } else {
+        Variant {
+            header: HEADER,
+            args: "",
+            spec_patch: None,
+            words: "",
+        }
+    }
+}
 
 /// The fleet the model line speaks of.
 const FLEET_HOSTS: u32 = 100;
@@ -55,7 +89,8 @@ fn steps_table(section: &mut String, title: &str, r: &Rollout) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let binary = operator_binary()?;
-    let g = racks::up("bench-racks", &[RACK_POOL], "Host", None).await?;
+    let v = variant();
+    let g = racks::up("bench-racks", &[RACK_POOL], "Host", v.spec_patch.clone()).await?;
     let by_host = racks::roll(&g, &g.converged.pods, "2", &expect(&g, false)).await?;
     g.s.patch_spec(CR, by_rack_spec()).await?;
     let by_rack = racks::roll(&g, &by_host.pods, "3", &expect(&g, true)).await?;
@@ -66,9 +101,9 @@ async fn main() -> anyhow::Result<()> {
     let host_step = host_ceph + host_operator;
     let rack_step = rack_ceph + rack_operator;
     let mut section = format!(
-        "{HEADER}\n\n\
-         `cargo build --release -p ceph-osd-operator && cargo bench -p molecule-like-tests --bench ceph_topology`\n\n\
-         Ceph 16.2.15 (Debian's packages): one mon, one mgr, 12 BlueStore OSDs on sparse files, \
+        "{}\n\n\
+         `cargo build --release -p ceph-osd-operator && cargo bench -p molecule-like-tests --bench ceph_topology{}`\n\n\
+         {}Ceph 16.2.15 (Debian's packages): one mon, one mgr, 12 BlueStore OSDs on sparse files, \
          each on a host of its own, 3 hosts to a CRUSH rack (4 racks); a pool of 32 PGs, size 3, \
          min_size 2, one copy per rack. Pods on KWOK, each OSD daemon run for its pod by the \
          harness's bridge; the operator `{}`. Measured on: 2 cores, x86_64, shared with whatever \
@@ -80,6 +115,9 @@ async fn main() -> anyhow::Result<()> {
          | by host (`updateDomain: Host`) | {} | {} | {} | {} | {} |\n\
          | by rack (`updateDomain: Topology`, `bucketType: rack`) | {} | {} | {} | {} | {} |\n\n\
          By rack ÷ by host: **{:.2}** (goal ≤ 0.4); a rack's step ÷ a host's: {:.2} (goal ≤ 1.2).\n",
+        v.header,
+        v.args,
+        v.words,
         binary.display(),
         by_host.steps.len(),
         secs(by_host.wall),
@@ -111,5 +149,5 @@ async fn main() -> anyhow::Result<()> {
     steps_table(&mut section, "By host, each step:", &by_host);
     steps_table(&mut section, "By rack, each step:", &by_rack);
     print!("{section}");
-    molecule_like_tests::paths::write_benchmarks_section(HEADER, &section)
+    molecule_like_tests::paths::write_benchmarks_section(v.header, &section)
 }

@@ -1,7 +1,7 @@
 //! The local Kubernetes the scenarios rely on: KWOK's stages play the kubelet (Ready after the
 //! annotated delay, never Ready, Ready while the Ceph bridge says its OSD is up, Failed,
-//! graceful deletion), the scheduler binds pods to the
-//! node their affinity names, and the operator's identity has exactly `deploy/`'s RBAC.
+//! graceful deletion, a pre-pull pod on a `pull-stuck-` node never pulling), the scheduler binds
+//! pods to the node their affinity names, and the operator's identity has exactly `deploy/`'s RBAC.
 //!
 //! Needs a running control plane:
 //! `molecule-like-tests/control-plane install && molecule-like-tests/control-plane up`.
@@ -206,6 +206,46 @@ async fn kwok_plays_a_failed_image_pull_until_the_annotation_goes() {
         p.is_some_and(is_ready)
     })
     .await;
+    delete_namespace(&client, &ns).await;
+}
+
+/// `pod` placed on `node`, labelled `labels`.
+fn on_node(mut pod: Pod, node: &str, labels: Value) -> Pod {
+    pod.metadata.labels = serde_json::from_value(labels).expect("labels");
+    let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{
+            "key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}});
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.affinity = Some(serde_json::from_value(affinity).expect("affinity"));
+    }
+    pod
+}
+
+#[tokio::test]
+async fn kwok_never_ends_a_pre_pull_on_a_pull_stuck_node() {
+    let (client, api, ns) = setup("kwok-stuck").await;
+    let stuck_node = format!("pull-stuck-{NODE}");
+    ensure_nodes(&client, &BTreeSet::from([stuck_node.clone()]))
+        .await
+        .expect("node");
+    let pre_pull = json!({"ceph.elemental.net/pre-pull": "true"});
+    let make =
+        |name: &str, node: &str, labels: Value| on_node(pod(name, json!({}), 0), node, labels);
+    create(&api, &make("stuck", &stuck_node, pre_pull.clone())).await;
+    create(&api, &make("other", &stuck_node, json!({}))).await;
+    create(&api, &make("pulled", NODE, pre_pull)).await;
+    for name in ["other", "pulled"] {
+        wait_for(&api, name, 20, "Ready", |p| p.is_some_and(is_ready)).await;
+    }
+    wait_for(&api, "stuck", 20, "waiting: ContainerCreating", |p| {
+        p.and_then(waiting_reason).as_deref() == Some("ContainerCreating")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let still = api.get("stuck").await.expect("get");
+    assert_eq!(phase(&still).as_deref(), Some("Pending"), "{still:?}");
+    assert!(!is_ready(&still));
+    assert_eq!(waiting_reason(&still).as_deref(), Some("ContainerCreating"));
     delete_namespace(&client, &ns).await;
 }
 

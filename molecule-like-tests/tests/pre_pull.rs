@@ -1,11 +1,14 @@
 //! End-to-end scenarios of `spec.prePull` on KWOK (pulls are instant there: the mechanism is
 //! what is tested): pre-pull pods appear on the nodes of the next update domains before any
-//! OSD pod of theirs stops, never on a cordoned node, and are gone at the end; a pre-pull
-//! pod that never gets Ready holds the step until the deadline, then the step goes ahead with
-//! a Warning event and the `PrePull` condition saying so; a preflight command that fails, and
-//! an image pull that fails, hold the rollout with the condition and a Warning event naming
-//! node, image and reason. Every scenario records the pod watch and checks one pod per disk
-//! and the rollout's order.
+//! OSD pod of theirs stops, never on a cordoned node, and are gone at the end; pulls that end
+//! at once (pods Ready, or running but never Ready) let each step start as soon as its turn
+//! comes, without a Warning, and a deadline above the cap is rejected naming the field; a pull
+//! that never ends (KWOK's `pull-stuck-` nodes) holds its step until the deadline, then the
+//! step goes ahead with a Warning event and the `PrePull` condition saying so; a preflight
+//! command that fails, and an image pull that fails, hold the rollout with the condition and a
+//! Warning event naming node, image and reason. Every scenario records the pod watch and
+//! checks one pod per disk and the rollout's order; the timing ones measure each step's start
+//! from the recording.
 //!
 //! Needs the local control plane (`molecule-like-tests/control-plane install && ... up`) and a
 //! built operator (`cargo build -p ceph-osd-operator`).
@@ -204,6 +207,124 @@ fn check_pulled_first(
     Ok(())
 }
 
+/// How soon after it could start a step must start (its pulls done and its turn come): well
+/// below the deadlines of these scenarios (120 s where pulls end at once).
+const QUICK_STEP: Duration = Duration::from_secs(15);
+
+fn names(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<String, OsdKey> {
+    pods.iter()
+        .map(|(k, p)| (p.name_any(), k.clone()))
+        .collect()
+}
+
+/// Whether a pre-pull pod shows its pull done: Ready, Succeeded, or every container started.
+fn pull_done(pod: &Pod) -> bool {
+    let status = pod.status.as_ref();
+    let statuses = status
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or_default();
+    let started = !statuses.is_empty()
+        && statuses.iter().all(|c| {
+            (c.state.as_ref()).is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+        });
+    is_ready(pod) || started || status.and_then(|s| s.phase.as_deref()) == Some("Succeeded")
+}
+
+/// One host's step as recorded (recorder's clock): when its pre-pull pod of the new template
+/// was first seen and first showed its pull done, when its turn came (the previous host's new
+/// pod Ready; for the first step without one, its pre-pull pod's creation), and when its old
+/// pod began to go.
+#[derive(Debug)]
+struct StepStart {
+    host: String,
+    pull_created: Duration,
+    pulled: Option<Duration>,
+    due: Duration,
+    stopped: Duration,
+}
+
+impl StepStart {
+    /// From when the step could start (its pull done and its turn come) to its first stop.
+    fn delay(&self) -> Duration {
+        let ready = self.pulled.map_or(self.due, |p| p.max(self.due));
+        self.stopped.saturating_sub(ready)
+    }
+}
+
+/// The steps of the rollout of `old` (one pod per host) to template `hash`, in order, the
+/// first after host `after`'s, if given.
+fn step_starts(
+    rec: &PodRecorder,
+    old: &BTreeMap<OsdKey, Pod>,
+    hash: &str,
+    after: Option<&str>,
+) -> anyhow::Result<Vec<StepStart>> {
+    let events = rec.events();
+    let at: BTreeMap<usize, Duration> = events.iter().map(|e| (e.seq, e.at)).collect();
+    let at = |seq: usize| at.get(&seq).copied().unwrap_or_default();
+    let mut pulls: BTreeMap<String, (Duration, Option<Duration>)> = BTreeMap::new();
+    for e in &events {
+        if !labels::is_pre_pull(&e.pod)
+            || annotation(&e.pod, labels::PRE_PULL_TEMPLATE_HASH) != Some(hash)
+        {
+            continue;
+        }
+        let entry = pulls.entry(node_of(&e.pod)).or_insert((e.at, None));
+        if entry.1.is_none() && pull_done(&e.pod) {
+            entry.1 = Some(e.at);
+        }
+    }
+    let t = rec.timeline();
+    let old_names = names(old);
+    let mut stops: Vec<(usize, &OsdKey)> = Vec::new();
+    for (name, key) in &old_names {
+        let deleted = t.get(name)?.deletion_started;
+        stops.push((
+            deleted.with_context(|| format!("{name} was not deleted"))?,
+            key,
+        ));
+    }
+    stops.sort();
+    let mut steps: Vec<StepStart> = Vec::new();
+    for (deleted, key) in stops {
+        let (pull_created, pulled) = *pulls
+            .get(&key.host)
+            .with_context(|| format!("no pre-pull pod on {}: {pulls:?}", key.host))?;
+        let previous = steps.last().map(|s| s.host.as_str()).or(after);
+        let due = match previous {
+            None => pull_created,
+            Some(previous) => (t.pods.values())
+                .filter(|h| !old_names.contains_key(&h.name))
+                .filter(|h| h.key.as_ref().is_some_and(|k| k.host == previous))
+                .filter(|h| {
+                    let pod = events.iter().find(|e| e.pod.name_any() == h.name);
+                    pod.is_some_and(|e| annotation(&e.pod, labels::TEMPLATE_HASH) == Some(hash))
+                })
+                .filter_map(|h| h.ready)
+                .min()
+                .map(at)
+                .with_context(|| format!("{previous}'s new pod never got Ready"))?,
+        };
+        steps.push(StepStart {
+            host: key.host.clone(),
+            pull_created,
+            pulled,
+            due,
+            stopped: at(deleted),
+        });
+    }
+    Ok(steps)
+}
+
+/// The notes of the PrePull Warning events about CR `CR`.
+async fn prepull_warnings(s: &Scenario) -> anyhow::Result<Vec<String>> {
+    let events = s.cr_events(CR).await?;
+    Ok((events.into_iter())
+        .filter(|e| e.reason.as_deref() == Some("PrePull") && e.type_.as_deref() == Some("Warning"))
+        .map(|e| e.note.unwrap_or_default())
+        .collect())
+}
+
 // 1 ------------------------------------------------------------------------------------------
 
 #[tokio::test]
@@ -269,47 +390,77 @@ async fn p1_images_are_pulled_ahead_never_on_a_cordoned_node_and_cleaned_up() ->
 
 // 2 ------------------------------------------------------------------------------------------
 
+/// The deadline of the scenario whose pull never ends.
+const STUCK_DEADLINE: Duration = Duration::from_secs(10);
+
 #[tokio::test]
-async fn p2_a_pull_never_ready_holds_until_the_deadline_then_the_step_goes_with_a_warning(
+async fn p2_a_pull_that_never_ends_holds_its_domain_until_the_deadline_then_a_warning(
 ) -> anyhow::Result<()> {
     let s = Scenario::converge("prepulldeadline").await?;
-    let hosts = s.hosts(["w1", "w2"]).to_vec();
-    let Converged { want, pods: v1, .. } =
-        create_osds(&s, &hosts, json!({"deadlineSeconds": 12})).await?;
-    // The new template's pods (pre-pull pods included) never get Ready on KWOK.
-    revision(&s, "2", READY_ANNOTATION, Some("never")).await?;
+    // KWOK never ends a pre-pull pod's pull on a `pull-stuck-` node (it sorts first).
+    let hosts = s.hosts(["pull-stuck-w1", "w2"]).to_vec();
+    let pre_pull = json!({"deadlineSeconds": STUCK_DEADLINE.as_secs()});
+    let Converged { want, pods: v1, .. } = create_osds(&s, &hosts, pre_pull).await?;
+    let (_, h2) = s
+        .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
+        .await?;
     let waiting = [hosts[0].as_str(), "waits for the new images"];
     wait_condition(&s, "Progressing", "Halted", &waiting, CONVERGE).await?;
     wait_condition(&s, "PrePull", "Pulling", &[&hosts[0]], CONVERGE).await?;
-    none_stops(&s, &v1, Duration::from_secs(6)).await?;
+    none_stops(&s, &v1, STUCK_DEADLINE / 2).await?;
     let status = s.cr_status(CR).await?.unwrap_or_default();
     ensure!(
         status.ceph_step.is_none(),
         "a Ceph step while images wait: {status:?}"
     );
-    // Past the deadline w1's step goes ahead, said in the condition and a Warning.
-    let words = ["within 12 s", hosts[0].as_str()];
+    // Past the deadline the stuck node's step goes ahead, said in the condition and a Warning.
+    let words = [
+        &format!("within {} s", STUCK_DEADLINE.as_secs()),
+        hosts[0].as_str(),
+    ];
     wait_condition(&s, "PrePull", "PullDeadlineExceeded", &words, CONVERGE).await?;
     wait_warning(&s, &words).await?;
-    // The fix: a template whose pods get Ready; the rollout completes.
-    fixed(&s, &want, READY_ANNOTATION).await?;
+    s.wait_converged(CR, &want, &h2, ROLLOUT).await?;
     s.wait_until("no pre-pull pod left", CONVERGE, || async {
         Ok(pre_pull_pods(&s).await?.is_empty().then_some(()))
     })
     .await?;
     let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
     rec.assert_one_pod_per_key()?;
     let t = rec.timeline();
-    let deleted = t
-        .get(&v1[&OsdKey::new(&hosts[0], DEVICE)].name_any())?
-        .deletion_started;
-    let first_pull = (rec.events().iter())
-        .filter(|e| labels::is_pre_pull(&e.pod) && node_of(&e.pod) == hosts[0])
-        .map(|e| e.seq)
-        .min();
+    t.check_rollout(&names(&v1), UpdateDomain::Host)?;
+    let steps = step_starts(rec, &v1, &h2, None)?;
+    println!("steps after the pulls: {steps:#?}");
+    // The stuck node: its step at its deadline, from its pre-pull pod's creation.
+    let stuck = &steps[0];
     ensure!(
-        first_pull.is_some_and(|p| deleted.is_some_and(|d| p < d)),
-        "w1's pre-pull pod (#{first_pull:?}) did not come before its deletion (#{deleted:?})"
+        stuck.host == hosts[0] && stuck.pulled.is_none(),
+        "{stuck:?}"
+    );
+    let waited = stuck.stopped.saturating_sub(stuck.pull_created);
+    ensure!(
+        waited + Duration::from_millis(1500) >= STUCK_DEADLINE
+            && waited <= STUCK_DEADLINE + Duration::from_secs(5),
+        "the stuck node's step started {waited:?} after its pre-pull pod, not at its deadline \
+         ({STUCK_DEADLINE:?})\n{}",
+        rec.render()
+    );
+    // The other node pulled at once: its step starts as soon as it is due, its Warning none.
+    let quick = &steps[1];
+    ensure!(quick.pulled.is_some(), "{quick:?}");
+    ensure!(
+        quick.delay() < QUICK_STEP,
+        "{}'s step started {:?} after it was due: {quick:?}\n{}",
+        quick.host,
+        quick.delay(),
+        rec.render()
+    );
+    let warnings = prepull_warnings(&s).await?;
+    ensure!(
+        warnings.iter().all(|n| !n.contains(hosts[1].as_str())),
+        "a PrePull Warning names {}: {warnings:?}",
+        hosts[1]
     );
     s.destroy().await
 }
@@ -400,5 +551,108 @@ async fn p4_a_failed_image_pull_holds_the_rollout_naming_node_image_and_reason(
     none_stops(&s, &v1, Duration::from_secs(6)).await?;
     let h3 = fixed(&s, &want, PULL_ANNOTATION).await?;
     check_pulled_first(s.recorder()?, &v1, &h3)?;
+    s.destroy().await
+}
+
+// 5 ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn p5_pulls_that_end_at_once_let_each_step_start_at_once_without_a_warning(
+) -> anyhow::Result<()> {
+    let s = Scenario::converge("prepullquick").await?;
+    let hosts = s.hosts(["w1", "w2", "w3"]).to_vec();
+    // A deadline no step may wait out here.
+    let deadline = json!({"deadlineSeconds": 120});
+    let Converged { want, pods: v1, .. } = create_osds(&s, &hosts, deadline).await?;
+    // A deadline above the cap is rejected naming the field.
+    let mut over = cephosd(
+        "overdeadline",
+        storage(&[s.host("x1")], &[DEVICE]),
+        "Host",
+        fast_sample_template()?,
+    );
+    over["spec"]["prePull"] = json!({"deadlineSeconds": 3601});
+    match s.create_cr(&over).await {
+        Ok(_) => anyhow::bail!("a deadline of 3601 s was accepted"),
+        Err(e) => ensure!(
+            format!("{e:#}").contains("spec.prePull.deadlineSeconds"),
+            "the rejection does not name the field: {e:#}"
+        ),
+    }
+    // Revision 2: pods that run but never get Ready (as pods waiting for a readiness probe; a
+    // pre-pull pod's containers running are its images pulled). Its first step starts at once;
+    // its new pod never gets Ready, so the rollout stops there.
+    let h2 = revision(&s, "2", READY_ANNOTATION, Some("never")).await?;
+    let first = &v1[&OsdKey::new(&hosts[0], DEVICE)];
+    let uid = first.uid().unwrap_or_default();
+    s.wait_until("w1's step starts", QUICK_STEP * 2, || async {
+        let pods = s.owned_pods(CR).await?;
+        let standing = (pods.iter()).any(|p| {
+            p.uid().as_deref() == Some(uid.as_str()) && p.metadata.deletion_timestamp.is_none()
+        });
+        Ok((!standing).then_some(()))
+    })
+    .await?;
+    let rec = s.recorder()?;
+    rec.catch_up(&s.pods).await?;
+    let w1 = BTreeMap::from([(OsdKey::new(&hosts[0], DEVICE), first.clone())]);
+    let step = step_starts(rec, &w1, &h2, None)?.remove(0);
+    println!(
+        "revision 2, w1's step: {step:?}, {:?} after its pull",
+        step.delay()
+    );
+    ensure!(
+        step.pulled.is_some() && step.delay() < QUICK_STEP,
+        "w1's step started {:?} after its pull: {step:?}\n{}",
+        step.delay(),
+        rec.render()
+    );
+    // Revision 3 once w1's revision-2 pod stands: pods Ready at once; every step starts as
+    // soon as its turn comes.
+    let old = s
+        .wait_until("a pod on each host", CONVERGE, || async {
+            let old: BTreeMap<OsdKey, Pod> = (s.owned_pods(CR).await?.into_iter())
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter_map(|p| {
+                    let host = annotation(&p, labels::HOST)?.to_owned();
+                    Some((OsdKey::new(&host, DEVICE), p))
+                })
+                .collect();
+            Ok((old.len() == hosts.len()).then_some(old))
+        })
+        .await?;
+    let h3 = fixed(&s, &want, READY_ANNOTATION).await?;
+    let rec = s.recorder()?;
+    rec.timeline()
+        .check_rollout(&names(&old), UpdateDomain::Host)?;
+    // w1's domain is under way (its pod down): it goes on without a pull; the others pull first.
+    let mut fresh = old.clone();
+    fresh.remove(&OsdKey::new(&hosts[0], DEVICE));
+    check_pulled_first(rec, &fresh, &h3)?;
+    let steps = step_starts(rec, &fresh, &h3, Some(&hosts[0]))?;
+    for step in &steps {
+        println!(
+            "revision 3, {}'s step {:?} after it could start: {step:?}",
+            step.host,
+            step.delay()
+        );
+        ensure!(
+            step.pulled.is_some_and(|p| p <= step.stopped) && step.delay() < QUICK_STEP,
+            "{}'s step started {:?} after it could: {step:?}\n{}",
+            step.host,
+            step.delay(),
+            rec.render()
+        );
+    }
+    s.wait_until("no pre-pull pod left", CONVERGE, || async {
+        Ok(pre_pull_pods(&s).await?.is_empty().then_some(()))
+    })
+    .await?;
+    wait_condition(&s, "PrePull", "NothingToPull", &[], CONVERGE).await?;
+    let warnings = prepull_warnings(&s).await?;
+    ensure!(
+        warnings.is_empty(),
+        "PrePull Warnings though every pull ended: {warnings:?}"
+    );
     s.destroy().await
 }

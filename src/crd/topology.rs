@@ -58,6 +58,10 @@ pub(crate) fn misspells_auto(bucket_type: &str) -> bool {
 /// Default of `spec.prePull.deadlineSeconds`.
 pub const DEFAULT_PRE_PULL_DEADLINE_SECONDS: i32 = 300;
 
+/// Largest `spec.prePull.deadlineSeconds`: an hour pulls the largest image over a slow link; a
+/// step held longer for a pull that does not end holds the whole rollout.
+pub const MAX_PRE_PULL_DEADLINE_SECONDS: i32 = 3600;
+
 /// Default of `spec.prePull.command`: found on the `PATH` of nearly every image.
 pub const DEFAULT_PRE_PULL_COMMAND: &str = "true";
 
@@ -73,9 +77,9 @@ pub struct PrePullSpec {
     #[schemars(length(min = 1))]
     pub command: Option<Vec<String>>,
     /// Seconds an update domain waits for its nodes' pre-pull before its step goes ahead
-    /// anyway (said in a Warning event and the status). Default 300.
+    /// anyway (said in a Warning event and the status). Default 300, at most 3600.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = 3600))]
     pub deadline_seconds: Option<i32>,
     /// How many update domains after the current one are pulled ahead. Default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,11 +97,13 @@ impl PrePullSpec {
         }
     }
 
+    /// The deadline, within 1 s and [`MAX_PRE_PULL_DEADLINE_SECONDS`] (a larger value stored
+    /// before the schema capped it is read as the cap).
     pub fn deadline(&self) -> k8s_openapi::jiff::SignedDuration {
         let seconds = self
             .deadline_seconds
             .unwrap_or(DEFAULT_PRE_PULL_DEADLINE_SECONDS)
-            .max(1);
+            .clamp(1, MAX_PRE_PULL_DEADLINE_SECONDS);
         k8s_openapi::jiff::SignedDuration::from_secs(seconds.into())
     }
 

@@ -28,7 +28,7 @@ pub mod gate;
 mod gated;
 pub(crate) mod lock_place;
 mod ordered;
-mod pre_pull;
+pub(crate) mod pre_pull;
 pub(crate) mod progress;
 mod proposal;
 mod replica_sets;

@@ -9,7 +9,7 @@
 //! rollout is done, and when its node no longer has an OSD of the spec.
 
 mod pod;
-mod pulled;
+pub(crate) mod pulled;
 
 use crate::crd::topology::PrePullSpec;
 use crate::labels;

@@ -56,6 +56,30 @@ fn pre_pull_defaults_run_true_within_five_minutes() {
 }
 
 #[test]
+fn a_deadline_above_an_hour_is_rejected_by_the_schema_and_read_as_an_hour() {
+    let schema = spec_schema();
+    let field = schema
+        .pointer("/properties/prePull/properties/deadlineSeconds")
+        .expect("deadlineSeconds");
+    assert_eq!(
+        field["maximum"].as_f64(),
+        Some(f64::from(MAX_PRE_PULL_DEADLINE_SECONDS))
+    );
+    assert_eq!(field["minimum"].as_f64(), Some(1.0));
+    let read = |seconds: i32| {
+        let spec = PrePullSpec {
+            deadline_seconds: Some(seconds),
+            ..PrePullSpec::default()
+        };
+        spec.deadline().as_secs()
+    };
+    assert_eq!(read(3600), 3600);
+    assert_eq!(read(3601), 3600);
+    assert_eq!(read(i32::MAX), 3600);
+    assert_eq!(read(0), 1);
+}
+
+#[test]
 fn the_schema_ties_topology_to_its_update_domain_naming_the_field() {
     let spec = spec_schema();
     let rules = spec["x-kubernetes-validations"].as_array().expect("rules");

@@ -1,7 +1,9 @@
 //! What the pod watch decodes of a pod: its metadata without the managed fields; of its spec
 //! what binds it to its disk (`pod_record`: the node, the hostname node affinity, the data
-//! device recorded in the first container's env); of its status the phase and conditions,
-//! and for an image pre-pull pod its containers' states (what its pull came to).
+//! device recorded in the first container's env) and its containers' names and images; of
+//! its status the phase and conditions, and for an image pre-pull pod its containers' names
+//! and images and their states (what its pull came to: every container started is a pull
+//! done, which the planner can only tell knowing how many containers there are).
 //! The rest of the spec, the managed fields and the rest of the status are skipped while
 //! decoding, never allocated: at 10,000 OSDs the watch decodes every write the scheduler and
 //! the kubelets make to every pod.
@@ -36,16 +38,36 @@ struct WatchedSpec {
     node_name: Option<String>,
     #[serde(default)]
     affinity: Option<Affinity>,
-    /// The data device the first container's env records, if it is a plain value.
-    #[serde(default, rename = "containers", deserialize_with = "recorded_data")]
-    data: Option<String>,
+    #[serde(default, deserialize_with = "watched_containers")]
+    containers: WatchedContainers,
 }
 
-/// The first container's env, as far as `recorded_data` reads it.
+/// Of the containers: the data device the first one's env records (if a plain value), and
+/// each one's name and image.
+#[derive(Clone, Debug, Default)]
+struct WatchedContainers {
+    data: Option<String>,
+    named: Vec<NamedContainer>,
+}
+
+/// The first container, as far as `watched_containers` reads it.
 #[derive(Deserialize)]
-struct ContainerEnv {
+struct FirstContainer {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    image: Option<String>,
     #[serde(default)]
     env: Vec<EnvEntry>,
+}
+
+/// A container's name and image.
+#[derive(Clone, Debug, Deserialize)]
+struct NamedContainer {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    image: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -55,14 +77,15 @@ struct EnvEntry {
     value: Option<String>,
 }
 
-/// The plain value of `OSD_DEVICE` in the first container; the other containers are skipped.
-fn recorded_data<'de, D>(deserializer: D) -> Result<Option<String>, D::Error>
+/// The plain value of `OSD_DEVICE` in the first container, and every container's name and
+/// image; the rest of each container is skipped.
+fn watched_containers<'de, D>(deserializer: D) -> Result<WatchedContainers, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
-    struct FirstContainer;
-    impl<'de> serde::de::Visitor<'de> for FirstContainer {
-        type Value = Option<String>;
+    struct Containers;
+    impl<'de> serde::de::Visitor<'de> for Containers {
+        type Value = WatchedContainers;
 
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a list of containers")
@@ -72,21 +95,27 @@ where
             self,
             mut seq: A,
         ) -> Result<Self::Value, A::Error> {
-            let first: Option<ContainerEnv> = seq.next_element()?;
-            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(first.and_then(|c| {
-                c.env
-                    .into_iter()
-                    .find(|e| e.name == DATA_ENV)
-                    .and_then(|e| e.value)
-            }))
+            let Some(first) = seq.next_element::<FirstContainer>()? else {
+                return Ok(WatchedContainers::default());
+            };
+            let data = (first.env.into_iter())
+                .find(|e| e.name == DATA_ENV)
+                .and_then(|e| e.value);
+            let mut named = vec![NamedContainer {
+                name: first.name,
+                image: first.image,
+            }];
+            while let Some(next) = seq.next_element::<NamedContainer>()? {
+                named.push(next);
+            }
+            Ok(WatchedContainers { data, named })
         }
 
         fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
+            Ok(WatchedContainers::default())
         }
     }
-    deserializer.deserialize_any(FirstContainer)
+    deserializer.deserialize_any(Containers)
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -169,7 +198,8 @@ where
 
 impl WatchedPod {
     /// The pod the cache keeps: metadata, phase, and of the conditions only Ready (True) and
-    /// PodScheduled (False), without probe times; a pre-pull pod's container states.
+    /// PodScheduled (False), without probe times; an OSD pod's data device (as its first
+    /// container's env); a pre-pull pod's containers (names and images) and their states.
     pub(crate) fn into_pod(self) -> Pod {
         let pre_pull = (self.metadata.labels.as_ref())
             .is_some_and(|l| l.get(crate::labels::PRE_PULL).is_some_and(|v| v == "true"));
@@ -203,22 +233,34 @@ impl WatchedPod {
             }),
             ..PodStatus::default()
         });
-        let spec = self.spec.map(|spec| PodSpec {
-            node_name: spec.node_name,
-            affinity: spec.affinity,
-            containers: spec
-                .data
-                .map(|data| Container {
-                    env: Some(vec![EnvVar {
-                        name: DATA_ENV.to_owned(),
-                        value: Some(data),
-                        value_from: None,
-                    }]),
-                    ..Container::default()
-                })
-                .into_iter()
-                .collect(),
-            ..PodSpec::default()
+        let spec = self.spec.map(|spec| {
+            let WatchedContainers { data, named } = spec.containers;
+            let containers = if pre_pull {
+                (named.into_iter())
+                    .map(|c| Container {
+                        name: c.name,
+                        image: c.image,
+                        ..Container::default()
+                    })
+                    .collect()
+            } else {
+                (data.into_iter())
+                    .map(|data| Container {
+                        env: Some(vec![EnvVar {
+                            name: DATA_ENV.to_owned(),
+                            value: Some(data),
+                            value_from: None,
+                        }]),
+                        ..Container::default()
+                    })
+                    .collect()
+            };
+            PodSpec {
+                node_name: spec.node_name,
+                affinity: spec.affinity,
+                containers,
+                ..PodSpec::default()
+            }
         });
         Pod {
             metadata: self.metadata,

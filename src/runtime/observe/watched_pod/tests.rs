@@ -168,3 +168,65 @@ fn a_pre_pull_pod_keeps_its_container_states_an_osd_pod_does_not() {
     let osd = pod(json!({"ceph.elemental.net/owner": "CephOSD-x"}));
     assert!(osd.status.expect("status").container_statuses.is_none());
 }
+
+/// A pre-pull pod whose containers run but that is not Ready (KWOK's pods that wait for a
+/// probe; a kubelet before its first readiness report): the cached pod keeps its containers,
+/// so the planner reads the pull as done. Without them it read "pulling" until the deadline.
+#[test]
+fn a_running_pre_pull_pod_reads_as_pulled_from_the_cache() {
+    use crate::plan::pre_pull::pulled::{pulled, Pulled};
+    let running = json!({"running": {"startedAt": "2026-01-01T00:00:01Z"}});
+    let (full, cached) = decoded(&json!({
+        "metadata": {"name": "p", "labels": {"ceph.elemental.net/pre-pull": "true"}},
+        "spec": {"containers": [
+            {"name": "pull-0", "image": "ceph:v2", "command": ["true"],
+             "resources": {"requests": {"cpu": "1m"}}},
+            {"name": "pull-1", "image": "busybox:v2", "command": ["true"]},
+        ]},
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [
+                {"name": "pull-0", "image": "ceph:v2", "imageID": "", "ready": false,
+                 "restartCount": 0, "state": running},
+                {"name": "pull-1", "image": "busybox:v2", "imageID": "", "ready": false,
+                 "restartCount": 0, "state": running},
+            ],
+        },
+    }));
+    let named = |pod: &Pod| -> Vec<(String, Option<String>)> {
+        (pod.spec.iter().flat_map(|s| &s.containers))
+            .map(|c| (c.name.clone(), c.image.clone()))
+            .collect()
+    };
+    assert_eq!(named(&cached), named(&full));
+    assert_eq!(pulled(&cached, false), Pulled::Yes);
+    assert_eq!(pulled(&cached, true), Pulled::Yes);
+    // One container still waiting: not yet.
+    let mut one_waiting = cached.clone();
+    if let Some(s) = one_waiting
+        .status
+        .as_mut()
+        .and_then(|s| s.container_statuses.as_mut())
+    {
+        s.truncate(1);
+    }
+    assert_eq!(pulled(&one_waiting, false), Pulled::Pulling);
+}
+
+#[test]
+fn an_osd_pod_keeps_only_its_data_device_of_its_containers() {
+    let (_, pod) = decoded(&json!({
+        "metadata": {"name": "osd", "labels": {"ceph.elemental.net/owner": "CephOSD-x"}},
+        "spec": {"containers": [
+            {"name": "osd", "image": "ceph", "env": [{"name": "OSD_DEVICE", "value": "/dev/sdb"}]},
+            {"name": "sidecar", "image": "busybox"},
+        ]},
+    }));
+    let containers = &pod.spec.expect("spec").containers;
+    assert_eq!(containers.len(), 1);
+    assert_eq!(containers[0].name, "");
+    assert_eq!(containers[0].image, None);
+    let env = containers[0].env.as_ref().expect("env");
+    assert_eq!(env[0].value.as_deref(), Some("/dev/sdb"));
+}
