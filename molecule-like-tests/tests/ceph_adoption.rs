@@ -253,7 +253,7 @@ async fn adopted_osds_on_loop_devices_roll_by_host_and_by_osd_from_cephs_own_wor
         "ids recorded before any step: {:?}",
         status.osd_ids
     );
-    let watch_from = g.s.recorder()?.len();
+    let watch_from = g.s.pod_watch_mark().await?;
 
     let (hash, from, by_host, host_steps) = first_host_in_one_step(&g).await?;
     // Every key the operator runs was mapped at the first question, and recorded.
@@ -327,7 +327,7 @@ async fn adopted_file_backed_osds_roll_by_host_as_a_set_and_by_osd_once_an_annot
     .await?;
     let setup = t0.elapsed();
     check_reported_as_reference(&g).await?;
-    let watch_from = g.s.recorder()?.len();
+    let watch_from = g.s.pod_watch_mark().await?;
 
     // The first host as one step: its two file-backed OSDs are the node's free set.
     let (hash, from, by_host, host_steps) = first_host_in_one_step(&g).await?;

@@ -42,6 +42,34 @@ async fn mid_step(g: &Gated) -> anyhow::Result<(Duration, Vec<u32>)> {
     Ok((from, noout))
 }
 
+/// Waits until a converged pod of the open step's disks is terminating or gone: the step's
+/// own deletion (the operator records the step and sets `noout` before its pods go).
+async fn step_pods_going(g: &Gated) -> anyhow::Result<()> {
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    let keys: BTreeSet<String> = status
+        .ceph_step
+        .map(|s| s.keys)
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let step_pods: BTreeSet<String> = (g.converged.pods.iter())
+        .filter(|(key, _)| keys.contains(&key.to_string()))
+        .map(|(_, pod)| pod.name_any())
+        .collect();
+    anyhow::ensure!(
+        !step_pods.is_empty(),
+        "no converged pod for the step's keys {keys:?}"
+    );
+    g.s.wait_until("the step's pods going", Duration::from_secs(30), || async {
+        let live: BTreeSet<String> = (g.s.list_pods().await?.iter())
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(ResourceExt::name_any)
+            .collect();
+        Ok(step_pods.iter().any(|p| !live.contains(p)).then_some(()))
+    })
+    .await
+}
+
 /// Waits until Ceph's osdmap, sampled after `after`, shows no `noout` at all.
 async fn no_noout_after(g: &Gated, after: Duration, timeout: Duration) -> anyhow::Result<()> {
     g.ceph
@@ -277,7 +305,10 @@ async fn deleted_with_cascade_foreground_the_step_ends_and_it_is_said() -> anyho
 async fn deleted_with_cascade_orphan_the_osds_keep_running() -> anyhow::Result<()> {
     let g = Gated::up("cephdel-orphan").await?;
     let (from, noout) = mid_step(&g).await?;
-    let seq = g.s.recorder()?.len();
+    // The status names the step before its pods go: wait for the step's own deletion, then
+    // start counting once the recorder has it (it came before the orphaning delete).
+    step_pods_going(&g).await?;
+    let seq = g.s.pod_watch_mark().await?;
     g.s.crs.delete(CR, &DeleteParams::orphan()).await?;
     g.s.wait_until("the CephOSD is gone", LONG, || async {
         Ok(g.s.crs.get_opt(CR).await?.is_none().then_some(()))

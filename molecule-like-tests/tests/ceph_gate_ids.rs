@@ -223,7 +223,7 @@ async fn a_ready_pod_whose_osd_never_booted_is_not_stopped_until_an_admin_states
 
     // The rollout: three hosts, then the halt at this one.
     let from = g.ceph.elapsed();
-    let watch_from = g.s.recorder()?.len();
+    let watch_from = g.s.pod_watch_mark().await?;
     let (hash, log_at_annotation) = halt_at_unknown_id(&g, &key, id, &pod, from, &mut m).await?;
 
     // The admin states the id.
@@ -464,7 +464,7 @@ async fn a_ready_pod_whose_daemon_names_no_pod_is_not_stopped_until_an_admin_sta
 
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
-    let watch_from = g.s.recorder()?.len();
+    let watch_from = g.s.pod_watch_mark().await?;
     let (_, hash) =
         g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
             .await?;
@@ -629,7 +629,7 @@ async fn an_operator_key_without_the_needed_caps_stops_nothing_and_says_ceph_ref
     let before = g.gate_condition().await?;
     let from = g.ceph.elapsed();
     let t_roll = Instant::now();
-    let watch_from = g.s.recorder()?.len();
+    let watch_from = g.s.pod_watch_mark().await?;
     g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
     let (status, reason, message) = wait_condition(
@@ -760,7 +760,7 @@ async fn noout_held_past_its_limit_is_cleared_and_the_rollout_stays_halted() -> 
     g.bridge.withhold(&key);
 
     let from = g.ceph.elapsed();
-    let watch_from = g.s.recorder()?.len();
+    let watch_from = g.s.pod_watch_mark().await?;
     let (_, hash) =
         g.s.patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
             .await?;

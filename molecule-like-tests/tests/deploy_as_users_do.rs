@@ -916,7 +916,7 @@ async fn reconciling_as(namespace: &str, account: &str, name: &str) -> anyhow::R
         want.clone(),
     )
     .await?;
-    let converged_at = s.recorder()?.len();
+    let converged_at = s.pod_watch_mark().await?;
     Ok(Reconciled {
         s,
         want,

@@ -239,7 +239,7 @@ async fn d3_edited_annotations_take_no_pod_down_while_paused_and_one_at_a_time_a
         edited.elapsed()
     );
     // Unpaused: one OSD at a time, each successor only once its old pod is gone.
-    let from = rec.len();
+    let from = rec.caught_up_seq(&s.pods).await?;
     let cr = s.patch_spec(CR, json!({"paused": null})).await?;
     let hash = molecule_like_tests::manifests::hash_of(&cr);
     let after = s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
@@ -314,7 +314,7 @@ async fn d5_a_frozen_operator_never_acts_on_a_stale_view() -> anyhow::Result<()>
     manifest["spec"]["minReadySeconds"] = json!(6);
     let Converged { want, pods, .. } = s.create_converged(&manifest, keys(&hosts, &data)).await?;
     let rec = s.recorder()?;
-    let from = rec.len();
+    let from = rec.caught_up_seq(&s.pods).await?;
     let (_, hash) = s
         .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;

@@ -147,7 +147,7 @@ async fn drains_share_the_budget_and_a_second_waits_for_the_first_host() -> anyh
     let s = Scenario::converge("budget-drains").await?;
     let hosts: Vec<String> = s.hosts(["d1", "d2", "d3"]).into();
     let c = create_osds(&s, &hosts, json!({})).await?;
-    let converged_at = s.recorder()?.len();
+    let converged_at = s.pod_watch_mark().await?;
     // The shape: integer minAvailable over the 6 pods, 1 allowed, no sync failure.
     let budget = wait_budget(&s, 6, 1).await?;
     let spec = budget.spec.clone().context("spec")?;
@@ -234,7 +234,7 @@ async fn a_stuck_replacement_holds_the_budget_but_its_own_host_drains() -> anyho
     let s = Scenario::converge("budget-stuck").await?;
     let hosts: Vec<String> = s.hosts(["s1", "s2", "s3"]).into();
     let c = create_osds(&s, &hosts, json!({})).await?;
-    let converged_at = s.recorder()?.len();
+    let converged_at = s.pod_watch_mark().await?;
     wait_budget(&s, 6, 1).await?;
     let (_, stuck_hash) = s
         .patch_template_metadata(CR, never_ready_revision("stuck"))
@@ -281,7 +281,7 @@ async fn a_drain_holds_the_rollout_until_the_node_is_uncordoned() -> anyhow::Res
     let s = Scenario::converge("budget-hold").await?;
     let hosts: Vec<String> = s.hosts(["h1", "h2", "h3"]).into();
     let c = create_osds(&s, &hosts, json!({})).await?;
-    let converged_at = s.recorder()?.len();
+    let converged_at = s.pod_watch_mark().await?;
     wait_budget(&s, 6, 1).await?;
     // A cordoned node whose pods still run: its drain goes first, the rollout waits.
     let (ok, out) = kubectl_run(&["cordon", &hosts[2]]).await?;
@@ -338,7 +338,7 @@ async fn drains_racing_template_changes_never_take_two_hosts_down() -> anyhow::R
     let s = Scenario::converge("budget-race").await?;
     let hosts: Vec<String> = s.hosts(["r1", "r2", "r3", "r4"]).into();
     let c = create_osds(&s, &hosts, json!({})).await?;
-    let converged_at = s.recorder()?.len();
+    let converged_at = s.pod_watch_mark().await?;
     wait_budget(&s, 8, 1).await?;
     let mut hash;
     for round in 0..3usize {
@@ -371,7 +371,7 @@ async fn someone_elses_budget_over_the_osd_pods_means_none_of_ours() -> anyhow::
     let s = Scenario::converge("budget-foreign").await?;
     let hosts: Vec<String> = s.hosts(["f1", "f2"]).into();
     let c = create_osds(&s, &hosts, json!({})).await?;
-    let converged_at = s.recorder()?.len();
+    let converged_at = s.pod_watch_mark().await?;
     wait_budget(&s, 4, 1).await?;
     let users: PodDisruptionBudget = serde_json::from_value(json!({
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",

@@ -137,6 +137,8 @@ async fn rollout_survives_a_restart_of(component: &str, hosts: [&str; 3]) -> any
     )
     .await?;
     let rollout = start_rollout(&s, &s.hosts(hosts), &["/dev/sdb"], 2).await?;
+    // Everything before the restart recorded first: none of it can count as after it.
+    s.recorder()?.catch_up(&s.pods).await?;
     restart(component, 10).await?;
     let back_at = s.recorder()?.elapsed();
     rollout

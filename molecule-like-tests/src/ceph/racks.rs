@@ -190,7 +190,8 @@ impl Started {
 
 /// A template change (`rev`): the rollout starts.
 pub async fn change_template(g: &Gated, rev: &str) -> anyhow::Result<Started> {
-    let (from, from_seq, t0) = (g.ceph.elapsed(), g.s.recorder()?.len(), Instant::now());
+    let from_seq = g.s.pod_watch_mark().await?;
+    let (from, t0) = (g.ceph.elapsed(), Instant::now());
     let (_, hash) =
         g.s.patch_template_metadata(CR, json!({"labels": {"rev": rev}}))
             .await?;

@@ -291,6 +291,12 @@ impl Scenario {
             .ok_or_else(|| anyhow!("the pod recorder was not started"))
     }
 
+    /// A starting point in the pod recorder taken now: its next `seq` once it has recorded
+    /// every pod change made before this call ([`PodRecorder::caught_up_seq`]).
+    pub async fn pod_watch_mark(&self) -> anyhow::Result<usize> {
+        self.recorder()?.caught_up_seq(&self.pods).await
+    }
+
     /// Starts the operator binary for this namespace; its output goes to `log_path`.
     pub fn start_operator(&mut self, options: &OperatorOptions) -> anyhow::Result<()> {
         self.start_operator_with_args(options, &[])

@@ -108,7 +108,8 @@ impl PodRecorder {
         lock(&self.recording).events.clone()
     }
 
-    /// Number of events recorded so far.
+    /// Number of events recorded so far (what the watch delivered: it may trail the API;
+    /// a starting point for checks is [`Self::caught_up_seq`]).
     pub fn len(&self) -> usize {
         lock(&self.recording).events.len()
     }
@@ -163,6 +164,15 @@ impl PodRecorder {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// The `seq` the next event will get, once the recording has caught up with `api`'s
+    /// current list ([`Self::catch_up`]): every change made before this call is before it.
+    /// [`Self::len`] right after something was observed elsewhere (a status, Ceph) may still
+    /// miss pod events that came before it: they would count as after it.
+    pub async fn caught_up_seq(&self, api: &Api<Pod>) -> anyhow::Result<usize> {
+        self.catch_up(api).await?;
+        Ok(self.len())
     }
 
     /// Replays the events and checks that at no moment two pods (terminating ones included)
