@@ -23,7 +23,7 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::ResourceExt;
 use molecule_like_tests::ceph::gated::{GateWatch, Gated, GatedOptions};
 use molecule_like_tests::manifests::{cephosd, storage, CR};
@@ -69,7 +69,12 @@ async fn a_lease_deleted_or_overwritten_mid_step_never_lets_two_steps_overlap() 
         .collect();
     let template = serde_json::to_value(&g.converged.cr.spec.pod_template)?;
     g.s.create_converged(
-        &cephosd(OTHER, storage(&other_hosts, &["/dev/sdb"]), "Host", template),
+        &cephosd(
+            OTHER,
+            storage(&other_hosts, &["/dev/sdb"]),
+            "Host",
+            template,
+        ),
         other_want.clone(),
     )
     .await?;
@@ -88,7 +93,10 @@ async fn a_lease_deleted_or_overwritten_mid_step_never_lets_two_steps_overlap() 
         times.push((tamper, started.elapsed()));
     }
     for (tamper, took) in times {
-        println!("==== {tamper:?}: both rollouts done {:.1}s after the change", took.as_secs_f64());
+        println!(
+            "==== {tamper:?}: both rollouts done {:.1}s after the change",
+            took.as_secs_f64()
+        );
     }
     g.down().await
 }
@@ -106,15 +114,29 @@ async fn round_of(g: &Gated, other: &Other, round: u32, tamper: Tamper) -> anyho
     let hashes = [(CR, a?.1, &g.want), (OTHER, b?.1, &other.want)];
 
     let (holder, keys) = first_step(g).await?;
+    let leases: Api<Lease> = Api::namespaced(g.s.client.clone(), &g.s.namespace);
+    let lease = (leases.list(&ListParams::default()).await?.items.into_iter())
+        .find(|l| l.name_any().starts_with("ceph-osd-step-"))
+        .ok_or_else(|| anyhow!("no step lock Lease in {}", g.s.namespace))?
+        .name_any();
+    let other_name = if holder.split('/').nth(1) == Some(CR) {
+        OTHER
+    } else {
+        CR
+    };
+    let other_uid = g.s.crs.get(other_name).await?.uid().unwrap_or_default();
+    let other_identity = format!("{}/{other_name}/{other_uid}", g.s.namespace);
     let deleted_at = first_deletion(g, &keys).await?;
     tokio::time::sleep_until((deleted_at + TAMPER_AFTER).into()).await;
     let tampered_at = g.ceph.elapsed();
-    let lease = tamper_with_lease(g, &holder, tamper).await?;
+    let after = deleted_at.elapsed();
+    tamper_with_lease(&leases, &lease, &other_identity, tamper).await?;
     println!(
         "{tamper:?}: the Lease {lease} tampered with at {:.2}s, {} ms after the first pod \
-         deletion of {holder}'s step on {keys:?}",
+         deletion of {holder}'s step on {keys:?} (the call took {} ms more)",
         tampered_at.as_secs_f64(),
-        deleted_at.elapsed().as_millis().saturating_sub(0)
+        after.as_millis(),
+        deleted_at.elapsed().saturating_sub(after).as_millis()
     );
 
     for (name, hash, want) in &hashes {
@@ -128,9 +150,11 @@ async fn round_of(g: &Gated, other: &Other, round: u32, tamper: Tamper) -> anyho
     g.cluster.wait_clean(Duration::from_mins(1)).await?;
     let idle_at = g.ceph.elapsed();
     g.ceph
-        .wait_until("an osdmap sampled after both went idle", Duration::from_secs(30), |v| {
-            v.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at)
-        })
+        .wait_until(
+            "an osdmap sampled after both went idle",
+            Duration::from_secs(30),
+            |v| v.osdmap.as_ref().is_some_and(|(at, _)| *at > idle_at),
+        )
         .await?;
 
     let report = report(g, other, from);
@@ -153,11 +177,41 @@ async fn round_of(g: &Gated, other: &Other, round: u32, tamper: Tamper) -> anyho
         .filter(|e| e.reason.as_deref() == Some("StepLockLost"))
         .filter_map(|e| e.note)
         .collect();
-    ensure!(
-        said.iter().any(|note| note.contains("lost the Ceph cluster's step lock")),
-        "{holder} said nothing of its lost lock (StepLockLost events: {said:?})\n{report}"
-    );
-    println!("{tamper:?}: {holder} said: {}", said[0]);
+    // What this round did: the Lease deleted, or another holder (then, once that one let it
+    // go, emptied).
+    let words: &[&str] = match tamper {
+        Tamper::Delete => &["its Lease was deleted"],
+        Tamper::OverwriteHolder => &["its Lease names", "its Lease was emptied"],
+    };
+    let told = said
+        .iter()
+        .find(|note| words.iter().any(|w| note.contains(w)))
+        .ok_or_else(|| {
+            anyhow!(
+                "{holder} did not say its lock was lost (StepLockLost events: {said:?})\n{report}"
+            )
+        })?;
+    println!("{tamper:?}: {holder} said: {told}");
+    // The other CephOSD, given the lock, was held by Ceph's view of the open step.
+    let others_gate = if other_name == OTHER {
+        &other.gate
+    } else {
+        &g.gate
+    };
+    let held: BTreeSet<String> = (others_gate.samples().into_iter())
+        .filter(|s| s.at >= tampered_at)
+        .filter_map(|s| s.condition)
+        .filter(|(_, _, message)| message.contains("asked together with"))
+        .map(|(_, reason, message)| format!("{reason}: {message}"))
+        .collect();
+    if let Tamper::OverwriteHolder = tamper {
+        ensure!(
+            !held.is_empty(),
+            "{other_name}, written in as the holder, never asked Ceph together with the open \
+             step's OSDs\n{report}"
+        );
+    }
+    println!("{tamper:?}: {other_name} was held by Ceph's view: {held:#?}");
     Ok(())
 }
 
@@ -185,44 +239,40 @@ async fn first_deletion(g: &Gated, keys: &[String]) -> anyhow::Result<Instant> {
         let pods = g.s.pods.list(&ListParams::default()).await?;
         let deleting = pods.items.iter().any(|p| {
             p.metadata.deletion_timestamp.is_some()
-                && molecule_like_tests::pods::pod_key(p).is_some_and(|k| keys.contains(&k.to_string()))
+                && molecule_like_tests::pods::pod_key(p)
+                    .is_some_and(|k| keys.contains(&k.to_string()))
         });
         if deleting {
             return Ok(Instant::now());
         }
-        ensure!(Instant::now() < deadline, "no pod of {keys:?} deleted within 30 s");
+        ensure!(
+            Instant::now() < deadline,
+            "no pod of {keys:?} deleted within 30 s"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
-/// Deletes the step lock's Lease, or writes the other CephOSD in as its holder (renewed
-/// now); returns its name.
-async fn tamper_with_lease(g: &Gated, holder: &str, tamper: Tamper) -> anyhow::Result<String> {
-    let leases: Api<Lease> = Api::namespaced(g.s.client.clone(), &g.s.namespace);
-    let lease = (leases.list(&ListParams::default()).await?.items.into_iter())
-        .find(|l| l.name_any().starts_with("ceph-osd-step-"))
-        .ok_or_else(|| anyhow!("no step lock Lease in {}", g.s.namespace))?;
-    let name = lease.name_any();
+/// Deletes the step lock's Lease `name`, or writes `other` in as its holder (renewed now).
+async fn tamper_with_lease(
+    leases: &Api<Lease>,
+    name: &str,
+    other: &str,
+    tamper: Tamper,
+) -> anyhow::Result<()> {
     match tamper {
         Tamper::Delete => {
-            leases.delete(&name, &DeleteParams::default()).await?;
+            leases.delete(name, &DeleteParams::default()).await?;
         }
         Tamper::OverwriteHolder => {
-            let other_name = if holder.split('/').nth(1) == Some(CR) {
-                OTHER
-            } else {
-                CR
-            };
-            let other = g.s.crs.get(other_name).await?;
-            let identity = format!("{}/{other_name}/{}", g.s.namespace, other.uid().unwrap_or_default());
-            let mut lease = lease;
-            let spec = lease.spec.get_or_insert_with(Default::default);
-            spec.holder_identity = Some(identity);
-            spec.renew_time = Some(MicroTime(Timestamp::now()));
-            leases.replace(&name, &PostParams::default(), &lease).await?;
+            let renewed = MicroTime(Timestamp::now());
+            let patch = json!({"spec": {"holderIdentity": other, "renewTime": renewed}});
+            leases
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
         }
     }
-    Ok(name)
+    Ok(())
 }
 
 async fn wait_idle(g: &Gated, name: &str) -> anyhow::Result<()> {

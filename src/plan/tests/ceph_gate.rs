@@ -170,7 +170,9 @@ fn proceed_records_the_step_sets_noout_then_deletes_in_that_order() {
             "PatchState"
         ]
     );
-    assert!(matches!(&plan.actions[1], Action::SetNoout { ids, .. } if *ids == [OsdId(3), OsdId(4)]));
+    assert!(
+        matches!(&plan.actions[1], Action::SetNoout { ids, .. } if *ids == [OsdId(3), OsdId(4)])
+    );
     let step = plan.status.ceph_step.clone().expect("the step is recorded");
     assert_eq!(step.keys, ["w1:/dev/sdb", "w1:/dev/sdc"]);
     assert_eq!(step.noout, [3, 4]);

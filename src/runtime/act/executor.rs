@@ -496,9 +496,9 @@ async fn apply(
             info!(cephosd = %executor.cr.object_key(), "recorded the Ceph step in the status");
             Ok(true)
         }
-        Action::SetNoout { ids, covered } => open_noout(executor, ids, covered)
-            .await
-            .map(|()| true),
+        Action::SetNoout { ids, covered } => {
+            open_noout(executor, ids, covered).await.map(|()| true)
+        }
         Action::ClearNoout { ids } => noout(executor, ids, false).await.map(|_| true),
         Action::MarkOut { ids } => mark(executor, ids, true).await.map(|()| true),
         Action::MarkIn { ids } => mark(executor, ids, false).await.map(|()| true),

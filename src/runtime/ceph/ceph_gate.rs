@@ -159,9 +159,13 @@ pub(crate) async fn first_view(
         max_noout,
         look_every,
         pgs_unclean,
-        noout_now: looked
-            .as_ref()
-            .map(|facts| facts.osds.with_noout(facts.osds.osds.keys()).into_iter().collect()),
+        noout_now: looked.as_ref().map(|facts| {
+            facts
+                .osds
+                .with_noout(facts.osds.osds.keys())
+                .into_iter()
+                .collect()
+        }),
         lock_lost: None,
     };
     (view, looked)

@@ -9,7 +9,12 @@ use crate::plan::gate::asking::asked_together;
 fn flagged(flagged: &[u32]) -> CephFacts {
     let mut facts = healthy();
     for id in flagged {
-        facts.osds.osds.get_mut(&OsdId(*id)).expect("in the fixture").noout = true;
+        facts
+            .osds
+            .osds
+            .get_mut(&OsdId(*id))
+            .expect("in the fixture")
+            .noout = true;
     }
     facts
 }
@@ -26,8 +31,14 @@ fn the_question_covers_every_other_osd_carrying_noout_but_the_own_ended_steps() 
         asked_together(&facts.osds, &set(&[1]), &set(&[2])),
         set(&[0])
     );
-    assert_eq!(asked_together(&facts.osds, &set(&[0, 1]), &set(&[2])), set(&[]));
-    assert_eq!(asked_together(&healthy().osds, &set(&[1]), &set(&[])), set(&[]));
+    assert_eq!(
+        asked_together(&facts.osds, &set(&[0, 1]), &set(&[2])),
+        set(&[])
+    );
+    assert_eq!(
+        asked_together(&healthy().osds, &set(&[1]), &set(&[])),
+        set(&[])
+    );
 }
 
 #[test]
@@ -74,7 +85,10 @@ fn a_yes_for_both_lets_only_the_steps_own_osds_stop_and_its_opening_covers_both(
         BTreeMap::new(),
     ));
     let done = answered(asking.heard(Ok(&reply(true, &[0, 1]))));
-    assert_eq!(done.answer.decision, GateDecision::Proceed { ids: set(&[1]) });
+    assert_eq!(
+        done.answer.decision,
+        GateDecision::Proceed { ids: set(&[1]) }
+    );
     let view = CephView {
         input: CephInput::Answered(done.answer),
         ..on(None)
@@ -166,7 +180,10 @@ fn a_step_whose_osds_are_all_down_asks_nothing_but_covers_the_flags_it_saw() {
         mapped,
         BTreeMap::new(),
     ));
-    assert_eq!(done.answer.decision, GateDecision::Proceed { ids: set(&[1]) });
+    assert_eq!(
+        done.answer.decision,
+        GateDecision::Proceed { ids: set(&[1]) }
+    );
     assert_eq!(done.answer.asked_with, set(&[0]));
 }
 

@@ -83,7 +83,11 @@ pub(super) async fn noout(
 
 /// Marks `ids` out (`out`) or in, then reads `osd dump` back: Ceph exits 0 for ids that do
 /// not exist, so only the dump proves it.
-pub(super) async fn mark(executor: &Executor<'_>, ids: &[OsdId], out: bool) -> Result<(), ExecuteError> {
+pub(super) async fn mark(
+    executor: &Executor<'_>,
+    ids: &[OsdId],
+    out: bool,
+) -> Result<(), ExecuteError> {
     let what = if out { "mark out" } else { "mark in" };
     let ceph = executor.ceph.ok_or(ExecuteError::NoCeph { what })?;
     let ceph_error = |what, source| ExecuteError::Ceph {

@@ -7,8 +7,8 @@ use crate::ceph::test_data::{healthy_status, FSID};
 use crate::crd::UpdateDomain;
 use crate::runtime::scripted_api::{scripted_client, Sent};
 use hyper::{Method, StatusCode};
-use std::collections::HashMap;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The Leases of the lock namespace, by name, each with its resourceVersion.
