@@ -171,48 +171,13 @@ async fn round_of(g: &Gated, other: &Other, round: u32, tamper: Tamper) -> anyho
         .assert_unavailable_domains_at_most(&all, UpdateDomain::Host, 1, from_seq)
         .map_err(fail)?;
     g.bridge.check().map_err(fail)?;
-    // The holder said so.
-    let holder_name = holder.split('/').nth(1).unwrap_or_default().to_owned();
-    let said: Vec<String> = (g.s.cr_events(&holder_name).await?.into_iter())
-        .filter(|e| e.reason.as_deref() == Some("StepLockLost"))
-        .filter_map(|e| e.note)
-        .collect();
-    // What this round did: the Lease deleted, or another holder (then, once that one let it
-    // go, emptied).
-    let words: &[&str] = match tamper {
-        Tamper::Delete => &["its Lease was deleted"],
-        Tamper::OverwriteHolder => &["its Lease names", "its Lease was emptied"],
+    let told = Told {
+        holder: &holder,
+        other_name,
+        tamper,
+        tampered_at,
     };
-    let told = said
-        .iter()
-        .find(|note| words.iter().any(|w| note.contains(w)))
-        .ok_or_else(|| {
-            anyhow!(
-                "{holder} did not say its lock was lost (StepLockLost events: {said:?})\n{report}"
-            )
-        })?;
-    println!("{tamper:?}: {holder} said: {told}");
-    // The other CephOSD, given the lock, was held by Ceph's view of the open step.
-    let others_gate = if other_name == OTHER {
-        &other.gate
-    } else {
-        &g.gate
-    };
-    let held: BTreeSet<String> = (others_gate.samples().into_iter())
-        .filter(|s| s.at >= tampered_at)
-        .filter_map(|s| s.condition)
-        .filter(|(_, _, message)| message.contains("asked together with"))
-        .map(|(_, reason, message)| format!("{reason}: {message}"))
-        .collect();
-    if let Tamper::OverwriteHolder = tamper {
-        ensure!(
-            !held.is_empty(),
-            "{other_name}, written in as the holder, never asked Ceph together with the open \
-             step's OSDs\n{report}"
-        );
-    }
-    println!("{tamper:?}: {other_name} was held by Ceph's view: {held:#?}");
-    Ok(())
+    check_told(g, other, &told, &report).await
 }
 
 /// The first step opened with `noout` by either CephOSD: the holder (`namespace/name/uid`)
@@ -297,4 +262,67 @@ fn report(g: &Gated, other: &Other, from: std::time::Duration) -> String {
         g.report(from),
         other.gate.render()
     )
+}
+
+/// Who was told what in a round.
+struct Told<'a> {
+    /// The step holder's identity.
+    holder: &'a str,
+    /// The other CephOSD.
+    other_name: &'a str,
+    tamper: Tamper,
+    tampered_at: Duration,
+}
+
+/// The holder said it lost the lock (a `StepLockLost` event saying what happened), and the
+/// other CephOSD, when written in as the holder, was refused by Ceph for its step asked
+/// together with the open step's OSDs.
+async fn check_told(g: &Gated, other: &Other, told: &Told<'_>, report: &str) -> anyhow::Result<()> {
+    let Told {
+        holder,
+        other_name,
+        tamper,
+        tampered_at,
+    } = *told;
+    let holder_name = holder.split('/').nth(1).unwrap_or_default().to_owned();
+    let said: Vec<String> = (g.s.cr_events(&holder_name).await?.into_iter())
+        .filter(|e| e.reason.as_deref() == Some("StepLockLost"))
+        .filter_map(|e| e.note)
+        .collect();
+    // What this round did: the Lease deleted, or another holder (then, once that one let it
+    // go, emptied).
+    let words: &[&str] = match tamper {
+        Tamper::Delete => &["its Lease was deleted"],
+        Tamper::OverwriteHolder => &["its Lease names", "its Lease was emptied"],
+    };
+    let told = said
+        .iter()
+        .find(|note| words.iter().any(|w| note.contains(w)))
+        .ok_or_else(|| {
+            anyhow!(
+                "{holder} did not say its lock was lost (StepLockLost events: {said:?})\n{report}"
+            )
+        })?;
+    println!("{tamper:?}: {holder} said: {told}");
+    // The other CephOSD, given the lock, was held by Ceph's view of the open step.
+    let others_gate = if other_name == OTHER {
+        &other.gate
+    } else {
+        &g.gate
+    };
+    let held: BTreeSet<String> = (others_gate.samples().into_iter())
+        .filter(|s| s.at >= tampered_at)
+        .filter_map(|s| s.condition)
+        .filter(|(_, _, message)| message.contains("asked together with"))
+        .map(|(_, reason, message)| format!("{reason}: {message}"))
+        .collect();
+    if let Tamper::OverwriteHolder = tamper {
+        ensure!(
+            !held.is_empty(),
+            "{other_name}, written in as the holder, never asked Ceph together with the open \
+             step's OSDs\n{report}"
+        );
+    }
+    println!("{tamper:?}: {other_name} was held by Ceph's view: {held:#?}");
+    Ok(())
 }

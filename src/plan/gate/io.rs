@@ -32,6 +32,10 @@ pub enum GateOff {
 
 /// What the runtime learnt of Ceph for this plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per reconcile, read in place: a box would only add an indirection"
+)]
 pub enum CephInput {
     Off {
         why: GateOff,

@@ -66,12 +66,8 @@ pub(crate) async fn first_view(
     let max_noout = SignedDuration::try_from(settings.max_noout).unwrap_or(SignedDuration::MAX);
     let off = |why| CephView {
         input: CephInput::Off { why },
-        step: None,
         max_noout,
-        look_every: SLOW_LOOKS,
-        pgs_unclean: None,
-        noout_now: None,
-        lock_lost: None,
+        ..CephView::default()
     };
     let Some(ceph) = ceph else {
         return (off(GateOff::NotConfigured), None);

@@ -177,13 +177,12 @@ impl CephStepLocks {
             };
             match written {
                 Ok(_) => {
-                    if outcome == LockState::Held {
-                        if matches!(
-                            decision,
-                            LockDecision::Create | LockDecision::Take { transition: true }
-                        ) {
-                            info!(cephosd = %cr.object_key(), lease = %shown, "took the step lock of the Ceph cluster");
-                        }
+                    let taken = matches!(
+                        decision,
+                        LockDecision::Create | LockDecision::Take { transition: true }
+                    );
+                    if outcome == LockState::Held && taken {
+                        info!(cephosd = %cr.object_key(), lease = %shown, "took the step lock of the Ceph cluster");
                     }
                     return outcome;
                 }
