@@ -59,8 +59,15 @@ pub enum Action {
     /// Writes the planned status (which holds the Ceph step being started) before anything
     /// else: a restarted or new leader finishes the step and clears exactly its `noout`.
     RecordCephStep,
-    /// Sets `noout` on `ids`, confirmed by reading `osd dump` back.
-    SetNoout { ids: Vec<OsdId> },
+    /// Sets `noout` on `ids`, confirmed by reading `osd dump` back: the opening of a step.
+    /// `covered`: every OSD whose `noout` the step's question covered (its own, those asked
+    /// about together with them, this CephOSD's ended step's). A flag the read-back shows on
+    /// any other OSD is another step opened meanwhile: the `noout` just set is cleared again
+    /// and the plan fails before a pod goes (the next question asks about both).
+    SetNoout {
+        ids: Vec<OsdId>,
+        covered: Vec<OsdId>,
+    },
     /// Clears `noout` on these OSDs, confirmed by reading `osd dump` back.
     ClearNoout { ids: Vec<OsdId> },
     /// Marks these OSDs out (a removal's drain: their data moves), confirmed by `osd dump`.

@@ -16,6 +16,7 @@ use std::fmt;
 
 /// How long the lock holds without renewal: longer than a leader hand-over (the leader Lease's
 /// 15 s and a start), short enough that a gone operator holds no other CephOSD up for long.
+/// Also the cap: a Lease that says longer (forged, or another tool's) is read as this long.
 pub(crate) const LOCK_DURATION: SignedDuration = SignedDuration::from_secs(60);
 /// An open step renews the lock once it is this old (steps are looked at every 0.25–1 s).
 pub(crate) const RENEW_AFTER: SignedDuration = SignedDuration::from_secs(10);
@@ -165,7 +166,7 @@ pub(crate) fn decide(
     let spec = lease.spec.clone().unwrap_or_default();
     let holder = spec.holder_identity.as_deref().unwrap_or("");
     let renewed = spec.renew_time.as_ref().map(|t| t.0);
-    let duration = SignedDuration::from_secs(spec.lease_duration_seconds.unwrap_or(0).into());
+    let duration = held_for(spec.lease_duration_seconds);
     let expired = renewed.is_none_or(|r| r + duration <= now);
     let next = next_claim(lease, now);
     let next_other = next.filter(|(who, _)| *who != me).map(|(who, _)| Busy {
@@ -206,6 +207,48 @@ pub(crate) fn decide(
             next: false,
         },
         claim: purpose == Purpose::NewStep && (next.is_none() || ours_due),
+    }
+}
+
+/// How long a Lease holds after its renewal: what it says, at most `LOCK_DURATION`.
+pub(crate) fn held_for(lease_duration_seconds: Option<i32>) -> SignedDuration {
+    SignedDuration::from_secs(lease_duration_seconds.unwrap_or(0).into()).min(LOCK_DURATION)
+}
+
+/// How an open step found its lock lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum LockLost {
+    /// No Lease: deleted.
+    Deleted,
+    /// The Lease names no holder: released by someone else.
+    Emptied,
+    /// The Lease names another holder (`namespace/name`, or the identity as written).
+    TakenBy(String),
+}
+
+impl fmt::Display for LockLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Deleted => f.write_str("its Lease was deleted"),
+            Self::Emptied => f.write_str("its Lease was emptied of its holder"),
+            Self::TakenBy(holder) => write!(f, "its Lease names {holder} as holder"),
+        }
+    }
+}
+
+/// Pure: whether `me`, whose step is open, finds its lock `lease` lost (its own expired lock
+/// is not: no one took it).
+pub(crate) fn lost(lease: Option<&Lease>, me: &str) -> Option<LockLost> {
+    let Some(lease) = lease else {
+        return Some(LockLost::Deleted);
+    };
+    let holder = (lease.spec.as_ref())
+        .and_then(|s| s.holder_identity.as_deref())
+        .unwrap_or("");
+    match holder {
+        "" => Some(LockLost::Emptied),
+        _ if holder == me => None,
+        other => Some(LockLost::TakenBy(holder_name(other))),
     }
 }
 

@@ -93,6 +93,8 @@ pub enum ConditionReason {
     StepInProgress,
     /// `noout` was held longer than allowed and cleared.
     NooutExpired,
+    /// An open step's Ceph cluster step lock was found deleted or another's.
+    StepLockLost,
     /// Ceph does not let the next step start: the first blocker's category.
     CephBlocked(&'static str),
     // DisruptionBudget
@@ -151,6 +153,7 @@ impl ConditionReason {
             Self::Asking => "Asking",
             Self::StepInProgress => "StepInProgress",
             Self::NooutExpired => "NooutExpired",
+            Self::StepLockLost => "StepLockLost",
             Self::CephBlocked(category) => category,
             Self::BudgetManaged => "BudgetManaged",
             Self::BudgetPending => "BudgetPending",

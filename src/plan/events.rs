@@ -51,6 +51,8 @@ pub enum EventReason {
     NooutExpired,
     /// A `noout` was set or cleared.
     Noout,
+    /// An open step's Ceph cluster step lock was found deleted or another's.
+    StepLockLost,
     /// A removal's drain: OSDs marked out, drained and stopped, or marked in again.
     Drain,
     /// The CephOSD is being deleted: its pods go as a rollout's, or went at once.
@@ -91,6 +93,7 @@ impl EventReason {
             Self::CephGate => "CephGate",
             Self::NooutExpired => "NooutExpired",
             Self::Noout => "Noout",
+            Self::StepLockLost => "StepLockLost",
             Self::Drain => "Drain",
             Self::Deleting => "Deleting",
             Self::Failed(failure) => failure.as_str(),
@@ -199,7 +202,7 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
             ),
             pod: None,
         }),
-        Action::SetNoout { ids } => Some(PlannedEvent {
+        Action::SetNoout { ids, .. } => Some(PlannedEvent {
             warning: false,
             reason: EventReason::Noout,
             note: format!(
@@ -376,11 +379,12 @@ pub(crate) fn transition_events(
 }
 
 /// `CephGate` reasons that say the gate is off, not that Ceph blocks.
-const GATE_OFF_REASONS: [&str; 3] = [
+const GATE_OFF_REASONS: [&str; 4] = [
     ConditionReason::NotConfigured.as_str(),
     ConditionReason::Skipped.as_str(),
-    // Announced by its own event.
+    // Announced by their own events.
     ConditionReason::NooutExpired.as_str(),
+    ConditionReason::StepLockLost.as_str(),
 ];
 
 fn condition(status: &CephOsdStatus, type_: ConditionType) -> Option<&Condition> {

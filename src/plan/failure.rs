@@ -17,6 +17,9 @@ pub enum Failure {
     Ceph,
     /// `osd dump` does not show the `noout` just set or cleared.
     NooutNotConfirmed,
+    /// A step's `noout` read back beside another's its question did not cover: another
+    /// step opened on the Ceph cluster meanwhile.
+    StepsCrossed,
     /// Writing or deleting the CephOSD's PodDisruptionBudget (a reservation that lost to an
     /// eviction included).
     Budget,
@@ -32,6 +35,7 @@ impl Failure {
             Self::Status => "StatusFailed",
             Self::Ceph => "CephFailed",
             Self::NooutNotConfirmed => "NooutNotConfirmed",
+            Self::StepsCrossed => "StepsCrossed",
             Self::Budget => "DisruptionBudgetFailed",
         }
     }

@@ -324,3 +324,41 @@ fn only_a_held_lock_lets_a_step_start_and_the_others_say_why() {
         .values()
         .all(std::collections::BTreeSet::is_empty));
 }
+
+#[test]
+fn a_lease_that_says_longer_than_the_cap_is_read_as_the_cap() {
+    // A forged lock of an hour: expired 60 s after its last renewal.
+    let mut forged = lease(Some("other-ns/osds-b/uid-b"), Some(100), None);
+    forged.spec.as_mut().expect("spec").lease_duration_seconds = Some(3600);
+    assert!(matches!(
+        decide(Some(&forged), ME, at(159), NewStep),
+        LockDecision::Busy { .. }
+    ));
+    assert_eq!(
+        decide(Some(&forged), ME, at(160), NewStep),
+        LockDecision::Take { transition: true }
+    );
+    assert_eq!(held_for(Some(3600)), LOCK_DURATION);
+    assert_eq!(held_for(Some(15)), SignedDuration::from_secs(15));
+    assert_eq!(held_for(None), SignedDuration::ZERO);
+}
+
+#[test]
+fn an_open_step_finds_its_lock_lost_when_deleted_emptied_or_anothers() {
+    assert_eq!(lost(None, ME), Some(LockLost::Deleted));
+    assert_eq!(
+        lost(Some(&lease(None, Some(100), None)), ME),
+        Some(LockLost::Emptied)
+    );
+    let theirs = lease(Some("other-ns/osds-b/uid-b"), Some(100), None);
+    assert_eq!(
+        lost(Some(&theirs), ME),
+        Some(LockLost::TakenBy("other-ns/osds-b".into()))
+    );
+    assert_eq!(
+        LockLost::TakenBy("other-ns/osds-b".into()).to_string(),
+        "its Lease names other-ns/osds-b as holder"
+    );
+    // Its own, even expired: no one took it.
+    assert_eq!(lost(Some(&lease(Some(ME), Some(1), None)), ME), None);
+}

@@ -4,7 +4,7 @@
 
 use super::io::GateSubject;
 use super::verdict::{precheck, GateDecision};
-use crate::ceph::{CephFacts, MappedKey, OsdId};
+use crate::ceph::{CephFacts, MappedKey, OsdDump, OsdId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The sets Ceph may be asked about, largest first: the subjects of the first `n` update
@@ -126,4 +126,23 @@ pub(crate) fn after_precheck(facts: &CephFacts, domain: &[MappedKey], drain: boo
             up_from: BTreeMap::new(),
         },
     }
+}
+
+/// The OSDs a step is asked about together with its own (`step`): every OSD the look `osds`
+/// shows with `noout` but the step's and those of this CephOSD's own step that just ended
+/// (`own_ended`: booted and clean, its flag cleared once the next step's is set). Every open
+/// step on the Ceph cluster carries `noout` on its OSDs from before its pods go until it
+/// ends, whichever operator opened it: so `ok-to-stop` answers for the new step's OSDs and
+/// every other step's at once, while they may still be up in the osdmap with their daemon
+/// already stopping. An admin's `noout` on an up OSD is asked about the same way
+/// (conservative: a step waits while Ceph would not let both stop).
+pub(crate) fn asked_together(
+    osds: &OsdDump,
+    step: &BTreeSet<OsdId>,
+    own_ended: &BTreeSet<OsdId>,
+) -> BTreeSet<OsdId> {
+    (osds.osds.values())
+        .filter(|o| o.noout && !step.contains(&o.id) && !own_ended.contains(&o.id))
+        .map(|o| o.id)
+        .collect()
 }

@@ -3,7 +3,7 @@
 //! exactly some ids) and, fed Ceph's replies, reaches the `GateAnswer`. The runtime only asks
 //! what a `Turn` says and hands back what Ceph replied.
 
-use super::asking::{after_precheck, AfterPrecheck, DomainChoice};
+use super::asking::{after_precheck, asked_together, AfterPrecheck, DomainChoice};
 use super::io::{GateAnswer, GateSubject, RefusedWhole};
 use super::verdict::{confirm, Blocker, GateDecision};
 use crate::ceph::{CephFacts, KeyIds, MappedKey, OkToStop, OsdId};
@@ -14,8 +14,8 @@ use std::fmt;
 /// What the runtime does next.
 #[derive(Debug)]
 pub(crate) enum Turn {
-    /// Ask Ceph's `ok-to-stop` about exactly `Asking::ids`, and hand its reply to
-    /// `Asking::heard`.
+    /// Ask Ceph's `ok-to-stop` about exactly `Asking::ids` (the step's and every other OSD
+    /// carrying `noout`: `asked_together`), and hand its reply to `Asking::heard`.
     Ask(Asking),
     /// Nothing more to ask.
     Answered(Answered),
@@ -37,10 +37,12 @@ pub(crate) struct RefusedTogether {
     pub decision: GateDecision,
 }
 
-/// A conversation waiting for Ceph's `ok-to-stop` about `ids`.
+/// A conversation waiting for Ceph's `ok-to-stop` about `ids`: the ids to stop (`step`) and
+/// those asked about together with them.
 #[derive(Debug)]
 pub(crate) struct Asking {
     ids: BTreeSet<OsdId>,
+    step: BTreeSet<OsdId>,
     talk: Box<Conversation>,
 }
 
@@ -50,10 +52,14 @@ impl Asking {
         &self.ids
     }
 
-    /// Ceph's reply (or why none came: a `Wait` that says so), then the next turn.
+    /// Ceph's reply (or why none came: a `Wait` that says so), then the next turn. A yes
+    /// covers every id asked about; the step stops only its own.
     pub(crate) fn heard(self, reply: Result<&OkToStop, &dyn fmt::Display>) -> Turn {
         let decision = match reply {
-            Ok(reply) => confirm(&self.ids, reply),
+            Ok(reply) => match confirm(&self.ids, reply) {
+                GateDecision::Proceed { .. } => GateDecision::Proceed { ids: self.step },
+                refused => refused,
+            },
             Err(error) => GateDecision::no_answer(&error),
         };
         let mut talk = *self.talk;
@@ -71,6 +77,8 @@ struct Conversation {
     known: BTreeMap<OsdKey, BTreeSet<OsdId>>,
     /// Every key asked about leaves the spec: a drain, which stops nothing (no `ok-to-stop`).
     draining: bool,
+    /// The `noout` of this CephOSD's own step that just ended (`CephStep::noout`).
+    own_ended: BTreeSet<OsdId>,
     choice: DomainChoice,
     /// The set of update domains asked about last.
     asked: Vec<GateSubject>,
@@ -100,12 +108,33 @@ pub(crate) fn unanswered(
 /// `runs`: the keys of the operator's pods). Every proposed update domain is asked about at
 /// once, then fewer (`DomainChoice`); each set is prechecked, and confirmed by `ok-to-stop`
 /// where the precheck says so.
+#[cfg(test)]
 pub(crate) fn start(
     question: &[GateSubject],
     runs: &[OsdKey],
     facts: CephFacts,
     mapped: Vec<MappedKey>,
     unreadable_statements: BTreeMap<String, String>,
+) -> Turn {
+    start_after(
+        question,
+        runs,
+        facts,
+        mapped,
+        unreadable_statements,
+        BTreeSet::new(),
+    )
+}
+
+/// `start`, right after this CephOSD's own step ended with `noout` on `own_ended` (its
+/// `CephStep::noout`): those are not asked about together with the next step's.
+pub(crate) fn start_after(
+    question: &[GateSubject],
+    runs: &[OsdKey],
+    facts: CephFacts,
+    mapped: Vec<MappedKey>,
+    unreadable_statements: BTreeMap<String, String>,
+    own_ended: BTreeSet<OsdId>,
 ) -> Turn {
     let mut answer = unanswered(question, unreadable_statements, &"not asked yet");
     let known = known_ids(&mapped, question, runs, &mut answer.learned);
@@ -114,6 +143,7 @@ pub(crate) fn start(
         mapped,
         known,
         draining: !question.is_empty() && question.iter().all(|s| s.leaving),
+        own_ended,
         choice: DomainChoice::new(question),
         asked: Vec::new(),
         answer,
@@ -140,13 +170,18 @@ impl Conversation {
                 })
                 .collect();
             self.asked = subjects;
+            let step: BTreeSet<OsdId> = self.answer.keys.values().flatten().copied().collect();
+            self.answer.asked_with = asked_together(&self.facts.osds, &step, &self.own_ended);
             let prechecked = after_precheck(&self.facts, &domain, self.draining);
             self.answer.up_from = prechecked.up_from;
             match prechecked.next {
                 AfterPrecheck::Decided(decision) => self.decided(decision),
-                AfterPrecheck::AskOkToStop(ids) => {
+                AfterPrecheck::AskOkToStop(step) => {
+                    let beside = asked_together(&self.facts.osds, &step, &self.own_ended);
+                    let ids = step.union(&beside).copied().collect();
+                    self.answer.asked_with = beside;
                     let talk = Box::new(self);
-                    return Turn::Ask(Asking { ids, talk });
+                    return Turn::Ask(Asking { ids, step, talk });
                 }
             }
         }

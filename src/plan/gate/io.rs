@@ -32,6 +32,10 @@ pub enum GateOff {
 
 /// What the runtime learnt of Ceph for this plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per reconcile, read in place: a box would only add an indirection"
+)]
 pub enum CephInput {
     Off {
         why: GateOff,
@@ -54,6 +58,10 @@ pub struct GateAnswer {
     pub learned: BTreeMap<OsdKey, BTreeSet<OsdId>>,
     /// Ids to stop whose `noout` was already set when Ceph was asked.
     pub noout_before: BTreeSet<OsdId>,
+    /// The OSDs outside the step that carried `noout` when Ceph was asked (another step on
+    /// this Ceph cluster, or an admin's): asked about together with the step's
+    /// (`asked_together`); the step's `noout` is set only while no other flag shows.
+    pub asked_with: BTreeSet<OsdId>,
     /// Pods whose `osd-ids` annotation is not a list of ids (pod name → the value): ignored,
     /// and said in a Warning event.
     pub unreadable_statements: BTreeMap<String, String>,
@@ -109,6 +117,7 @@ impl Default for GateAnswer {
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            asked_with: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,
@@ -130,6 +139,12 @@ pub struct CephView {
     /// Why Ceph's PGs are not all clean (or Ceph could not tell), when it was looked at for
     /// the disruption budget: the budget admits no drain then.
     pub pgs_unclean: Option<String>,
+    /// The OSDs that look showed with `noout`, when one was taken: a step's `noout` already
+    /// gone is not cleared again.
+    pub noout_now: Option<BTreeSet<OsdId>>,
+    /// While a step is open: the Ceph cluster's step lock was found gone or another's on
+    /// this look (what happened, said in the condition and a Warning event).
+    pub lock_lost: Option<String>,
 }
 
 impl Default for CephView {
@@ -142,6 +157,8 @@ impl Default for CephView {
             max_noout: DEFAULT_MAX_NOOUT,
             look_every: SLOW_LOOKS,
             pgs_unclean: None,
+            noout_now: None,
+            lock_lost: None,
         }
     }
 }

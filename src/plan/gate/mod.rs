@@ -79,10 +79,11 @@ pub(crate) fn gate(input: &GateInput<'_>) -> GateOutcome {
         return gate_off(why, input.open);
     }
     if let Some(open) = input.open {
-        let ended = match &open.drain {
+        let mut ended = match &open.drain {
             Some(drain) => drain::drain_open(input, open, drain),
             None => step_open(input, open),
         };
+        say_lock_lost(input, open, &mut ended);
         if ended.step.is_some() || input.proposed.is_empty() {
             return ended;
         }
@@ -94,21 +95,23 @@ pub(crate) fn gate(input: &GateInput<'_>) -> GateOutcome {
     proposal(input)
 }
 
-/// The step `ended` and the rollout has more: the next step is asked about at once. When it
-/// starts, the ended step's `noout` is cleared after its deletions (the mon commits each
-/// change in a proposal, up to a second: not on the way to the next stop), and its record
-/// keeps those ids until it ends (a new leader then clears them again: clearing is
-/// idempotent); without a next step the ended one's `noout` is cleared alone, first.
+/// The step `ended` and the rollout has more: the next step is asked about at once (the
+/// ended step's `noout` is not asked about with it: `asked_together`). When it starts, the
+/// ended step's `noout` is cleared after its deletions, in an osdmap epoch of its own (the
+/// mon commits each command in a proposal of its own, up to a second: not on the way to the
+/// next stop; an OSD of both steps keeps its flag), and its record keeps those ids until it
+/// ends (a new leader then clears those a look still shows flagged); without a next step
+/// the ended one's `noout` is cleared alone, first.
 fn next_step(input: &GateInput<'_>, ended: &CephStep, closing: GateOutcome) -> GateOutcome {
     let mut next = proposal(input);
     let setting = next.first.iter().find_map(|a| match a {
-        Action::SetNoout { ids } => Some(ids.clone()),
+        Action::SetNoout { ids, .. } => Some(ids.clone()),
         _ => None,
     });
     match (setting, &mut next.step) {
         (Some(setting), Some(step)) if !ended.noout.is_empty() => {
             // An OSD of both steps (a step given up and asked again) keeps its noout.
-            let taken_over: Vec<OsdId> = ids_of(&ended.noout)
+            let taken_over: Vec<OsdId> = still_flagged(input.view, &ended.noout)
                 .into_iter()
                 .filter(|id| !setting.contains(id))
                 .collect();
@@ -176,10 +179,9 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
     let held = input.now.duration_since(open.started.0);
     let done = input.view.step == Some(StepProgress::Done);
     if done && input.settled || input.untouched && held >= UNTOUCHED_STEP_LIMIT {
-        if !open.noout.is_empty() {
-            out.first.push(Action::ClearNoout {
-                ids: ids_of(&open.noout),
-            });
+        let flagged = still_flagged(input.view, &open.noout);
+        if !flagged.is_empty() {
+            out.first.push(Action::ClearNoout { ids: flagged });
         }
         out.step = None;
         out.requeue_after = None;
@@ -245,6 +247,50 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
         );
     }
     out
+}
+
+/// The open step's lock was found deleted or another's: said in a Warning event and, while
+/// the step stays open, the condition. The step goes on: its OSDs stay guarded by their
+/// `noout`, which every other step's question on this Ceph cluster covers
+/// (`asked_together`), and the runtime takes the lock back once it is free.
+fn say_lock_lost(input: &GateInput<'_>, open: &CephStep, out: &mut GateOutcome) {
+    let Some(lost) = &input.view.lock_lost else {
+        return;
+    };
+    let keys = open.keys.join(", ");
+    let guard = if open.noout.is_empty() {
+        "it carries no noout of its own: other steps are kept from it by Ceph's own view of \
+         its OSDs"
+            .to_owned()
+    } else {
+        format!(
+            "its OSDs stay guarded by their noout ({}): every other step on this Ceph cluster \
+             is asked about together with them",
+            list(&open.noout)
+        )
+    };
+    let note = format!(
+        "the step on {keys} lost the Ceph cluster's step lock: {lost}; {guard}; the lock is \
+         taken back when free"
+    );
+    out.events.push(PlannedEvent {
+        warning: true,
+        reason: EventReason::StepLockLost,
+        note: note.clone(),
+        pod: None,
+    });
+    if out.step.is_some() {
+        out.condition = says(false, ConditionReason::StepLockLost, note);
+    }
+}
+
+/// Of `ids` (a step's `noout`), those to clear: all of them, but those the last look showed
+/// without the flag (cleared already: at the hand-over to the next step, or by an admin).
+fn still_flagged(view: &CephView, ids: &[u32]) -> Vec<OsdId> {
+    ids_of(ids)
+        .into_iter()
+        .filter(|id| view.noout_now.as_ref().is_none_or(|now| now.contains(id)))
+        .collect()
 }
 
 /// What Ceph still lacks for the step to end.
@@ -336,7 +382,12 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
             drain::drain_started(input, answer, subjects, ids)
         }
         GateDecision::Proceed { ids } => {
-            let mut said = format!("Ceph says {} may stop ({})", keys_text(), answer.decision);
+            let mut said = format!(
+                "Ceph says {} may stop ({}{})",
+                keys_text(),
+                answer.decision,
+                asked_with_note(answer)
+            );
             let mut out = GateOutcome::new(says(true, ConditionReason::StepInProgress, ""));
             out.deletions_allowed = true;
             if is_part_of_a_domain(subjects, proposed) {
@@ -375,9 +426,10 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
                     format!("{} waits for the Ceph cluster: {b}", keys_text())
                 }
                 _ => format!(
-                    "Ceph does not let {} {verb}: {}",
+                    "Ceph does not let {} {verb}: {}{}",
                     keys_text(),
-                    answer.decision
+                    answer.decision,
+                    asked_with_note(answer)
                 ),
             };
             let mut out = GateOutcome::new(says(
@@ -392,6 +444,21 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
             out
         }
     }
+}
+
+/// `; asked together with osd.3, which carries noout: …` when the question covered OSDs
+/// outside the step (`asked_together`).
+fn asked_with_note(answer: &GateAnswer) -> String {
+    if answer.asked_with.is_empty() {
+        return String::new();
+    }
+    let ids: Vec<OsdId> = answer.asked_with.iter().copied().collect();
+    let carry = if ids.len() == 1 { "carries" } else { "carry" };
+    format!(
+        "; asked together with {}, which {carry} noout: another step on this Ceph cluster, \
+         or an admin's",
+        osd_list(&ids)
+    )
 }
 
 /// The step Ceph let go: recorded first, then `noout` on its OSDs that had none (an OSD whose
@@ -414,8 +481,13 @@ fn open_step(
     });
     out.first = vec![Action::RecordCephStep];
     if let Some(step) = out.step.as_ref().filter(|s| !s.noout.is_empty()) {
+        let own_ended = input.open.map_or(&[][..], |o| &o.noout[..]);
+        let covered: BTreeSet<OsdId> = (ids.iter().chain(&answer.asked_with).copied())
+            .chain(ids_of(own_ended))
+            .collect();
         out.first.push(Action::SetNoout {
             ids: ids_of(&step.noout),
+            covered: covered.into_iter().collect(),
         });
     }
     if !admins.is_empty() {

@@ -242,6 +242,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
             up_from: BTreeMap::from([(OsdId(4), 9)]),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            asked_with: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,
@@ -254,7 +255,7 @@ fn a_step_that_ends_hands_over_to_the_next_in_the_same_plan() {
     assert!(out.deletions_allowed);
     assert!(matches!(
         &out.first[..],
-        [Action::RecordCephStep, Action::SetNoout { ids }] if *ids == [OsdId(4)]
+        [Action::RecordCephStep, Action::SetNoout { ids, .. }] if *ids == [OsdId(4)]
     ));
     assert!(matches!(&out.last[..], [Action::ClearNoout { ids }] if *ids == [OsdId(3)]));
     let recorded = out.step.expect("the next step");
@@ -288,6 +289,7 @@ fn a_step_given_up_and_let_go_again_keeps_the_noout_of_its_osds() {
             up_from: BTreeMap::from([(OsdId(3), 5)]),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            asked_with: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,
@@ -304,7 +306,7 @@ fn a_step_given_up_and_let_go_again_keeps_the_noout_of_its_osds() {
     assert!(out.deletions_allowed);
     assert!(matches!(
         &out.first[..],
-        [Action::RecordCephStep, Action::SetNoout { ids }] if *ids == [OsdId(3)]
+        [Action::RecordCephStep, Action::SetNoout { ids, .. }] if *ids == [OsdId(3)]
     ));
     assert!(out.last.is_empty(), "{:?}", out.last);
     assert_eq!(out.step.expect("asked again").noout, [3]);
@@ -336,6 +338,7 @@ fn a_wait_without_blockers_is_still_unavailable() {
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            asked_with: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,
@@ -401,6 +404,7 @@ fn an_answer_for_the_first_domains_lets_only_those_go() {
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            asked_with: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,
@@ -438,6 +442,7 @@ fn proceed(ids: &[u32], before: &[u32]) -> CephView {
             up_from: ids.iter().map(|&id| (OsdId(id), 5)).collect(),
             learned: BTreeMap::new(),
             noout_before: before.iter().copied().map(OsdId).collect(),
+            asked_with: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,
@@ -455,7 +460,7 @@ fn a_noout_set_before_the_step_is_neither_set_nor_cleared_by_it() {
     assert!(out.deletions_allowed);
     assert!(matches!(
         &out.first[..],
-        [Action::RecordCephStep, Action::SetNoout { ids }] if *ids == [OsdId(4)]
+        [Action::RecordCephStep, Action::SetNoout { ids, .. }] if *ids == [OsdId(4)]
     ));
     let recorded = out.step.expect("a step");
     assert_eq!(recorded.noout, [4]);
@@ -1590,6 +1595,7 @@ fn a_drain_without_ids_lets_only_its_own_pods_go() {
             up_from: BTreeMap::new(),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            asked_with: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,
@@ -1734,3 +1740,5 @@ fn ceph_letting_part_of_a_failure_domain_go_starts_a_step_on_that_part_only() {
         "{message}"
     );
 }
+
+mod asked_together;

@@ -45,6 +45,7 @@ fn answered(plan: &Plan, decision: GateDecision, first_id: u32) -> CephView {
             up_from,
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            asked_with: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,
@@ -169,7 +170,9 @@ fn proceed_records_the_step_sets_noout_then_deletes_in_that_order() {
             "PatchState"
         ]
     );
-    assert!(matches!(&plan.actions[1], Action::SetNoout { ids } if *ids == [OsdId(3), OsdId(4)]));
+    assert!(
+        matches!(&plan.actions[1], Action::SetNoout { ids, .. } if *ids == [OsdId(3), OsdId(4)])
+    );
     let step = plan.status.ceph_step.clone().expect("the step is recorded");
     assert_eq!(step.keys, ["w1:/dev/sdb", "w1:/dev/sdc"]);
     assert_eq!(step.noout, [3, 4]);
@@ -538,7 +541,7 @@ proptest! {
                             if matches!(said, Said::Proceed) {
                                 // Cleared last: the ended step's, but those the next one sets.
                                 let set = plan.actions.iter().find_map(|a| match a {
-                                    Action::SetNoout { ids } => Some(ids),
+                                    Action::SetNoout { ids, .. } => Some(ids),
                                     _ => None,
                                 });
                                 let set = set.expect("the next step sets noout");
@@ -611,6 +614,7 @@ fn two_domains_proposed_only_the_first_let_go_goes() {
             up_from: BTreeMap::from([(OsdId(3), 40), (OsdId(4), 40)]),
             learned: BTreeMap::new(),
             noout_before: BTreeSet::new(),
+            asked_with: BTreeSet::new(),
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,

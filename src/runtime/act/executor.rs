@@ -27,6 +27,9 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, warn};
 
+mod osd_writes;
+use osd_writes::{mark, noout, open_noout};
+
 /// Field manager of our server-side-applied status.
 pub(crate) const FIELD_MANAGER: &str = "ceph-osd-operator";
 
@@ -102,6 +105,14 @@ pub(crate) enum ExecuteError {
     )]
     NooutNotCleared { asked: Vec<OsdId>, left: Vec<OsdId> },
     #[error(
+        "another step opened on this Ceph cluster meanwhile: `ceph osd dump` shows noout on {}, \
+         which the question before this step did not cover; the noout just set on {} was cleared \
+         again and no pod is taken down (Ceph is asked again, about both)",
+        osd_list(others),
+        osd_list(set)
+    )]
+    StepsCrossed { set: Vec<OsdId>, others: Vec<OsdId> },
+    #[error(
         "{} was marked {} but `ceph osd dump` does not show {} so",
         osd_list(asked),
         if *out { "out" } else { "in" },
@@ -130,6 +141,7 @@ impl ExecuteError {
             Self::Ceph { .. }
             | Self::NooutNotSet { .. }
             | Self::NooutNotCleared { .. }
+            | Self::StepsCrossed { .. }
             | Self::MarkNotConfirmed { .. } => return true,
         };
         !matches!(source, kube::Error::Api(status)
@@ -165,6 +177,7 @@ impl ExecuteError {
             | Self::Ceph { .. }
             | Self::NooutNotSet { .. }
             | Self::NooutNotCleared { .. }
+            | Self::StepsCrossed { .. }
             | Self::MarkNotConfirmed { .. } => return self.to_string(),
         };
         let why = match source {
@@ -198,6 +211,7 @@ impl ExecuteError {
                 Failure::Ceph
             }
             Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => Failure::NooutNotConfirmed,
+            Self::StepsCrossed { .. } => Failure::StepsCrossed,
         }
     }
 }
@@ -469,82 +483,6 @@ fn delete_params(uid: Option<&String>) -> DeleteParams {
     }
 }
 
-/// Sets (`set`) or clears `noout` on `ids`, then reads `osd dump` back: Ceph exits 0 for ids
-/// that do not exist, so only the dump proves it.
-async fn noout(executor: &Executor<'_>, ids: &[OsdId], set: bool) -> Result<(), ExecuteError> {
-    let what = if set { "set noout" } else { "clear noout" };
-    let ceph = executor.ceph.ok_or(ExecuteError::NoCeph { what })?;
-    let changed = if set {
-        ceph.add_noout(ids).await
-    } else {
-        ceph.rm_noout(ids).await
-    };
-    let ceph_error = |what, source| ExecuteError::Ceph {
-        what,
-        ids: ids.to_vec(),
-        source,
-    };
-    changed.map_err(|source| ceph_error(what, source))?;
-    let dump = ceph
-        .osd_dump()
-        .await
-        .map_err(|source| ceph_error("read noout back", source))?;
-    if set {
-        let missing = dump.without_noout(ids);
-        if !missing.is_empty() {
-            return Err(ExecuteError::NooutNotSet {
-                asked: ids.to_vec(),
-                missing,
-            });
-        }
-    } else {
-        let left = dump.with_noout(ids);
-        if !left.is_empty() {
-            return Err(ExecuteError::NooutNotCleared {
-                asked: ids.to_vec(),
-                left,
-            });
-        }
-    }
-    info!(cephosd = %executor.cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
-    Ok(())
-}
-
-/// Marks `ids` out (`out`) or in, then reads `osd dump` back: Ceph exits 0 for ids that do
-/// not exist, so only the dump proves it.
-async fn mark(executor: &Executor<'_>, ids: &[OsdId], out: bool) -> Result<(), ExecuteError> {
-    let what = if out { "mark out" } else { "mark in" };
-    let ceph = executor.ceph.ok_or(ExecuteError::NoCeph { what })?;
-    let ceph_error = |what, source| ExecuteError::Ceph {
-        what,
-        ids: ids.to_vec(),
-        source,
-    };
-    let marked = if out {
-        ceph.osd_out(ids).await
-    } else {
-        ceph.osd_in(ids).await
-    };
-    marked.map_err(|source| ceph_error(what, source))?;
-    let dump = ceph
-        .osd_dump()
-        .await
-        .map_err(|source| ceph_error("read out/in back", source))?;
-    let left: Vec<OsdId> = (ids.iter())
-        .filter(|id| dump.osds.get(id).is_none_or(|o| o.is_in == out))
-        .copied()
-        .collect();
-    if !left.is_empty() {
-        return Err(ExecuteError::MarkNotConfirmed {
-            out,
-            asked: ids.to_vec(),
-            left,
-        });
-    }
-    info!(cephosd = %executor.cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
-    Ok(())
-}
-
 /// Applies one action; false when there was nothing to do (a delete that found nothing).
 async fn apply(
     executor: &Executor<'_>,
@@ -558,8 +496,10 @@ async fn apply(
             info!(cephosd = %executor.cr.object_key(), "recorded the Ceph step in the status");
             Ok(true)
         }
-        Action::SetNoout { ids } => noout(executor, ids, true).await.map(|()| true),
-        Action::ClearNoout { ids } => noout(executor, ids, false).await.map(|()| true),
+        Action::SetNoout { ids, covered } => {
+            open_noout(executor, ids, covered).await.map(|()| true)
+        }
+        Action::ClearNoout { ids } => noout(executor, ids, false).await.map(|_| true),
         Action::MarkOut { ids } => mark(executor, ids, true).await.map(|()| true),
         Action::MarkIn { ids } => mark(executor, ids, false).await.map(|()| true),
         Action::Create { key, pod, .. } => {

@@ -66,10 +66,8 @@ pub(crate) async fn first_view(
     let max_noout = SignedDuration::try_from(settings.max_noout).unwrap_or(SignedDuration::MAX);
     let off = |why| CephView {
         input: CephInput::Off { why },
-        step: None,
         max_noout,
-        look_every: SLOW_LOOKS,
-        pgs_unclean: None,
+        ..CephView::default()
     };
     let Some(ceph) = ceph else {
         return (off(GateOff::NotConfigured), None);
@@ -157,6 +155,14 @@ pub(crate) async fn first_view(
         max_noout,
         look_every,
         pgs_unclean,
+        noout_now: looked.as_ref().map(|facts| {
+            facts
+                .osds
+                .with_noout(facts.osds.osds.keys())
+                .into_iter()
+                .collect()
+        }),
+        lock_lost: None,
     };
     (view, looked)
 }
@@ -281,7 +287,19 @@ pub(crate) async fn answer(
     };
     let mapped = map_osd_ids(&keys, &metadata, &facts.osds, others);
     let runs: Vec<OsdKey> = observed.iter().filter_map(|p| p.key.clone()).collect();
-    let mut turn = conversation::start(question, &runs, facts, mapped, unreadable_statements);
+    // The step of this CephOSD that just ended (a question is asked only once it has).
+    let own_ended = (cr.status.as_ref())
+        .and_then(|s| s.ceph_step.as_ref())
+        .map(|step| step.noout.iter().copied().map(OsdId).collect())
+        .unwrap_or_default();
+    let mut turn = conversation::start_after(
+        question,
+        &runs,
+        facts,
+        mapped,
+        unreadable_statements,
+        own_ended,
+    );
     loop {
         match turn {
             Turn::Ask(asking) => {

@@ -5,8 +5,8 @@
 use crate::ceph::{CephClient, CephError, CephFacts};
 use crate::crd::CephOsd;
 use crate::plan::cluster_lock::{
-    decide, held_by, lock_name, LockDecision, LockHolder, LockState, Purpose, LOCK_DURATION,
-    NEXT_HOLDER, NEXT_SINCE, RENEW_AFTER, STEP_KEYS,
+    decide, held_by, lock_name, lost, LockDecision, LockHolder, LockLost, LockState, Purpose,
+    LOCK_DURATION, NEXT_HOLDER, NEXT_SINCE, STEP_KEYS,
 };
 use crate::plan::gate::GateAnswer;
 use crate::runtime::ceph::ceph_gate::{answer, Question};
@@ -17,7 +17,6 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::ResourceExt;
-use std::collections::HashMap;
 use std::sync::Mutex;
 use tracing::{info, warn};
 
@@ -56,9 +55,6 @@ pub(crate) struct CephStepLocks {
     namespace: String,
     /// The cluster's fsid, once Ceph told it.
     fsid: Mutex<Option<String>>,
-    /// When each holder (identity) last wrote its Lease: an open step reads the Lease only
-    /// when a renewal is due.
-    renewed: Mutex<HashMap<String, Timestamp>>,
     /// The lock's place recorded in Ceph, checked before a new step (None: not checked).
     place: Option<LockPlaceRecord>,
 }
@@ -69,7 +65,6 @@ impl CephStepLocks {
             leases: Api::namespaced(client, namespace),
             namespace: namespace.to_owned(),
             fsid: Mutex::default(),
-            renewed: Mutex::default(),
             place: None,
         }
     }
@@ -116,16 +111,37 @@ impl CephStepLocks {
         self.write(ceph, cr, Some(keys), Purpose::NewStep).await
     }
 
-    /// Keeps the lock while `cr`'s step is open: renewed when due, taken back when free.
-    pub(crate) async fn keep(&self, ceph: &dyn CephClient, cr: &CephOsd) -> LockState {
+    /// Keeps the lock while `cr`'s step is open, its Lease read on every look: renewed when
+    /// due, taken back when free (created again when deleted). Also how it was found lost,
+    /// if it was: deleted, emptied or another's.
+    pub(crate) async fn keep(
+        &self,
+        ceph: &dyn CephClient,
+        cr: &CephOsd,
+    ) -> (LockState, Option<LockLost>) {
         let Some(me) = holder(cr).map(|h| h.identity()) else {
-            return LockState::Failed("the CephOSD has no uid".to_owned());
+            return (LockState::Failed("the CephOSD has no uid".to_owned()), None);
         };
-        let last = locked(&self.renewed).get(&me).copied();
-        if last.is_some_and(|at| Timestamp::now().duration_since(at) < RENEW_AFTER) {
-            return LockState::Held;
+        let name = match self.lease_name(ceph).await {
+            Ok(name) => name,
+            Err(state) => return (state, None),
+        };
+        let current = match self.leases.get_opt(&name).await {
+            Ok(current) => current,
+            Err(e) => {
+                let shown = format!("{}/{name}", self.namespace);
+                return (
+                    LockState::Failed(format!("cannot read the Lease {shown}: {e}")),
+                    None,
+                );
+            }
+        };
+        let lost = lost(current.as_ref(), &me);
+        let due = decide(current.as_ref(), &me, Timestamp::now(), Purpose::Renew);
+        if lost.is_none() && due == LockDecision::Keep {
+            return (LockState::Held, None);
         }
-        self.write(ceph, cr, None, Purpose::Renew).await
+        (self.write(ceph, cr, None, Purpose::Renew).await, lost)
     }
 
     /// Reads the Lease, decides, writes at the version read; a write that lost a race to
@@ -179,14 +195,12 @@ impl CephStepLocks {
             };
             match written {
                 Ok(_) => {
-                    if outcome == LockState::Held {
-                        if matches!(
-                            decision,
-                            LockDecision::Create | LockDecision::Take { transition: true }
-                        ) {
-                            info!(cephosd = %cr.object_key(), lease = %shown, "took the step lock of the Ceph cluster");
-                        }
-                        locked(&self.renewed).insert(me, now);
+                    let taken = matches!(
+                        decision,
+                        LockDecision::Create | LockDecision::Take { transition: true }
+                    );
+                    if outcome == LockState::Held && taken {
+                        info!(cephosd = %cr.object_key(), lease = %shown, "took the step lock of the Ceph cluster");
                     }
                     return outcome;
                 }
@@ -206,7 +220,6 @@ impl CephStepLocks {
         let Some(me) = holder(cr).map(|h| h.identity()) else {
             return;
         };
-        locked(&self.renewed).remove(&me);
         let Ok(name) = self.lease_name(ceph).await else {
             return;
         };

@@ -28,16 +28,25 @@ pub(super) struct Asked {
 }
 
 /// An open step keeps its Ceph cluster's step lock (this CephOSD may hold it; one that opts
-/// out of the gate only lets it go). Whether `cr` may hold the lock.
-pub(super) async fn keep_step_lock(ctx: &Context, cr: &CephOsd) -> bool {
+/// out of the gate only lets it go), read on every look. Whether `cr` may hold the lock, and
+/// how the open step found it lost, if it did (the planner says so).
+pub(super) async fn keep_step_lock(ctx: &Context, cr: &CephOsd) -> (bool, Option<String>) {
     let may_hold_lock = cr.status.as_ref().is_some_and(|s| s.ceph_step.is_some());
     let keeps = may_hold_lock && !cr.spec.skips_ceph_gate();
+    let mut found_lost = None;
     if let (true, Some(ceph), Some(locks)) = (keeps, ctx.ceph.as_deref(), &ctx.ceph_locks) {
-        if let LockState::Busy { busy, lease } = Box::pin(locks.keep(ceph, cr)).await {
-            warn!(cephosd = %cr.object_key(), holder = %busy, %lease, "the step lock of the Ceph cluster is another CephOSD's while this one's step is open (it expired, or this step ended and is being closed)");
+        let (state, lost) = Box::pin(locks.keep(ceph, cr)).await;
+        if let Some(lost) = &lost {
+            let now = match &state {
+                LockState::Held => "taken back".to_owned(),
+                LockState::Busy { busy, .. } => format!("{busy}: taken back when free"),
+                LockState::Failed(error) | LockState::NoFsid(error) => error.clone(),
+            };
+            warn!(cephosd = %cr.object_key(), %lost, %now, "the open step's lock of the Ceph cluster was lost");
+            found_lost = Some(format!("{lost} ({now})"));
         }
     }
-    may_hold_lock
+    (may_hold_lock, found_lost)
 }
 
 /// Asks Ceph what `plan` asks while, for a plan that takes pods down or asks Ceph, the

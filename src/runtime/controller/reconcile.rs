@@ -66,8 +66,9 @@ pub(super) async fn reconcile(
     };
     // Plan.
     let ceph = ctx.ceph.as_deref();
-    let mut may_hold_lock = keep_step_lock(&ctx, &inputs.cr).await;
-    let (view, looked) = first_view(ceph, &ctx.memory, &inputs.cr, &ctx.settings.gate).await;
+    let (mut may_hold_lock, lock_lost) = keep_step_lock(&ctx, &inputs.cr).await;
+    let (mut view, looked) = first_view(ceph, &ctx.memory, &inputs.cr, &ctx.settings.gate).await;
+    view.lock_lost = lock_lost;
     let mut plan = inputs.plan(&observation, &view);
     // Ask Ceph, reading again.
     let asked = ask_ceph_and_read_again(&ctx, &mut inputs, &mut observation, &plan, looked);

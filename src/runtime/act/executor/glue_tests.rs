@@ -421,6 +421,7 @@ async fn gated_step(
         Action::RecordCephStep,
         Action::SetNoout {
             ids: vec![OsdId(3), OsdId(4)],
+            covered: vec![OsdId(3), OsdId(4)],
         },
         delete("osd-h1-sdb-x"),
     ];
@@ -469,6 +470,7 @@ async fn noout_without_ceph_configured_is_an_error_not_a_silent_skip() {
     let actions = [
         Action::SetNoout {
             ids: vec![OsdId(3)],
+            covered: vec![OsdId(3)],
         },
         delete("osd-h1-sdb-x"),
     ];
@@ -491,6 +493,8 @@ async fn a_step_handed_over_sets_noout_deletes_then_clears_the_ended_steps() {
     let actions = [
         Action::SetNoout {
             ids: vec![OsdId(4)],
+            // The ended step's osd.3 is its own CephOSD's.
+            covered: vec![OsdId(3), OsdId(4)],
         },
         delete("osd-h1-sdb-x"),
         Action::ClearNoout {
@@ -602,4 +606,50 @@ async fn out_and_in_are_confirmed_by_osd_dump_before_anything_else() {
     let (_, ceph, result) = marked(false, &[3, 4]).await;
     result.expect("both in");
     assert_eq!(ceph.calls()[0], Call::OsdIn(vec![OsdId(3), OsdId(4)]));
+}
+
+#[tokio::test]
+async fn a_noout_read_back_beside_another_steps_flag_is_cleared_and_nothing_goes_down() {
+    use crate::ceph::fake::Call;
+    // The step on osd.3 was asked about alone; osd.4's noout (another step, opened meanwhile)
+    // shows in the read-back.
+    let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
+    let ceph = crate::ceph::fake::ScriptedCeph::default()
+        .on_add_noout(Ok(()))
+        .on_osd_dump(Ok(dump(&[3, 4])))
+        .on_rm_noout(Ok(()))
+        .on_osd_dump(Ok(dump(&[4])));
+    let fixture = Fixture::new(&client, cr());
+    let executor = Executor {
+        ceph: Some(&ceph),
+        ..fixture.executor()
+    };
+    let actions = [
+        Action::SetNoout {
+            ids: vec![OsdId(3)],
+            covered: vec![OsdId(3)],
+        },
+        delete("osd-h1-sdb-x"),
+    ];
+    let result = executor
+        .apply_actions(&actions, &CephOsdStatus::default(), &|_| {})
+        .await;
+    let error = result.expect_err("steps crossed");
+    assert_eq!(error.category(), Failure::StepsCrossed);
+    assert_eq!(
+        error.summary(),
+        "another step opened on this Ceph cluster meanwhile: `ceph osd dump` shows noout on \
+         osd.4, which the question before this step did not cover; the noout just set on osd.3 \
+         was cleared again and no pod is taken down (Ceph is asked again, about both)"
+    );
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+    assert_eq!(
+        ceph.calls(),
+        [
+            Call::AddNoout(vec![OsdId(3)]),
+            Call::OsdDump,
+            Call::RmNoout(vec![OsdId(3)]),
+            Call::OsdDump,
+        ]
+    );
 }

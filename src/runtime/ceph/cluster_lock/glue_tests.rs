@@ -8,6 +8,7 @@ use crate::crd::UpdateDomain;
 use crate::runtime::scripted_api::{scripted_client, Sent};
 use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The Leases of the lock namespace, by name, each with its resourceVersion.
@@ -124,7 +125,7 @@ async fn a_second_cephosd_waits_naming_the_first_until_its_step_ends() {
     );
 
     // While the step is open the holder keeps it (renewed only when due).
-    assert_eq!(locks_a.keep(&ceph_a, &a).await, LockState::Held);
+    assert_eq!(locks_a.keep(&ceph_a, &a).await, (LockState::Held, None));
     // Its step ended: released; the other takes it.
     locks_a.release(&ceph_a, &a).await;
     assert_eq!(server.lease().spec.expect("spec").holder_identity, None);
@@ -224,7 +225,7 @@ async fn the_holder_lets_a_waiting_cephosd_have_the_next_turn() {
         Some("team-b/osds/uid-b")
     );
     // A's step is open: it keeps the lock.
-    assert_eq!(locks_a.keep(&ceph_a, &a).await, LockState::Held);
+    assert_eq!(locks_a.keep(&ceph_a, &a).await, (LockState::Held, None));
     // A's step ended; its next step yields to B.
     let yielded = locks_a.take(&ceph_a, &a, &keys_a).await;
     let blocker = yielded.blocker().expect("yielded");
