@@ -4,7 +4,7 @@
 use crate::crd::CephOsdStatus;
 use crate::crd::FailureDomainsStatus;
 use crate::plan::classify::{ObservedPod, PodClass, Workload};
-use crate::plan::conditions::{ConditionReason, SpecProblem};
+use crate::plan::conditions::{ConditionReason, ConditionType, SpecProblem};
 use crate::plan::decide::Decided;
 use crate::plan::deletion::{finalizer_write, went_at_once, Deletion, FinalizerWrite};
 use crate::plan::events::{
@@ -12,6 +12,7 @@ use crate::plan::events::{
 };
 use crate::plan::gate::{osd_ids, CephInput, CephView, GateOutcome};
 use crate::plan::ordered::Ordered;
+use crate::plan::out_osds::OutOutcome;
 use crate::plan::pre_pull::PrePullOutcome;
 use crate::plan::progress::{next_progress, ProgressInput};
 use crate::plan::rollout::{deadlines, Deadlines, Hold};
@@ -53,6 +54,7 @@ pub(super) fn report(
     ordered: &Ordered,
     pre_pull: Option<&PrePullOutcome>,
     ceph: &CephView,
+    out: &OutOutcome,
     now: Timestamp,
 ) -> Report {
     let rollout = &decided.rollout;
@@ -67,6 +69,7 @@ pub(super) fn report(
     let requeue_after = earliest(requeue_after, ordered.budget.reopens_after);
     let requeue_after = earliest(requeue_after, pre_pull.and_then(|p| p.requeue_after));
     let requeue_after = earliest(requeue_after, crush_looks(seen, decided, ceph));
+    let requeue_after = earliest(requeue_after, out.requeue_after);
     // Domains still down from the update under way, plus those this step starts.
     let mut current_update: BTreeSet<String> = (rollout.unavailable.iter())
         .filter(|d| decided.previous_update.contains(d.as_str()))
@@ -113,7 +116,16 @@ pub(super) fn report(
         budget: ordered.budget.status.clone(),
         osd_ids: known_osd_ids(seen, ceph),
         ceph_step: ordered.ceph_step.clone(),
+        osds_in: out.condition.as_ref(),
+        marking_in: out.marking_in.as_deref(),
     });
+    status.osds_out.clone_from(&out.records);
+    if out.condition.is_none() && !matches!(ceph.input, CephInput::Off { .. }) {
+        // Ceph's OSD map was not read: what the last reconcile saw stands.
+        let kept =
+            (seen.previous.conditions.iter()).find(|c| c.type_ == ConditionType::OsdsIn.as_str());
+        status.conditions.extend(kept.cloned());
+    }
     status.failure_domains = seen.buckets.as_ref().map(FailureDomainsStatus::from);
     status.expected_updated_domains =
         i64::try_from(seen.domain_count().saturating_sub(rollout.held.len())).ok();

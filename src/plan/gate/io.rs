@@ -5,7 +5,7 @@
 
 use super::step_end::StepProgress;
 use super::verdict::{Blocker, GateDecision};
-use crate::ceph::OsdId;
+use crate::ceph::{OsdDump, OsdId};
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
 use crate::plan::actions::Action;
@@ -130,6 +130,8 @@ pub struct CephView {
     /// Why Ceph's PGs are not all clean (or Ceph could not tell), when it was looked at for
     /// the disruption budget: the budget admits no drain then.
     pub pgs_unclean: Option<String>,
+    /// Ceph's OSD map of this reconcile (each OSD up or down, in or out), when read.
+    pub osds: Option<OsdDump>,
 }
 
 impl Default for CephView {
@@ -142,6 +144,7 @@ impl Default for CephView {
             max_noout: DEFAULT_MAX_NOOUT,
             look_every: SLOW_LOOKS,
             pgs_unclean: None,
+            osds: None,
         }
     }
 }

@@ -7,3 +7,4 @@ pub(crate) mod ceph_gate;
 pub(crate) mod cluster_lock;
 pub(crate) mod crush_look;
 pub(crate) mod metered_ceph;
+pub(crate) mod out_look;
