@@ -141,6 +141,18 @@ async fn a_host_put_back_after_its_drain_is_marked_in_and_an_admins_out_is_named
     )
     .await?;
     let named = t_out.elapsed();
+    // Complete once Ceph's PGs settle (its data moves off it meanwhile), and says so.
+    g.wait_gate(
+        "Progressing Complete naming the admin's out",
+        Duration::from_mins(2),
+        |status| {
+            (status.conditions.iter()).any(|c| {
+                c.type_ == "Progressing" && c.reason == "Complete" && c.message.contains(&osd)
+            })
+        },
+    )
+    .await?;
+    let complete = t_out.elapsed();
     let status = g.s.cr_status(CR).await?.unwrap_or_default();
     let (_, _, message) = osds_in(&status).expect("OsdsIn");
     let message = message.to_owned();
@@ -191,6 +203,7 @@ async fn a_host_put_back_after_its_drain_is_marked_in_and_an_admins_out_is_named
     .span("in again after the put-back", in_again)
     .span("every PG clean after the put-back", clean)
     .span("admin's out named in OsdsIn", named)
+    .span("Complete naming it", complete)
     .span("OsdsIn True after the admin's in", cleared)
     .figure("marked in", format!("{marked_in:?}"))
     .figure("OsdsIn", message)
