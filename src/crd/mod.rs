@@ -450,7 +450,8 @@ pub struct CephOsdStatus {
     /// The update domains (OSD keys or hosts) being replaced or recreated now.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub current_update: Vec<String>,
-    /// Ready, Progressing, Stalled, InvalidSpec, Migrating, CephGate and DisruptionBudget.
+    /// Ready, Progressing, Stalled, InvalidSpec, Migrating, CephGate, DisruptionBudget, PrePull
+    /// and OsdsIn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// The OSD ids each OSD key (`host:data`) runs, learnt from `ceph osd metadata` while those
