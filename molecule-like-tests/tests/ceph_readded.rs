@@ -55,10 +55,7 @@ async fn a_host_put_back_after_its_drain_is_marked_in_and_an_admins_out_is_named
     // Removed: drained, its pod gone, down and out; the operator's record kept.
     let from = g.ceph.elapsed();
     let t_remove = Instant::now();
-    g.s.patch_spec(CR, json!({"storage": storage(&kept, &["/dev/sdb"])}))
-        .await?;
-    g.s.wait_converged(CR, &want, &g.converged.hash, ROLLOUT)
-        .await?;
+    g.set_hosts(&kept, &want).await?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
     let removed = t_remove.elapsed();
     let map = g.cluster.osd_dump().await?;
