@@ -252,9 +252,13 @@ fn pods_text(out: &mut String, pods: &[PodView]) {
         let age = pod.age_seconds.map(human).unwrap_or_default();
         let unknown_out = pod.out_ids.iter().filter(|id| !pod.osd_ids.contains(id));
         let ids: Vec<String> = (pod.osd_ids.iter().chain(unknown_out))
-            .map(|id| match pod.out_ids.contains(id) {
-                true => format!("osd.{id}(out)"),
-                false => format!("osd.{id}"),
+            .map(|id| {
+                let out = if pod.out_ids.contains(id) {
+                    "(out)"
+                } else {
+                    ""
+                };
+                format!("osd.{id}{out}")
             })
             .collect();
         let line = format!(

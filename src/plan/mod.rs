@@ -54,7 +54,7 @@ use crate::plan::gated::gate_step;
 use crate::plan::ordered::order;
 use crate::plan::out_osds::{marked_in_by, out_osds, OutInput, OutOutcome};
 use crate::plan::pre_pull::pre_pull;
-use crate::plan::report::report;
+use crate::plan::report::{report, CephSaid};
 pub use crate::plan::rollout::Hold;
 pub use crate::plan::seen::Observed;
 use crate::plan::seen::Seen;
@@ -160,8 +160,10 @@ pub fn plan_expanded(
         &gated,
         &ordered,
         pre_pull.as_ref(),
-        &observed.ceph,
-        &out,
+        &CephSaid {
+            view: &observed.ceph,
+            out: &out,
+        },
         now,
     );
     let held = decided.rollout.held;

@@ -55,23 +55,9 @@ pub(crate) struct OutOutcome {
 /// The out OSDs after this plan.
 pub(crate) fn out_osds(input: &OutInput<'_>) -> OutOutcome {
     let draining: BTreeMap<u32, String> = drain_marked_out(input.step);
-    let mut records: Vec<OsdOut> = input.previous.to_vec();
-    for (id, key) in &draining {
-        match records.iter_mut().find(|r| r.id == *id) {
-            Some(r) => {
-                r.marked_by = MarkedBy::Operator;
-                r.key.clone_from(key);
-            }
-            None => records.push(OsdOut {
-                id: *id,
-                key: key.clone(),
-                marked_by: MarkedBy::Operator,
-                since: Time(input.now),
-            }),
-        }
-    }
     let Some(dump) = input.osds else {
-        records.sort_by_key(|r| r.id);
+        let mut records = input.previous.to_vec();
+        record_drain(&mut records, &draining, input.now);
         return OutOutcome {
             records,
             mark_in: Vec::new(),
@@ -80,93 +66,21 @@ pub(crate) fn out_osds(input: &OutInput<'_>) -> OutOutcome {
             requeue_after: None,
         };
     };
-    let is_out = |id: u32| {
-        dump.osds
-            .get(&OsdId(id))
-            .filter(|o| !o.state.iter().any(|s| s == "destroyed"))
-            .map(|o| !o.is_in)
-    };
-    // Forgotten: in again, gone from Ceph, marked in by the gate; someone else's, recounted.
-    // An open drain's stay (its `out` may not be written yet).
-    records.retain(|r| {
-        r.marked_by == MarkedBy::Operator
-            && (draining.contains_key(&r.id)
-                || is_out(r.id) == Some(true) && !input.gate_marks_in.contains(&r.id))
-    });
-    for (key, ids) in input
-        .known
-        .iter()
-        .filter(|(k, _)| input.desired.contains(*k))
-    {
-        for &id in ids {
-            if is_out(id) == Some(true) && records.iter().all(|r| r.id != id) {
-                let since = (input.previous.iter())
-                    .find(|r| r.id == id && r.marked_by == MarkedBy::Other)
-                    .map_or(Time(input.now), |r| r.since.clone());
-                records.push(OsdOut {
-                    id,
-                    key: key.clone(),
-                    marked_by: MarkedBy::Other,
-                    since,
-                });
-            }
-        }
-    }
-    records.sort_by_key(|r| r.id);
+    let records = records_after(input, &draining, dump);
     let up = |id: u32| dump.osds.get(&OsdId(id)).is_some_and(|o| o.up);
     // The operator's own, whose key is back: marked in once up, waited for until then.
     let back: Vec<&OsdOut> = (records.iter())
         .filter(|r| r.marked_by == MarkedBy::Operator)
         .filter(|r| input.desired.contains(&r.key) && !draining.contains_key(&r.id))
         .collect();
-    let mark_in: Vec<OsdId> = (back.iter())
-        .filter(|r| up(r.id))
-        .map(|r| OsdId(r.id))
-        .collect();
-    let waiting: Vec<&&OsdOut> = back.iter().filter(|r| !up(r.id)).collect();
-    let mut marking = Vec::new();
-    if !mark_in.is_empty() {
-        marking.push(format!(
-            "{} ({}) back in the spec with {} daemon up: marked in again (the operator had \
-             marked {} out)",
-            osd_list(&mark_in),
-            keys_of(back.iter().filter(|r| up(r.id)).copied()),
-            if mark_in.len() == 1 { "its" } else { "their" },
-            if mark_in.len() == 1 { "it" } else { "them" },
-        ));
-    }
-    if !waiting.is_empty() {
-        let ids: Vec<OsdId> = waiting.iter().map(|r| OsdId(r.id)).collect();
-        marking.push(format!(
-            "{} ({}) back in the spec, out since the operator drained it: marked in once its \
-             daemon is up",
-            osd_list(&ids),
-            keys_of(waiting.iter().map(|r| **r)),
-        ));
-    }
+    let (up_again, waiting): (Vec<&OsdOut>, Vec<&OsdOut>) = back.iter().partition(|r| up(r.id));
+    let mark_in: Vec<OsdId> = up_again.iter().map(|r| OsdId(r.id)).collect();
+    let marking = marking_text(&up_again, &waiting);
     let others: Vec<&OsdOut> = (records.iter())
         .filter(|r| r.marked_by == MarkedBy::Other)
         .collect();
-    let mut said = marking.clone();
-    if !others.is_empty() {
-        let ids: Vec<OsdId> = others.iter().map(|r| OsdId(r.id)).collect();
-        let down: Vec<OsdId> = ids.iter().filter(|id| !up(id.0)).copied().collect();
-        let mut text = format!(
-            "{} ({}) out in Ceph, {OTHERS_OUT}: {} no data; `ceph osd in <id>` puts it \
-             back",
-            osd_list(&ids),
-            keys_of(others.iter().copied()),
-            if ids.len() == 1 {
-                "it takes"
-            } else {
-                "they take"
-            },
-        );
-        if !down.is_empty() {
-            text.push_str(&format!(" ({} down)", osd_list(&down)));
-        }
-        said.push(text);
-    }
+    let mut said: Vec<String> = marking.iter().cloned().collect();
+    said.extend(others_text(&others, &up));
     let condition = if said.is_empty() {
         StatedCondition {
             holds: true,
@@ -185,9 +99,118 @@ pub(crate) fn out_osds(input: &OutInput<'_>) -> OutOutcome {
         records,
         mark_in,
         condition: Some(condition),
-        marking_in: (!marking.is_empty()).then(|| marking.join("; ")),
+        marking_in: marking,
         requeue_after,
     }
+}
+
+/// The records of an open drain's `draining` ids added (or taken over).
+fn record_drain(records: &mut Vec<OsdOut>, draining: &BTreeMap<u32, String>, now: Timestamp) {
+    for (id, key) in draining {
+        match records.iter_mut().find(|r| r.id == *id) {
+            Some(r) => {
+                r.marked_by = MarkedBy::Operator;
+                r.key.clone_from(key);
+            }
+            None => records.push(OsdOut {
+                id: *id,
+                key: key.clone(),
+                marked_by: MarkedBy::Operator,
+                since: Time(now),
+            }),
+        }
+    }
+    records.sort_by_key(|r| r.id);
+}
+
+/// The records after Ceph's `dump`: the operator's kept while Ceph has them out (an open
+/// drain's always: its `out` may not be written yet), forgotten once in again, gone from Ceph
+/// or marked in by the gate; someone else's recounted from the spec's keys' known ids.
+fn records_after(
+    input: &OutInput<'_>,
+    draining: &BTreeMap<u32, String>,
+    dump: &OsdDump,
+) -> Vec<OsdOut> {
+    let is_out = |id: u32| {
+        (dump.osds.get(&OsdId(id)))
+            .filter(|o| !o.state.iter().any(|s| s == "destroyed"))
+            .is_some_and(|o| !o.is_in)
+    };
+    let mut records = input.previous.to_vec();
+    record_drain(&mut records, draining, input.now);
+    records.retain(|r| {
+        r.marked_by == MarkedBy::Operator
+            && (draining.contains_key(&r.id)
+                || is_out(r.id) && !input.gate_marks_in.contains(&r.id))
+    });
+    let listed = (input.known.iter()).filter(|(k, _)| input.desired.contains(*k));
+    for (key, ids) in listed {
+        for &id in ids {
+            if is_out(id) && records.iter().all(|r| r.id != id) {
+                let since = (input.previous.iter())
+                    .find(|r| r.id == id && r.marked_by == MarkedBy::Other)
+                    .map_or(Time(input.now), |r| r.since.clone());
+                records.push(OsdOut {
+                    id,
+                    key: key.clone(),
+                    marked_by: MarkedBy::Other,
+                    since,
+                });
+            }
+        }
+    }
+    records.sort_by_key(|r| r.id);
+    records
+}
+
+/// In words: the operator's own marked in now (`up_again`), and those waiting for their
+/// daemon.
+fn marking_text(up_again: &[&OsdOut], waiting: &[&OsdOut]) -> Option<String> {
+    let ids = |records: &[&OsdOut]| records.iter().map(|r| OsdId(r.id)).collect::<Vec<_>>();
+    let mut marking = Vec::new();
+    if !up_again.is_empty() {
+        let one = up_again.len() == 1;
+        marking.push(format!(
+            "{} ({}) back in the spec with {} daemon up: marked in again (the operator had \
+             marked {} out)",
+            osd_list(&ids(up_again)),
+            keys_of(up_again.iter().copied()),
+            if one { "its" } else { "their" },
+            if one { "it" } else { "them" },
+        ));
+    }
+    if !waiting.is_empty() {
+        marking.push(format!(
+            "{} ({}) back in the spec, out since the operator drained it: marked in once its \
+             daemon is up",
+            osd_list(&ids(waiting)),
+            keys_of(waiting.iter().copied()),
+        ));
+    }
+    (!marking.is_empty()).then(|| marking.join("; "))
+}
+
+/// In words: the OSDs someone else has out (`others`), and which of them are down.
+fn others_text(others: &[&OsdOut], up: &dyn Fn(u32) -> bool) -> Option<String> {
+    if others.is_empty() {
+        return None;
+    }
+    let ids: Vec<OsdId> = others.iter().map(|r| OsdId(r.id)).collect();
+    let down: Vec<OsdId> = ids.iter().filter(|id| !up(id.0)).copied().collect();
+    let mut text = format!(
+        "{} ({}) out in Ceph, {OTHERS_OUT}: {} no data; `ceph osd in <id>` puts it back",
+        osd_list(&ids),
+        keys_of(others.iter().copied()),
+        if ids.len() == 1 {
+            "it takes"
+        } else {
+            "they take"
+        },
+    );
+    if !down.is_empty() {
+        text.push_str(&format!(" ({} down)", osd_list(&down)));
+    }
+    Some(text)
 }
 
 /// Each id an open drain marked out, with its key.

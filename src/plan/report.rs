@@ -53,10 +53,10 @@ pub(super) fn report(
     gated: &GateOutcome,
     ordered: &Ordered,
     pre_pull: Option<&PrePullOutcome>,
-    ceph: &CephView,
-    out: &OutOutcome,
+    said: &CephSaid<'_>,
     now: Timestamp,
 ) -> Report {
+    let CephSaid { view: ceph, out } = *said;
     let rollout = &decided.rollout;
     let watch = watch(seen, decided, now);
     let requeue_after = if decided.deferred {
@@ -119,13 +119,7 @@ pub(super) fn report(
         osds_in: out.condition.as_ref(),
         marking_in: out.marking_in.as_deref(),
     });
-    status.osds_out.clone_from(&out.records);
-    if out.condition.is_none() && !matches!(ceph.input, CephInput::Off { .. }) {
-        // Ceph's OSD map was not read: what the last reconcile saw stands.
-        let kept =
-            (seen.previous.conditions.iter()).find(|c| c.type_ == ConditionType::OsdsIn.as_str());
-        status.conditions.extend(kept.cloned());
-    }
+    osds_out(&mut status, seen, said);
     status.failure_domains = seen.buckets.as_ref().map(FailureDomainsStatus::from);
     status.expected_updated_domains =
         i64::try_from(seen.domain_count().saturating_sub(rollout.held.len())).ok();
@@ -230,6 +224,24 @@ fn unschedulable(
         .map(|(_, w)| w.clone())
         .chain(cordoned)
         .collect()
+}
+
+/// What Ceph said: its view, and of it the OSDs that are out.
+#[derive(Clone, Copy)]
+pub(super) struct CephSaid<'a> {
+    pub(super) view: &'a CephView,
+    pub(super) out: &'a OutOutcome,
+}
+
+/// The out OSDs in `status`; without Ceph's OSD map (the gate on) the `OsdsIn` the last
+/// reconcile said stands.
+fn osds_out(status: &mut CephOsdStatus, seen: &Seen<'_>, said: &CephSaid<'_>) {
+    status.osds_out.clone_from(&said.out.records);
+    if said.out.condition.is_none() && !matches!(said.view.input, CephInput::Off { .. }) {
+        let kept =
+            (seen.previous.conditions.iter()).find(|c| c.type_ == ConditionType::OsdsIn.as_str());
+        status.conditions.extend(kept.cloned());
+    }
 }
 
 /// The OSD ids of each key as the status keeps them: those recorded, updated with what Ceph
