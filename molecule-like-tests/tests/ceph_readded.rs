@@ -111,19 +111,63 @@ async fn a_host_put_back_after_its_drain_is_marked_in_and_an_admins_out_is_named
     recording.check_hosts_down_at_most(1, from).map_err(fail)?;
     recording.check_pgs_never_unavailable(from).map_err(fail)?;
     recording.check_no_noout_at_end().map_err(fail)?;
-    let marked_in: Vec<String> = (g.s.cr_events(CR).await?.into_iter())
-        .filter(|e| e.reason.as_deref() == Some("Drain"))
-        .filter_map(|e| e.note)
-        .filter(|n| n.contains("in again"))
-        .collect();
-    anyhow::ensure!(
-        marked_in.iter().any(|n| n.contains(&format!("osd.{id}"))),
-        "{marked_in:?}"
-    );
+    let marked_in = marked_in_events(&g, id).await?;
     g.s.assert_one_pod_per_key().await?;
 
+    let admin = Box::pin(admins_out_is_named(&g, &key)).await?;
+    Milestones::new(format!(
+        "host {} removed then put back (osd.{id}, 4 hosts, size 3); admin's out of osd.{}",
+        key.host, admin.id
+    ))
+    .span("drained and stopped after the removal", removed)
+    .span(
+        "new daemon up after the put-back",
+        up_at.unwrap_or_default(),
+    )
+    .span("in again after the put-back", in_again)
+    .span("every PG clean after the put-back", clean)
+    .span("admin's out named in OsdsIn", admin.named)
+    .span("Complete naming it", admin.complete)
+    .span("OsdsIn True after the admin's in", admin.cleared)
+    .figure("marked in", format!("{marked_in:?}"))
+    .figure("OsdsIn", admin.message)
+    .section("status", &admin.text)
+    .section("records", g.report(from))
+    .print();
+    Box::pin(g.down()).await
+}
+
+/// A running OSD on another host than `not`, with its key.
+async fn admins_pick(g: &Gated, not: &OsdKey) -> anyhow::Result<(OsdKey, u32)> {
+    let status = g.s.cr_status(CR).await?.unwrap_or_default();
+    let (key, ids) = (status.osd_ids.iter())
+        .find(|(k, ids)| !ids.is_empty() && **k != not.to_string())
+        .ok_or_else(|| anyhow::anyhow!("no OSD id known: {:?}", status.osd_ids))?;
+    let key = g
+        .want
+        .iter()
+        .find(|k| k.to_string() == *key)
+        .cloned()
+        .expect("a listed key");
+    Ok((key, ids[0]))
+}
+
+/// What the admin's `out` came to, and when.
+struct AdminsOut {
+    id: u32,
+    named: Duration,
+    complete: Duration,
+    cleared: Duration,
+    message: String,
+    text: String,
+}
+
+/// An admin's `out` on a running OSD of another host than `key`'s: named in `OsdsIn`, in
+/// `Complete`'s message and `kubectl ceph-osd status`, a Warning, left out; the admin's
+/// `in`: `OsdsIn` True again.
+async fn admins_out_is_named(g: &Gated, key: &OsdKey) -> anyhow::Result<AdminsOut> {
     // An admin's `out` on a running OSD of another host: named, never marked in.
-    let (other_key, other) = admins_pick(&g, &key).await?;
+    let (other_key, other) = admins_pick(g, key).await?;
     let t_out = Instant::now();
     g.cluster.cli(&["osd", "out", &other.to_string()]).await?;
     let osd = format!("osd.{other}");
@@ -188,39 +232,26 @@ async fn a_host_put_back_after_its_drain_is_marked_in_and_an_admins_out_is_named
     let cleared = t_in.elapsed();
     g.cluster.wait_clean(Duration::from_mins(2)).await?;
 
-    Milestones::new(format!(
-        "host {} removed then put back (osd.{id}, 4 hosts, size 3); admin's out of osd.{other}",
-        key.host
-    ))
-    .span("drained and stopped after the removal", removed)
-    .span(
-        "new daemon up after the put-back",
-        up_at.unwrap_or_default(),
-    )
-    .span("in again after the put-back", in_again)
-    .span("every PG clean after the put-back", clean)
-    .span("admin's out named in OsdsIn", named)
-    .span("Complete naming it", complete)
-    .span("OsdsIn True after the admin's in", cleared)
-    .figure("marked in", format!("{marked_in:?}"))
-    .figure("OsdsIn", message)
-    .section("status", &text)
-    .section("records", &g.report(from))
-    .print();
-    g.down().await
+    Ok(AdminsOut {
+        id: other,
+        named,
+        complete,
+        cleared,
+        message,
+        text,
+    })
 }
 
-/// A running OSD on another host than `not`, with its key.
-async fn admins_pick(g: &Gated, not: &OsdKey) -> anyhow::Result<(OsdKey, u32)> {
-    let status = g.s.cr_status(CR).await?.unwrap_or_default();
-    let (key, ids) = (status.osd_ids.iter())
-        .find(|(k, ids)| !ids.is_empty() && **k != not.to_string())
-        .ok_or_else(|| anyhow::anyhow!("no OSD id known: {:?}", status.osd_ids))?;
-    let key = g
-        .want
-        .iter()
-        .find(|k| k.to_string() == *key)
-        .cloned()
-        .expect("a listed key");
-    Ok((key, ids[0]))
+/// The `Drain` events that say an OSD was marked in again; one names `osd.{id}`.
+async fn marked_in_events(g: &Gated, id: u32) -> anyhow::Result<Vec<String>> {
+    let marked_in: Vec<String> = (g.s.cr_events(CR).await?.into_iter())
+        .filter(|e| e.reason.as_deref() == Some("Drain"))
+        .filter_map(|e| e.note)
+        .filter(|n| n.contains("in again"))
+        .collect();
+    anyhow::ensure!(
+        marked_in.iter().any(|n| n.contains(&format!("osd.{id}"))),
+        "{marked_in:?}"
+    );
+    Ok(marked_in)
 }

@@ -68,7 +68,8 @@ impl Gated {
                 &self.converged.hash,
                 crate::scenario::ROLLOUT,
             )
-            .await
+            .await?;
+        Ok(())
     }
 
     /// The first disk in the rollout's order, with its OSD id: the first step stops its host.
