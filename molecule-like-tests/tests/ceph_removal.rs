@@ -69,10 +69,7 @@ async fn a_host_removed_on_four_hosts_is_drained_then_stopped() -> anyhow::Resul
 
     let from = g.ceph.elapsed();
     let t_remove = Instant::now();
-    g.s.patch_spec(CR, json!({"storage": storage(&kept, &["/dev/sdb"])}))
-        .await?;
-    g.s.wait_converged(CR, &want, &g.converged.hash, ROLLOUT)
-        .await?;
+    g.set_hosts(&kept, &want).await?;
     let pod_gone = t_remove.elapsed();
     g.wait_gate_idle(Duration::from_mins(1)).await?;
     let gate_idle = t_remove.elapsed();

@@ -365,6 +365,28 @@ pub struct StepDrain {
     pub marked_out: Vec<u32>,
 }
 
+/// An OSD that is `out` in Ceph, and who marked it out.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OsdOut {
+    pub id: u32,
+    /// Its OSD key (`host:data`).
+    pub key: String,
+    /// `Operator` (a drain marked it out) or `Other` (an admin, or Ceph's down-out interval).
+    pub marked_by: MarkedBy,
+    /// Since when the operator knows it out.
+    pub since: Time,
+}
+
+/// Who marked an OSD out.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum MarkedBy {
+    /// The operator, for a removal's drain: it marks the OSD in again once its key is back.
+    Operator,
+    /// Someone else (an admin's `ceph osd out`, or Ceph's down-out interval): left alone.
+    Other,
+}
+
 /// One OSD a step stops.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -428,7 +450,8 @@ pub struct CephOsdStatus {
     /// The update domains (OSD keys or hosts) being replaced or recreated now.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub current_update: Vec<String>,
-    /// Ready, Progressing, Stalled, InvalidSpec, Migrating, CephGate and DisruptionBudget.
+    /// Ready, Progressing, Stalled, InvalidSpec, Migrating, CephGate, DisruptionBudget, PrePull
+    /// and OsdsIn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// The OSD ids each OSD key (`host:data`) runs, learnt from `ceph osd metadata` while those
@@ -438,6 +461,12 @@ pub struct CephOsdStatus {
     /// The rollout step under way that Ceph was asked about, until Ceph reports it done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceph_step: Option<CephStep>,
+    /// OSDs that are `out` in Ceph: those the operator marked out (a drain), kept after the
+    /// drain ends until Ceph has them `in` again or no longer has them (purged or destroyed;
+    /// marked in by the operator once their key is back in the spec and their daemon up), and
+    /// those of the spec's keys someone else has out (the `OsdsIn` condition names them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub osds_out: Vec<OsdOut>,
     /// With `updateDomain: Topology`: the failure domain each host is in, as the rollout
     /// steps through them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -122,6 +122,11 @@ fn header(view: &StatusView) -> String {
     if let Some(why) = &view.failure_domains_unknown {
         let _ = writeln!(out, "domains   {why}");
     }
+    if let Some(osds_in) =
+        (status.conditions.iter()).find(|c| c.type_ == "OsdsIn" && c.status == "False")
+    {
+        let _ = writeln!(out, "out       {}", osds_in.message);
+    }
     if let Some(step) = &status.ceph_step {
         let _ = writeln!(out, "ceph      {}", ceph_step_line(step, status));
     }
@@ -245,7 +250,17 @@ fn pods_text(out: &mut String, pods: &[PodView]) {
             "NotReady"
         };
         let age = pod.age_seconds.map(human).unwrap_or_default();
-        let ids: Vec<String> = pod.osd_ids.iter().map(|id| format!("osd.{id}")).collect();
+        let unknown_out = pod.out_ids.iter().filter(|id| !pod.osd_ids.contains(id));
+        let ids: Vec<String> = (pod.osd_ids.iter().chain(unknown_out))
+            .map(|id| {
+                let out = if pod.out_ids.contains(id) {
+                    "(out)"
+                } else {
+                    ""
+                };
+                format!("osd.{id}{out}")
+            })
+            .collect();
         let line = format!(
             "    {branch} {name}  {}  {}  {ready}  {age}  {}",
             pod.data,

@@ -116,6 +116,9 @@ pub(crate) struct PodView {
     /// The Ceph OSD ids the gate learnt for it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) osd_ids: Vec<u32>,
+    /// Those of its OSD ids that are `out` in Ceph (`status.osdsOut`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) out_ids: Vec<u32>,
 }
 
 /// The view of `cr` with `pods` (those with its owner label) and the `preview` of its rollout.
@@ -258,6 +261,10 @@ fn pod_view(
     status: &CephOsdStatus,
     now: Timestamp,
 ) -> PodView {
+    let out_ids: Vec<u32> = (status.osds_out.iter())
+        .filter(|o| o.key == key.to_string())
+        .map(|o| o.id)
+        .collect();
     let Some(pod) = pod else {
         return PodView {
             data: key.data.clone(),
@@ -268,6 +275,7 @@ fn pod_view(
             current: false,
             age_seconds: None,
             osd_ids: Vec::new(),
+            out_ids,
         };
     };
     let annotations = pod.annotations();
@@ -280,6 +288,7 @@ fn pod_view(
         age_seconds: (pod.metadata.creation_timestamp.as_ref())
             .map(|t| now.duration_since(t.0).as_secs().max(0)),
         osd_ids: (status.osd_ids.get(&key.to_string()).cloned()).unwrap_or_default(),
+        out_ids,
         data: key.data.clone(),
     }
 }

@@ -376,3 +376,76 @@ fn a_host_in_no_known_rack_is_listed_with_why_and_nothing_starts() {
         &plan_text("ceph/osds", &hash, &preview, &step),
     );
 }
+
+/// Three hosts converged; Ceph has osd.1 out (an admin's) and osd.2 out (the operator's
+/// drain of node003, whose key is back and whose daemon is not up yet): the header names
+/// both, the pods mark them, the CephOSD is not complete.
+#[test]
+fn out_osds_are_named_in_the_header_and_marked_on_their_pods() {
+    use crate::ceph::{OsdDump, OsdId, OsdInfo};
+    use crate::crd::{MarkedBy, OsdOut};
+    use crate::plan::gate::{CephInput, CephView};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    let mut driven = Driven::converged(cephosd(3, 1, "a"));
+    let status = driven.cr.status.as_mut().expect("status");
+    status.osd_ids = (1..=3)
+        .map(|h| (format!("node{h:03}:/dev/sdb"), vec![h - 1]))
+        .collect();
+    status.osds_out = vec![OsdOut {
+        id: 2,
+        key: "node003:/dev/sdb".into(),
+        marked_by: MarkedBy::Operator,
+        since: Time(at(0)),
+    }];
+    let osd = |id: u32, up: bool, is_in: bool| {
+        let info = OsdInfo {
+            id: OsdId(id),
+            up,
+            is_in,
+            up_from: 3,
+            noout: false,
+            state: vec!["exists".into()],
+        };
+        (OsdId(id), info)
+    };
+    let osds = OsdDump {
+        epoch: 9,
+        osds: [
+            osd(0, true, true),
+            osd(1, true, false),
+            osd(2, false, false),
+        ]
+        .into_iter()
+        .collect(),
+    };
+    let observed = Observed {
+        ceph: CephView {
+            input: CephInput::NotAsked,
+            osds: Some(osds),
+            ..CephView::default()
+        },
+        ..Observed::pods(&driven.pods)
+    };
+    let planned = plan(
+        &driven.cr,
+        &observed,
+        &mut driven.suffixes,
+        at(driven.clock + 60),
+    );
+    assert!(planned.actions.is_empty(), "{:?}", planned.actions);
+    driven.cr.status = Some(planned.status);
+    let (view, _) = driven.view();
+    let text = status_text(
+        &view,
+        &TextOptions {
+            all: true,
+            host: None,
+        },
+    );
+    golden("status-out.txt", &text);
+    assert!(
+        text.contains("osd.1(out)") && text.contains("osd.2(out)"),
+        "{text}"
+    );
+    assert_ne!(view.status.phase, Some(crate::crd::Phase::Ready), "{text}");
+}

@@ -23,6 +23,8 @@ pub(crate) enum ConditionType {
     DisruptionBudget,
     /// Whether the new template's images are on the nodes of the next update domains.
     PrePull,
+    /// Whether every OSD of the spec's keys is `in` in Ceph, or which are out and why.
+    OsdsIn,
 }
 
 impl ConditionType {
@@ -37,6 +39,7 @@ impl ConditionType {
             Self::CephGate => "CephGate",
             Self::DisruptionBudget => "DisruptionBudget",
             Self::PrePull => "PrePull",
+            Self::OsdsIn => "OsdsIn",
         }
     }
 }
@@ -65,6 +68,8 @@ pub enum ConditionReason {
     CephStepEnding,
     /// Ceph is being asked whether the next update domain may stop.
     AskingCeph,
+    /// OSDs the operator marked out are back in the spec: marked in once their daemon is up.
+    MarkingIn,
     Reconciling,
     // Stalled
     WithinDeadline,
@@ -117,6 +122,11 @@ pub enum ConditionReason {
     PullFailed,
     /// A step went ahead without its images (past the deadline).
     PullDeadlineExceeded,
+    // OsdsIn
+    /// Every OSD of the spec's keys that Ceph knows is in.
+    AllOsdsIn,
+    /// Some are out: each named, with who marked it out.
+    OsdsOut,
 }
 
 impl ConditionReason {
@@ -135,6 +145,7 @@ impl ConditionReason {
             Self::CanaryWaiting => "CanaryWaiting",
             Self::CephStepEnding => "CephStepEnding",
             Self::AskingCeph => "AskingCeph",
+            Self::MarkingIn => "MarkingIn",
             Self::InvalidRolloutControl => "InvalidRolloutControl",
             Self::Reconciling => "Reconciling",
             Self::WithinDeadline => "WithinDeadline",
@@ -164,6 +175,8 @@ impl ConditionReason {
             Self::Pulling => "Pulling",
             Self::PullFailed => "PullFailed",
             Self::PullDeadlineExceeded => "PullDeadlineExceeded",
+            Self::AllOsdsIn => "AllOsdsIn",
+            Self::OsdsOut => "OsdsOut",
         }
     }
 }

@@ -66,6 +66,8 @@ pub enum EventReason {
     DisruptionBudget,
     /// A pre-pull failed (the rollout holds), or a step went ahead without its images.
     PrePull,
+    /// OSDs of the spec's keys are out in Ceph and the operator did not mark them out.
+    OsdsOut,
     /// An API call failed.
     Failed(Failure),
 }
@@ -84,6 +86,7 @@ impl EventReason {
             Self::DrainAdmitted => "DrainAdmitted",
             Self::DrainHeld => "DrainHeld",
             Self::DisruptionBudget => "DisruptionBudget",
+            Self::OsdsOut => "OsdsOut",
             Self::PrePull => "PrePull",
             Self::Overridden => "Overridden",
             Self::Adopted => "Adopted",
@@ -231,7 +234,7 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
             warning: false,
             reason: EventReason::Drain,
             note: format!(
-                "marked {} in again: back in the spec before their pods stopped",
+                "marked {} in again: back in the spec, the operator had marked them out",
                 crate::ceph::osd_list(ids)
             ),
             pod: None,
@@ -375,8 +378,20 @@ pub(crate) fn transition_events(
             events.push(event(true, EventReason::PrePull, &now.message));
         }
     }
+    // OSDs out that the operator did not mark out: when said anew.
+    if let Some(now) = condition(status, ConditionType::OsdsIn)
+        .filter(|c| c.status == "False" && c.message.contains(OTHERS_OUT))
+    {
+        let before = condition(previous, ConditionType::OsdsIn);
+        if before.is_none_or(|b| b.message != now.message) {
+            events.push(event(true, EventReason::OsdsOut, &now.message));
+        }
+    }
     events
 }
+
+/// How the `OsdsIn` condition names OSDs someone else marked out.
+pub(crate) const OTHERS_OUT: &str = "not marked out by the operator";
 
 /// `CephGate` reasons that say the gate is off, not that Ceph blocks.
 const GATE_OFF_REASONS: [&str; 4] = [

@@ -28,6 +28,7 @@ pub mod gate;
 mod gated;
 pub(crate) mod lock_place;
 mod ordered;
+pub(crate) mod out_osds;
 pub(crate) mod pre_pull;
 pub(crate) mod progress;
 mod proposal;
@@ -52,8 +53,9 @@ use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::gate::GateSubject;
 use crate::plan::gated::gate_step;
 use crate::plan::ordered::order;
+use crate::plan::out_osds::{marked_in_by, out_osds, OutInput, OutOutcome};
 use crate::plan::pre_pull::pre_pull;
-use crate::plan::report::report;
+use crate::plan::report::{report, CephSaid};
 pub use crate::plan::rollout::Hold;
 pub use crate::plan::seen::Observed;
 use crate::plan::seen::Seen;
@@ -138,13 +140,19 @@ pub fn plan_expanded(
     let continuing = &decided.previous_update;
     let rollout = &mut decided.rollout;
     let pre_pull = pre_pull(&seen, rollout, continuing, &mut proposed.step, now);
-    let gated = gate_step(
+    let mut gated = gate_step(
         &seen,
         &observed.ceph,
         &decided,
         &proposed.step.subjects,
         now,
     );
+    let out = out_osds_of(&seen, &observed.ceph, &gated, now);
+    if !out.mark_in.is_empty() {
+        gated.first.push(Action::MarkIn {
+            ids: out.mark_in.clone(),
+        });
+    }
     let closed = observed.ceph.pgs_unclean.as_deref();
     let ordered = order(&seen, &decided, &gated, proposed, pre_pull.as_ref(), closed);
     let report = report(
@@ -153,7 +161,10 @@ pub fn plan_expanded(
         &gated,
         &ordered,
         pre_pull.as_ref(),
-        &observed.ceph,
+        &CephSaid {
+            view: &observed.ceph,
+            out: &out,
+        },
         now,
     );
     let held = decided.rollout.held;
@@ -177,6 +188,25 @@ pub fn plan_expanded(
         deletion: seen.deletion,
         finalizer: report.finalizer,
     }
+}
+
+/// The out OSDs after the gate's outcome `gated` (see `out_osds`).
+fn out_osds_of(
+    seen: &Seen<'_>,
+    ceph: &gate::CephView,
+    gated: &gate::GateOutcome,
+    now: Timestamp,
+) -> OutOutcome {
+    let desired = seen.desired.osds.keys().map(ToString::to_string).collect();
+    out_osds(&OutInput {
+        previous: &seen.previous.osds_out,
+        osds: ceph.osds.as_ref(),
+        desired: &desired,
+        known: &seen.previous.osd_ids,
+        step: gated.step.as_ref(),
+        gate_marks_in: &marked_in_by(&gated.first),
+        now,
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use crate::crd::CephOsdStatus;
 use crate::crd::FailureDomainsStatus;
 use crate::plan::classify::{ObservedPod, PodClass, Workload};
-use crate::plan::conditions::{ConditionReason, SpecProblem};
+use crate::plan::conditions::{ConditionReason, ConditionType, SpecProblem};
 use crate::plan::decide::Decided;
 use crate::plan::deletion::{finalizer_write, went_at_once, Deletion, FinalizerWrite};
 use crate::plan::events::{
@@ -12,6 +12,7 @@ use crate::plan::events::{
 };
 use crate::plan::gate::{osd_ids, CephInput, CephView, GateOutcome};
 use crate::plan::ordered::Ordered;
+use crate::plan::out_osds::OutOutcome;
 use crate::plan::pre_pull::PrePullOutcome;
 use crate::plan::progress::{next_progress, ProgressInput};
 use crate::plan::rollout::{deadlines, Deadlines, Hold};
@@ -52,9 +53,10 @@ pub(super) fn report(
     gated: &GateOutcome,
     ordered: &Ordered,
     pre_pull: Option<&PrePullOutcome>,
-    ceph: &CephView,
+    said: &CephSaid<'_>,
     now: Timestamp,
 ) -> Report {
+    let CephSaid { view: ceph, out } = *said;
     let rollout = &decided.rollout;
     let watch = watch(seen, decided, now);
     let requeue_after = if decided.deferred {
@@ -67,6 +69,7 @@ pub(super) fn report(
     let requeue_after = earliest(requeue_after, ordered.budget.reopens_after);
     let requeue_after = earliest(requeue_after, pre_pull.and_then(|p| p.requeue_after));
     let requeue_after = earliest(requeue_after, crush_looks(seen, decided, ceph));
+    let requeue_after = earliest(requeue_after, out.requeue_after);
     // Domains still down from the update under way, plus those this step starts.
     let mut current_update: BTreeSet<String> = (rollout.unavailable.iter())
         .filter(|d| decided.previous_update.contains(d.as_str()))
@@ -113,7 +116,10 @@ pub(super) fn report(
         budget: ordered.budget.status.clone(),
         osd_ids: known_osd_ids(seen, ceph),
         ceph_step: ordered.ceph_step.clone(),
+        osds_in: out.condition.as_ref(),
+        marking_in: out.marking_in.as_deref(),
     });
+    osds_out(&mut status, seen, said);
     status.failure_domains = seen.buckets.as_ref().map(FailureDomainsStatus::from);
     status.expected_updated_domains =
         i64::try_from(seen.domain_count().saturating_sub(rollout.held.len())).ok();
@@ -218,6 +224,24 @@ fn unschedulable(
         .map(|(_, w)| w.clone())
         .chain(cordoned)
         .collect()
+}
+
+/// What Ceph said: its view, and of it the OSDs that are out.
+#[derive(Clone, Copy)]
+pub(super) struct CephSaid<'a> {
+    pub(super) view: &'a CephView,
+    pub(super) out: &'a OutOutcome,
+}
+
+/// The out OSDs in `status`; without Ceph's OSD map (the gate on) the `OsdsIn` the last
+/// reconcile said stands.
+fn osds_out(status: &mut CephOsdStatus, seen: &Seen<'_>, said: &CephSaid<'_>) {
+    status.osds_out.clone_from(&said.out.records);
+    if said.out.condition.is_none() && !matches!(said.view.input, CephInput::Off { .. }) {
+        let kept =
+            (seen.previous.conditions.iter()).find(|c| c.type_ == ConditionType::OsdsIn.as_str());
+        status.conditions.extend(kept.cloned());
+    }
 }
 
 /// The OSD ids of each key as the status keeps them: those recorded, updated with what Ceph

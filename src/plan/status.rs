@@ -71,6 +71,10 @@ pub(crate) struct StatusInput<'a> {
     /// The `PrePull` condition, with `spec.prePull`.
     pub pre_pull: Option<&'a StatedCondition>,
     pub budget: Option<BudgetStatus>,
+    /// The `OsdsIn` condition, when Ceph's OSD map was read.
+    pub osds_in: Option<&'a StatedCondition>,
+    /// OSDs the operator marks in (or will once their daemon is up): not converged yet.
+    pub marking_in: Option<&'a str>,
 }
 
 /// The status: the counts, the phase and one condition each of `Ready`, `Progressing`,
@@ -82,6 +86,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         && s.superfluous == 0
         && s.invalid == 0
         && !input.pending_actions
+        && input.marking_in.is_none()
         && !step_followed(input);
     let conditions = [
         (ConditionType::Ready, ready(s)),
@@ -122,6 +127,16 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
             },
         )
     }))
+    .chain(input.osds_in.map(|c| {
+        (
+            ConditionType::OsdsIn,
+            Says {
+                holds: c.holds,
+                reason: c.reason,
+                message: c.message.clone(),
+            },
+        )
+    }))
     .map(|(type_, says)| condition(input, type_, says))
     .collect();
     CephOsdStatus {
@@ -146,6 +161,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         ceph_step: input.ceph_step.clone(),
         failure_domains: None,
         budget: input.budget.clone(),
+        osds_out: Vec::new(),
         expected_updated_domains: None,
         rollout: None,
     }
@@ -239,10 +255,11 @@ fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
     } else if input.paused && waiting > 0 {
         Says::no(Reason::Paused, "the rollout is paused (spec.paused)")
     } else if converged {
-        Says::no(
-            Reason::Complete,
-            "every OSD runs the current template and is Ready",
-        )
+        let mut says = "every OSD runs the current template and is Ready".to_owned();
+        if let Some(out) = input.osds_in.filter(|c| !c.holds) {
+            says.push_str(&format!("; but {} (OsdsIn)", out.message));
+        }
+        Says::no(Reason::Complete, says)
     } else if waiting > 0 || !input.current_update.is_empty() {
         match input.halted {
             // Waiting for our own replacement is the normal pace of a rollout.
@@ -283,6 +300,8 @@ fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
         }
     } else if let Some(first) = input.unschedulable.first() {
         Says::yes(Reason::WaitingForNodes, format!("OSD {first}"))
+    } else if let Some(marking_in) = input.marking_in {
+        Says::yes(Reason::MarkingIn, marking_in)
     } else {
         Says::yes(
             Reason::Reconciling,

@@ -50,6 +50,28 @@ impl Gated {
         (key.clone(), *id)
     }
 
+    /// Lists exactly `hosts` (one `/dev/sdb` each) in the spec and waits until the pods of
+    /// `want` converge on the fixture's template (a host left out is drained first).
+    pub async fn set_hosts(
+        &self,
+        hosts: &[String],
+        want: &std::collections::BTreeSet<OsdKey>,
+    ) -> anyhow::Result<()> {
+        let storage = crate::manifests::storage(hosts, &["/dev/sdb"]);
+        self.s
+            .patch_spec(crate::manifests::CR, json!({ "storage": storage }))
+            .await?;
+        self.s
+            .wait_converged(
+                crate::manifests::CR,
+                want,
+                &self.converged.hash,
+                crate::scenario::ROLLOUT,
+            )
+            .await?;
+        Ok(())
+    }
+
     /// The first disk in the rollout's order, with its OSD id: the first step stops its host.
     pub fn first_in_rollout_order(&self) -> (OsdKey, u32) {
         let (key, id) = (self.table.iter())

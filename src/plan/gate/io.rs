@@ -5,7 +5,7 @@
 
 use super::step_end::StepProgress;
 use super::verdict::{Blocker, GateDecision};
-use crate::ceph::OsdId;
+use crate::ceph::{OsdDump, OsdId};
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
 use crate::plan::actions::Action;
@@ -145,6 +145,8 @@ pub struct CephView {
     /// While a step is open: the Ceph cluster's step lock was found gone or another's on
     /// this look (what happened, said in the condition and a Warning event).
     pub lock_lost: Option<String>,
+    /// Ceph's OSD map of this reconcile (each OSD up or down, in or out), when read.
+    pub osds: Option<OsdDump>,
 }
 
 impl Default for CephView {
@@ -159,6 +161,7 @@ impl Default for CephView {
             pgs_unclean: None,
             noout_now: None,
             lock_lost: None,
+            osds: None,
         }
     }
 }

@@ -195,6 +195,8 @@ fn input<'a>(
         disruption_budget: None,
         pre_pull: None,
         budget: None,
+        osds_in: None,
+        marking_in: None,
     }
 }
 
@@ -448,4 +450,66 @@ fn a_step_ending_mid_rollout_is_progress_not_a_halt() {
     ending.ceph_gate = &asking;
     let status = compute_status(&ending);
     assert_eq!(of(&status, "Progressing"), pair("True", "AskingCeph"));
+}
+
+/// An OSD the operator marks in once its daemon is up keeps the CephOSD from converging; an
+/// OSD someone else has out does not, but `Complete` names it and `OsdsIn` says why.
+#[test]
+fn out_osds_are_never_complete_silently() {
+    let previous = CephOsdStatus::default();
+    let hash = TemplateHash::of(&serde_json::json!({}));
+    let summary = settled(3);
+    let marking = "osd.2 (h3:/dev/sdb) back in the spec: marked in once its daemon is up";
+    let out = StatedCondition {
+        holds: false,
+        reason: Reason::OsdsOut,
+        message: marking.to_owned(),
+    };
+    let mut waiting = input(&previous, &hash, &summary);
+    waiting.osds_in = Some(&out);
+    waiting.marking_in = Some(marking);
+    let status = compute_status(&waiting);
+    assert_eq!(status.phase, Some(Phase::Progressing));
+    let progressing = find(&status, "Progressing");
+    assert_eq!(
+        (progressing.status.as_str(), progressing.reason.as_str()),
+        ("True", "MarkingIn")
+    );
+    assert_eq!(progressing.message, marking);
+    let osds_in = find(&status, "OsdsIn");
+    assert_eq!(
+        (osds_in.status.as_str(), osds_in.reason.as_str()),
+        ("False", "OsdsOut")
+    );
+
+    let admins = StatedCondition {
+        holds: false,
+        reason: Reason::OsdsOut,
+        message: "osd.1 (h2:/dev/sdb) out in Ceph, not marked out by the operator".to_owned(),
+    };
+    let mut admin = input(&previous, &hash, &summary);
+    admin.osds_in = Some(&admins);
+    let status = compute_status(&admin);
+    assert_eq!(status.phase, Some(Phase::Ready));
+    let progressing = find(&status, "Progressing");
+    assert_eq!(progressing.reason, "Complete");
+    assert!(
+        progressing
+            .message
+            .contains("osd.1 (h2:/dev/sdb) out in Ceph"),
+        "{}",
+        progressing.message
+    );
+
+    // Without Ceph's map: no OsdsIn at all.
+    let status = compute_status(&input(&previous, &hash, &summary));
+    assert!(status.conditions.iter().all(|c| c.type_ != "OsdsIn"));
+}
+
+fn find<'s>(status: &'s CephOsdStatus, type_: &str) -> &'s Condition {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .expect("condition")
 }

@@ -128,22 +128,23 @@ pub(crate) async fn first_view(
             progress
         }
     };
-    let pgs_unclean = if cr.spec.manages_disruption_budget() {
-        let pgs = match &looked {
-            Some(facts) => Ok(facts.pgs.clone()),
-            None => tokio::time::timeout(PG_LOOK_TIMEOUT, gather_facts(ceph))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(CephError::Timeout {
-                        command: "status, osd dump, pg stat".to_owned(),
-                        timeout: PG_LOOK_TIMEOUT,
-                    })
+    // Every plan reads the OSD map (who is in or out); the PG states too for the budget.
+    let fresh = match &looked {
+        Some(facts) => Ok(facts.clone()),
+        None => tokio::time::timeout(PG_LOOK_TIMEOUT, gather_facts(ceph))
+            .await
+            .unwrap_or_else(|_| {
+                Err(CephError::Timeout {
+                    command: "status, osd dump, pg stat".to_owned(),
+                    timeout: PG_LOOK_TIMEOUT,
                 })
-                .map(|facts| facts.pgs),
-        };
+            }),
+    };
+    let pgs_unclean = if cr.spec.manages_disruption_budget() {
         closed_for_pgs(
-            pgs.as_ref()
-                .map(Option::as_ref)
+            fresh
+                .as_ref()
+                .map(|facts| facts.pgs.as_ref())
                 .map_err(|e| e as &dyn fmt::Display),
         )
     } else {
@@ -163,6 +164,7 @@ pub(crate) async fn first_view(
                 .collect()
         }),
         lock_lost: None,
+        osds: fresh.ok().map(|facts| facts.osds),
     };
     (view, looked)
 }

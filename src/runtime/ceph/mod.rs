@@ -8,3 +8,4 @@ pub(crate) mod cluster_lock;
 pub(crate) mod crush_look;
 pub(crate) mod lock_place;
 pub(crate) mod metered_ceph;
+pub(crate) mod out_look;

@@ -40,7 +40,9 @@ pub(super) async fn keep_step_lock(ctx: &Context, cr: &CephOsd) -> (bool, Option
             let now = match &state {
                 LockState::Held => "taken back".to_owned(),
                 LockState::Busy { busy, .. } => format!("{busy}: taken back when free"),
-                LockState::Failed(error) | LockState::NoFsid(error) => error.clone(),
+                LockState::Failed(error)
+                | LockState::NoFsid(error)
+                | LockState::PlaceDiffers(error) => error.clone(),
             };
             warn!(cephosd = %cr.object_key(), %lost, %now, "the open step's lock of the Ceph cluster was lost");
             found_lost = Some(format!("{lost} ({now})"));

@@ -102,6 +102,16 @@ impl PlanInputs {
     }
 
     /// The plan from `observation` with `ceph`.
+    /// The keys (`host:data`) the spec lists.
+    pub(super) fn desired_keys(&self) -> std::collections::BTreeSet<String> {
+        self.expanded
+            .desired
+            .osds
+            .keys()
+            .map(ToString::to_string)
+            .collect()
+    }
+
     pub(super) fn plan(&self, observation: &Observation, ceph: &CephView) -> Plan {
         let observed = Observed {
             pods: observation.pods.iter().map(|p| &**p).collect(),

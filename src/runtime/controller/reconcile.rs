@@ -6,6 +6,7 @@ use crate::crd::CephOsd;
 use crate::plan::gate::CephInput;
 use crate::plan::Plan;
 use crate::runtime::ceph::ceph_gate::first_view;
+use crate::runtime::ceph::out_look::out_changed_in_ceph;
 use crate::runtime::controller::admit::admit;
 use crate::runtime::controller::ask_ceph::{
     ask_ceph_and_read_again, keep_step_lock, with_answer, Asked,
@@ -54,6 +55,14 @@ pub(super) async fn reconcile(
     let mut inputs = PlanInputs::read(&ctx, cr).await;
     let mut observation = match inputs.observe(&ctx).await? {
         Snapshot::Plan(observation) => observation,
+        Snapshot::Unchanged
+            if out_changed_in_ceph(ctx.ceph.as_deref(), &inputs.cr, &inputs.desired_keys())
+                .await =>
+        {
+            // An OSD out or in otherwise than the status says: planned at once.
+            ctx.owned.unquiet(&inputs.cr);
+            return Ok(Action::requeue(Duration::from_millis(10)));
+        }
         Snapshot::Unchanged => {
             // Inputs exactly those of a plan with nothing to do: no planning, no API call.
             debug!(cephosd = %inputs.cr.object_key(), unchanged = true, "reconciled");

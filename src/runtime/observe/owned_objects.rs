@@ -237,6 +237,11 @@ impl OwnedObjects {
         });
     }
 
+    /// Forgets that `cr`'s last plan had nothing to do: its next reconcile plans.
+    pub(crate) fn unquiet(&self, cr: &CephOsd) {
+        self.memory.with(&cr.object_key(), |r| r.quiet = None);
+    }
+
     /// Records that `action` for `cr` reached the API (or may have), at `now`.
     pub(crate) fn written(&self, cr: &CephOsd, action: &Action, now: Timestamp) {
         if let Some(expected) = Expected::of(action) {
