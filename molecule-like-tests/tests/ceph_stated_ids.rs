@@ -62,7 +62,7 @@ async fn a_wrong_statement_on_an_adopted_pod_is_refused_before_any_stop() -> any
 
     // The admin's typo: the last host's OSD stated on the first host's pod.
     let from = g.ceph.elapsed();
-    let watch_from = g.s.recorder()?.len();
+    let watch_from = g.s.pod_watch_mark().await?;
     let log_from = g.s.operator_log().len();
     g.annotate_pod(&pod, labels::OSD_IDS, &other_id.to_string())
         .await?;
@@ -116,10 +116,39 @@ async fn a_wrong_statement_on_an_adopted_pod_is_refused_before_any_stop() -> any
     );
 
     // The fix the condition names: the pod's own id.
+    let rolled = roll_after_the_fix(&g, &pod, (&key, id), &hash, (from, watch_from)).await?;
+    let asked = ok_to_stop_calls(&g, log_from);
+    println!(
+        "==== a wrong osd-ids on an adopted pod: set up {:.1}s (3 hosts, reference pods \
+         adopted); refused {:.1}s after the template change, held {}s with no OSD down, no \
+         noout, no ok-to-stop; rolled {:.1}s after the fix ({} ok-to-stop calls)\n  CephGate: {} \
+         {}: {}\n{}",
+        setup.as_secs_f64(),
+        refused_after.as_secs_f64(),
+        HALT_HOLD.as_secs(),
+        rolled.as_secs_f64(),
+        asked.len(),
+        refused.0,
+        refused.1,
+        refused.2,
+        g.report(from)
+    );
+    g.down().await
+}
+
+/// The fix the refusal names (the pod's own id, `key`'s `id`): the rollout completes, one
+/// host at a time, the first host's step on exactly that id. Its time from the fix.
+async fn roll_after_the_fix(
+    g: &Gated,
+    pod: &k8s_openapi::api::core::v1::Pod,
+    (key, id): (&ceph_osd_operator::OsdKey, u32),
+    hash: &str,
+    (from, watch_from): (Duration, usize),
+) -> anyhow::Result<Duration> {
     let t_fix = Instant::now();
-    g.annotate_pod(&pod, labels::OSD_IDS, &id.to_string())
+    g.annotate_pod(pod, labels::OSD_IDS, &id.to_string())
         .await?;
-    g.s.wait_converged(CR, &g.want, &hash, ROLLOUT)
+    g.s.wait_converged(CR, &g.want, hash, ROLLOUT)
         .await
         .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
     g.wait_gate_idle(Duration::from_mins(1)).await?;
@@ -144,21 +173,5 @@ async fn a_wrong_statement_on_an_adopted_pod_is_refused_before_any_stop() -> any
         "the step on {key}: {step:?}\n{}",
         g.report(from)
     );
-    let asked = ok_to_stop_calls(&g, log_from);
-    println!(
-        "==== a wrong osd-ids on an adopted pod: set up {:.1}s (3 hosts, reference pods \
-         adopted); refused {:.1}s after the template change, held {}s with no OSD down, no \
-         noout, no ok-to-stop; rolled {:.1}s after the fix ({} ok-to-stop calls)\n  CephGate: {} \
-         {}: {}\n{}",
-        setup.as_secs_f64(),
-        refused_after.as_secs_f64(),
-        HALT_HOLD.as_secs(),
-        rolled.as_secs_f64(),
-        asked.len(),
-        refused.0,
-        refused.1,
-        refused.2,
-        g.report(from)
-    );
-    g.down().await
+    Ok(rolled)
 }

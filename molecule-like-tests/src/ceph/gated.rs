@@ -544,12 +544,18 @@ impl Gated {
             .await
     }
 
-    pub async fn down(self) -> anyhow::Result<()> {
-        self.bridge.stop().await?;
-        drop(self.ceph);
-        drop(self.gate);
-        self.s.destroy().await?;
-        self.cluster.down()?;
-        Ok(())
+    /// Stops the bridge, deletes the scenario's objects and brings Ceph down. Boxed: the
+    /// future holds the whole fixture, too large to keep on a caller's stack.
+    pub fn down(
+        self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<()>> + Send>> {
+        Box::pin(async move {
+            self.bridge.stop().await?;
+            drop(self.ceph);
+            drop(self.gate);
+            self.s.destroy().await?;
+            self.cluster.down()?;
+            Ok(())
+        })
     }
 }
