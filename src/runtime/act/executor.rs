@@ -3,14 +3,13 @@
 //! the Events of the applied actions, then the status if it changed. It decides nothing; the next reconcile re-plans from fresh
 //! observations.
 
-use crate::ceph::{osd_list, CephClient, CephError, OsdId};
+use crate::ceph::CephClient;
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::labels;
 use crate::plan::actions::Action;
 use crate::plan::events::EventReason;
 use crate::plan::events::PlannedEvent;
 use crate::plan::events::{describe, event_for, fold_mass_events, newly_stalled};
-use crate::plan::failure::Failure;
 use crate::plan::status::failed_status;
 use crate::plan::Plan;
 use futures::stream::FuturesUnordered;
@@ -27,194 +26,13 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, warn};
 
+mod execute_error;
 mod osd_writes;
+pub(crate) use execute_error::ExecuteError;
 use osd_writes::{mark, noout, open_noout};
 
 /// Field manager of our server-side-applied status.
 pub(crate) const FIELD_MANAGER: &str = "ceph-osd-operator";
-
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ExecuteError {
-    #[error("failed to create pod {name} for OSD {key}: {source}")]
-    Create {
-        name: String,
-        key: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("failed to create pre-pull pod {name} on node {node}: {source}")]
-    CreatePrePull {
-        name: String,
-        node: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("failed to delete pod {name}: {source}")]
-    Delete {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("failed to delete ReplicaSet {name}: {source}")]
-    DeleteReplicaSet {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("failed to set pod-state of pod {name}: {source}")]
-    Patch {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("failed to write the status of CephOSD {name}: {source}")]
-    Status {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("failed to {what} PodDisruptionBudget {name}: {source}")]
-    Budget {
-        what: &'static str,
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("the plan needs Ceph (to {what}) but the operator has no Ceph configured")]
-    NoCeph { what: &'static str },
-    #[error("failed to {what} on {}: {source}", osd_list(ids))]
-    Ceph {
-        what: &'static str,
-        ids: Vec<OsdId>,
-        #[source]
-        source: CephError,
-    },
-    #[error(
-        "noout was set on {} but `ceph osd dump` shows it missing on {}: no pod is taken down",
-        osd_list(asked),
-        osd_list(missing)
-    )]
-    NooutNotSet {
-        asked: Vec<OsdId>,
-        missing: Vec<OsdId>,
-    },
-    #[error(
-        "noout was cleared on {} but `ceph osd dump` still shows it on {}",
-        osd_list(asked),
-        osd_list(left)
-    )]
-    NooutNotCleared { asked: Vec<OsdId>, left: Vec<OsdId> },
-    #[error(
-        "another step opened on this Ceph cluster meanwhile: `ceph osd dump` shows noout on {}, \
-         which the question before this step did not cover; the noout just set on {} was cleared \
-         again and no pod is taken down (Ceph is asked again, about both)",
-        osd_list(others),
-        osd_list(set)
-    )]
-    StepsCrossed { set: Vec<OsdId>, others: Vec<OsdId> },
-    #[error(
-        "{} was marked {} but `ceph osd dump` does not show {} so",
-        osd_list(asked),
-        if *out { "out" } else { "in" },
-        osd_list(left)
-    )]
-    MarkNotConfirmed {
-        out: bool,
-        asked: Vec<OsdId>,
-        left: Vec<OsdId>,
-    },
-}
-
-impl ExecuteError {
-    /// Whether the write may have happened all the same: anything but a definite refusal
-    /// (a 4xx other than 409 Conflict and 429 Too Many Requests) leaves it unknown.
-    pub(crate) fn may_have_applied(&self) -> bool {
-        let source = match self {
-            Self::Create { source, .. }
-            | Self::CreatePrePull { source, .. }
-            | Self::Delete { source, .. }
-            | Self::DeleteReplicaSet { source, .. }
-            | Self::Patch { source, .. }
-            | Self::Budget { source, .. }
-            | Self::Status { source, .. } => source,
-            Self::NoCeph { .. } => return false,
-            Self::Ceph { .. }
-            | Self::NooutNotSet { .. }
-            | Self::NooutNotCleared { .. }
-            | Self::StepsCrossed { .. }
-            | Self::MarkNotConfirmed { .. } => return true,
-        };
-        !matches!(source, kube::Error::Api(status)
-            if (400..500).contains(&status.code) && status.code != 409 && status.code != 429)
-    }
-
-    /// What users read in the event and the condition: stable from one attempt to the next
-    /// (no generated pod name), the API server's own words where it gave some.
-    pub(crate) fn summary(&self) -> String {
-        let (what, name, source) = match self {
-            Self::Create { key, name, source } => {
-                (format!("create the pod of OSD {key}"), name, source)
-            }
-            Self::CreatePrePull { node, name, source } => (
-                format!("create the pre-pull pod of node {node}"),
-                name,
-                source,
-            ),
-            Self::Delete { name, source } => (format!("delete pod {name}"), name, source),
-            Self::DeleteReplicaSet { name, source } => {
-                (format!("delete ReplicaSet {name}"), name, source)
-            }
-            Self::Patch { name, source } => {
-                (format!("set the pod-state of pod {name}"), name, source)
-            }
-            Self::Status { name, source } => {
-                (format!("write the status of CephOSD {name}"), name, source)
-            }
-            Self::Budget { what, name, source } => {
-                (format!("{what} PodDisruptionBudget {name}"), name, source)
-            }
-            Self::NoCeph { .. }
-            | Self::Ceph { .. }
-            | Self::NooutNotSet { .. }
-            | Self::NooutNotCleared { .. }
-            | Self::StepsCrossed { .. }
-            | Self::MarkNotConfirmed { .. } => return self.to_string(),
-        };
-        let why = match source {
-            kube::Error::Api(status) => {
-                let causes: Vec<String> = status
-                    .details
-                    .iter()
-                    .flat_map(|d| &d.causes)
-                    .map(|c| format!("{}: {}", c.field, c.message))
-                    .collect();
-                if causes.is_empty() {
-                    status.message.replace(name.as_str(), "…")
-                } else {
-                    causes.join("; ")
-                }
-            }
-            other => other.to_string(),
-        };
-        format!("cannot {what}: {why}")
-    }
-
-    /// What kind of call failed: Event and condition reason, metric label.
-    pub(crate) fn category(&self) -> Failure {
-        match self {
-            Self::Create { .. } | Self::CreatePrePull { .. } => Failure::Create,
-            Self::Delete { .. } | Self::DeleteReplicaSet { .. } => Failure::Delete,
-            Self::Patch { .. } => Failure::Patch,
-            Self::Status { .. } => Failure::Status,
-            Self::Budget { .. } => Failure::Budget,
-            Self::NoCeph { .. } | Self::Ceph { .. } | Self::MarkNotConfirmed { .. } => {
-                Failure::Ceph
-            }
-            Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => Failure::NooutNotConfirmed,
-            Self::StepsCrossed { .. } => Failure::StepsCrossed,
-        }
-    }
-}
 
 /// What carrying out a plan did.
 #[derive(Default)]
@@ -496,12 +314,18 @@ async fn apply(
             info!(cephosd = %executor.cr.object_key(), "recorded the Ceph step in the status");
             Ok(true)
         }
-        Action::SetNoout { ids, covered } => {
-            open_noout(executor, ids, covered).await.map(|()| true)
-        }
-        Action::ClearNoout { ids } => noout(executor, ids, false).await.map(|_| true),
-        Action::MarkOut { ids } => mark(executor, ids, true).await.map(|()| true),
-        Action::MarkIn { ids } => mark(executor, ids, false).await.map(|()| true),
+        Action::SetNoout { ids, covered } => open_noout((executor.ceph, executor.cr), ids, covered)
+            .await
+            .map(|()| true),
+        Action::ClearNoout { ids } => noout((executor.ceph, executor.cr), ids, false)
+            .await
+            .map(|_| true),
+        Action::MarkOut { ids } => mark((executor.ceph, executor.cr), ids, true)
+            .await
+            .map(|()| true),
+        Action::MarkIn { ids } => mark((executor.ceph, executor.cr), ids, false)
+            .await
+            .map(|()| true),
         Action::Create { key, pod, .. } => {
             let name = pod.metadata.name.clone().unwrap_or_default();
             pods.create(&PostParams::default(), pod)

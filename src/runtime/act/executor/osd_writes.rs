@@ -2,9 +2,14 @@
 //! the flags its question covered) or cleared, OSDs marked out or in; each read back from
 //! `osd dump` (Ceph exits 0 for ids that do not exist, so only the dump proves it).
 
-use super::{ExecuteError, Executor};
-use crate::ceph::{osd_list, OsdDump, OsdId};
+use super::execute_error::ExecuteError;
+use crate::ceph::{osd_list, CephClient, OsdDump, OsdId};
+use crate::crd::CephOsd;
 use tracing::{info, warn};
+
+/// Where the writes go: the operator's Ceph (none configured: each write fails saying so), and
+/// the CephOSD they are for.
+pub(super) type Writer<'a> = (Option<&'a dyn CephClient>, &'a CephOsd);
 
 /// Opens a step: sets `noout` on `ids` and reads `osd dump` back (`noout`); a flag there on an
 /// OSD outside `covered` (what the step's question covered) is another step that opened
@@ -16,11 +21,11 @@ use tracing::{info, warn};
 /// (Ceph's yes was for both down at once), or it aborts here. Both may abort (each read
 /// the other's): the step lock orders the next turns, and each asks again with the union.
 pub(super) async fn open_noout(
-    executor: &Executor<'_>,
+    (ceph, cr): Writer<'_>,
     ids: &[OsdId],
     covered: &[OsdId],
 ) -> Result<(), ExecuteError> {
-    let dump = noout(executor, ids, true).await?;
+    let dump = noout((ceph, cr), ids, true).await?;
     let others: Vec<OsdId> = (dump.osds.values())
         .filter(|o| o.noout && !ids.contains(&o.id) && !covered.contains(&o.id))
         .map(|o| o.id)
@@ -28,8 +33,8 @@ pub(super) async fn open_noout(
     if others.is_empty() {
         return Ok(());
     }
-    warn!(cephosd = %executor.cr.object_key(), set = %osd_list(ids), others = %osd_list(&others), "another step opened on the Ceph cluster meanwhile: clearing the noout just set");
-    noout(executor, ids, false).await?;
+    warn!(cephosd = %cr.object_key(), set = %osd_list(ids), others = %osd_list(&others), "another step opened on the Ceph cluster meanwhile: clearing the noout just set");
+    noout((ceph, cr), ids, false).await?;
     Err(ExecuteError::StepsCrossed {
         set: ids.to_vec(),
         others,
@@ -39,12 +44,12 @@ pub(super) async fn open_noout(
 /// Sets (`set`) or clears `noout` on `ids`, then reads `osd dump` back (returned): Ceph exits
 /// 0 for ids that do not exist, so only the dump proves it.
 pub(super) async fn noout(
-    executor: &Executor<'_>,
+    (ceph, cr): Writer<'_>,
     ids: &[OsdId],
     set: bool,
 ) -> Result<OsdDump, ExecuteError> {
     let what = if set { "set noout" } else { "clear noout" };
-    let ceph = executor.ceph.ok_or(ExecuteError::NoCeph { what })?;
+    let ceph = ceph.ok_or(ExecuteError::NoCeph { what })?;
     let changed = if set {
         ceph.add_noout(ids).await
     } else {
@@ -77,19 +82,19 @@ pub(super) async fn noout(
             });
         }
     }
-    info!(cephosd = %executor.cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
+    info!(cephosd = %cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
     Ok(dump)
 }
 
 /// Marks `ids` out (`out`) or in, then reads `osd dump` back: Ceph exits 0 for ids that do
 /// not exist, so only the dump proves it.
 pub(super) async fn mark(
-    executor: &Executor<'_>,
+    (ceph, cr): Writer<'_>,
     ids: &[OsdId],
     out: bool,
 ) -> Result<(), ExecuteError> {
     let what = if out { "mark out" } else { "mark in" };
-    let ceph = executor.ceph.ok_or(ExecuteError::NoCeph { what })?;
+    let ceph = ceph.ok_or(ExecuteError::NoCeph { what })?;
     let ceph_error = |what, source| ExecuteError::Ceph {
         what,
         ids: ids.to_vec(),
@@ -116,6 +121,6 @@ pub(super) async fn mark(
             left,
         });
     }
-    info!(cephosd = %executor.cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
+    info!(cephosd = %cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
     Ok(())
 }
