@@ -2,8 +2,10 @@
 //! sends, in which order, and what it makes of the answers.
 
 use super::*;
+use crate::ceph::OsdId;
 use crate::crd::osd::OsdKey;
 use crate::plan::actions::{CreateReason, DeleteReason};
+use crate::plan::failure::Failure;
 use crate::runtime::scripted_api::{scripted_client, Received, Sent};
 use crate::testing::CephOsdBuilder;
 use hyper::{Method, StatusCode};
