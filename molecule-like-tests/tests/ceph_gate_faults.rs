@@ -446,7 +446,7 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let mut g = Gated::up("gatefault-kill").await?;
-    // An OSD no pod runs, on a CRUSH host of its own, with the admin's noout.
+    // An OSD no pod runs, on a CRUSH host of its own, holding no PG, with the admin's noout.
     let (admin_osd, admin_noout) = admin_noout_osd(&g).await?;
     g.wait_gate_idle(LONG).await?;
 
@@ -540,8 +540,8 @@ async fn an_operator_killed_between_noout_and_clean_is_finished_by_the_next_one(
     g.down().await
 }
 
-/// An OSD no pod runs, on a CRUSH host of its own, up and in with the admin's `noout`, every
-/// PG clean. Returns its id and its `noout` entry.
+/// An OSD no pod runs, on a CRUSH host of its own, up and in at CRUSH weight 0 (no PG) with the
+/// admin's `noout`, every PG clean. Returns its id and its `noout` entry.
 async fn admin_noout_osd(g: &Gated) -> anyhow::Result<(u32, String)> {
     let admin_host = g.s.host("ceph-admin");
     let admin_osd = g.cluster.osd_create(&admin_host).await?;
@@ -560,6 +560,12 @@ async fn admin_noout_osd(g: &Gated) -> anyhow::Result<(u32, String)> {
                 .as_ref()
                 .is_some_and(|(_, m)| m.osd(admin_osd).is_some_and(|o| o.up && o.in_))
         })
+        .await?;
+    // Weight 0: it holds no PG, so Ceph lets it stop together with any step (a step is asked
+    // about together with every OSD carrying noout).
+    let name = format!("osd.{admin_osd}");
+    g.cluster
+        .cli(&["osd", "crush", "reweight", &name, "0"])
         .await?;
     g.cluster.wait_clean(LONG).await?;
     let admin_noout = g.add_admin_noout(admin_osd, LONG).await?;
