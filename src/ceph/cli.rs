@@ -413,8 +413,13 @@ impl CephClient for CliClient {
             let command = command(&["config-key", "get"], [key.to_owned()]);
             let finished = self.run(&command).await?;
             match finished.exit_code {
-                // The value as stored (not JSON-wrapped, whatever the format).
-                Some(0) => Ok(Some(String::from_utf8_lossy(&finished.stdout).into_owned())),
+                // The value as stored (not JSON-wrapped, whatever the format), without the
+                // line breaks the CLI prints around it (a process per call starts it with one).
+                Some(0) => Ok(Some(
+                    String::from_utf8_lossy(&finished.stdout)
+                        .trim_matches('\n')
+                        .to_owned(),
+                )),
                 Some(ENOENT) => Ok(None),
                 _ => Err(failed(&command, &finished)),
             }
