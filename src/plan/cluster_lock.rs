@@ -6,7 +6,9 @@
 //! Ceph said wait or halt, so a waiting CephOSD starves no other), and expires by itself when
 //! the holder's operator is gone. Turns: a CephOSD that finds it busy claims the next turn on
 //! the Lease; the holder then lets it go after its step instead of starting another, and the
-//! free lock waits for the claimant (while its claim is renewed).
+//! free lock waits for the claimant (while its claim is renewed). The claim is spent when the
+//! claimant's step opens, not when it takes the lock: Ceph saying wait at its turn (the PGs of
+//! the step just ended still peering) leaves the turn its own until the claim lapses.
 
 use crate::plan::gate::Blocker;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -144,6 +146,9 @@ pub(crate) enum LockDecision {
         /// Another holder (or none) before: a new acquisition.
         transition: bool,
     },
+    /// Ours, with our own claim on the next turn standing, and our step open: the claim is
+    /// spent (written out with a renewal).
+    SpendClaim,
     /// Ours, renewed less than `RENEW_AFTER` ago: nothing to write.
     Keep,
     /// Another CephOSD's step holds it, or the next turn is another's; `claim`: write
@@ -180,7 +185,9 @@ pub(crate) fn decide(
             (Purpose::NewStep, None) => LockDecision::Take { transition: false },
             (Purpose::Renew, _) => {
                 let recent = renewed.is_some_and(|r| now.duration_since(r) < RENEW_AFTER);
-                if recent && !expired {
+                if next.is_some_and(|(who, _)| who == me) {
+                    LockDecision::SpendClaim
+                } else if recent && !expired {
                     LockDecision::Keep
                 } else {
                     LockDecision::Take { transition: false }

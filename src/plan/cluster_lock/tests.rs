@@ -179,6 +179,44 @@ fn a_waiting_cephosd_gets_the_next_turn() {
     ));
 }
 
+/// The claimant's turn lasts until its step opens: taking the lock spends nothing (Ceph may
+/// say wait, and the lock goes free again still reserved for it); the first look of its open
+/// step spends the claim, renewal due or not.
+#[test]
+fn a_claim_is_spent_when_the_claimants_step_opens() {
+    const OTHER: &str = "other-ns/osds-b/uid-b";
+    let taken = claimed(lease(Some(ME), Some(110), None), ME, 100);
+    assert_eq!(
+        decide(Some(&taken), ME, at(111), NewStep),
+        LockDecision::Take { transition: false }
+    );
+    assert!(matches!(
+        decide(Some(&taken), OTHER, at(111), NewStep),
+        LockDecision::Busy { claim: false, .. }
+    ));
+    let let_go = claimed(lease(None, Some(111), None), ME, 100);
+    assert!(matches!(
+        decide(Some(&let_go), OTHER, at(112), NewStep),
+        LockDecision::Busy {
+            busy: Busy { next: true, .. },
+            claim: false
+        }
+    ));
+    assert_eq!(
+        decide(Some(&let_go), ME, at(113), NewStep),
+        LockDecision::Take { transition: true }
+    );
+    assert_eq!(
+        decide(Some(&taken), ME, at(111), Renew),
+        LockDecision::SpendClaim
+    );
+    // Lapsed, it is no longer ours to spend.
+    assert_eq!(
+        decide(Some(&taken), ME, at(100 + NEXT_TURN_FOR.as_secs()), Renew),
+        LockDecision::Keep
+    );
+}
+
 #[test]
 fn a_cephosd_recreated_under_the_same_name_is_another_holder() {
     let old = lease(Some("ceph/osds-a/uid-old"), Some(100), None);

@@ -334,12 +334,14 @@ fn to_write(
         }
         (LockDecision::Take { transition }, Some(mut lease)) => {
             lease.spec = Some(spec(me, now, lease.spec.as_ref(), transition));
+            Ok((lease, LockState::Held))
+        }
+        (LockDecision::SpendClaim, Some(mut lease)) => {
+            // Our turn came and our step is open: the claim is spent.
+            lease.spec = Some(spec(me, now, lease.spec.as_ref(), false));
             let annotations = lease.annotations_mut();
-            if annotations.get(NEXT_HOLDER).map(String::as_str) == Some(me) {
-                // Our turn came: the claim is spent.
-                annotations.remove(NEXT_HOLDER);
-                annotations.remove(NEXT_SINCE);
-            }
+            annotations.remove(NEXT_HOLDER);
+            annotations.remove(NEXT_SINCE);
             Ok((lease, LockState::Held))
         }
         // Decided on a Lease that was read: never without one.

@@ -244,8 +244,29 @@ async fn the_holder_lets_a_waiting_cephosd_have_the_next_turn() {
         lease.spec.clone().expect("spec").holder_identity.as_deref(),
         Some("team-b/osds/uid-b")
     );
-    // B's claim is spent; A's next question claims the turn after B's step.
-    assert_eq!(lease.annotations().get(NEXT_HOLDER), None);
+    // B's claim stands until its step opens (Ceph may yet say wait at its turn): A's question
+    // claims nothing meanwhile.
+    assert_eq!(
+        lease.annotations().get(NEXT_HOLDER).map(String::as_str),
+        Some("team-b/osds/uid-b")
+    );
+    assert!(locks_a.take(&ceph_a, &a, &keys_a).await.blocker().is_some());
+    assert_eq!(
+        server
+            .lease()
+            .annotations()
+            .get(NEXT_HOLDER)
+            .map(String::as_str),
+        Some("team-b/osds/uid-b")
+    );
+    // B said wait by Ceph lets the lock go: the turn stays B's.
+    locks_b.release(&ceph_b, &b).await;
+    assert!(locks_a.take(&ceph_a, &a, &keys_a).await.blocker().is_some());
+    assert_eq!(locks_b.take(&ceph_b, &b, &keys_b).await, LockState::Held);
+    // B's step opened: its first look spends the claim; A's next question claims the turn
+    // after B's step.
+    assert_eq!(locks_b.keep(&ceph_b, &b).await, (LockState::Held, None));
+    assert_eq!(server.lease().annotations().get(NEXT_HOLDER), None);
     assert!(locks_a.take(&ceph_a, &a, &keys_a).await.blocker().is_some());
     assert_eq!(
         server
