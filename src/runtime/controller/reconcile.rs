@@ -135,7 +135,9 @@ fn say_reconciled(cr: &CephOsd, plan: &Plan) {
 #[allow(clippy::needless_pass_by_value)] // the signature `Controller::run` wants
 pub(super) fn error_policy(cr: Arc<CephOsd>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     let object = cr.object_key();
-    let delay = ctx.backoff.delay(ctx.memory.failed(&object));
+    let delay = ctx.memory.failed(&object, Instant::now(), |failures| {
+        ctx.backoff.delay(failures)
+    });
     warn!(cephosd = %object, category = %error.category(), retry_in = ?delay, %error, "reconcile failed");
     Action::requeue(delay)
 }

@@ -25,7 +25,7 @@ use kube::runtime::watcher;
 use kube::ResourceExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Everything remembered of one CephOSD.
 #[derive(Debug, Default)]
@@ -38,8 +38,9 @@ pub(crate) struct Remembered {
     written: Option<(String, CephOsdStatus)>,
     /// Its spec expanded, with the version (`uid/resourceVersion`) it was expanded from.
     expanded: Option<(String, Arc<ExpandedSpec>)>,
-    /// Reconciles failed in a row (the retry backoff).
+    /// Retries failed in a row (the retry backoff), and when the next one is due.
     failures: u32,
+    retry_at: Option<Instant>,
     /// The open Ceph step's watch, with the step it follows (see `step_identity`).
     step_watch: Option<(String, StepWatch)>,
 }
@@ -51,6 +52,7 @@ impl Remembered {
             && self.written.is_none()
             && self.expanded.is_none()
             && self.failures == 0
+            && self.retry_at.is_none()
             && self.step_watch.is_none()
     }
 }
@@ -176,18 +178,33 @@ impl Memory {
         })
     }
 
-    /// Records a failed reconcile of `key`; returns how many failed in a row before it.
-    pub(crate) fn failed(&self, key: &str) -> u32 {
+    /// Records a failed reconcile of `key` at `now`; returns how long until the next attempt,
+    /// `delay_of` the number of retries failed in a row before it. Failures count per retry,
+    /// not per trigger: one before the retry already due (another trigger, such as the
+    /// failure's own status write) leaves that retry where it was.
+    pub(crate) fn failed(
+        &self,
+        key: &str,
+        now: Instant,
+        delay_of: impl FnOnce(u32) -> Duration,
+    ) -> Duration {
         self.with(key, |r| {
-            let before = r.failures;
-            r.failures = before.saturating_add(1);
-            before
+            if let Some(due) = r.retry_at.filter(|due| now < *due) {
+                return due - now;
+            }
+            let delay = delay_of(r.failures);
+            r.failures = r.failures.saturating_add(1);
+            r.retry_at = Some(now + delay);
+            delay
         })
     }
 
     /// Records a successful reconcile of `key`: its failures are forgotten.
     pub(crate) fn succeeded(&self, key: &str) {
-        self.with(key, |r| r.failures = 0);
+        self.with(key, |r| {
+            r.failures = 0;
+            r.retry_at = None;
+        });
     }
 }
 

@@ -6,7 +6,7 @@ use crate::testing::CephOsdBuilder;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector;
 use serde_json::json;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn cr(version: &str, updating: &[&str]) -> Arc<CephOsd> {
     Arc::new(
@@ -92,12 +92,43 @@ fn an_object_without_a_version_is_expanded_every_time() {
 fn doubles_caps_and_resets() {
     let memory = Memory::default();
     let backoff = Backoff::new(Duration::from_secs(5), Duration::from_secs(60));
-    let failed = |object: &str| backoff.delay(memory.failed(object)).as_secs();
-    let delays: Vec<u64> = (0..6).map(|_| failed("ns/a")).collect();
+    let start = Instant::now();
+    let failed = |object: &str, at: u64| {
+        let at = start + Duration::from_secs(at);
+        memory.failed(object, at, |n| backoff.delay(n)).as_secs()
+    };
+    // Each retry fails when due: 5 s after 0, 10 s after 5, ...
+    let mut at = 0;
+    let delays: Vec<u64> = (0..6)
+        .map(|_| {
+            let delay = failed("ns/a", at);
+            at += delay;
+            delay
+        })
+        .collect();
     assert_eq!(delays, [5, 10, 20, 40, 60, 60]);
-    assert_eq!(failed("ns/b"), 5, "per object");
+    assert_eq!(failed("ns/b", at), 5, "per object");
     memory.succeeded("ns/a");
-    assert_eq!(backoff.delay(memory.failed("ns/a")).as_secs(), 5);
+    assert_eq!(failed("ns/a", at), 5);
+}
+
+/// A burst of failures (the failure's own status write triggers the next reconcile, which
+/// fails the same way) counts once: the retry stays where the first put it.
+#[test]
+fn failures_before_the_retry_is_due_keep_it_where_it_was() {
+    let memory = Memory::default();
+    let backoff = Backoff::new(Duration::from_secs(5), Duration::from_secs(300));
+    let start = Instant::now();
+    let failed = |ms: u64| {
+        let at = start + Duration::from_millis(ms);
+        memory.failed("ns/a", at, |n| backoff.delay(n))
+    };
+    assert_eq!(failed(0), Duration::from_secs(5));
+    assert_eq!(failed(30), Duration::from_millis(4_970));
+    assert_eq!(failed(4_000), Duration::from_secs(1));
+    // The retry itself fails: the next one doubles.
+    assert_eq!(failed(5_000), Duration::from_secs(10));
+    assert_eq!(failed(5_100), Duration::from_millis(9_900));
 }
 
 /// Remembers one of everything of `cr`: expectations, a quiet fingerprint, a written
@@ -113,7 +144,7 @@ fn remember_everything(memory: &Memory, cr: &CephOsd) {
     });
     memory.remember(cr, &CephOsdStatus::default());
     memory.expanded(cr);
-    memory.failed(&key);
+    memory.failed(&key, Instant::now(), |_| Duration::from_secs(5));
     memory.with(&key, |r| {
         assert!(
             !r.expectations.is_empty()
@@ -175,7 +206,7 @@ fn nothing_of_a_deleted_cephosd_outlives_it() {
 fn an_entry_emptied_is_dropped() {
     let memory = Memory::default();
     let cr = named("a");
-    memory.failed(&cr.object_key());
+    memory.failed(&cr.object_key(), Instant::now(), |_| Duration::from_secs(5));
     memory.succeeded(&cr.object_key());
     assert!(remembered(&memory).is_empty());
 }
