@@ -216,6 +216,7 @@ async fn the_holder_lets_a_waiting_cephosd_have_the_next_turn() {
     let a = cephosd("team-a", "osds", "uid-a");
     let b = cephosd("team-b", "osds", "uid-b");
     let (keys_a, keys_b) = (["h1:/dev/sdb".to_owned()], ["h3:/dev/sdb".to_owned()]);
+    let next_holder = || server.lease().annotations().get(NEXT_HOLDER).cloned();
     assert_eq!(locks_a.take(&ceph_a, &a, &keys_a).await, LockState::Held);
     // B waits and claims the next turn.
     assert!(locks_b.take(&ceph_b, &b, &keys_b).await.blocker().is_some());
@@ -251,14 +252,7 @@ async fn the_holder_lets_a_waiting_cephosd_have_the_next_turn() {
         Some("team-b/osds/uid-b")
     );
     assert!(locks_a.take(&ceph_a, &a, &keys_a).await.blocker().is_some());
-    assert_eq!(
-        server
-            .lease()
-            .annotations()
-            .get(NEXT_HOLDER)
-            .map(String::as_str),
-        Some("team-b/osds/uid-b")
-    );
+    assert_eq!(next_holder().as_deref(), Some("team-b/osds/uid-b"));
     // B said wait by Ceph lets the lock go: the turn stays B's.
     locks_b.release(&ceph_b, &b).await;
     assert!(locks_a.take(&ceph_a, &a, &keys_a).await.blocker().is_some());
@@ -266,14 +260,7 @@ async fn the_holder_lets_a_waiting_cephosd_have_the_next_turn() {
     // B's step opened: its first look spends the claim; A's next question claims the turn
     // after B's step.
     assert_eq!(locks_b.keep(&ceph_b, &b).await, (LockState::Held, None));
-    assert_eq!(server.lease().annotations().get(NEXT_HOLDER), None);
+    assert_eq!(next_holder(), None);
     assert!(locks_a.take(&ceph_a, &a, &keys_a).await.blocker().is_some());
-    assert_eq!(
-        server
-            .lease()
-            .annotations()
-            .get(NEXT_HOLDER)
-            .map(String::as_str),
-        Some("team-a/osds/uid-a")
-    );
+    assert_eq!(next_holder().as_deref(), Some("team-a/osds/uid-a"));
 }
