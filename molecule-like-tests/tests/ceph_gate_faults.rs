@@ -26,6 +26,7 @@ use molecule_like_tests::operator::OperatorOptions;
 use molecule_like_tests::pods::pod_key;
 use molecule_like_tests::recording::ceph::{hosts_down, CephRecording, Observed};
 use molecule_like_tests::recording::milestones::Milestones;
+use molecule_like_tests::recording::pods::EventKind;
 use molecule_like_tests::scenario::hold;
 use serde_json::json;
 
@@ -236,8 +237,9 @@ fn old_daemon_stops(g: &Gated) -> BTreeMap<u32, Option<Duration>> {
 
 /// The mgr stopped once a step is under way, then the mon too: nothing more goes down while
 /// they are away, `CephGate` says why, and the step's replacement (never gated) is not held
-/// back: its daemon starts within [`REPLACED_WITHIN`] of its old pod being gone (1.4-2.8 s
-/// with a mgr). Once the mon and then the mgr are back the rollout completes with one host
+/// back: its pod is created within [`REPLACED_WITHIN`] of its old pod being gone, and its
+/// daemon boots without the mgr (started 1.4-2.8 s after the old pod was gone, with a mgr and
+/// an idle machine). Once the mon and then the mgr are back the rollout completes with one host
 /// down at most, no PG unavailable, no `noout` left.
 #[tokio::test]
 async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_are_back(
@@ -245,8 +247,8 @@ async fn the_mgr_then_the_mon_away_mid_step_take_nothing_more_down_until_they_ar
     Box::pin(mgr_then_mon_away("gatefault-mgr")).await
 }
 
-/// How long after its old pod is gone the step's new daemon may start (the scenarios'
-/// `--ceph-timeout` is 10 s).
+/// How long after its old pod is gone the operator may create the step's new pod: less than
+/// the scenarios' `--ceph-timeout` (10 s), so no Ceph call that hangs without a mgr came first.
 const REPLACED_WITHIN: Duration = Duration::from_secs(8);
 
 /// The journey of the test above.
@@ -291,9 +293,14 @@ async fn mgr_then_mon_away(name: &str) -> anyhow::Result<()> {
     g.check_pods_rolled_by_host().await.map_err(fail)?;
     check_others_stopped_after(&g, &step_keys, mgr_started, &report)?;
     let replaced = replacement_gaps(&g, &step);
+    let recreated = recreation_gaps(&g, &step, from)?;
     m.figure(
         "the step's new daemons started after their old pods were gone",
         format!("{replaced:?}"),
+    )
+    .figure(
+        "the step's new pods created after their old pods were gone",
+        format!("{recreated:?}"),
     )
     .span("rollout done and gate idle after the template change", done)
     .section("CephGate sequence", render_sequence(&sequence))
@@ -304,8 +311,14 @@ async fn mgr_then_mon_away(name: &str) -> anyhow::Result<()> {
     mon_condition.map_err(fail)?;
     for (id, gap) in &replaced {
         anyhow::ensure!(
+            gap.is_some(),
+            "osd.{id}: no new daemon started after its old pod was gone, without a mgr\n{report}"
+        );
+    }
+    for (key, gap) in &recreated {
+        anyhow::ensure!(
             gap.is_some_and(|gap| gap <= REPLACED_WITHIN),
-            "osd.{id}: its new daemon started {gap:?} after its old pod was gone, without a mgr \
+            "{key}: its new pod was created {gap:?} after its old pod was gone, without a mgr \
              (at most {REPLACED_WITHIN:?})\n{report}\noperator log:\n{}",
             gate_log(&g)
         );
@@ -435,6 +448,34 @@ fn replacement_gaps(g: &Gated, step: &CephStep) -> Vec<(u32, Option<Duration>)> 
             (o.id, gap)
         })
         .collect()
+}
+
+/// For each key of `step`: how long after its old pod was gone (deleted, in the pod watch,
+/// from `from` on) its new pod was created.
+fn recreation_gaps(
+    g: &Gated,
+    step: &CephStep,
+    from: Duration,
+) -> anyhow::Result<Vec<(String, Option<Duration>)>> {
+    let events = g.s.recorder()?.events();
+    let first = |key: &str, kind: EventKind, after: usize| {
+        (events.iter()).find(|e| {
+            e.seq >= after
+                && e.at >= from
+                && e.kind == kind
+                && pod_key(&e.pod).is_some_and(|k| k.to_string() == key)
+        })
+    };
+    Ok((step.keys.iter())
+        .map(|key| {
+            let gone = first(key, EventKind::Deleted, 0);
+            let created = gone.and_then(|gone| first(key, EventKind::Added, gone.seq));
+            let gap = gone
+                .zip(created)
+                .map(|(gone, created)| created.at.saturating_sub(gone.at));
+            (key.clone(), gap)
+        })
+        .collect())
 }
 
 /// The operator SIGKILLed while its step's OSD is down with `noout`: a new process finishes
