@@ -23,7 +23,7 @@ fn no_module_imports_a_module_that_imports_it_back() {
     // The check reads what it should: paths in `use` trees and in code alike.
     for (from, to) in [
         ("runtime::controller::plan_inputs", "plan"),
-        ("plan::seen", "pod::osd_pod"),
+        ("plan::phases::seen", "pod::osd_pod"),
         ("runtime::observe::owned_objects", "pod::identity"),
         ("runtime::controller::watches", "pod::owner_reference"),
     ] {
@@ -84,6 +84,17 @@ fn each_layer_uses_only_those_before_it() {
     }
 }
 
+/// The planner's parts in order: each uses only those before it. What was observed, what a
+/// plan says (its vocabulary), the gate and the topology, the rules, then the phases that apply
+/// them; `plan` itself (`plan_expanded`) runs the phases.
+const PLAN_PARTS: [&[&str]; 5] = [
+    &["observed"],
+    &["says"],
+    &["gate", "topology"],
+    &["rules"],
+    &["phases"],
+];
+
 /// The runtime's parts (its folders and the files beside them) in order: each uses only those
 /// before it. What it remembers and the process's services come first; the controller ties
 /// observing, asking Ceph and acting together; the operator runs it.
@@ -97,26 +108,45 @@ const RUNTIME_PARTS: [&[&str]; 6] = [
 ];
 
 #[test]
+fn each_part_of_the_planner_uses_only_those_before_it() {
+    let graph = Graph::of(&read_sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+    ));
+    let parts = graph.parts_of("plan");
+    assert!(parts.modules.len() >= 6, "read {:?}", parts.modules);
+    let against = parts.against_order("plan", &PLAN_PARTS);
+    assert!(against.is_empty(), "{}", against.join("; "));
+}
+
+#[test]
 fn each_part_of_the_runtime_uses_only_those_before_it() {
     let graph = Graph::of(&read_sources(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
     ));
-    let rank = |part: &str| {
-        RUNTIME_PARTS
-            .iter()
-            .position(|l| l.contains(&part))
-            .unwrap_or_else(|| panic!("runtime part {part} is not in RUNTIME_PARTS"))
-    };
     let parts = graph.parts_of("runtime");
     assert!(parts.modules.len() >= 8, "read {:?}", parts.modules);
-    for (from, targets) in &parts.edges {
-        for to in targets {
-            assert!(
-                rank(to) < rank(from),
-                "runtime::{from} uses runtime::{to}, which comes after it: {RUNTIME_PARTS:?}"
-            );
-        }
-    }
+    let against = parts.against_order("runtime", &RUNTIME_PARTS);
+    assert!(against.is_empty(), "{}", against.join("; "));
+}
+
+#[test]
+fn a_part_using_a_later_one_or_an_unlisted_one_is_found() {
+    let sources = sources(&[
+        ("plan/mod.rs", ""),
+        ("plan/says/mod.rs", "use crate::plan::rules::budget::B;"),
+        ("plan/rules/mod.rs", ""),
+        ("plan/rules/budget.rs", "use crate::plan::says::events::E;"),
+        ("plan/says/events.rs", ""),
+        ("plan/extra.rs", "use crate::plan::says::events::E;"),
+    ]);
+    let parts = Graph::of(&sources).parts_of("plan");
+    assert_eq!(
+        parts.against_order("plan", &[&["says"], &["rules"]]),
+        [
+            "plan::extra is not in the order: [[\"says\"], [\"rules\"]]",
+            "plan::says uses plan::rules, which comes after it: [[\"says\"], [\"rules\"]]",
+        ]
+    );
 }
 
 #[test]
@@ -135,13 +165,13 @@ fn a_parent_and_its_child_importing_each_other_are_a_circle() {
     let sources = sources(&[
         (
             "plan/mod.rs",
-            "mod status;\nuse crate::plan::status::Summary;",
+            "mod status;\nuse crate::plan::phases::report::status::Summary;",
         ),
-        ("plan/status.rs", "use crate::plan::Plan;"),
+        ("plan/phases/report/status.rs", "use crate::plan::Plan;"),
     ]);
     assert_eq!(
         Graph::of(&sources).circles(),
-        [vec!["plan", "plan::status"]]
+        [vec!["plan", "plan::phases::report::status"]]
     );
 }
 
@@ -161,6 +191,20 @@ fn tests_comments_and_strings_import_nothing() {
     let graph = Graph::of(&sources);
     assert_eq!(graph.modules, BTreeSet::from(["a".into(), "b".into()]));
     assert!(graph.circles().is_empty(), "{:?}", graph.edges);
+}
+
+#[test]
+fn a_visibility_imports_nothing() {
+    let sources = sources(&[
+        ("a/mod.rs", "mod b;\nuse crate::a::b::f;"),
+        (
+            "a/b.rs",
+            "pub(in crate::a) fn f() {}\npub(in crate::a) struct S;",
+        ),
+    ]);
+    let graph = Graph::of(&sources);
+    assert!(graph.edges["a::b"].is_empty(), "{:?}", graph.edges);
+    assert!(graph.circles().is_empty());
 }
 
 #[test]
@@ -366,6 +410,27 @@ impl Graph {
         parts
     }
 
+    /// Each edge of this graph of `parent`'s parts that goes against `order` (a part may use
+    /// only those before it), and each part `order` does not list, described.
+    fn against_order(&self, parent: &str, order: &[&[&str]]) -> Vec<String> {
+        let rank = |part: &str| order.iter().position(|l| l.contains(&part));
+        let mut found = Vec::new();
+        for (from, targets) in &self.edges {
+            let Some(from_rank) = rank(from) else {
+                found.push(format!("{parent}::{from} is not in the order: {order:?}"));
+                continue;
+            };
+            for to in targets {
+                if rank(to).is_none_or(|to_rank| to_rank >= from_rank) {
+                    found.push(format!(
+                        "{parent}::{from} uses {parent}::{to}, which comes after it: {order:?}"
+                    ));
+                }
+            }
+        }
+        found
+    }
+
     /// The strongly connected components of two or more modules, each sorted.
     fn circles(&self) -> Vec<Vec<String>> {
         let mut tarjan = Tarjan {
@@ -433,7 +498,7 @@ impl<'a> Tarjan<'a> {
     }
 }
 
-/// `plan/status.rs` → `plan::status`, `plan/mod.rs` → `plan`; None for the crate roots.
+/// `plan/phases/report/status.rs` → `plan::phases::report::status`, `plan/mod.rs` → `plan`; None for the crate roots.
 fn module_of(path: &Path) -> Option<String> {
     let mut parts: Vec<String> = path
         .with_extension("")
@@ -619,13 +684,15 @@ fn imported_paths(code: &str) -> Vec<Vec<String>> {
         rest.replace_range(start..start + length, &" ".repeat(length));
         search = start + length;
     }
-    // Then paths in code: `crate::a::b(...)`, `super::c::D`.
+    // Then paths in code: `crate::a::b(...)`, `super::c::D`; a visibility (`pub(in crate::a)`)
+    // imports nothing.
     let tokens = tokens(&rest);
     let mut i = 0;
     while i < tokens.len() {
         if matches!(tokens[i].as_str(), "crate" | "super" | "self")
             && tokens.get(i + 1).map(String::as_str) == Some("::")
             && (i == 0 || tokens[i - 1] != "::")
+            && !(i >= 2 && tokens[i - 1] == "in" && tokens[i - 2] == "(")
         {
             let mut path = vec![tokens[i].clone()];
             let mut j = i + 1;

@@ -4,7 +4,7 @@
 //! rollout's median. Paused time is not counted.
 
 use crate::crd::{CephOsd, RolloutProgress};
-use crate::plan::progress::median;
+use crate::plan::phases::report::progress::median;
 use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 

@@ -6,7 +6,7 @@ use crate::crd::osd::{CountingSuffix, SuffixSource};
 use crate::crd::{apply_server_defaults, CephOsd};
 use crate::hash::TemplateHash;
 use crate::labels::PodState;
-use crate::plan::actions::Action;
+use crate::plan::says::actions::Action;
 use crate::plan::{plan, Observed};
 use crate::pod::osd_pod::render_pod;
 use crate::pod::pod_additions::{PodIdentity, RenderError};

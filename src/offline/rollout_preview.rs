@@ -7,7 +7,7 @@ use crate::crd::osd::CountingSuffix;
 use crate::crd::CephOsd;
 use crate::labels;
 use crate::offline::failure_domains::RecordedDomains;
-use crate::plan::actions::Action;
+use crate::plan::says::actions::Action;
 use crate::plan::{plan, Hold, Observed};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};

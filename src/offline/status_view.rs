@@ -9,7 +9,7 @@ use crate::labels;
 use crate::offline::eta::{elapsed, StepEstimate};
 use crate::offline::failure_domains::RecordedDomains;
 use crate::offline::rollout_preview::RolloutPreview;
-use crate::plan::expanded_spec::ExpandedSpec;
+use crate::plan::rules::expanded_spec::ExpandedSpec;
 use crate::pod::pod_status::ready_since;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

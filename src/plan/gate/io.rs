@@ -8,8 +8,8 @@ use super::verdict::{Blocker, GateDecision};
 use crate::ceph::{OsdDump, OsdId};
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
-use crate::plan::actions::Action;
-use crate::plan::events::PlannedEvent;
+use crate::plan::says::actions::Action;
+use crate::plan::says::events::PlannedEvent;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -177,7 +177,7 @@ pub struct GateSubject {
 }
 
 /// The `CephGate` condition.
-pub(crate) type GateCondition = crate::plan::conditions::StatedCondition;
+pub(crate) type GateCondition = crate::plan::says::conditions::StatedCondition;
 
 /// What the gate is given.
 pub(crate) struct GateInput<'a> {

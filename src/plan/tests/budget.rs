@@ -4,7 +4,7 @@
 //! interleave, never more update domains are down than `maxUnavailable`.
 
 use super::*;
-use crate::plan::budget::budget_name;
+use crate::plan::rules::budget::budget_name;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -633,7 +633,7 @@ proptest! {
 fn ceph_closes_the_budget_unless_every_pg_is_clean_and_says_why() {
     use crate::ceph::parse_pg_stat;
     use crate::ceph::test_data::fixture;
-    use crate::plan::budget::closed_for_pgs;
+    use crate::plan::rules::budget::closed_for_pgs;
     let pgs = |name: &str| parse_pg_stat(&fixture(name)).expect("recorded pg stat");
     assert_eq!(closed_for_pgs(Ok(Some(&pgs("pg_stat_clean")))), None);
     let down = closed_for_pgs(Ok(Some(&pgs("pg_stat_one_osd_down")))).expect("closed");

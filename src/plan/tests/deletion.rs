@@ -6,8 +6,8 @@
 use super::removal::kinds;
 use super::*;
 use crate::ceph::OsdId;
-use crate::plan::deletion::{deletion_of, finalizer_write, FINALIZER};
 use crate::plan::gate::{CephInput, DrainProgress, StepProgress};
+use crate::plan::rules::deletion::{deletion_of, finalizer_write, FINALIZER};
 
 const HOSTS: [&str; 3] = ["w1", "w2", "w3"];
 

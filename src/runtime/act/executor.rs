@@ -6,11 +6,11 @@
 use crate::ceph::CephClient;
 use crate::crd::{CephOsd, CephOsdStatus};
 use crate::labels;
-use crate::plan::actions::Action;
-use crate::plan::events::EventReason;
-use crate::plan::events::PlannedEvent;
-use crate::plan::events::{describe, event_for, fold_mass_events, newly_stalled};
-use crate::plan::status::failed_status;
+use crate::plan::phases::report::status::failed_status;
+use crate::plan::says::actions::Action;
+use crate::plan::says::events::EventReason;
+use crate::plan::says::events::PlannedEvent;
+use crate::plan::says::events::{describe, event_for, fold_mass_events, newly_stalled};
 use crate::plan::Plan;
 use futures::stream::FuturesUnordered;
 use futures::{stream, StreamExt};

@@ -1,9 +1,9 @@
-//! The operator's finalizer on CephOSDs (`plan::deletion` decides), and whether a CephOSD's
+//! The operator's finalizer on CephOSDs (`plan::rules::deletion` decides), and whether a CephOSD's
 //! namespace is being deleted. A finalizer write is a merge patch of `metadata.finalizers`
 //! at the resourceVersion it was computed from: another writer's finalizers are never lost.
 
 use crate::crd::CephOsd;
-use crate::plan::deletion::FINALIZER;
+use crate::plan::rules::deletion::FINALIZER;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};

@@ -9,12 +9,12 @@ use crate::ceph::{
 use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
 use crate::labels;
-use crate::plan::budget::closed_for_pgs;
 use crate::plan::gate::conversation::{self, Turn};
 use crate::plan::gate::{
     not_booted, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff, GateSubject,
     StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
+use crate::plan::rules::budget::closed_for_pgs;
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::ceph_drain::look_at_drain;
 use crate::runtime::memory::Memory;

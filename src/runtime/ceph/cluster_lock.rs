@@ -1,14 +1,14 @@
-//! The step lock of each Ceph cluster as Leases (the rules are `plan::cluster_lock`): asked
+//! The step lock of each Ceph cluster as Leases (the rules are `plan::rules::cluster_lock`): asked
 //! before Ceph is asked whether a step may start, kept while the step is open, released once
 //! no step stays open. The Ceph cluster is told by its `fsid`, asked once per client.
 
 use crate::ceph::{CephClient, CephError, CephFacts};
 use crate::crd::CephOsd;
-use crate::plan::cluster_lock::{
+use crate::plan::gate::GateAnswer;
+use crate::plan::rules::cluster_lock::{
     decide, held_by, lock_name, lost, LockDecision, LockHolder, LockLost, LockState, Purpose,
     LOCK_DURATION, NEXT_HOLDER, NEXT_SINCE, STEP_KEYS,
 };
-use crate::plan::gate::GateAnswer;
 use crate::runtime::ceph::ceph_gate::{answer, Question};
 use crate::runtime::ceph::lock_place::{LockPlaceRecord, PlaceRefused};
 use crate::runtime::memory::locked::locked;

@@ -1,9 +1,9 @@
-//! The step lock's place recorded in Ceph (the rules are `plan::lock_place`): read before a new
+//! The step lock's place recorded in Ceph (the rules are `plan::rules::lock_place`): read before a new
 //! step takes the Lease, written when absent, stale or due, read back after a claim. This
 //! Kubernetes cluster is told by its `kube-system` Namespace's uid, read once.
 
 use crate::ceph::{CephClient, CephError};
-use crate::plan::lock_place::{
+use crate::plan::rules::lock_place::{
     check_back, decide, LockPlace, PlaceDecision, PlaceRecord, Refused, PLACE_KEY, SETTLE,
 };
 use crate::runtime::memory::locked::locked;

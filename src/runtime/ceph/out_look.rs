@@ -3,7 +3,7 @@
 
 use crate::ceph::CephClient;
 use crate::crd::CephOsd;
-use crate::plan::out_osds::out_changed;
+use crate::plan::rules::out_osds::out_changed;
 use std::collections::BTreeSet;
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! live one gets the operator's finalizer first.
 
 use crate::crd::CephOsd;
-use crate::plan::deletion::{self, Deletion, FinalizerWrite};
+use crate::plan::rules::deletion::{self, Deletion, FinalizerWrite};
 use crate::runtime::act::finalizer;
 use crate::runtime::controller::context::Context;
 use crate::runtime::controller::reconcile_error::ReconcileError;

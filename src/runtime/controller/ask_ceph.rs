@@ -5,8 +5,8 @@
 
 use crate::ceph::CephFacts;
 use crate::crd::CephOsd;
-use crate::plan::cluster_lock::LockState;
 use crate::plan::gate::{CephInput, CephView, GateAnswer};
+use crate::plan::rules::cluster_lock::LockState;
 use crate::plan::Plan;
 use crate::runtime::ceph::ceph_gate::{decision_label, Question};
 use crate::runtime::ceph::cluster_lock::answer_holding_the_lock;

@@ -3,9 +3,9 @@
 //! nothing of a deleted CephOSD is left, the metrics, and when to reconcile again.
 
 use crate::crd::CephOsd;
-use crate::plan::cluster_lock::releases;
-use crate::plan::deletion::{Deletion, FinalizerWrite};
-use crate::plan::events::EventReason;
+use crate::plan::rules::cluster_lock::releases;
+use crate::plan::rules::deletion::{Deletion, FinalizerWrite};
+use crate::plan::says::events::EventReason;
 use crate::plan::Plan;
 use crate::runtime::act::executor::{ExecuteError, Executor};
 use crate::runtime::controller::admit::write_finalizer;

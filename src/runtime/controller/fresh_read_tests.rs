@@ -5,7 +5,7 @@
 use super::*;
 use crate::crd::CephOsd;
 use crate::crd::UpdateDomain;
-use crate::plan::deletion;
+use crate::plan::rules::deletion;
 use crate::plan::tests::{converged, cr};
 use crate::runtime::ceph::ceph_gate::GateSettings;
 use crate::runtime::controller::reconcile::reconcile;

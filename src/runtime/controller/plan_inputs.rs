@@ -6,9 +6,9 @@
 
 use crate::crd::osd::{OsdKey, RandomSuffix};
 use crate::crd::CephOsd;
-use crate::plan::disk_claims::DiskClaims;
-use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::gate::CephView;
+use crate::plan::rules::disk_claims::DiskClaims;
+use crate::plan::rules::expanded_spec::ExpandedSpec;
 use crate::plan::{plan_expanded, Observed, Plan};
 use crate::runtime::act::finalizer;
 use crate::runtime::controller::admit::awaits_deletion;

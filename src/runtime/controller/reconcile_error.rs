@@ -1,6 +1,6 @@
 //! Why a reconcile failed, and the failure's category in the metrics.
 
-use crate::plan::failure::Failure;
+use crate::plan::says::failure::Failure;
 use crate::runtime::act::executor::ExecuteError;
 
 #[derive(Debug, thiserror::Error)]

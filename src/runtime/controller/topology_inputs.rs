@@ -5,7 +5,7 @@
 
 use crate::crd::storage_rules::normalise_host;
 use crate::crd::{CephOsd, UpdateDomain};
-use crate::plan::expanded_spec::ExpandedSpec;
+use crate::plan::rules::expanded_spec::ExpandedSpec;
 use crate::plan::topology::TopologyView;
 use crate::pod::pod_record::bound_host;
 use crate::runtime::ceph::crush_look::{look_at_crush, CrushLook};

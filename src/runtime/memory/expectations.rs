@@ -10,7 +10,7 @@
 //! argument.
 
 use crate::labels;
-use crate::plan::actions::Action;
+use crate::plan::says::actions::Action;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -16,8 +16,8 @@ pub(crate) mod locked;
 
 use crate::ceph::OsdId;
 use crate::crd::{CephOsd, CephOsdStatus, CephStep};
-use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::gate::StepWatch;
+use crate::plan::rules::expanded_spec::ExpandedSpec;
 use crate::runtime::memory::expectations::Expectations;
 use crate::runtime::memory::locked::locked;
 use kube::runtime::reflector::{ObjectRef, Store};

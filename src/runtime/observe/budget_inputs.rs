@@ -4,7 +4,7 @@
 //! CephOSDs a change of either concerns.
 
 use crate::crd::CephOsd;
-use crate::plan::budget::DisruptionView;
+use crate::plan::rules::budget::DisruptionView;
 use crate::pod::owner_reference::is_cephosd;
 use crate::runtime::backoff::WatchRetry;
 use futures::{Stream, TryStreamExt};

@@ -2,7 +2,7 @@
 //! again only when a CephOSD appears, goes, or changes its spec.
 
 use crate::crd::CephOsd;
-use crate::plan::disk_claims::{Claimant, DiskClaims};
+use crate::plan::rules::disk_claims::{Claimant, DiskClaims};
 use crate::runtime::memory::locked::locked;
 use crate::runtime::memory::Memory;
 use kube::runtime::reflector::Store;

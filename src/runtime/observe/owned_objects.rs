@@ -13,8 +13,8 @@
 use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
 use crate::labels;
-use crate::plan::actions::Action;
-use crate::plan::expanded_spec::ExpandedSpec;
+use crate::plan::rules::expanded_spec::ExpandedSpec;
+use crate::plan::says::actions::Action;
 use crate::pod::identity::held_disks;
 use crate::pod::owner_reference::is_cephosd;
 use crate::runtime::memory::expectations::{Expectations, Expected, Readiness};

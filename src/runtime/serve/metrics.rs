@@ -3,8 +3,8 @@
 //! step, the drains waiting for its budget), so alerts can say how long a thing has lasted.
 
 use crate::crd::CephOsdStatus;
-use crate::plan::failure::Failure;
-use crate::plan::status::Summary;
+use crate::plan::phases::report::status::Summary;
+use crate::plan::says::failure::Failure;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

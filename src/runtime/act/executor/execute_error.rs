@@ -1,7 +1,7 @@
 //! What can go wrong while a plan's writes are carried out, and what each failure is called.
 
 use crate::ceph::{osd_list, CephError, OsdId};
-use crate::plan::failure::Failure;
+use crate::plan::says::failure::Failure;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ExecuteError {

@@ -4,8 +4,8 @@
 use super::*;
 use crate::ceph::OsdId;
 use crate::crd::osd::OsdKey;
-use crate::plan::actions::{CreateReason, DeleteReason};
-use crate::plan::failure::Failure;
+use crate::plan::says::actions::{CreateReason, DeleteReason};
+use crate::plan::says::failure::Failure;
 use crate::runtime::scripted_api::{scripted_client, Received, Sent};
 use crate::testing::CephOsdBuilder;
 use hyper::{Method, StatusCode};

@@ -1,6 +1,6 @@
 use super::*;
 use crate::crd::osd::OsdKey;
-use crate::plan::actions::DeleteReason;
+use crate::plan::says::actions::DeleteReason;
 
 fn delete() -> Action {
     Action::Delete {

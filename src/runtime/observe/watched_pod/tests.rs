@@ -174,7 +174,7 @@ fn a_pre_pull_pod_keeps_its_container_states_an_osd_pod_does_not() {
 /// so the planner reads the pull as done. Without them it read "pulling" until the deadline.
 #[test]
 fn a_running_pre_pull_pod_reads_as_pulled_from_the_cache() {
-    use crate::plan::pre_pull::pulled::{pulled, Pulled};
+    use crate::plan::phases::pre_pull::pulled::{pulled, Pulled};
     let running = json!({"running": {"startedAt": "2026-01-01T00:00:01Z"}});
     let (full, cached) = decoded(&json!({
         "metadata": {"name": "p", "labels": {"ceph.elemental.net/pre-pull": "true"}},

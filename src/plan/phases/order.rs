@@ -7,40 +7,40 @@
 use crate::crd::osd::OsdKey;
 use crate::crd::CephStep;
 use crate::labels::PodState;
-use crate::plan::actions::Action;
-use crate::plan::budget::{label_patches, plan_budget, BudgetInput, BudgetPlan, Keeping};
-use crate::plan::classify::{ObservedPod, PodClass, Workload};
-use crate::plan::decide::{Decided, Proposed};
-use crate::plan::deletion::Deletion;
-use crate::plan::events::{EventReason, PlannedEvent};
 use crate::plan::gate::{GateOutcome, GateSubject};
-use crate::plan::pre_pull::PrePullOutcome;
-use crate::plan::seen::Seen;
+use crate::plan::observed::classify::{ObservedPod, PodClass, Workload};
+use crate::plan::phases::decide::{Decided, Proposed};
+use crate::plan::phases::pre_pull::PrePullOutcome;
+use crate::plan::phases::seen::Seen;
+use crate::plan::rules::budget::{label_patches, plan_budget, BudgetInput, BudgetPlan, Keeping};
+use crate::plan::rules::deletion::Deletion;
+use crate::plan::says::actions::Action;
+use crate::plan::says::events::{EventReason, PlannedEvent};
 use std::collections::HashSet;
 
 /// The plan's writes in order, and what they start.
-pub(super) struct Ordered {
-    pub(super) actions: Vec<Action>,
+pub(in crate::plan) struct Ordered {
+    pub(in crate::plan) actions: Vec<Action>,
     /// The OSDs whose pods the rollout step takes down in this plan, in order.
-    pub(super) replacing: Vec<OsdKey>,
+    pub(in crate::plan) replacing: Vec<OsdKey>,
     /// The update domains the step starts (those down already included).
-    pub(super) started: Vec<String>,
+    pub(in crate::plan) started: Vec<String>,
     /// Of those, the ones not down already: reserved in the budget before their pods go.
-    pub(super) starting: Vec<String>,
+    pub(in crate::plan) starting: Vec<String>,
     /// `status.cephStep` after this plan.
-    pub(super) ceph_step: Option<CephStep>,
+    pub(in crate::plan) ceph_step: Option<CephStep>,
     /// The keys to ask Ceph about before the step's deletions can go.
-    pub(super) question: Option<Vec<GateSubject>>,
+    pub(in crate::plan) question: Option<Vec<GateSubject>>,
     /// Warnings for the pods marked out of date because their annotations disagree.
-    pub(super) tampered: Vec<PlannedEvent>,
+    pub(in crate::plan) tampered: Vec<PlannedEvent>,
     /// The disruption budget's status, condition and events (its writes are in `actions`).
-    pub(super) budget: BudgetPlan,
+    pub(in crate::plan) budget: BudgetPlan,
 }
 
 /// Orders the writes `proposed` by the decide phase as `gated` lets them go, with the
 /// pre-pull pods' writes. `closed`: why Ceph's PGs keep the disruption budget closed, if
 /// they do.
-pub(super) fn order(
+pub(in crate::plan) fn order(
     seen: &Seen<'_>,
     decided: &Decided<'_>,
     gated: &GateOutcome,

@@ -3,10 +3,10 @@
 
 use crate::crd::osd::OsdKey;
 use crate::crd::CephOsdStatus;
-use crate::plan::actions::{Action, CreateReason, DeleteReason};
-use crate::plan::classify::ObservedPod;
-use crate::plan::conditions::{ConditionReason, ConditionType};
-use crate::plan::failure::Failure;
+use crate::plan::observed::classify::ObservedPod;
+use crate::plan::says::actions::{Action, CreateReason, DeleteReason};
+use crate::plan::says::conditions::{ConditionReason, ConditionType};
+use crate::plan::says::failure::Failure;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 /// An Event to publish on the CephOSD, computed as data.

@@ -2,19 +2,19 @@
 //! with what a CephOSD being deleted changes.
 
 use crate::crd::CephStep;
-use crate::plan::classify::{ObservedPod, PodClass};
-use crate::plan::conditions::ConditionReason;
-use crate::plan::decide::Decided;
-use crate::plan::deletion::{open_step_at_deletion, Deletion};
 use crate::plan::gate::{gate, CephView, GateCondition, GateInput, GateOutcome, GateSubject};
-use crate::plan::seen::Seen;
+use crate::plan::observed::classify::{ObservedPod, PodClass};
+use crate::plan::phases::decide::Decided;
+use crate::plan::phases::seen::Seen;
+use crate::plan::rules::deletion::{open_step_at_deletion, Deletion};
+use crate::plan::says::conditions::ConditionReason;
 use crate::plan::topology::HostBuckets;
 use k8s_openapi::jiff::Timestamp;
 
 /// The gate on the rollout step of `decided`, whose deletions are about `subjects`: what the
 /// gate lets go, asks, records and says. A CephOSD being deleted ends its open step its own
 /// way; one whose pods all go at once takes nothing down and asks nothing.
-pub(super) fn gate_step(
+pub(in crate::plan) fn gate_step(
     seen: &Seen<'_>,
     ceph: &CephView,
     decided: &Decided<'_>,

@@ -8,10 +8,10 @@
 
 use crate::ceph::{osd_list, OsdId};
 use crate::crd::{CephOsd, CephStep};
-use crate::plan::actions::Action;
-use crate::plan::conditions::ConditionReason;
-use crate::plan::events::{EventReason, PlannedEvent};
 use crate::plan::gate::{GateCondition, GateOutcome};
+use crate::plan::says::actions::Action;
+use crate::plan::says::conditions::ConditionReason;
+use crate::plan::says::events::{EventReason, PlannedEvent};
 use k8s_openapi::jiff::SignedDuration;
 use std::collections::BTreeMap;
 

@@ -2,48 +2,48 @@
 //! update domain's turn), with what the gate and the report read of it.
 
 use crate::crd::osd::OsdKey;
-use crate::plan::actions::{Action, DeleteReason};
-use crate::plan::classify::{ObservedPod, PodClass, Workload};
 use crate::plan::gate::GateSubject;
-use crate::plan::rollout::{rollout_step, Candidate, Hold, Limits, Missing};
-use crate::plan::seen::{Removal, Seen};
+use crate::plan::observed::classify::{ObservedPod, PodClass, Workload};
+use crate::plan::phases::seen::{Removal, Seen};
+use crate::plan::rules::rollout::{rollout_step, Candidate, Hold, Limits, Missing};
+use crate::plan::says::actions::{Action, DeleteReason};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The rollout step's outcome besides its deletions: what the gate and the report read.
-pub(super) struct Rollout {
-    pub(super) halted: Option<String>,
+pub(in crate::plan) struct Rollout {
+    pub(in crate::plan) halted: Option<String>,
     /// Update domains with a missing, not-yet-Ready or still-terminating OSD pod.
-    pub(super) unavailable: BTreeSet<String>,
+    pub(in crate::plan) unavailable: BTreeSet<String>,
     /// The keys of every candidate still standing (live and Ready).
-    pub(super) standing: BTreeSet<String>,
+    pub(in crate::plan) standing: BTreeSet<String>,
     /// The update domains with an out-of-date pod (or era ReplicaSet).
-    pub(super) out_of_date: BTreeSet<String>,
+    pub(in crate::plan) out_of_date: BTreeSet<String>,
     /// Those `partition` or a canary hold.
-    pub(super) held: BTreeMap<String, Hold>,
+    pub(in crate::plan) held: BTreeMap<String, Hold>,
     /// The hold the rollout stops at, when nothing else waits.
-    pub(super) halted_by: Option<Hold>,
+    pub(in crate::plan) halted_by: Option<Hold>,
     /// Whether `halted` is the disruption budget's reason.
-    pub(super) waits_for_budget: bool,
+    pub(in crate::plan) waits_for_budget: bool,
 }
 
 /// The deletions of the rollout step, which the gate may trim.
 #[derive(Default)]
-pub(super) struct StepDeletions {
-    pub(super) actions: Vec<Action>,
+pub(in crate::plan) struct StepDeletions {
+    pub(in crate::plan) actions: Vec<Action>,
     /// The update domain of each of `actions`.
-    pub(super) action_domains: Vec<String>,
+    pub(in crate::plan) action_domains: Vec<String>,
     /// The OSDs whose pods go now, in order.
-    pub(super) replacing: Vec<OsdKey>,
+    pub(in crate::plan) replacing: Vec<OsdKey>,
     /// The update domains started now.
-    pub(super) domains: Vec<String>,
+    pub(in crate::plan) domains: Vec<String>,
     /// The keys of the chosen deletions with their pods, for the Ceph gate.
-    pub(super) subjects: Vec<GateSubject>,
+    pub(in crate::plan) subjects: Vec<GateSubject>,
 }
 
 /// At most `maxUnavailable` update domains unavailable at once: out-of-date pods (their
 /// successors follow) and the removals, by update domain; a blocked OSD's pod is not
 /// replaced.
-pub(super) fn rollout(
+pub(in crate::plan) fn rollout(
     seen: &Seen<'_>,
     current: &[&ObservedPod],
     removals: &[Removal<'_>],
@@ -164,7 +164,7 @@ fn subjects(seen: &Seen<'_>, candidates: &[Candidate<'_>], chosen: &[usize]) -> 
 
 impl StepDeletions {
     /// Only the deletions of the update domains `allowed` (Ceph let the first go).
-    pub(super) fn keep_domains(
+    pub(in crate::plan) fn keep_domains(
         &mut self,
         allowed: &BTreeSet<String>,
         domain_of: impl Fn(&OsdKey) -> String,
@@ -183,7 +183,7 @@ impl StepDeletions {
     }
 
     /// Only the deletions of the keys `allowed` (a drain's, once Ceph let its OSDs go).
-    pub(super) fn keep_keys(&mut self, allowed: &BTreeSet<String>) {
+    pub(in crate::plan) fn keep_keys(&mut self, allowed: &BTreeSet<String>) {
         let kept = |key: Option<&OsdKey>| key.is_some_and(|k| allowed.contains(&k.to_string()));
         let actions = std::mem::take(&mut self.actions);
         let domains = std::mem::take(&mut self.action_domains);
@@ -215,7 +215,7 @@ fn pod_of(seen: &Seen<'_>, candidate: &Candidate<'_>, key: &OsdKey) -> Option<St
     }
 }
 
-pub(super) fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
+pub(in crate::plan) fn delete(pod: &ObservedPod, reason: DeleteReason) -> Action {
     let (name, uid, key) = (pod.name.clone(), pod.uid.clone(), pod.key.clone());
     match pod.workload {
         Workload::Pod => Action::Delete {

@@ -5,12 +5,12 @@
 
 use crate::crd::{BudgetStatus, CephOsdStatus, CephStep, Phase};
 use crate::hash::TemplateHash;
-use crate::plan::conditions::{
+use crate::plan::gate::GateCondition;
+use crate::plan::rules::rollout::Hold;
+use crate::plan::says::conditions::{
     ConditionReason as Reason, ConditionType, SpecProblem, StatedCondition,
 };
-use crate::plan::failure::Failure;
-use crate::plan::gate::GateCondition;
-use crate::plan::rollout::Hold;
+use crate::plan::says::failure::Failure;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::BTreeMap;

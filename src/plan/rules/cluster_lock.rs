@@ -100,7 +100,7 @@ pub(crate) enum LockState {
     Failed(String),
     /// Ceph did not tell its fsid: which lock is not known (no step starts).
     NoFsid(String),
-    /// Ceph records another place for its step lock (`plan::lock_place`): no step starts.
+    /// Ceph records another place for its step lock (`plan::rules::lock_place`): no step starts.
     PlaceDiffers(String),
 }
 

@@ -1,41 +1,44 @@
 //! The report phase: what the plan says of itself: the summary, the status the CephOSD
 //! should show, the events, and when to look again.
 
+pub(crate) mod progress;
+pub(crate) mod status;
+
 use crate::crd::CephOsdStatus;
 use crate::crd::FailureDomainsStatus;
-use crate::plan::classify::{ObservedPod, PodClass, Workload};
-use crate::plan::conditions::{ConditionReason, ConditionType, SpecProblem};
-use crate::plan::decide::Decided;
-use crate::plan::deletion::{finalizer_write, went_at_once, Deletion, FinalizerWrite};
-use crate::plan::events::{
+use crate::plan::gate::{osd_ids, CephInput, CephView, GateOutcome};
+use crate::plan::observed::classify::{ObservedPod, PodClass, Workload};
+use crate::plan::phases::decide::Decided;
+use crate::plan::phases::order::Ordered;
+use crate::plan::phases::pre_pull::PrePullOutcome;
+use crate::plan::phases::report::progress::{next_progress, ProgressInput};
+use crate::plan::phases::report::status::{compute_status, StatusInput, Summary};
+use crate::plan::phases::seen::Seen;
+use crate::plan::rules::deletion::{finalizer_write, went_at_once, Deletion, FinalizerWrite};
+use crate::plan::rules::out_osds::OutOutcome;
+use crate::plan::rules::rollout::{deadlines, Deadlines, Hold};
+use crate::plan::says::conditions::{ConditionReason, ConditionType, SpecProblem};
+use crate::plan::says::events::{
     foreign_pod_events, transition_events, unschedulable_events, EventReason, PlannedEvent,
 };
-use crate::plan::gate::{osd_ids, CephInput, CephView, GateOutcome};
-use crate::plan::ordered::Ordered;
-use crate::plan::out_osds::OutOutcome;
-use crate::plan::pre_pull::PrePullOutcome;
-use crate::plan::progress::{next_progress, ProgressInput};
-use crate::plan::rollout::{deadlines, Deadlines, Hold};
-use crate::plan::seen::Seen;
-use crate::plan::status::{compute_status, StatusInput, Summary};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the plan says of itself.
-pub(super) struct Report {
-    pub(super) summary: Summary,
+pub(in crate::plan) struct Report {
+    pub(in crate::plan) summary: Summary,
     /// Why no rollout step started although pods wait for one, if so.
-    pub(super) halted: Option<String>,
-    pub(super) spec_problems: Vec<SpecProblem>,
+    pub(in crate::plan) halted: Option<String>,
+    pub(in crate::plan) spec_problems: Vec<SpecProblem>,
     /// A replacement past its progress deadline, described.
-    pub(super) stalled: Option<String>,
-    pub(super) events: Vec<PlannedEvent>,
-    pub(super) status: CephOsdStatus,
-    pub(super) status_changed: bool,
-    pub(super) requeue_after: Option<SignedDuration>,
+    pub(in crate::plan) stalled: Option<String>,
+    pub(in crate::plan) events: Vec<PlannedEvent>,
+    pub(in crate::plan) status: CephOsdStatus,
+    pub(in crate::plan) status_changed: bool,
+    pub(in crate::plan) requeue_after: Option<SignedDuration>,
     /// Seconds each update domain that finished in this plan took.
-    pub(super) finished_domain_seconds: Vec<i64>,
-    pub(super) finalizer: Option<FinalizerWrite>,
+    pub(in crate::plan) finished_domain_seconds: Vec<i64>,
+    pub(in crate::plan) finalizer: Option<FinalizerWrite>,
 }
 
 /// Why the rollout does not move, if it does not: the gate's reason, the rollout's own, or
@@ -47,7 +50,7 @@ struct Halt {
 }
 
 /// Reports the plan `ordered` of what `seen` showed at `now`.
-pub(super) fn report(
+pub(in crate::plan) fn report(
     seen: &Seen<'_>,
     decided: &Decided<'_>,
     gated: &GateOutcome,
@@ -228,9 +231,9 @@ fn unschedulable(
 
 /// What Ceph said: its view, and of it the OSDs that are out.
 #[derive(Clone, Copy)]
-pub(super) struct CephSaid<'a> {
-    pub(super) view: &'a CephView,
-    pub(super) out: &'a OutOutcome,
+pub(in crate::plan) struct CephSaid<'a> {
+    pub(in crate::plan) view: &'a CephView,
+    pub(in crate::plan) out: &'a OutOutcome,
 }
 
 /// The out OSDs in `status`; without Ceph's OSD map (the gate on) the `OsdsIn` the last

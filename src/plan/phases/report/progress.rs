@@ -3,7 +3,7 @@
 //! took. A new template starts a new record. Pure.
 
 use crate::crd::{DomainStart, RolloutProgress};
-use crate::plan::status::count;
+use crate::plan::phases::report::status::count;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeSet;

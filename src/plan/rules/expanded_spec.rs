@@ -7,7 +7,7 @@ use crate::crd::desired::{desired_osds, DesiredOsds};
 use crate::crd::template_rules::template_problems;
 use crate::crd::CephOsdSpec;
 use crate::hash::TemplateHash;
-use crate::plan::conditions::{ConditionReason, SpecProblem};
+use crate::plan::says::conditions::{ConditionReason, SpecProblem};
 
 /// A spec, expanded.
 #[derive(Debug)]

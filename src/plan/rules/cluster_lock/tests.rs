@@ -258,10 +258,10 @@ fn the_lease_is_named_by_the_fsid_only_when_it_is_one() {
 #[test]
 fn a_busy_cluster_halts_the_proposal_naming_the_holder() {
     use crate::crd::osd::OsdKey;
-    use crate::plan::conditions::ConditionReason;
     use crate::plan::gate::{
         gate, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateInput, GateSubject,
     };
+    use crate::plan::says::conditions::ConditionReason;
 
     let key = OsdKey::new("h1", "/dev/sdb");
     let proposed = [GateSubject {

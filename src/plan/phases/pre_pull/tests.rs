@@ -362,7 +362,7 @@ fn pre_pull_pods_are_no_osd_pods_to_the_planner() {
         .labels
         .get_or_insert_with(Default::default))
     .insert(labels::PRE_PULL.to_owned(), "true".to_owned());
-    assert!(!crate::plan::seen::is_own_pre_pull(
+    assert!(!crate::plan::phases::seen::is_own_pre_pull(
         &disguised,
         Some("cr-uid")
     ));

@@ -11,7 +11,7 @@
 
 use crate::crd::osd::{DeviceId, OsdKey};
 use crate::labels;
-use crate::plan::classify::{
+use crate::plan::observed::classify::{
     controlled_by, ControlledBy, Controller, ObservedPod, Owner, PodClass, Workload,
 };
 use k8s_openapi::api::apps::v1::ReplicaSet;

@@ -4,7 +4,7 @@
 use crate::crd::osd::OsdKey;
 use crate::crd::update_domain::UpdateDomains;
 use crate::crd::CephOsdSpec;
-use crate::plan::classify::{ObservedPod, PodClass};
+use crate::plan::observed::classify::{ObservedPod, PodClass};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 

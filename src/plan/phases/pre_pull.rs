@@ -13,10 +13,10 @@ pub(crate) mod pulled;
 
 use crate::crd::topology::PrePullSpec;
 use crate::labels;
-use crate::plan::actions::Action;
-use crate::plan::conditions::{ConditionReason, ConditionType, StatedCondition};
-use crate::plan::proposal::{Rollout, StepDeletions};
-use crate::plan::seen::Seen;
+use crate::plan::phases::decide::proposal::{Rollout, StepDeletions};
+use crate::plan::phases::seen::Seen;
+use crate::plan::says::actions::Action;
+use crate::plan::says::conditions::{ConditionReason, ConditionType, StatedCondition};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
@@ -26,13 +26,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// What the pre-pull phase adds to the plan.
 #[derive(Debug)]
-pub(super) struct PrePullOutcome {
+pub(in crate::plan) struct PrePullOutcome {
     /// Pre-pull pods created and deleted.
-    pub(super) actions: Vec<Action>,
+    pub(in crate::plan) actions: Vec<Action>,
     /// The `PrePull` condition (None without `spec.prePull`).
-    pub(super) condition: Option<StatedCondition>,
+    pub(in crate::plan) condition: Option<StatedCondition>,
     /// When a deadline passes.
-    pub(super) requeue_after: Option<SignedDuration>,
+    pub(in crate::plan) requeue_after: Option<SignedDuration>,
 }
 
 /// One node's pull, as far as it bears on the step.
@@ -55,7 +55,7 @@ enum NodePull {
 /// Runs the phase on `seen`, the decided `rollout` (its halt said when the whole step waits)
 /// and its proposed `step` (trimmed of the domains that wait for their images), with the
 /// domains under way (`continuing`), at `now`. None: no pre-pull asked and none left.
-pub(super) fn pre_pull(
+pub(in crate::plan) fn pre_pull(
     seen: &Seen<'_>,
     rollout: &mut Rollout,
     continuing: &BTreeSet<&str>,

@@ -7,17 +7,19 @@ use crate::crd::update_domain::UpdateDomains;
 use crate::crd::{CephOsd, CephOsdSpec, CephOsdStatus, UpdateDomain};
 use crate::hash::TemplateHash;
 use crate::labels::{self, PodState};
-use crate::plan::actions::DeleteReason;
-use crate::plan::budget::DisruptionView;
-use crate::plan::budget::Keeping;
-use crate::plan::classify::{classify, Owner, Timing};
-use crate::plan::classify::{ObservedPod, PodClass};
-use crate::plan::conditions::{ConditionReason, SpecProblem};
-use crate::plan::deletion::{deletion_of, Deletion};
-use crate::plan::expanded_spec::ExpandedSpec;
 use crate::plan::gate::CephView;
-use crate::plan::replica_sets::{classify_replica_sets, ObservedReplicaSet, ReplicaSetClass};
-use crate::plan::rollout::{Hold, Limits};
+use crate::plan::observed::classify::{classify, Owner, Timing};
+use crate::plan::observed::classify::{ObservedPod, PodClass};
+use crate::plan::observed::replica_sets::{
+    classify_replica_sets, ObservedReplicaSet, ReplicaSetClass,
+};
+use crate::plan::rules::budget::DisruptionView;
+use crate::plan::rules::budget::Keeping;
+use crate::plan::rules::deletion::{deletion_of, Deletion};
+use crate::plan::rules::expanded_spec::ExpandedSpec;
+use crate::plan::rules::rollout::{Hold, Limits};
+use crate::plan::says::actions::DeleteReason;
+use crate::plan::says::conditions::{ConditionReason, SpecProblem};
 use crate::plan::topology::{host_buckets, HostBuckets, TopologyView};
 use crate::pod::identity::held_disks;
 use crate::pod::osd_pod::render_pod;
@@ -77,42 +79,42 @@ static NO_CORDONS: BTreeSet<String> = BTreeSet::new();
 
 /// What one reconcile sees of a CephOSD: its spec expanded, what each object it owns is,
 /// and what other CephOSDs hold or claim of its disks.
-pub(super) struct Seen<'a> {
-    pub(super) cr: &'a CephOsd,
-    pub(super) spec: &'a CephOsdSpec,
-    pub(super) cr_name: String,
-    pub(super) template_hash: &'a TemplateHash,
-    pub(super) desired: &'a DesiredOsds,
+pub(in crate::plan) struct Seen<'a> {
+    pub(in crate::plan) cr: &'a CephOsd,
+    pub(in crate::plan) spec: &'a CephOsdSpec,
+    pub(in crate::plan) cr_name: String,
+    pub(in crate::plan) template_hash: &'a TemplateHash,
+    pub(in crate::plan) desired: &'a DesiredOsds,
     /// What is wrong with the spec as expanded (nothing while the CephOSD is deleted).
-    pub(super) spec_problems: &'a [SpecProblem],
-    pub(super) previous: CephOsdStatus,
+    pub(in crate::plan) spec_problems: &'a [SpecProblem],
+    pub(in crate::plan) previous: CephOsdStatus,
     /// How the CephOSD is being deleted, if it is.
-    pub(super) deletion: Option<Deletion>,
+    pub(in crate::plan) deletion: Option<Deletion>,
     /// How its disruption budget is kept.
-    pub(super) keeping: Keeping<'a>,
-    pub(super) pods: Vec<ObservedPod>,
-    pub(super) replica_sets: Vec<ObservedReplicaSet>,
+    pub(in crate::plan) keeping: Keeping<'a>,
+    pub(in crate::plan) pods: Vec<ObservedPod>,
+    pub(in crate::plan) replica_sets: Vec<ObservedReplicaSet>,
     /// The Ansible operator's ReplicaSets of desired OSDs: each stands for its OSD's pod until
     /// replaced.
-    pub(super) era: Vec<ObservedPod>,
+    pub(in crate::plan) era: Vec<ObservedPod>,
     /// The Ansible operator's ReplicaSets of OSDs no longer in the spec, as workloads.
-    pub(super) era_superfluous: Vec<ObservedPod>,
+    pub(in crate::plan) era_superfluous: Vec<ObservedPod>,
     /// Disks the pods of other CephOSDs may run a daemon on, with one such pod (described).
-    pub(super) held_elsewhere: HashMap<DeviceId, String>,
+    pub(in crate::plan) held_elsewhere: HashMap<DeviceId, String>,
     /// The CR's OSDs whose disk an older CephOSD claims.
-    pub(super) claimed: &'a BTreeMap<OsdKey, String>,
+    pub(in crate::plan) claimed: &'a BTreeMap<OsdKey, String>,
     /// Cordoned nodes where no missing pod is created (while the budget is managed).
-    pub(super) cordoned: &'a BTreeSet<String>,
+    pub(in crate::plan) cordoned: &'a BTreeSet<String>,
     /// With `updateDomain: Topology`: each host's failure domain (None: other domains).
-    pub(super) buckets: Option<HostBuckets>,
+    pub(in crate::plan) buckets: Option<HostBuckets>,
     /// The image pre-pull pods this CephOSD controls (never classified as OSD pods).
-    pub(super) pre_pull: Vec<&'a Pod>,
+    pub(in crate::plan) pre_pull: Vec<&'a Pod>,
 }
 
 impl<'a> Seen<'a> {
     /// What `observed` shows of `cr` (whose spec expands to `expanded`) at `now`. Deleted:
     /// every key leaves the spec, and only the pods it controls are its own.
-    pub(super) fn new(
+    pub(in crate::plan) fn new(
         cr: &'a CephOsd,
         expanded: &'a ExpandedSpec,
         observed: &'a Observed<'_>,
@@ -199,12 +201,12 @@ impl<'a> Seen<'a> {
 
     /// Whether the planner may neither create nor replace the pod of `key`: the spec is
     /// ambiguous about it, or an older CephOSD claims its disk.
-    pub(super) fn is_blocked(&self, key: Option<&OsdKey>) -> bool {
+    pub(in crate::plan) fn is_blocked(&self, key: Option<&OsdKey>) -> bool {
         key.is_some_and(|k| self.desired.blocked.contains(k) || self.claimed.contains_key(k))
     }
 
     /// The live pods of desired OSDs, then the era ReplicaSets standing for theirs.
-    pub(super) fn current(&self) -> Vec<&ObservedPod> {
+    pub(in crate::plan) fn current(&self) -> Vec<&ObservedPod> {
         self.pods
             .iter()
             .filter(|p| p.is_live() && p.osd.is_some())
@@ -212,12 +214,12 @@ impl<'a> Seen<'a> {
             .collect()
     }
 
-    pub(super) fn domain_of(&self, key: &OsdKey) -> String {
+    pub(in crate::plan) fn domain_of(&self, key: &OsdKey) -> String {
         self.domains().id(key)
     }
 
     /// How OSD keys group into update domains.
-    pub(super) fn domains(&self) -> UpdateDomains<'_> {
+    pub(in crate::plan) fn domains(&self) -> UpdateDomains<'_> {
         UpdateDomains {
             kind: self.spec.update_domain,
             bucket_of: self.buckets.as_ref().map(|b| &b.bucket_of),
@@ -225,7 +227,7 @@ impl<'a> Seen<'a> {
     }
 
     /// How many update domains the spec has.
-    pub(super) fn domain_count(&self) -> usize {
+    pub(in crate::plan) fn domain_count(&self) -> usize {
         (self.desired.osds.keys())
             .map(|k| self.domain_of(k))
             .collect::<BTreeSet<_>>()
@@ -235,7 +237,7 @@ impl<'a> Seen<'a> {
     /// How far the rollout may go under the current template (`partition`, the canary), with
     /// the domains under way (`continuing`); a value that cannot be read holds everything and
     /// is a problem of the spec.
-    pub(super) fn limits<'c>(
+    pub(in crate::plan) fn limits<'c>(
         &self,
         continuing: &'c BTreeSet<&'c str>,
     ) -> (Limits<'c>, Vec<SpecProblem>) {
@@ -279,7 +281,11 @@ impl<'a> Seen<'a> {
     }
 
     /// Why the rollout stops at its cut, in words.
-    pub(super) fn hold_message(&self, hold: Hold, held: &BTreeMap<String, Hold>) -> String {
+    pub(in crate::plan) fn hold_message(
+        &self,
+        hold: Hold,
+        held: &BTreeMap<String, Hold>,
+    ) -> String {
         let total = self.domain_count();
         let unit = self.spec.update_domain.plural();
         let updated = total.saturating_sub(held.len());
@@ -298,7 +304,7 @@ impl<'a> Seen<'a> {
     }
 
     /// The update domains the previous status listed as being replaced.
-    pub(super) fn previous_update(&self) -> BTreeSet<&str> {
+    pub(in crate::plan) fn previous_update(&self) -> BTreeSet<&str> {
         self.previous
             .current_update
             .iter()
@@ -308,7 +314,7 @@ impl<'a> Seen<'a> {
 
     /// The pod for `osd` named `name`, as the operator creates it (waiting for Ready: every
     /// pod we create gates the rollout until it is Ready).
-    pub(super) fn build(&self, osd: &DesiredOsd, name: &str) -> Result<Pod, Unbuildable> {
+    pub(in crate::plan) fn build(&self, osd: &DesiredOsd, name: &str) -> Result<Pod, Unbuildable> {
         let namespace = self.cr.namespace().ok_or(Unbuildable::NoNamespace)?;
         let owner_uid = self.cr.uid();
         let identity = PodIdentity {
@@ -333,7 +339,7 @@ impl<'a> Seen<'a> {
 
     /// Pods with the owner label controlled by something else than this CephOSD or its era
     /// ReplicaSets (whose pods are expected), with their controller.
-    pub(super) fn foreign_pods(&self) -> Vec<(&ObservedPod, String)> {
+    pub(in crate::plan) fn foreign_pods(&self) -> Vec<(&ObservedPod, String)> {
         let era_sets: BTreeSet<&str> = self
             .replica_sets
             .iter()
@@ -354,7 +360,7 @@ impl<'a> Seen<'a> {
     }
 
     /// The disks our live pods and era ReplicaSets keep (one pod each).
-    pub(super) fn kept_disks(&self) -> HashSet<&DeviceId> {
+    pub(in crate::plan) fn kept_disks(&self) -> HashSet<&DeviceId> {
         self.pods
             .iter()
             .filter(|p| p.is_live())
@@ -365,7 +371,7 @@ impl<'a> Seen<'a> {
     }
 
     /// The desired OSD on `disk`, if the CR lists one.
-    pub(super) fn osd_on(&self, disk: &DeviceId) -> Option<&DesiredOsd> {
+    pub(in crate::plan) fn osd_on(&self, disk: &DeviceId) -> Option<&DesiredOsd> {
         let number = *self.desired.disks.get(disk)?;
         self.desired.osds.values().find(|o| o.disk == number)
     }
@@ -374,7 +380,7 @@ impl<'a> Seen<'a> {
     /// desired OSD it holds if one (that OSD is served until it goes): pods and era
     /// ReplicaSets of OSDs no longer in the spec, and pods that may run a daemon on a desired
     /// disk no other pod keeps although their OSD cannot be told.
-    pub(super) fn removals(&self) -> Vec<Removal<'_>> {
+    pub(in crate::plan) fn removals(&self) -> Vec<Removal<'_>> {
         let superfluous = self
             .pods
             .iter()
@@ -408,7 +414,7 @@ impl<'a> Seen<'a> {
     }
 
     /// One `SpecProblem` per OSD whose disk an older CephOSD claims.
-    pub(super) fn claimed_problems(&self) -> impl Iterator<Item = SpecProblem> + '_ {
+    pub(in crate::plan) fn claimed_problems(&self) -> impl Iterator<Item = SpecProblem> + '_ {
         self.claimed.iter().map(|(key, holder)| SpecProblem {
             reason: ConditionReason::DiskClaimed,
             message: format!(
@@ -421,11 +427,11 @@ impl<'a> Seen<'a> {
 
 /// A pod (or era ReplicaSet) that goes in its domain's turn without a successor of its own,
 /// why, and the desired OSD it serves until then (the one on its disk), if any.
-pub(super) type Removal<'a> = (&'a ObservedPod, DeleteReason, Option<&'a DesiredOsd>);
+pub(in crate::plan) type Removal<'a> = (&'a ObservedPod, DeleteReason, Option<&'a DesiredOsd>);
 
 /// Whether `pod` is a pre-pull pod of the CephOSD with `uid`: labelled so, controlled by it,
 /// and naming no OSD (a pod that may run one is never taken for a pre-pull pod).
-pub(super) fn is_own_pre_pull(pod: &Pod, uid: Option<&str>) -> bool {
+pub(in crate::plan) fn is_own_pre_pull(pod: &Pod, uid: Option<&str>) -> bool {
     let controlled = uid.is_some_and(|uid| {
         (pod.owner_references().iter()).any(|o| o.controller == Some(true) && o.uid == uid)
     });
@@ -439,7 +445,7 @@ pub(super) fn is_own_pre_pull(pod: &Pod, uid: Option<&str>) -> bool {
 /// `pod ns/name of CephOSD ns/cr`, for messages about pods of other CephOSDs.
 fn describe_other(pod: &Pod) -> String {
     let namespace = pod.namespace().unwrap_or_default();
-    let owner = crate::plan::classify::owning_cephosd(pod)
+    let owner = crate::plan::observed::classify::owning_cephosd(pod)
         .map(|cr| format!(" of CephOSD {namespace}/{cr}"))
         .unwrap_or_default();
     format!("pod {namespace}/{}{owner}", pod.name_any())
@@ -448,7 +454,7 @@ fn describe_other(pod: &Pod) -> String {
 /// Why no pod can be built for this spec: the plan then makes no write at all (a replaced
 /// pod without a successor would leave its OSD down) and says why in `InvalidSpec`.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum Unbuildable {
+pub(in crate::plan) enum Unbuildable {
     #[error("cannot build the pod for OSD {key}: {source}")]
     Render { key: OsdKey, source: RenderError },
     #[error("the CephOSD has no namespace")]

@@ -3,32 +3,32 @@
 
 use crate::crd::desired::DesiredOsd;
 use crate::crd::osd::{DeviceId, SuffixSource};
-use crate::plan::actions::{Action, CreateReason};
-use crate::plan::classify::{ObservedPod, PodClass};
-use crate::plan::replica_sets::{ObservedReplicaSet, ReplicaSetClass};
-use crate::plan::rollout::Missing;
-use crate::plan::seen::{Removal, Seen, Unbuildable};
+use crate::plan::observed::classify::{ObservedPod, PodClass};
+use crate::plan::observed::replica_sets::{ObservedReplicaSet, ReplicaSetClass};
+use crate::plan::phases::seen::{Removal, Seen, Unbuildable};
+use crate::plan::rules::rollout::Missing;
+use crate::plan::says::actions::{Action, CreateReason};
 use std::collections::{BTreeSet, HashSet};
 
 /// At most this many pods are created by one plan (one reconcile).
 pub const MAX_CREATIONS_PER_PLAN: usize = 1000;
 
 /// The creation step's outcome.
-pub(super) struct Creations {
-    pub(super) actions: Vec<Action>,
+pub(in crate::plan) struct Creations {
+    pub(in crate::plan) actions: Vec<Action>,
     /// Desired OSDs without a live pod (nor a Ready pod of another controller, nor a pod
     /// waiting for its turn to go, serving them).
-    pub(super) missing: Vec<Missing>,
+    pub(in crate::plan) missing: Vec<Missing>,
     /// Why a pod could not be built, if one could not.
-    pub(super) unbuildable: Option<Unbuildable>,
+    pub(in crate::plan) unbuildable: Option<Unbuildable>,
     /// More OSDs lack a pod than one plan creates: the next reconcile follows at once.
-    pub(super) deferred: bool,
+    pub(in crate::plan) deferred: bool,
 }
 
 /// Pods for missing OSDs, created only once no pod holds their disk at all (never two per
 /// device), never while the spec is ambiguous about them or an older CephOSD claims their
 /// disk, at most `MAX_CREATIONS_PER_PLAN` at once.
-pub(super) fn creations(
+pub(in crate::plan) fn creations(
     seen: &Seen<'_>,
     removals: &[Removal<'_>],
     suffixes: &mut dyn SuffixSource,

@@ -7,9 +7,9 @@
 
 use crate::ceph::{osd_list, OsdDump, OsdId};
 use crate::crd::{CephStep, MarkedBy, OsdOut};
-use crate::plan::actions::Action;
-use crate::plan::conditions::{ConditionReason, StatedCondition};
-use crate::plan::events::OTHERS_OUT;
+use crate::plan::says::actions::Action;
+use crate::plan::says::conditions::{ConditionReason, StatedCondition};
+use crate::plan::says::events::OTHERS_OUT;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};

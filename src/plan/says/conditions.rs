@@ -1,6 +1,6 @@
 //! The vocabulary of a CephOSD's status conditions: their types and reasons.
 
-use crate::plan::failure::Failure;
+use crate::plan::says::failure::Failure;
 
 /// The type of a status condition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -2,55 +2,58 @@
 //! that go at once, the creations, the proposed rollout step), and whether every pod it needs
 //! can be built.
 
+pub(in crate::plan) mod creations;
+pub(in crate::plan) mod proposal;
+
 use crate::crd::osd::{OsdKey, SuffixSource};
-use crate::plan::actions::{Action, DeleteReason};
-use crate::plan::budget::{drains_waiting, start_blocked};
-use crate::plan::classify::{ObservedPod, PodClass};
-use crate::plan::conditions::SpecProblem;
-use crate::plan::creations::creations;
-use crate::plan::proposal::{delete, rollout, Rollout, StepDeletions};
-use crate::plan::replica_sets::ReplicaSetClass;
-use crate::plan::rollout::Missing;
-use crate::plan::seen::{Removal, Seen, Unbuildable};
+use crate::plan::observed::classify::{ObservedPod, PodClass};
+use crate::plan::observed::replica_sets::ReplicaSetClass;
+use crate::plan::phases::decide::creations::creations;
+use crate::plan::phases::decide::proposal::{delete, rollout, Rollout, StepDeletions};
+use crate::plan::phases::seen::{Removal, Seen, Unbuildable};
+use crate::plan::rules::budget::{drains_waiting, start_blocked};
+use crate::plan::rules::rollout::Missing;
+use crate::plan::says::actions::{Action, DeleteReason};
+use crate::plan::says::conditions::SpecProblem;
 use crate::plan::topology::HostBuckets;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// What the decide phase found, read by the later phases.
-pub(super) struct Decided<'s> {
+pub(in crate::plan) struct Decided<'s> {
     /// The live pods of desired OSDs, then the era ReplicaSets standing for theirs.
-    pub(super) current: Vec<&'s ObservedPod>,
+    pub(in crate::plan) current: Vec<&'s ObservedPod>,
     /// The update domains the previous status listed as being replaced.
-    pub(super) previous_update: BTreeSet<&'s str>,
+    pub(in crate::plan) previous_update: BTreeSet<&'s str>,
     /// Desired OSDs that no pod serves.
-    pub(super) missing: Vec<Missing>,
+    pub(in crate::plan) missing: Vec<Missing>,
     /// Pods are being created, or wait to be: the marks wait.
-    pub(super) creating: bool,
+    pub(in crate::plan) creating: bool,
     /// More OSDs lack a pod than one plan creates: the next reconcile follows at once.
-    pub(super) deferred: bool,
+    pub(in crate::plan) deferred: bool,
     /// Cordoned hosts where OSD pods of ours still run, with how many: their drains wait.
-    pub(super) waiting: BTreeMap<String, usize>,
-    pub(super) rollout: Rollout,
+    pub(in crate::plan) waiting: BTreeMap<String, usize>,
+    pub(in crate::plan) rollout: Rollout,
     /// What cannot be read of `partition` and the canary.
-    pub(super) limit_problems: Vec<SpecProblem>,
+    pub(in crate::plan) limit_problems: Vec<SpecProblem>,
     /// Why a pod this plan needs (a missing OSD's, or the successor of a pod the step takes
     /// down) cannot be built: the plan then makes no write at all.
-    pub(super) unbuildable: Option<Unbuildable>,
+    pub(in crate::plan) unbuildable: Option<Unbuildable>,
 }
 
 /// The writes the decide phase proposes, in their phases' terms.
-pub(super) struct Proposed {
+pub(in crate::plan) struct Proposed {
     /// What must go at once.
-    pub(super) at_once: Vec<Action>,
+    pub(in crate::plan) at_once: Vec<Action>,
     /// The pods of missing OSDs.
-    pub(super) creations: Vec<Action>,
+    pub(in crate::plan) creations: Vec<Action>,
     /// The rollout step's deletions, for the gate to let go or hold.
-    pub(super) step: StepDeletions,
+    pub(in crate::plan) step: StepDeletions,
 }
 
 /// Decides what `seen` calls for: the deletions that go at once, the creations (pod names
 /// from `suffixes`), and the rollout step within `maxUnavailable`, `partition`, the canary
 /// and the disruption budget.
-pub(super) fn decide<'s>(
+pub(in crate::plan) fn decide<'s>(
     seen: &'s Seen<'_>,
     suffixes: &mut dyn SuffixSource,
 ) -> (Decided<'s>, Proposed) {

@@ -1,7 +1,7 @@
 use super::*;
 use crate::crd::update_domain::{domain_id, UpdateDomains};
 use crate::crd::UpdateDomain;
-use crate::plan::classify::Workload;
+use crate::plan::observed::classify::Workload;
 use serde_json::json;
 
 fn spec(domain: UpdateDomain) -> CephOsdSpec {
