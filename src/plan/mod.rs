@@ -24,13 +24,14 @@ use crate::crd::{CephOsd, CephOsdStatus};
 use crate::hash::TemplateHash;
 use crate::plan::gate::GateSubject;
 pub(crate) use crate::plan::observed::classify::ObservedPod;
+use crate::plan::phases::budget::budget;
 pub use crate::plan::phases::decide::creations::MAX_CREATIONS_PER_PLAN;
 use crate::plan::phases::decide::decide;
 use crate::plan::phases::gate_step::gate_step;
 use crate::plan::phases::order::order;
 use crate::plan::phases::pre_pull::pre_pull;
 use crate::plan::phases::report::status::Summary;
-use crate::plan::phases::report::{report, CephSaid};
+use crate::plan::phases::report::{report, CephSaid, Phases};
 pub use crate::plan::phases::seen::Observed;
 use crate::plan::phases::seen::Seen;
 pub(crate) use crate::plan::rules::deletion::{Deletion, FinalizerWrite};
@@ -105,9 +106,10 @@ pub fn plan(
 /// In phases, each with its own outcome: observe (`Seen`), decide (`Decided`: the deletions
 /// that go at once, the creations, the proposed rollout step), pre-pull (the next domains'
 /// images onto their nodes; a domain whose images are not there yet leaves the step), gate
-/// (Ceph's say on that step),
-/// order (`Ordered`: every write in the order it applies, none when a pod it needs cannot be
-/// built), report (`Report`: summary, status, events).
+/// (Ceph's say on that step), budget (`Budgeted`: the step trimmed to what the gate lets go, the
+/// domains it starts and the disruption budget reserving them), order (`Ordered`: every write
+/// in the order it applies, none when a pod it needs cannot be built), report (`Report`:
+/// summary, status, events).
 pub fn plan_expanded(
     cr: &CephOsd,
     expanded: &ExpandedSpec,
@@ -134,13 +136,25 @@ pub fn plan_expanded(
         });
     }
     let closed = observed.ceph.pgs_unclean.as_deref();
-    let ordered = order(&seen, &decided, &gated, proposed, pre_pull.as_ref(), closed);
-    let report = report(
+    let mut budgeted = budget(&seen, &decided, &gated, &mut proposed.step, closed);
+    let budget_writes = std::mem::take(&mut budgeted.plan.actions);
+    let ordered = order(
         &seen,
         &decided,
         &gated,
-        &ordered,
+        proposed,
+        budget_writes,
         pre_pull.as_ref(),
+    );
+    let report = report(
+        &seen,
+        &Phases {
+            decided: &decided,
+            pre_pull: pre_pull.as_ref(),
+            gated: &gated,
+            budgeted: &budgeted,
+            ordered: &ordered,
+        },
         &CephSaid {
             view: &observed.ceph,
             out: &out,
@@ -163,7 +177,7 @@ pub fn plan_expanded(
         requeue_after: report.requeue_after,
         gate_question: ordered.question,
         held,
-        starting: ordered.starting,
+        starting: budgeted.starting,
         finished_domain_seconds: report.finished_domain_seconds,
         deletion: seen.deletion,
         finalizer: report.finalizer,

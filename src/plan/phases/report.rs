@@ -4,10 +4,11 @@
 pub(crate) mod progress;
 pub(crate) mod status;
 
-use crate::crd::CephOsdStatus;
 use crate::crd::FailureDomainsStatus;
+use crate::crd::{CephOsdStatus, RolloutProgress};
 use crate::plan::gate::{osd_ids, CephInput, CephView, GateOutcome};
 use crate::plan::observed::classify::{ObservedPod, PodClass, Workload};
+use crate::plan::phases::budget::Budgeted;
 use crate::plan::phases::decide::Decided;
 use crate::plan::phases::order::Ordered;
 use crate::plan::phases::pre_pull::PrePullOutcome;
@@ -49,54 +50,32 @@ struct Halt {
     held_by: Option<Hold>,
 }
 
-/// Reports the plan `ordered` of what `seen` showed at `now`.
+/// The outcomes of the phases before the report.
+pub(in crate::plan) struct Phases<'p> {
+    pub(in crate::plan) decided: &'p Decided<'p>,
+    pub(in crate::plan) pre_pull: Option<&'p PrePullOutcome>,
+    pub(in crate::plan) gated: &'p GateOutcome,
+    pub(in crate::plan) budgeted: &'p Budgeted,
+    pub(in crate::plan) ordered: &'p Ordered,
+}
+
+/// Reports the plan the `phases` made of what `seen` showed at `now`: when to look again, the
+/// rollout's progress, the status, the finalizer's write and the events.
 pub(in crate::plan) fn report(
     seen: &Seen<'_>,
-    decided: &Decided<'_>,
-    gated: &GateOutcome,
-    ordered: &Ordered,
-    pre_pull: Option<&PrePullOutcome>,
+    phases: &Phases<'_>,
     said: &CephSaid<'_>,
     now: Timestamp,
 ) -> Report {
-    let CephSaid { view: ceph, out } = *said;
-    let rollout = &decided.rollout;
-    let watch = watch(seen, decided, now);
-    let requeue_after = if decided.deferred {
-        Some(SignedDuration::from_secs(1))
-    } else {
-        watch.requeue_after
-    };
-    let requeue_after = earliest(requeue_after, gated.requeue_after);
-    // A budget Ceph closed reopens on no Kubernetes event: look again soon.
-    let requeue_after = earliest(requeue_after, ordered.budget.reopens_after);
-    let requeue_after = earliest(requeue_after, pre_pull.and_then(|p| p.requeue_after));
-    let requeue_after = earliest(requeue_after, crush_looks(seen, decided, ceph));
-    let requeue_after = earliest(requeue_after, out.requeue_after);
-    // Domains still down from the update under way, plus those this step starts.
-    let mut current_update: BTreeSet<String> = (rollout.unavailable.iter())
-        .filter(|d| decided.previous_update.contains(d.as_str()))
-        .cloned()
-        .collect();
-    current_update.extend(ordered.started.iter().cloned());
-    let halt = halt(seen, decided, gated);
-    let (rollout_progress, finished_domain_seconds) = next_progress(
-        seen.previous.rollout.as_ref(),
-        &ProgressInput {
-            template_hash: seen.template_hash.as_str(),
-            now,
-            paused: seen.spec.is_paused(),
-            under_way: &current_update.iter().cloned().collect::<Vec<_>>(),
-            waiting: (rollout.out_of_date.iter())
-                .filter(|d| !current_update.contains(*d))
-                .count(),
-            held: rollout.held.len(),
-        },
-    );
+    let watch = watch(seen, phases.decided, now);
+    let requeue_after = requeue_after(seen, phases, said, &watch);
+    let current_update = current_update(phases);
+    let (rollout, finished_domain_seconds) = progress(seen, phases.decided, &current_update, now);
+    let halt = halt(seen, phases.decided, phases.gated);
     let foreign_pods = seen.foreign_pods();
-    let unschedulable_pods = unschedulable_pods(&decided.current);
-    let summary = summarize(seen, &decided.current, foreign_pods.len());
-    let spec_problems = spec_problems(seen, decided);
+    let unschedulable_pods = unschedulable_pods(&phases.decided.current);
+    let summary = summarize(seen, &phases.decided.current, foreign_pods.len());
+    let spec_problems = spec_problems(seen, phases.decided);
     let mut status = compute_status(&StatusInput {
         previous: &seen.previous,
         generation: seen.cr.metadata.generation,
@@ -109,28 +88,21 @@ pub(in crate::plan) fn report(
         held_by: halt.held_by,
         stalled: watch.stalled.as_deref(),
         spec_problems: &spec_problems,
-        pending_actions: !ordered.actions.is_empty() || decided.unbuildable.is_some(),
+        pending_actions: !phases.ordered.actions.is_empty() || phases.decided.unbuildable.is_some(),
         current_update: current_update.into_iter().collect(),
         foreign_pods: foreign_pods.iter().map(|(p, _)| p.name.clone()).collect(),
-        unschedulable: unschedulable(seen, decided, &unschedulable_pods),
-        ceph_gate: &gated.condition,
-        disruption_budget: ordered.budget.condition.as_ref(),
-        pre_pull: pre_pull.and_then(|p| p.condition.as_ref()),
-        budget: ordered.budget.status.clone(),
-        osd_ids: known_osd_ids(seen, ceph),
-        ceph_step: ordered.ceph_step.clone(),
-        osds_in: out.condition.as_ref(),
-        marking_in: out.marking_in.as_deref(),
+        unschedulable: unschedulable(seen, phases.decided, &unschedulable_pods),
+        ceph_gate: &phases.gated.condition,
+        disruption_budget: phases.budgeted.plan.condition.as_ref(),
+        pre_pull: phases.pre_pull.and_then(|p| p.condition.as_ref()),
+        budget: phases.budgeted.plan.status.clone(),
+        osd_ids: known_osd_ids(seen, said.view),
+        ceph_step: phases.ordered.ceph_step.clone(),
+        osds_in: said.out.condition.as_ref(),
+        marking_in: said.out.marking_in.as_deref(),
     });
-    osds_out(&mut status, seen, said);
-    status.failure_domains = seen.buckets.as_ref().map(FailureDomainsStatus::from);
-    status.expected_updated_domains =
-        i64::try_from(seen.domain_count().saturating_sub(rollout.held.len())).ok();
-    status.rollout = rollout_progress;
-    if matches!(seen.deletion, Some(Deletion::AtOnce(_))) {
-        // Kept to say which OSDs went down at once.
-        status.osd_ids.clone_from(&seen.previous.osd_ids);
-    }
+    complete_status(&mut status, seen, phases.decided, said);
+    status.rollout = rollout;
     let finalizer = finalizer_write(
         seen.cr,
         seen.deletion,
@@ -138,17 +110,10 @@ pub(in crate::plan) fn report(
         status.ceph_step.is_some(),
     );
     let mut events = transition_events(&seen.previous, &status);
-    if let Some(Deletion::AtOnce(why)) = seen.deletion {
-        // Said from the first plan that sees it (the garbage collector may be through before
-        // the next): the same words each time, one Event series.
-        events.push(went_at_once(why, &status.osd_ids));
-    }
+    events.extend(went_at_once_event(seen, &status));
     events.extend(foreign_pod_events(&seen.previous, &foreign_pods));
     events.extend(unschedulable_events(&seen.previous, &unschedulable_pods));
-    events.extend(pod_events(seen, &decided.current, &decided.previous_update));
-    events.extend(ordered.tampered.iter().cloned());
-    events.extend(gated.events.iter().cloned());
-    events.extend(ordered.budget.events.iter().cloned());
+    events.extend(phase_events(seen, phases));
     Report {
         status_changed: seen.cr.status.as_ref() != Some(&status),
         summary,
@@ -161,6 +126,108 @@ pub(in crate::plan) fn report(
         finished_domain_seconds,
         finalizer,
     }
+}
+
+/// When to look again: the soonest of the deadlines watched, a deferred decision, the gate,
+/// a budget Ceph keeps closed (it reopens on no Kubernetes event), the pre-pull, CRUSH moves
+/// and out OSDs.
+fn requeue_after(
+    seen: &Seen<'_>,
+    phases: &Phases<'_>,
+    said: &CephSaid<'_>,
+    watch: &Deadlines,
+) -> Option<SignedDuration> {
+    let watched = if phases.decided.deferred {
+        Some(SignedDuration::from_secs(1))
+    } else {
+        watch.requeue_after
+    };
+    [
+        phases.gated.requeue_after,
+        phases.budgeted.plan.reopens_after,
+        phases.pre_pull.and_then(|p| p.requeue_after),
+        crush_looks(seen, phases.decided, said.view),
+        said.out.requeue_after,
+    ]
+    .into_iter()
+    .fold(watched, earliest)
+}
+
+/// Domains still down from the update under way, plus those this step starts.
+fn current_update(phases: &Phases<'_>) -> BTreeSet<String> {
+    let decided = phases.decided;
+    let mut current: BTreeSet<String> = (decided.rollout.unavailable.iter())
+        .filter(|d| decided.previous_update.contains(d.as_str()))
+        .cloned()
+        .collect();
+    current.extend(phases.budgeted.started.iter().cloned());
+    current
+}
+
+/// The rollout's measured progress after this plan, and the seconds each update domain that
+/// finished in it took.
+fn progress(
+    seen: &Seen<'_>,
+    decided: &Decided<'_>,
+    current_update: &BTreeSet<String>,
+    now: Timestamp,
+) -> (Option<RolloutProgress>, Vec<i64>) {
+    let rollout = &decided.rollout;
+    next_progress(
+        seen.previous.rollout.as_ref(),
+        &ProgressInput {
+            template_hash: seen.template_hash.as_str(),
+            now,
+            paused: seen.spec.is_paused(),
+            under_way: &current_update.iter().cloned().collect::<Vec<_>>(),
+            waiting: (rollout.out_of_date.iter())
+                .filter(|d| !current_update.contains(*d))
+                .count(),
+            held: rollout.held.len(),
+        },
+    )
+}
+
+/// What the status shows beyond the computed conditions and counts: the out OSDs, the
+/// failure domains, the domains expected to be updated, and for a CephOSD deleted at once the
+/// OSD ids that went down with it.
+fn complete_status(
+    status: &mut CephOsdStatus,
+    seen: &Seen<'_>,
+    decided: &Decided<'_>,
+    said: &CephSaid<'_>,
+) {
+    osds_out(status, seen, said);
+    status.failure_domains = seen.buckets.as_ref().map(FailureDomainsStatus::from);
+    status.expected_updated_domains = i64::try_from(
+        seen.domain_count()
+            .saturating_sub(decided.rollout.held.len()),
+    )
+    .ok();
+    if matches!(seen.deletion, Some(Deletion::AtOnce(_))) {
+        // Kept to say which OSDs went down at once.
+        status.osd_ids.clone_from(&seen.previous.osd_ids);
+    }
+}
+
+/// A deletion at once, said from the first plan that sees it (the garbage collector may be
+/// through before the next): the same words each time, one Event series.
+fn went_at_once_event(seen: &Seen<'_>, status: &CephOsdStatus) -> Option<PlannedEvent> {
+    match seen.deletion {
+        Some(Deletion::AtOnce(why)) => Some(went_at_once(why, &status.osd_ids)),
+        _ => None,
+    }
+}
+
+/// The events of single pods and those the phases planned.
+fn phase_events(seen: &Seen<'_>, phases: &Phases<'_>) -> Vec<PlannedEvent> {
+    let decided = phases.decided;
+    pod_events(seen, &decided.current, &decided.previous_update)
+        .into_iter()
+        .chain(phases.ordered.tampered.iter().cloned())
+        .chain(phases.gated.events.iter().cloned())
+        .chain(phases.budgeted.plan.events.iter().cloned())
+        .collect()
 }
 
 /// The deadlines of the current pods, and of the terminating ones a missing OSD waits for.
