@@ -79,51 +79,14 @@ pub(in crate::plan) fn pre_pull(
         });
     };
     let hash = seen.template_hash.as_str();
-    let (command, preflight) = spec.command();
     let new_in_step: Vec<String> = (step.domains.iter())
         .filter(|d| !continuing.contains(d.as_str()))
         .cloned()
         .collect();
     let wanted_domains = wanted_domains(rollout, continuing, &new_in_step, spec);
     let hosts = hosts_of(seen, &wanted_domains);
-    // The pre-pull pods that stay (one per node of the template) and the others, which go.
-    let mut kept: BTreeMap<&str, &Pod> = BTreeMap::new();
-    let mut actions = Vec::new();
-    for pod in &seen.pre_pull {
-        if pod.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-        let annotation = |k: &str| pod.annotations().get(k).map(String::as_str);
-        let node = annotation(labels::PRE_PULL_NODE).unwrap_or_default();
-        let current = annotation(labels::PRE_PULL_TEMPLATE_HASH) == Some(hash);
-        if current && hosts.contains_key(node) && !kept.contains_key(node) {
-            kept.insert(node, pod);
-        } else {
-            actions.push(delete(pod));
-        }
-    }
-    let mut pulls: BTreeMap<&str, NodePull> = BTreeMap::new();
-    for host in hosts.keys().copied() {
-        let pull = match kept.get(host) {
-            Some(pod) => node_pull(pod, preflight, spec, now),
-            None => match build(seen, host, &command) {
-                Some(pod) => {
-                    let name = pod.name_any();
-                    actions.push(Action::CreatePrePull {
-                        node: host.to_owned(),
-                        pod: Box::new(pod),
-                    });
-                    NodePull::Pulling {
-                        pod: name,
-                        until: now + spec.deadline(),
-                    }
-                }
-                // No OSD of the spec there: nothing to pull for.
-                None => continue,
-            },
-        };
-        pulls.insert(host, pull);
-    }
+    let (kept, mut actions) = kept_pods(seen, hash, &hosts);
+    let pulls = node_pulls(seen, &hosts, &kept, spec, now, &mut actions);
     let held = hold(step, &new_in_step, &hosts, &pulls, |k| seen.domain_of(k));
     if let Some(why) = held.filter(|_| step.domains.is_empty()) {
         rollout.halted.get_or_insert(why);
@@ -141,6 +104,66 @@ pub(in crate::plan) fn pre_pull(
         condition: Some(condition),
         requeue_after,
     })
+}
+
+/// The pre-pull pods that stay (one per node of `hosts`, of the template `hash`), and the
+/// deletions of the others.
+fn kept_pods<'s>(
+    seen: &'s Seen<'_>,
+    hash: &str,
+    hosts: &BTreeMap<&str, String>,
+) -> (BTreeMap<&'s str, &'s Pod>, Vec<Action>) {
+    let mut kept: BTreeMap<&str, &Pod> = BTreeMap::new();
+    let mut deletions = Vec::new();
+    for pod in &seen.pre_pull {
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let annotation = |k: &str| pod.annotations().get(k).map(String::as_str);
+        let node = annotation(labels::PRE_PULL_NODE).unwrap_or_default();
+        let current = annotation(labels::PRE_PULL_TEMPLATE_HASH) == Some(hash);
+        if current && hosts.contains_key(node) && !kept.contains_key(node) {
+            kept.insert(node, pod);
+        } else {
+            deletions.push(delete(pod));
+        }
+    }
+    (kept, deletions)
+}
+
+/// How each node of `hosts` pulls: read from its `kept` pod, or a pod created for it (into
+/// `actions`); a node without an OSD of the spec pulls nothing.
+fn node_pulls<'h>(
+    seen: &Seen<'_>,
+    hosts: &BTreeMap<&'h str, String>,
+    kept: &BTreeMap<&str, &Pod>,
+    spec: &PrePullSpec,
+    now: Timestamp,
+    actions: &mut Vec<Action>,
+) -> BTreeMap<&'h str, NodePull> {
+    let (command, preflight) = spec.command();
+    let mut pulls = BTreeMap::new();
+    for host in hosts.keys().copied() {
+        let pull = match kept.get(host) {
+            Some(pod) => node_pull(pod, preflight, spec, now),
+            None => match build(seen, host, &command) {
+                Some(pod) => {
+                    let name = pod.name_any();
+                    actions.push(Action::CreatePrePull {
+                        node: host.to_owned(),
+                        pod: Box::new(pod),
+                    });
+                    NodePull::Pulling {
+                        pod: name,
+                        until: now + spec.deadline(),
+                    }
+                }
+                None => continue,
+            },
+        };
+        pulls.insert(host, pull);
+    }
+    pulls
 }
 
 /// The domains whose nodes pull now: the step's new ones, then the next `domainsAhead` (one

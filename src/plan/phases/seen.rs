@@ -157,26 +157,8 @@ impl<'a> Seen<'a> {
             era.clear();
             era_superfluous.clear();
         }
-        let mut held_elsewhere = HashMap::new();
-        for pod in &observed.others {
-            for disk in held_disks(pod, desired) {
-                held_elsewhere
-                    .entry(disk)
-                    .or_insert_with(|| describe_other(pod));
-            }
-        }
-        let buckets = (spec.topology.as_ref())
-            .filter(|_| spec.update_domain == UpdateDomain::Topology)
-            .map(|topology| {
-                let hosts: BTreeSet<&str> = (desired.osds.keys().map(|k| k.host.as_str()))
-                    .chain(
-                        pods.iter()
-                            .chain(&era)
-                            .filter_map(|p| Some(p.key.as_ref()?.host.as_str())),
-                    )
-                    .collect();
-                host_buckets(topology, hosts, &observed.topology)
-            });
+        let held_elsewhere = held_elsewhere(&observed.others, desired);
+        let buckets = buckets(spec, desired, pods.iter().chain(&era), &observed.topology);
         Self {
             cr,
             spec,
@@ -459,4 +441,34 @@ pub(in crate::plan) enum Unbuildable {
     Render { key: OsdKey, source: RenderError },
     #[error("the CephOSD has no namespace")]
     NoNamespace,
+}
+
+/// The disks of `desired` that pods of other CephOSDs hold, each with the first such pod
+/// described.
+fn held_elsewhere(others: &[&Pod], desired: &DesiredOsds) -> HashMap<DeviceId, String> {
+    let mut held = HashMap::new();
+    for pod in others {
+        for disk in held_disks(pod, desired) {
+            held.entry(disk).or_insert_with(|| describe_other(pod));
+        }
+    }
+    held
+}
+
+/// With `updateDomain: Topology`, the CRUSH bucket of each host the spec lists or a pod runs
+/// on.
+fn buckets<'p>(
+    spec: &CephOsdSpec,
+    desired: &DesiredOsds,
+    pods: impl Iterator<Item = &'p ObservedPod>,
+    topology: &TopologyView,
+) -> Option<HostBuckets> {
+    let topology_spec = spec.topology.as_ref()?;
+    if spec.update_domain != UpdateDomain::Topology {
+        return None;
+    }
+    let hosts: BTreeSet<&str> = (desired.osds.keys().map(|k| k.host.as_str()))
+        .chain(pods.filter_map(|p| Some(p.key.as_ref()?.host.as_str())))
+        .collect();
+    Some(host_buckets(topology_spec, hosts, topology))
 }

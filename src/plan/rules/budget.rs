@@ -303,55 +303,19 @@ pub(crate) fn plan_budget(input: &BudgetInput<'_>, previous: Option<&BudgetStatu
         .count();
     let min_available = healthy - allowed.min(healthy);
     let desired = desired_budget(cr, &name, &excluded_labels, min_available);
-    let mut actions = Vec::new();
-    let mut events = Vec::new();
-    match ours {
-        None => actions.push(Action::WriteBudget {
-            budget: Box::new(desired),
-            exists: false,
-            resource_version: None,
-        }),
-        // A former CephOSD's budget: its owner reference is rewritten, conditional on the
-        // version it was read at (no one else's write is overwritten).
-        Some(ours) if !is_ours(cr, ours) => {
-            events.push(adopted_event(&name, &cr.name_any()));
-            actions.push(Action::WriteBudget {
-                budget: Box::new(desired),
-                exists: true,
-                resource_version: ours.resource_version(),
-            });
-        }
-        Some(ours) if ours.spec != desired.spec => actions.push(Action::WriteBudget {
-            budget: Box::new(desired),
-            exists: true,
-            resource_version: (!input.starting.is_empty())
-                .then(|| ours.resource_version())
-                .flatten(),
-        }),
-        Some(_) => {}
-    }
+    let (actions, mut events) = budget_writes(input, ours, desired, &name);
     let drains: Vec<String> = input.waiting.keys().cloned().collect();
     let status = BudgetStatus {
         allowed_domains: i64::try_from(allowed).unwrap_or(i64::MAX),
         unavailable_domains: excluded.iter().cloned().collect(),
-        drains_waiting: drains.clone(),
+        drains_waiting: drains,
     };
     let down = if excluded.is_empty() {
         "none".to_owned()
     } else {
         excluded.iter().cloned().collect::<Vec<_>>().join(", ")
     };
-    let mut message = format!(
-        "PodDisruptionBudget {name} admits {allowed} more update domain(s) down \
-         (maxUnavailable {}; down or being replaced: {down})",
-        spec.max_unavailable()
-    );
-    if let Some(closed) = input.closed {
-        message.push_str(&format!("; closed: {closed}"));
-    }
-    if !drains.is_empty() {
-        message.push_str(&format!("; drains waiting: {}", drains.join(", ")));
-    }
+    let message = managed_message(input, &name, allowed, &down);
     events.extend(drain_events(&status, previous, &down));
     BudgetPlan {
         actions,
@@ -364,6 +328,57 @@ pub(crate) fn plan_budget(input: &BudgetInput<'_>, previous: Option<&BudgetStatu
         events,
         reopens_after: input.closed.map(|_| CLOSED_LOOKS),
     }
+}
+
+/// The write of the `desired` budget where ours differs or is missing, and the Event of a
+/// former CephOSD's budget taken over.
+fn budget_writes(
+    input: &BudgetInput<'_>,
+    ours: Option<&PodDisruptionBudget>,
+    desired: PodDisruptionBudget,
+    name: &str,
+) -> (Vec<Action>, Vec<PlannedEvent>) {
+    let cr = input.cr;
+    // (whether it exists, the version the write is conditional on), and the events
+    let (write, events) = match ours {
+        None => (Some((false, None)), Vec::new()),
+        // A former CephOSD's budget: its owner reference is rewritten, conditional on the
+        // version it was read at (no one else's write is overwritten).
+        Some(ours) if !is_ours(cr, ours) => (
+            Some((true, ours.resource_version())),
+            vec![adopted_event(name, &cr.name_any())],
+        ),
+        Some(ours) if ours.spec != desired.spec => {
+            let version = (!input.starting.is_empty())
+                .then(|| ours.resource_version())
+                .flatten();
+            (Some((true, version)), Vec::new())
+        }
+        Some(_) => (None, Vec::new()),
+    };
+    let writes = write.map(|(exists, resource_version)| Action::WriteBudget {
+        budget: Box::new(desired),
+        exists,
+        resource_version,
+    });
+    (writes.into_iter().collect(), events)
+}
+
+/// The `DisruptionBudget` condition's words for a budget the operator keeps.
+fn managed_message(input: &BudgetInput<'_>, name: &str, allowed: usize, down: &str) -> String {
+    let mut message = format!(
+        "PodDisruptionBudget {name} admits {allowed} more update domain(s) down \
+         (maxUnavailable {}; down or being replaced: {down})",
+        input.cr.spec.max_unavailable()
+    );
+    if let Some(closed) = input.closed {
+        message.push_str(&format!("; closed: {closed}"));
+    }
+    if !input.waiting.is_empty() {
+        let drains: Vec<&str> = input.waiting.keys().map(String::as_str).collect();
+        message.push_str(&format!("; drains waiting: {}", drains.join(", ")));
+    }
+    message
 }
 
 const OFF: &str = "spec.disruptionBudget is Off: no PodDisruptionBudget is kept and node drains \

@@ -39,18 +39,7 @@ pub(in crate::plan) fn creations(
         unbuildable: None,
         deferred: false,
     };
-    let mut live = vec![false; seen.desired.osds.len()];
-    for pod in seen.pods.iter().chain(&seen.era).filter(|p| p.is_live()) {
-        if let Some(flag) = pod.osd.and_then(|i| live.get_mut(i)) {
-            *flag = true;
-        }
-    }
-    let lacking: Vec<&DesiredOsd> = seen
-        .desired
-        .osds
-        .values()
-        .filter(|o| live.get(o.index) == Some(&false))
-        .collect();
+    let lacking = lacking(seen);
     if lacking.is_empty() {
         return out;
     }
@@ -66,32 +55,7 @@ pub(in crate::plan) fn creations(
         .chain(&replica_set_devices)
         .chain(seen.held_elsewhere.keys())
         .collect();
-    // A Ready pod of another controller keeps its OSD available (though not ours); a
-    // ReplicaSet's pod only while that ReplicaSet is there and not being deleted: otherwise
-    // the garbage collector is about to take the pod down (it may even remove a ReplicaSet
-    // before its pods). A pod waiting for its turn to go serves the OSD on its disk too.
-    let standing: BTreeSet<&str> = seen
-        .replica_sets
-        .iter()
-        .filter(|rs| rs.class != ReplicaSetClass::Terminating)
-        .map(|rs| rs.name.as_str())
-        .collect();
-    let mut served: HashSet<&DeviceId> = seen
-        .pods
-        .iter()
-        .filter(|p| match &p.class {
-            PodClass::Foreign(c) => {
-                p.ready && (c.kind != "ReplicaSet" || standing.contains(c.name.as_str()))
-            }
-            _ => false,
-        })
-        .filter_map(ObservedPod::device)
-        .collect();
-    served.extend(
-        removals
-            .iter()
-            .filter_map(|(_, _, osd)| osd.map(|o| &o.device)),
-    );
+    let served = served(seen, removals);
     // Each OSD lacking a live pod, in rollout order, goes down this ladder: it is missing
     // unless a pod waiting for its turn or a Ready pod of another controller serves it; it
     // gets no pod while any pod holds its disk or the spec is ambiguous about it; past
@@ -130,6 +94,50 @@ pub(in crate::plan) fn creations(
         }
     }
     out
+}
+
+/// The desired OSDs no live pod (of ours or of the ReplicaSet era) runs, in rollout order.
+fn lacking<'s>(seen: &Seen<'s>) -> Vec<&'s DesiredOsd> {
+    let mut live = vec![false; seen.desired.osds.len()];
+    for pod in seen.pods.iter().chain(&seen.era).filter(|p| p.is_live()) {
+        if let Some(flag) = pod.osd.and_then(|i| live.get_mut(i)) {
+            *flag = true;
+        }
+    }
+    (seen.desired.osds.values())
+        .filter(|o| live.get(o.index) == Some(&false))
+        .collect()
+}
+
+/// The disks an OSD is served on without a pod of ours: a Ready pod of another controller
+/// keeps its OSD available (though not ours); a ReplicaSet's pod only while that ReplicaSet is
+/// there and not being deleted: otherwise the garbage collector is about to take the pod down
+/// (it may even remove a ReplicaSet before its pods). A pod waiting for its turn to go serves
+/// the OSD on its disk too.
+fn served<'s>(seen: &'s Seen<'_>, removals: &[Removal<'s>]) -> HashSet<&'s DeviceId> {
+    let standing: BTreeSet<&str> = seen
+        .replica_sets
+        .iter()
+        .filter(|rs| rs.class != ReplicaSetClass::Terminating)
+        .map(|rs| rs.name.as_str())
+        .collect();
+    let mut served: HashSet<&DeviceId> = seen
+        .pods
+        .iter()
+        .filter(|p| match &p.class {
+            PodClass::Foreign(c) => {
+                p.ready && (c.kind != "ReplicaSet" || standing.contains(c.name.as_str()))
+            }
+            _ => false,
+        })
+        .filter_map(ObservedPod::device)
+        .collect();
+    served.extend(
+        removals
+            .iter()
+            .filter_map(|(_, _, osd)| osd.map(|o| &o.device)),
+    );
+    served
 }
 
 /// Why `osd`, which no pod serves, has no pod yet, when that needs words: the first that

@@ -50,53 +50,21 @@ pub(in crate::plan) fn rollout(
     missing: &[Missing],
     limits: &Limits<'_>,
 ) -> (Rollout, StepDeletions) {
-    let out_of_date = current
-        .iter()
-        .copied()
-        .filter(|p| p.class == PodClass::OutOfDate && !seen.is_blocked(p.key.as_ref()))
-        .filter_map(|pod| {
-            let domain = seen.domain_of(pod.key.as_ref()?);
-            Some((Candidate::replacing(pod, domain), DeleteReason::Replace))
-        });
-    let removals = removals.iter().filter_map(|(pod, reason, served)| {
-        let key = served.map(|o| &o.key).or(pod.key.as_ref())?;
-        let domain = seen.domain_of(key);
-        Some((Candidate::removing(pod, domain), reason.clone()))
-    });
-    let (candidates, reasons): (Vec<Candidate<'_>>, Vec<DeleteReason>) =
-        out_of_date.chain(removals).unzip();
+    let (candidates, reasons) = candidates(seen, current, removals);
     let gate_key = |c: &Candidate<'_>| gate_key(seen, c);
     let unready: Vec<&ObservedPod> = current
         .iter()
         .copied()
         .filter(|p| p.class == PodClass::Unready)
         .collect();
-    // A removed OSD's pod still terminating keeps its domain down until it is gone.
-    let removing = seen
-        .pods
-        .iter()
-        .filter(|p| p.class == PodClass::Terminating)
-        .filter(|p| {
-            p.device()
-                .is_some_and(|d| !seen.desired.disks.contains_key(d))
-        })
-        .filter_map(|p| Some(seen.domain_of(p.key.as_ref()?)));
-    // An open drain's domains count as down from its start: its pods go once Ceph lets them.
-    let drain_keys: BTreeSet<&str> = (seen.previous.ceph_step.iter())
-        .filter(|s| s.drain.is_some())
-        .flat_map(|s| s.keys.iter().map(String::as_str))
-        .collect();
-    let draining: Vec<String> = (candidates.iter())
-        .filter(|c| gate_key(c).is_some_and(|k| drain_keys.contains(k.to_string().as_str())))
-        .map(|c| c.domain.clone())
-        .collect();
+    let down = down_without_a_turn(seen, &candidates);
     let step = rollout_step(
         seen.spec,
         seen.domains(),
         &candidates,
         &unready,
         missing,
-        removing.chain(draining),
+        down,
         limits,
     );
     let chosen = || {
@@ -133,6 +101,50 @@ pub(in crate::plan) fn rollout(
         unavailable: step.unavailable,
     };
     (rollout, proposed)
+}
+
+/// The pods that go in their update domain's turn, with why: the out-of-date ones, then the
+/// removals.
+fn candidates<'p>(
+    seen: &Seen<'_>,
+    current: &[&'p ObservedPod],
+    removals: &[Removal<'p>],
+) -> (Vec<Candidate<'p>>, Vec<DeleteReason>) {
+    let out_of_date = current
+        .iter()
+        .copied()
+        .filter(|p| p.class == PodClass::OutOfDate && !seen.is_blocked(p.key.as_ref()))
+        .filter_map(|pod| {
+            let domain = seen.domain_of(pod.key.as_ref()?);
+            Some((Candidate::replacing(pod, domain), DeleteReason::Replace))
+        });
+    let removals = removals.iter().filter_map(|(pod, reason, served)| {
+        let key = served.map(|o| &o.key).or(pod.key.as_ref())?;
+        let domain = seen.domain_of(key);
+        Some((Candidate::removing(pod, domain), reason.clone()))
+    });
+    out_of_date.chain(removals).unzip()
+}
+
+/// The update domains down though no step took them: a removed OSD's pod still terminating
+/// keeps its domain down until it is gone; an open drain's domains count as down from its
+/// start (its pods go once Ceph lets them).
+fn down_without_a_turn(seen: &Seen<'_>, candidates: &[Candidate<'_>]) -> Vec<String> {
+    let removing = (seen.pods.iter())
+        .filter(|p| p.class == PodClass::Terminating)
+        .filter(|p| {
+            p.device()
+                .is_some_and(|d| !seen.desired.disks.contains_key(d))
+        })
+        .filter_map(|p| Some(seen.domain_of(p.key.as_ref()?)));
+    let drain_keys: BTreeSet<&str> = (seen.previous.ceph_step.iter())
+        .filter(|s| s.drain.is_some())
+        .flat_map(|s| s.keys.iter().map(String::as_str))
+        .collect();
+    let draining = (candidates.iter())
+        .filter(|c| gate_key(seen, c).is_some_and(|k| drain_keys.contains(k.to_string().as_str())))
+        .map(|c| c.domain.clone());
+    removing.chain(draining).collect()
 }
 
 /// The OSD a candidate stands for: its own, or the desired one on its disk.

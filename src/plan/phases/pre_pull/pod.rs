@@ -33,49 +33,8 @@ pub(crate) struct PrePullPodInput<'a> {
 /// The pre-pull pod of `input`.
 pub(crate) fn pre_pull_pod(input: &PrePullPodInput<'_>) -> Pod {
     let spec = input.rendered.spec.clone().unwrap_or_default();
-    let mut images: Vec<(String, Option<String>)> = Vec::new();
-    for c in (spec.init_containers.iter().flatten()).chain(&spec.containers) {
-        if let Some(image) = &c.image {
-            if images.iter().all(|(i, _)| i != image) {
-                images.push((image.clone(), c.image_pull_policy.clone()));
-            }
-        }
-    }
-    let requests = BTreeMap::from([
-        ("cpu".to_owned(), Quantity("1m".to_owned())),
-        ("memory".to_owned(), Quantity("16Mi".to_owned())),
-    ]);
-    let containers = (images.into_iter().enumerate())
-        .map(|(i, (image, policy))| Container {
-            name: format!("pull-{i}"),
-            image: Some(image),
-            image_pull_policy: policy,
-            command: Some(input.command.to_vec()),
-            resources: Some(ResourceRequirements {
-                requests: Some(requests.clone()),
-                ..ResourceRequirements::default()
-            }),
-            ..Container::default()
-        })
-        .collect();
-    // Required affinity to the node's name, as DaemonSet pods are placed: the scheduler
-    // still honours taints, cordons, resources and priority, as for the OSD pod.
-    let affinity = Affinity {
-        node_affinity: Some(NodeAffinity {
-            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
-                node_selector_terms: vec![NodeSelectorTerm {
-                    match_fields: Some(vec![NodeSelectorRequirement {
-                        key: "metadata.name".to_owned(),
-                        operator: "In".to_owned(),
-                        values: Some(vec![input.node.to_owned()]),
-                    }]),
-                    ..NodeSelectorTerm::default()
-                }],
-            }),
-            ..NodeAffinity::default()
-        }),
-        ..Affinity::default()
-    };
+    let containers = pull_containers(&spec, input.command);
+    let affinity = on_node(input.node);
     Pod {
         metadata: ObjectMeta {
             name: Some(pre_pull_pod_name(
@@ -125,6 +84,57 @@ pub(crate) fn pre_pull_pod(input: &PrePullPodInput<'_>) -> Pod {
             ..PodSpec::default()
         }),
         status: None,
+    }
+}
+
+/// One container per image of `spec` (init containers first), each pulling its image with
+/// its pull policy and running `command`, with the least resources a pod may request.
+fn pull_containers(spec: &PodSpec, command: &[String]) -> Vec<Container> {
+    let mut images: Vec<(String, Option<String>)> = Vec::new();
+    for c in (spec.init_containers.iter().flatten()).chain(&spec.containers) {
+        if let Some(image) = &c.image {
+            if images.iter().all(|(i, _)| i != image) {
+                images.push((image.clone(), c.image_pull_policy.clone()));
+            }
+        }
+    }
+    let requests = BTreeMap::from([
+        ("cpu".to_owned(), Quantity("1m".to_owned())),
+        ("memory".to_owned(), Quantity("16Mi".to_owned())),
+    ]);
+    (images.into_iter().enumerate())
+        .map(|(i, (image, policy))| Container {
+            name: format!("pull-{i}"),
+            image: Some(image),
+            image_pull_policy: policy,
+            command: Some(command.to_vec()),
+            resources: Some(ResourceRequirements {
+                requests: Some(requests.clone()),
+                ..ResourceRequirements::default()
+            }),
+            ..Container::default()
+        })
+        .collect()
+}
+
+/// Required affinity to the node's name, as DaemonSet pods are placed: the scheduler still
+/// honours taints, cordons, resources and priority, as for the OSD pod.
+fn on_node(node: &str) -> Affinity {
+    Affinity {
+        node_affinity: Some(NodeAffinity {
+            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                node_selector_terms: vec![NodeSelectorTerm {
+                    match_fields: Some(vec![NodeSelectorRequirement {
+                        key: "metadata.name".to_owned(),
+                        operator: "In".to_owned(),
+                        values: Some(vec![node.to_owned()]),
+                    }]),
+                    ..NodeSelectorTerm::default()
+                }],
+            }),
+            ..NodeAffinity::default()
+        }),
+        ..Affinity::default()
     }
 }
 

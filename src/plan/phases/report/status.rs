@@ -88,57 +88,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         && !input.pending_actions
         && input.marking_in.is_none()
         && !step_followed(input);
-    let conditions = [
-        (ConditionType::Ready, ready(s)),
-        (ConditionType::Progressing, progressing(input, converged)),
-        (ConditionType::Stalled, stalled(input.stalled)),
-        (
-            ConditionType::InvalidSpec,
-            invalid_spec(input.spec_problems),
-        ),
-        (ConditionType::Migrating, migrating(s)),
-        (
-            ConditionType::CephGate,
-            Says {
-                holds: input.ceph_gate.holds,
-                reason: input.ceph_gate.reason,
-                message: input.ceph_gate.message.clone(),
-            },
-        ),
-    ]
-    .into_iter()
-    .chain(input.disruption_budget.map(|c| {
-        (
-            ConditionType::DisruptionBudget,
-            Says {
-                holds: c.holds,
-                reason: c.reason,
-                message: c.message.clone(),
-            },
-        )
-    }))
-    .chain(input.pre_pull.map(|c| {
-        (
-            ConditionType::PrePull,
-            Says {
-                holds: c.holds,
-                reason: c.reason,
-                message: c.message.clone(),
-            },
-        )
-    }))
-    .chain(input.osds_in.map(|c| {
-        (
-            ConditionType::OsdsIn,
-            Says {
-                holds: c.holds,
-                reason: c.reason,
-                message: c.message.clone(),
-            },
-        )
-    }))
-    .map(|(type_, says)| condition(input, type_, says))
-    .collect();
+    let conditions = conditions(input, converged);
     CephOsdStatus {
         observed_generation: input.generation,
         template_hash: Some(input.template_hash.to_string()),
@@ -165,6 +115,39 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         expected_updated_domains: None,
         rollout: None,
     }
+}
+
+/// The status conditions, in the order the status lists them: those always there, then those
+/// of the disruption budget, the pre-pull and the out OSDs when they apply.
+fn conditions(input: &StatusInput<'_>, converged: bool) -> Vec<Condition> {
+    let s = input.summary;
+    let stated = |c: &StatedCondition| Says {
+        holds: c.holds,
+        reason: c.reason,
+        message: c.message.clone(),
+    };
+    let gate = Says {
+        holds: input.ceph_gate.holds,
+        reason: input.ceph_gate.reason,
+        message: input.ceph_gate.message.clone(),
+    };
+    [
+        (ConditionType::Ready, ready(s)),
+        (ConditionType::Progressing, progressing(input, converged)),
+        (ConditionType::Stalled, stalled(input.stalled)),
+        (
+            ConditionType::InvalidSpec,
+            invalid_spec(input.spec_problems),
+        ),
+        (ConditionType::Migrating, migrating(s)),
+        (ConditionType::CephGate, gate),
+    ]
+    .into_iter()
+    .chain((input.disruption_budget).map(|c| (ConditionType::DisruptionBudget, stated(c))))
+    .chain((input.pre_pull).map(|c| (ConditionType::PrePull, stated(c))))
+    .chain((input.osds_in).map(|c| (ConditionType::OsdsIn, stated(c))))
+    .map(|(type_, says)| condition(input, type_, says))
+    .collect()
 }
 
 /// What one condition says: whether it holds, why, and in words.
