@@ -174,6 +174,13 @@ impl GateAnswerBuilder {
         self
     }
 
+    /// The key `key` was asked about, mapped to `of`.
+    #[must_use]
+    pub(crate) fn mapped(mut self, key: OsdKey, of: &[u32]) -> Self {
+        self.answer.keys.insert(key, ids(of));
+        self
+    }
+
     /// Each id's `up_from` before the stop.
     #[must_use]
     pub(crate) fn up_from(mut self, up_from: &[(u32, u64)]) -> Self {
@@ -228,10 +235,10 @@ impl CephViewBuilder {
         }
     }
 
-    /// Where the open step stands.
+    /// Where the open step stands (None: not looked at).
     #[must_use]
-    pub(crate) fn step(mut self, progress: StepProgress) -> Self {
-        self.view.step = Some(progress);
+    pub(crate) fn step(mut self, progress: impl Into<Option<StepProgress>>) -> Self {
+        self.view.step = progress.into();
         self
     }
 

@@ -39,12 +39,7 @@ fn input<'a>(
 
 /// The gate on, Ceph not asked, the open step (if any) at `step`.
 fn on(step: Option<StepProgress>) -> CephView {
-    let view = CephViewBuilder::on();
-    match step {
-        Some(progress) => view.step(progress),
-        None => view,
-    }
-    .build()
+    CephViewBuilder::on().step(step).build()
 }
 
 #[test]
