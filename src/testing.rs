@@ -1,5 +1,6 @@
 //! CephOSDs for the unit tests, the benchmarks and the end-to-end harness: one builder, so they
-//! all mean the same by "a CephOSD of these hosts and disks". Not part of the operator's API.
+//! all mean the same by "a CephOSD of these hosts and disks"; and, for the unit tests alone,
+//! builders of the Ceph gate's inputs (`gate_inputs`). Not part of the operator's API.
 
 use crate::crd::CephOsd;
 use serde::Serialize;
@@ -110,5 +111,7 @@ fn json_of(value: impl Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+#[cfg(test)]
+pub(crate) mod gate_inputs;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //!
 //! Offline and without kubectl/helm: every YAML file is parsed, the Deployment is checked
 //! against the flags `ceph-osd-operator run` accepts and the port it serves probes on, and the
-//! Helm chart's CRD copy against the generated CRD. The RBAC is checked in tests/rbac.rs.
+//! Helm chart's CRD copy against the generated CRD. The RBAC is checked in tests/rbac/.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

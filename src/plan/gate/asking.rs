@@ -146,3 +146,6 @@ pub(crate) fn asked_together(
         .map(|o| o.id)
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -253,3 +253,6 @@ fn known_ids(
     }
     known
 }
+
+#[cfg(test)]
+mod tests;

@@ -221,3 +221,6 @@ pub(crate) fn drain_open(input: &GateInput<'_>, open: &CephStep, drain: &StepDra
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,13 +10,15 @@
 //! `asking` says which update domains are asked about together and when `ok-to-stop` must
 //! confirm a precheck, `conversation` strings them into the questions the runtime asks next,
 //! `step_end` and `drain_end` say when an open step or drain is over,
-//! `drain` holds the rules of removals, `io` the gate's input and outcome as data.
+//! `drain` holds the rules of removals, `stated_ids` reads an admin's `osd-ids` annotation,
+//! `io` the gate's input and outcome as data.
 
 mod asking;
 pub(crate) mod conversation;
 pub(crate) mod drain;
 mod drain_end;
 mod io;
+mod stated_ids;
 mod step_end;
 mod verdict;
 
@@ -29,6 +31,7 @@ pub(crate) use io::{
     CephInput, CephView, GateAnswer, GateCondition, GateInput, GateOff, GateOutcome, GateSubject,
     DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
+pub(crate) use stated_ids::read_stated_ids;
 pub(crate) use step_end::not_booted;
 pub use step_end::{StepProgress, StepWatch, DEFAULT_PG_STATS_LAG};
 pub use verdict::{confirm, precheck, Blocker, GateDecision, Severity};

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::ceph::{OsdId, UnknownReason};
-use crate::plan::gate::{Blocker, CephInput, GateAnswer, GateDecision, GateOff, StepProgress};
+use crate::plan::gate::{Blocker, CephInput, GateDecision, StepProgress};
+use crate::testing::gate_inputs::{CephViewBuilder, GateAnswerBuilder};
 
 const HOSTS: [&str; 2] = ["w1", "w2"];
 
@@ -16,42 +17,22 @@ fn host_cr(marker: &str) -> CephOsd {
     )
 }
 
-fn view(input: CephInput, step: Option<StepProgress>) -> CephView {
-    CephView {
-        input,
-        step,
-        ..CephView::default()
-    }
-}
-
 fn not_asked() -> CephView {
-    view(CephInput::NotAsked, None)
+    CephViewBuilder::on().build()
 }
 
 /// Ceph's answer `decision` for exactly what `plan` asked, each key mapped to `first_id`,
 /// `first_id + 1`, ….
 fn answered(plan: &Plan, decision: GateDecision, first_id: u32) -> CephView {
     let question = plan.gate_question.clone().expect("a question");
-    let keys = (question.iter().zip(first_id..))
-        .map(|(s, id)| (s.key.clone(), BTreeSet::from([OsdId(id)])))
-        .collect();
-    let up_from = (first_id..first_id + 10)
-        .map(|id| (OsdId(id), 40))
-        .collect();
-    view(
-        CephInput::Answered(GateAnswer {
-            keys,
-            decision,
-            up_from,
-            learned: BTreeMap::new(),
-            noout_before: BTreeSet::new(),
-            asked_with: BTreeSet::new(),
-            unreadable_statements: BTreeMap::new(),
-            out: BTreeSet::new(),
-            refused_whole: None,
-        }),
-        None,
-    )
+    let answer = (question.iter().zip(first_id..))
+        .fold(GateAnswerBuilder::new(decision), |answer, (s, id)| {
+            answer.mapped(s.key.clone(), &[id])
+        });
+    let up_from: Vec<(u32, u64)> = (first_id..first_id + 10).map(|id| (id, 40)).collect();
+    CephViewBuilder::off()
+        .answered(answer.up_from(&up_from).build())
+        .build()
 }
 
 fn proceed(ids: &[u32]) -> GateDecision {
@@ -293,12 +274,11 @@ fn step_open() -> (Cluster, CephOsd) {
 fn an_open_step_blocks_every_rollout_deletion_and_says_what_ceph_lacks() {
     let (mut cluster, cr) = step_open();
     cluster.make_all_ready();
-    cluster.ceph = view(
-        CephInput::NotAsked,
-        Some(StepProgress::Booting {
+    cluster.ceph = CephViewBuilder::on()
+        .step(StepProgress::Booting {
             pending: vec![OsdId(4)],
-        }),
-    );
+        })
+        .build();
     for _ in 0..3 {
         let plan = cluster.reconcile(&cr);
         assert!(deletes(&plan).is_empty(), "w2 waits for the step on w1");
@@ -323,7 +303,7 @@ fn an_open_step_blocks_every_rollout_deletion_and_says_what_ceph_lacks() {
 #[test]
 fn done_and_ready_clears_noout_and_the_step_then_the_next_step_is_asked() {
     let (mut cluster, cr) = step_open();
-    cluster.ceph = view(CephInput::NotAsked, Some(StepProgress::Done));
+    cluster.ceph = CephViewBuilder::on().step(StepProgress::Done).build();
     // Ceph is done, the replacements are not Ready yet.
     let plan = cluster.reconcile(&cr);
     assert!(!action_kinds(&plan).contains(&"ClearNoout"));
@@ -351,12 +331,11 @@ fn done_and_ready_clears_noout_and_the_step_then_the_next_step_is_asked() {
 fn noout_held_too_long_is_cleared_and_the_rollout_stays_halted() {
     let (mut cluster, cr) = step_open();
     cluster.make_all_ready();
-    cluster.ceph = view(
-        CephInput::NotAsked,
-        Some(StepProgress::Booting {
+    cluster.ceph = CephViewBuilder::on()
+        .step(StepProgress::Booting {
             pending: vec![OsdId(3)],
-        }),
-    );
+        })
+        .build();
     cluster.clock += 31 * 60;
     let plan = cluster.reconcile(&cr);
     assert_eq!(action_kinds(&plan).first(), Some(&"ClearNoout"));
@@ -435,12 +414,7 @@ fn skipping_with_a_step_open_clears_its_noout() {
 
     // Without Ceph configured the step is kept, and said.
     let (mut cluster, cr) = step_open();
-    cluster.ceph = view(
-        CephInput::Off {
-            why: GateOff::NotConfigured,
-        },
-        None,
-    );
+    cluster.ceph = CephViewBuilder::off().build();
     let plan = cluster.reconcile(&cr);
     assert!(!action_kinds(&plan).contains(&"ClearNoout"));
     assert!(plan.status.ceph_step.is_some());
@@ -507,7 +481,7 @@ proptest! {
                 cr = make(markers.next().unwrap_or("b"));
             }
             let step = done.then_some(StepProgress::Done);
-            cluster.ceph = view(CephInput::NotAsked, step.clone());
+            cluster.ceph = CephViewBuilder::on().step(step.clone()).build();
             let open_before = cluster.status.as_ref().and_then(|s| s.ceph_step.clone());
             let asked = ask(&mut cluster, &cr);
             prop_assert!(!asked.disrupts(), "NotAsked never takes a rollout pod down");
@@ -605,22 +579,13 @@ fn two_domains_proposed_only_the_first_let_go_goes() {
     let domains: BTreeSet<&str> = question.iter().map(|s| s.domain.as_str()).collect();
     assert_eq!(domains, BTreeSet::from(["w1", "w2"]), "both hosts asked");
     let first: Vec<_> = question.iter().filter(|s| s.domain == "w1").collect();
-    cluster.ceph = view(
-        CephInput::Answered(GateAnswer {
-            keys: (first.iter().zip(3..))
-                .map(|(s, id)| (s.key.clone(), BTreeSet::from([OsdId(id)])))
-                .collect(),
-            decision: proceed(&[3, 4]),
-            up_from: BTreeMap::from([(OsdId(3), 40), (OsdId(4), 40)]),
-            learned: BTreeMap::new(),
-            noout_before: BTreeSet::new(),
-            asked_with: BTreeSet::new(),
-            unreadable_statements: BTreeMap::new(),
-            out: BTreeSet::new(),
-            refused_whole: None,
-        }),
-        None,
+    let answer = (first.iter().zip(3..)).fold(
+        GateAnswerBuilder::new(proceed(&[3, 4])),
+        |answer, (s, id)| answer.mapped(s.key.clone(), &[id]),
     );
+    cluster.ceph = CephViewBuilder::off()
+        .answered(answer.up_from(&[(3, 40), (4, 40)]).build())
+        .build();
     let plan = cluster.reconcile(&cr);
     let deleted = deletes(&plan);
     assert_eq!(deleted.len(), 2, "{deleted:?}");

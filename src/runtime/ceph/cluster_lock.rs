@@ -9,7 +9,7 @@ use crate::plan::rules::cluster_lock::{
     decide, held_by, lock_name, lost, LockDecision, LockHolder, LockLost, LockState, Purpose,
     LOCK_DURATION, NEXT_HOLDER, NEXT_SINCE, STEP_KEYS,
 };
-use crate::runtime::ceph::ceph_gate::{answer, Question};
+use crate::runtime::ceph::gate_questions::{answer, Question};
 use crate::runtime::ceph::lock_place::{LockPlaceRecord, PlaceRefused};
 use crate::runtime::memory::locked::locked;
 use crate::runtime::serve::lease::lease_spec;
@@ -248,7 +248,7 @@ impl CephStepLocks {
     }
 }
 
-/// Ceph's answer about `question` (see `runtime::ceph_gate::answer`) asked only while `cr`
+/// Ceph's answer about `question` (see `gate_questions::answer`) asked only while `cr`
 /// holds the step lock of the Ceph cluster, taken first: no other CephOSD's question and stop
 /// race this one. Else wait, saying why. Also whether the lock was taken.
 pub(crate) async fn answer_holding_the_lock(

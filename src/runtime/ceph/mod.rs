@@ -2,10 +2,10 @@
 //! under each Ceph cluster's step lock (a Lease), through a client whose every command is
 //! counted in the metrics.
 
-mod ceph_drain;
-pub(crate) mod ceph_gate;
 pub(crate) mod cluster_lock;
 pub(crate) mod crush_look;
+mod drain_look;
+pub(crate) mod gate_questions;
 pub(crate) mod lock_place;
 pub(crate) mod metered_ceph;
 pub(crate) mod out_look;

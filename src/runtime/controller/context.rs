@@ -4,8 +4,8 @@
 use crate::ceph::{CephClient, CliSettings};
 use crate::crd::CephOsd;
 use crate::runtime::backoff::Backoff;
-use crate::runtime::ceph::ceph_gate::GateSettings;
 use crate::runtime::ceph::cluster_lock::CephStepLocks;
+use crate::runtime::ceph::gate_questions::GateSettings;
 use crate::runtime::memory::Memory;
 use crate::runtime::observe::budget_inputs::BudgetCaches;
 use crate::runtime::observe::claims_registry::ClaimsRegistry;

@@ -7,7 +7,7 @@ use crate::crd::CephOsd;
 use crate::crd::UpdateDomain;
 use crate::plan::rules::deletion;
 use crate::plan::tests::{converged, cr};
-use crate::runtime::ceph::ceph_gate::GateSettings;
+use crate::runtime::ceph::gate_questions::GateSettings;
 use crate::runtime::controller::reconcile::reconcile;
 use crate::runtime::memory::Memory;
 use crate::runtime::observe::budget_inputs::BudgetCaches;

@@ -5,7 +5,7 @@
 use crate::crd::CephOsd;
 use crate::plan::gate::CephInput;
 use crate::plan::Plan;
-use crate::runtime::ceph::ceph_gate::first_view;
+use crate::runtime::ceph::gate_questions::first_view;
 use crate::runtime::ceph::out_look::out_changed_in_ceph;
 use crate::runtime::controller::admit::admit;
 use crate::runtime::controller::ask_ceph::{

@@ -3,20 +3,16 @@
 //! carries what its question covered, and a step's `noout` already gone is not cleared again.
 
 use super::*;
+use crate::ceph::CephFacts;
 use crate::plan::gate::asking::asked_together;
+use crate::testing::gate_inputs::{
+    answered, asked, known, ok_to_stop, CephFactsBuilder, CephViewBuilder, GateInputBuilder,
+};
+use proptest::prelude::*;
 
 /// The healthy 3-OSD cluster with `noout` on `flagged`.
 fn flagged(flagged: &[u32]) -> CephFacts {
-    let mut facts = healthy();
-    for id in flagged {
-        facts
-            .osds
-            .osds
-            .get_mut(&OsdId(*id))
-            .expect("in the fixture")
-            .noout = true;
-    }
-    facts
+    CephFactsBuilder::healthy().noout(flagged).build()
 }
 
 fn set(of: &[u32]) -> BTreeSet<OsdId> {
@@ -36,7 +32,11 @@ fn the_question_covers_every_other_osd_carrying_noout_but_the_own_ended_steps() 
         set(&[])
     );
     assert_eq!(
-        asked_together(&healthy().osds, &set(&[1]), &set(&[])),
+        asked_together(
+            &CephFactsBuilder::healthy().build().osds,
+            &set(&[1]),
+            &set(&[])
+        ),
         set(&[])
     );
 }
@@ -44,7 +44,7 @@ fn the_question_covers_every_other_osd_carrying_noout_but_the_own_ended_steps() 
 #[test]
 fn another_steps_noout_is_asked_about_together_and_named_when_ceph_refuses() {
     // osd.0 carries noout: another step's OSD, its daemon stopping but still up.
-    let question = [host_subject("host-2", false)];
+    let question = [GateSubjectBuilder::host("host-2").build()];
     let mapped = vec![known("host-2:/dev/sdb", &[1])];
     let asking = asked(conversation::start(
         &question,
@@ -54,15 +54,12 @@ fn another_steps_noout_is_asked_about_together_and_named_when_ceph_refuses() {
         BTreeMap::new(),
     ));
     assert_eq!(asking.ids(), &set(&[0, 1]), "asked together");
-    let done = answered(asking.heard(Ok(&reply(false, &[0, 1]))));
+    let done = answered(asking.heard(Ok(&ok_to_stop(false, &[0, 1]))));
     assert!(matches!(done.answer.decision, GateDecision::Wait { .. }));
     assert_eq!(done.answer.asked_with, set(&[0]));
 
-    let view = CephView {
-        input: CephInput::Answered(done.answer),
-        ..on(None)
-    };
-    let proposed = [host_subject("host-2", false)];
+    let view = CephViewBuilder::on().answered(done.answer).build();
+    let proposed = [GateSubjectBuilder::host("host-2").build()];
     let out = gate(&input(&view, None, &proposed));
     assert!(!out.deletions_allowed && out.first.is_empty());
     assert_eq!(
@@ -75,7 +72,7 @@ fn another_steps_noout_is_asked_about_together_and_named_when_ceph_refuses() {
 
 #[test]
 fn a_yes_for_both_lets_only_the_steps_own_osds_stop_and_its_opening_covers_both() {
-    let question = [host_subject("host-2", false)];
+    let question = [GateSubjectBuilder::host("host-2").build()];
     let mapped = vec![known("host-2:/dev/sdb", &[1])];
     let asking = asked(conversation::start(
         &question,
@@ -84,16 +81,13 @@ fn a_yes_for_both_lets_only_the_steps_own_osds_stop_and_its_opening_covers_both(
         mapped,
         BTreeMap::new(),
     ));
-    let done = answered(asking.heard(Ok(&reply(true, &[0, 1]))));
+    let done = answered(asking.heard(Ok(&ok_to_stop(true, &[0, 1]))));
     assert_eq!(
         done.answer.decision,
         GateDecision::Proceed { ids: set(&[1]) }
     );
-    let view = CephView {
-        input: CephInput::Answered(done.answer),
-        ..on(None)
-    };
-    let proposed = [host_subject("host-2", false)];
+    let view = CephViewBuilder::on().answered(done.answer).build();
+    let proposed = [GateSubjectBuilder::host("host-2").build()];
     let out = gate(&input(&view, None, &proposed));
     assert!(out.deletions_allowed);
     assert!(matches!(
@@ -114,7 +108,7 @@ fn a_yes_for_both_lets_only_the_steps_own_osds_stop_and_its_opening_covers_both(
 
 #[test]
 fn a_yes_that_leaves_out_an_osd_asked_together_is_not_understood() {
-    let question = [host_subject("host-2", false)];
+    let question = [GateSubjectBuilder::host("host-2").build()];
     let mapped = vec![known("host-2:/dev/sdb", &[1])];
     let asking = asked(conversation::start(
         &question,
@@ -123,7 +117,7 @@ fn a_yes_that_leaves_out_an_osd_asked_together_is_not_understood() {
         mapped,
         BTreeMap::new(),
     ));
-    let done = answered(asking.heard(Ok(&reply(true, &[1]))));
+    let done = answered(asking.heard(Ok(&ok_to_stop(true, &[1]))));
     assert!(
         matches!(&done.answer.decision, GateDecision::Halt { blockers }
             if matches!(blockers[..], [Blocker::OkToStopIncomplete { .. }])),
@@ -135,7 +129,7 @@ fn a_yes_that_leaves_out_an_osd_asked_together_is_not_understood() {
 #[test]
 fn the_next_step_of_the_same_cephosd_is_not_asked_with_its_ended_steps_noout() {
     // osd.0 keeps the noout of this CephOSD's step that just ended (cleared at the hand-over).
-    let question = [host_subject("host-2", false)];
+    let question = [GateSubjectBuilder::host("host-2").build()];
     let mapped = vec![known("host-2:/dev/sdb", &[1])];
     let asking = asked(conversation::start_after(
         &question,
@@ -146,18 +140,21 @@ fn the_next_step_of_the_same_cephosd_is_not_asked_with_its_ended_steps_noout() {
         set(&[0]),
     ));
     assert_eq!(asking.ids(), &set(&[1]));
-    let done = answered(asking.heard(Ok(&reply(true, &[1]))));
+    let done = answered(asking.heard(Ok(&ok_to_stop(true, &[1]))));
     assert!(done.answer.asked_with.is_empty());
 
     // Its opening covers the ended step's noout: the read-back finds nothing foreign.
     let open = step(&[0]);
-    let view = CephView {
-        input: CephInput::Answered(done.answer),
-        ..on(Some(StepProgress::Done))
-    };
-    let proposed = [host_subject("host-2", false)];
-    let mut ended = input(&view, Some(&open), &proposed);
-    ended.settled = true;
+    let view = CephViewBuilder::on()
+        .step(StepProgress::Done)
+        .answered(done.answer)
+        .build();
+    let proposed = [GateSubjectBuilder::host("host-2").build()];
+    let ended = GateInputBuilder::new(&view)
+        .open(&open)
+        .proposed(&proposed)
+        .settled()
+        .build();
     let out = gate(&ended);
     assert!(matches!(
         &out.first[..],
@@ -169,7 +166,7 @@ fn the_next_step_of_the_same_cephosd_is_not_asked_with_its_ended_steps_noout() {
 
 #[test]
 fn a_step_whose_osds_are_all_down_asks_nothing_but_covers_the_flags_it_saw() {
-    let question = [host_subject("host-2", false)];
+    let question = [GateSubjectBuilder::host("host-2").build()];
     let mapped = vec![known("host-2:/dev/sdb", &[1])];
     let mut facts = flagged(&[0]);
     facts.osds.osds.get_mut(&OsdId(1)).expect("osd.1").up = false;
@@ -193,19 +190,16 @@ fn an_ended_steps_noout_already_gone_is_not_cleared_again() {
     let open = step(&[3, 4]);
     let mut view = on(Some(StepProgress::Done));
     view.noout_now = Some(set(&[4, 9]));
-    let mut ended = input(&view, Some(&open), &[]);
-    ended.settled = true;
+    let ended = GateInputBuilder::new(&view).open(&open).settled().build();
     let out = gate(&ended);
     assert!(matches!(&out.first[..], [Action::ClearNoout { ids }] if *ids == [OsdId(4)]));
 
     // None left: no clear at all. Not looked at: all of them (clearing is idempotent).
     view.noout_now = Some(set(&[9]));
-    let mut ended = input(&view, Some(&open), &[]);
-    ended.settled = true;
+    let ended = GateInputBuilder::new(&view).open(&open).settled().build();
     assert!(gate(&ended).first.is_empty());
     view.noout_now = None;
-    let mut ended = input(&view, Some(&open), &[]);
-    ended.settled = true;
+    let ended = GateInputBuilder::new(&view).open(&open).settled().build();
     assert!(matches!(
         &gate(&ended).first[..],
         [Action::ClearNoout { ids }] if *ids == [OsdId(3), OsdId(4)]

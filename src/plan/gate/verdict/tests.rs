@@ -1,27 +1,17 @@
 //! A statement Ceph refutes, from the metadata to the gate's decision: the step halts before
 //! anything is asked or stopped, naming the pod, the stated id, where Ceph reports it and
-//! what runs on the pod's node.
+//! what runs on the pod's node. Ceph's answers one by one (`answers`) and the properties over
+//! any answer (`properties`) are beside it.
 
 use super::*;
-use crate::ceph::test_data::{fixture, podless_metadata};
-use crate::ceph::{
-    map_osd_ids, parse_osd_dump, parse_pg_stat, parse_status, KeyToMap, OsdMetadata, OtherCephOsds,
-};
+use crate::ceph::test_data::podless_metadata;
+use crate::ceph::{map_osd_ids, parse_status, KeyToMap, OsdMetadata, OtherCephOsds};
+use crate::testing::gate_inputs::CephFactsBuilder;
 use std::collections::BTreeMap;
 
+/// The healthy 3-OSD cluster with `down` down and out.
 fn facts(down: &[u32]) -> CephFacts {
-    let mut osds = parse_osd_dump(&fixture("osd_dump_all_up")).expect("dump");
-    for id in down {
-        if let Some(osd) = osds.osds.get_mut(&OsdId(*id)) {
-            osd.up = false;
-            osd.is_in = false;
-        }
-    }
-    CephFacts {
-        status: parse_status(&fixture("status_healthy")).expect("status"),
-        osds,
-        pgs: Some(parse_pg_stat(&fixture("pg_stat_clean")).expect("pg stat")),
-    }
+    CephFactsBuilder::healthy().down(down).build()
 }
 
 /// osd.0 runs on c1 and osd.1 on c2, both without a pod (adopted reference pods).
@@ -90,3 +80,6 @@ fn a_stated_down_id_never_stops_the_nodes_running_daemon_unasked() {
         "{d}"
     );
 }
+
+mod answers;
+mod properties;

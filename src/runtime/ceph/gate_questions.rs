@@ -1,22 +1,22 @@
-//! Asking Ceph for the planner: where the open step stands, and the gate's answer for the
-//! keys a plan proposes to take down. Any failure to ask becomes a `Wait` (fail closed): no
-//! pod goes down on no answer.
+//! The gate's questions to Ceph: where the open step or drain stands (`first_view`, a list of
+//! named looks), and the answer for the keys a plan proposes to take down (`answer`). Any
+//! failure to ask becomes a `Wait` (fail closed): no pod goes down on no answer.
 
 use crate::ceph::{
     gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, KeyToMap,
-    OsdDump, OsdId, OtherCephOsds, PodRef,
+    OsdDump, OsdId, OtherCephOsds, PgsOnOsds, PodRef,
 };
 use crate::crd::osd::OsdKey;
-use crate::crd::CephOsd;
+use crate::crd::{CephOsd, CephStep};
 use crate::labels;
 use crate::plan::gate::conversation::{self, Turn};
 use crate::plan::gate::{
-    not_booted, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff, GateSubject,
-    StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
+    not_booted, read_stated_ids, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff,
+    GateSubject, StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::rules::budget::closed_for_pgs;
 use crate::plan::ObservedPod;
-use crate::runtime::ceph::ceph_drain::look_at_drain;
+use crate::runtime::ceph::drain_look::look_at_drain;
 use crate::runtime::memory::Memory;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;
@@ -64,72 +64,150 @@ pub(crate) async fn first_view(
     settings: &GateSettings,
 ) -> (CephView, Option<CephFacts>) {
     let max_noout = SignedDuration::try_from(settings.max_noout).unwrap_or(SignedDuration::MAX);
-    let off = |why| CephView {
+    let Some(ceph) = ceph else {
+        return (view_off(GateOff::NotConfigured, max_noout), None);
+    };
+    let look_every = look_every(ceph);
+    if cr.spec.skips_ceph_gate() {
+        return (view_off(GateOff::Skipped, max_noout), None);
+    }
+    let (step, looked) = look_at_open_step(ceph, memory, cr, settings, look_every).await;
+    let fresh = osd_map_and_pgs(ceph, looked.as_ref()).await;
+    let view = CephView {
+        input: CephInput::NotAsked,
+        step,
+        max_noout,
+        look_every,
+        pgs_unclean: pgs_unclean(cr, &fresh),
+        noout_now: looked.as_ref().map(noout_now),
+        lock_lost: None,
+        osds: fresh.ok().map(|facts| facts.osds),
+    };
+    (view, looked)
+}
+
+/// The gate off, for `why`.
+fn view_off(why: GateOff, max_noout: SignedDuration) -> CephView {
+    CephView {
         input: CephInput::Off { why },
         max_noout,
         ..CephView::default()
-    };
-    let Some(ceph) = ceph else {
-        return (off(GateOff::NotConfigured), None);
-    };
-    let look_every = if ceph.keeps_connected() {
+    }
+}
+
+/// How often an open step is looked at: more often over a long-lived connection.
+fn look_every(ceph: &dyn CephClient) -> SignedDuration {
+    if ceph.keeps_connected() {
         QUICK_LOOKS
     } else {
         SLOW_LOOKS
-    };
-    let recent_look = look_every.unsigned_abs() * RECENT_LOOK_PERCENT / 100;
-    if cr.spec.skips_ceph_gate() {
-        return (off(GateOff::Skipped), None);
     }
-    let mut looked = None;
-    let open = cr.status.as_ref().and_then(|s| s.ceph_step.as_ref());
+}
+
+/// Where the open step of `cr` stands (a drain's or a rollout step's), with the look at Ceph
+/// taken for it; no step open: its watch is dropped.
+async fn look_at_open_step(
+    ceph: &dyn CephClient,
+    memory: &Memory,
+    cr: &CephOsd,
+    settings: &GateSettings,
+    look_every: SignedDuration,
+) -> (Option<StepProgress>, Option<CephFacts>) {
     let key = cr.object_key();
-    let step = match open {
+    match cr.status.as_ref().and_then(|s| s.ceph_step.as_ref()) {
         None => {
             memory.step_watch(&key, None, settings.pg_stats_lag, |_| ());
-            None
+            (None, None)
         }
         Some(open) if open.drain.is_some() => {
             let (progress, facts) = look_at_drain(ceph, open).await;
-            looked = facts;
             tracing::debug!(cephosd = %key, ?progress, "looked at the open drain");
-            Some(StepProgress::Draining(progress))
+            (Some(StepProgress::Draining(progress)), facts)
         }
         Some(open) => {
-            let at = Instant::now();
-            let recent = memory
-                .step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
-                    watch.recent(at, recent_look)
-                })
-                .flatten();
-            let ids: Vec<OsdId> = open.osds.iter().map(|o| OsdId(o.id)).collect();
-            let up_from_before: BTreeMap<OsdId, u64> =
-                open.osds.iter().map(|o| (OsdId(o.id), o.up_from)).collect();
-            // While a new daemon is not up, the PG answers are moot: not waited for (a mgr
-            // gone but not yet known gone would hold this look, and the creation of the
-            // step's pods with it, until the call's bound).
-            let wants_pgs = |osds: &OsdDump| not_booted(&up_from_before, osds).is_empty();
-            let progress = match recent {
-                Some(progress) => Ok(Some(progress)),
-                None => (gather_step_facts(ceph, &ids, &wants_pgs).await).map(|(facts, pgs_on)| {
-                    let progress =
-                        memory.step_watch(&key, Some(open), settings.pg_stats_lag, |watch| {
-                            watch.observe(at, &facts, &pgs_on)
-                        });
-                    // A look without the PG states it skipped is not reused for the budget
-                    // or the gate's question.
-                    let skipped_pgs = facts.status.mgr_available && facts.pgs.is_none();
-                    looked = Some(facts).filter(|_| !skipped_pgs);
-                    progress
-                }),
+            let recent_look = look_every.unsigned_abs() * RECENT_LOOK_PERCENT / 100;
+            let watch = StepWatchAt {
+                memory,
+                key: &key,
+                open,
+                pg_stats_lag: settings.pg_stats_lag,
+                at: Instant::now(),
             };
-            let progress = progress.unwrap_or_else(|error| Some(StepProgress::unanswered(&error)));
-            tracing::debug!(cephosd = %key, ?progress, "looked at the open Ceph step");
-            progress
+            look_at_rollout_step(ceph, &watch, recent_look).await
         }
+    }
+}
+
+/// The watch of the open rollout step `open` of the CephOSD `key`, fed at `at`.
+struct StepWatchAt<'a> {
+    memory: &'a Memory,
+    key: &'a str,
+    open: &'a CephStep,
+    pg_stats_lag: Duration,
+    at: Instant,
+}
+
+/// Where the open rollout step stands: the step watch's last look when it is more recent than
+/// `recent_look`, else a new look fed to it (kept for reuse when it holds the PG states).
+async fn look_at_rollout_step(
+    ceph: &dyn CephClient,
+    watch: &StepWatchAt<'_>,
+    recent_look: Duration,
+) -> (Option<StepProgress>, Option<CephFacts>) {
+    let StepWatchAt {
+        memory,
+        key,
+        open,
+        pg_stats_lag,
+        at,
+    } = *watch;
+    let recent = memory
+        .step_watch(key, Some(open), pg_stats_lag, |w| w.recent(at, recent_look))
+        .flatten();
+    let mut looked = None;
+    let progress = match recent {
+        Some(progress) => Ok(Some(progress)),
+        None => (look_at_step_osds(ceph, open).await).map(|(facts, pgs_on)| {
+            let progress = memory.step_watch(key, Some(open), pg_stats_lag, |w| {
+                w.observe(at, &facts, &pgs_on)
+            });
+            looked = reusable(facts);
+            progress
+        }),
     };
-    // Every plan reads the OSD map (who is in or out); the PG states too for the budget.
-    let fresh = match &looked {
+    let progress = progress.unwrap_or_else(|error| Some(StepProgress::unanswered(&error)));
+    tracing::debug!(cephosd = %key, ?progress, "looked at the open Ceph step");
+    (progress, looked)
+}
+
+/// One look at the cluster and the PGs on the OSDs `open` stopped. While a new daemon is not
+/// up, the PG answers are moot: not waited for (a mgr gone but not yet known gone would hold
+/// this look, and the creation of the step's pods with it, until the call's bound).
+async fn look_at_step_osds(
+    ceph: &dyn CephClient,
+    open: &CephStep,
+) -> Result<(CephFacts, PgsOnOsds), CephError> {
+    let ids: Vec<OsdId> = open.osds.iter().map(|o| OsdId(o.id)).collect();
+    let up_from_before: BTreeMap<OsdId, u64> =
+        open.osds.iter().map(|o| (OsdId(o.id), o.up_from)).collect();
+    let wants_pgs = |osds: &OsdDump| not_booted(&up_from_before, osds).is_empty();
+    gather_step_facts(ceph, &ids, &wants_pgs).await
+}
+
+/// A look without the PG states it skipped is not reused for the budget or the gate's
+/// question.
+fn reusable(facts: CephFacts) -> Option<CephFacts> {
+    let skipped_pgs = facts.status.mgr_available && facts.pgs.is_none();
+    Some(facts).filter(|_| !skipped_pgs)
+}
+
+/// Every plan reads the OSD map (who is in or out), the PG states too for the budget: from
+/// the look just taken, else from a new one, bounded by `PG_LOOK_TIMEOUT`.
+async fn osd_map_and_pgs(
+    ceph: &dyn CephClient,
+    looked: Option<&CephFacts>,
+) -> Result<CephFacts, CephError> {
+    match looked {
         Some(facts) => Ok(facts.clone()),
         None => tokio::time::timeout(PG_LOOK_TIMEOUT, gather_facts(ceph))
             .await
@@ -139,49 +217,40 @@ pub(crate) async fn first_view(
                     timeout: PG_LOOK_TIMEOUT,
                 })
             }),
-    };
-    let pgs_unclean = if cr.spec.manages_disruption_budget() {
-        closed_for_pgs(
-            fresh
-                .as_ref()
-                .map(|facts| facts.pgs.as_ref())
-                .map_err(|e| e as &dyn fmt::Display),
-        )
-    } else {
-        None
-    };
-    let view = CephView {
-        input: CephInput::NotAsked,
-        step,
-        max_noout,
-        look_every,
-        pgs_unclean,
-        noout_now: looked.as_ref().map(|facts| {
-            facts
-                .osds
-                .with_noout(facts.osds.osds.keys())
-                .into_iter()
-                .collect()
-        }),
-        lock_lost: None,
-        osds: fresh.ok().map(|facts| facts.osds),
-    };
-    (view, looked)
+    }
+}
+
+/// Why the disruption budget closes for Ceph's PGs, when the CephOSD manages one.
+fn pgs_unclean(cr: &CephOsd, fresh: &Result<CephFacts, CephError>) -> Option<String> {
+    if !cr.spec.manages_disruption_budget() {
+        return None;
+    }
+    closed_for_pgs(
+        fresh
+            .as_ref()
+            .map(|facts| facts.pgs.as_ref())
+            .map_err(|e| e as &dyn fmt::Display),
+    )
+}
+
+/// The OSDs a look showed carrying `noout`.
+fn noout_now(facts: &CephFacts) -> BTreeSet<OsdId> {
+    facts
+        .osds
+        .with_noout(facts.osds.osds.keys())
+        .into_iter()
+        .collect()
 }
 
 /// How long a reconcile waits for Ceph's PG states for the disruption budget (a few
 /// milliseconds over the session): past it the budget closes and the reconcile goes on.
 const PG_LOOK_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Ids an admin stated on a pod (`ceph.elemental.net/osd-ids: "3,7"`): none when absent;
-/// the value itself when it is not a list of numbers (a typo never maps a pod, and is said).
+/// Ids an admin stated on a pod (`ceph.elemental.net/osd-ids: "3,7"`, read by the planner's
+/// `read_stated_ids`): none when absent.
 fn stated_ids(pod: &Pod) -> Option<Result<BTreeSet<OsdId>, String>> {
     let text = pod.annotations().get(labels::OSD_IDS)?;
-    let ids: Option<BTreeSet<OsdId>> = text
-        .split(',')
-        .map(|id| id.trim().parse().map(OsdId).ok())
-        .collect();
-    Some(ids.ok_or_else(|| text.clone()))
+    Some(read_stated_ids(text))
 }
 
 /// What the operator knows of each key it runs before asking Ceph: its pod (as its daemon
