@@ -126,36 +126,7 @@ pub(crate) fn drain_open(input: &GateInput<'_>, open: &CephStep, drain: &StepDra
         .filter(|k| input.returned.contains(*k))
         .collect();
     if !returned.is_empty() {
-        let back: BTreeSet<u32> = (returned.iter())
-            .filter_map(|k| drain.ids.get(*k))
-            .flatten()
-            .copied()
-            .collect();
-        let mark_in: Vec<OsdId> = (drain.marked_out.iter())
-            .filter(|id| back.contains(id))
-            .map(|&id| OsdId(id))
-            .collect();
-        let keys = returned.iter().map(|k| k.as_str()).collect::<Vec<_>>();
-        let mut note = format!(
-            "{} back in the spec before its pod stopped: its drain is given up",
-            keys.join(", ")
-        );
-        if !mark_in.is_empty() {
-            note.push_str(&format!("; {} marked in again", osd_list(&mark_in)));
-            out.first.push(Action::MarkIn { ids: mark_in });
-        }
-        out.events.push(PlannedEvent {
-            warning: false,
-            reason: EventReason::Drain,
-            note,
-            pod: None,
-        });
-        step.keys.retain(|k| !input.returned.contains(k));
-        step.osds.retain(|o| !back.contains(&o.id));
-        if let Some(drain) = &mut step.drain {
-            drain.ids.retain(|k, _| !input.returned.contains(k));
-            drain.marked_out.retain(|id| !back.contains(id));
-        }
+        give_up_returned(&mut out, &mut step, input, &returned, drain);
     }
     let keys = step.keys.join(", ");
     let ids = ids_text(step.osds.iter().map(|o| o.id));
@@ -220,6 +191,47 @@ pub(crate) fn drain_open(input: &GateInput<'_>, open: &CephStep, drain: &StepDra
         _ => {}
     }
     out
+}
+
+/// Keys `returned` to the spec leave the drain `step`: their OSDs marked out by it are marked
+/// in again, said in an Event.
+fn give_up_returned(
+    out: &mut GateOutcome,
+    step: &mut CephStep,
+    input: &GateInput<'_>,
+    returned: &[&String],
+    drain: &StepDrain,
+) {
+    let back: BTreeSet<u32> = (returned.iter())
+        .filter_map(|k| drain.ids.get(*k))
+        .flatten()
+        .copied()
+        .collect();
+    let mark_in: Vec<OsdId> = (drain.marked_out.iter())
+        .filter(|id| back.contains(id))
+        .map(|&id| OsdId(id))
+        .collect();
+    let keys = returned.iter().map(|k| k.as_str()).collect::<Vec<_>>();
+    let mut note = format!(
+        "{} back in the spec before its pod stopped: its drain is given up",
+        keys.join(", ")
+    );
+    if !mark_in.is_empty() {
+        note.push_str(&format!("; {} marked in again", osd_list(&mark_in)));
+        out.first.push(Action::MarkIn { ids: mark_in });
+    }
+    out.events.push(PlannedEvent {
+        warning: false,
+        reason: EventReason::Drain,
+        note,
+        pod: None,
+    });
+    step.keys.retain(|k| !input.returned.contains(k));
+    step.osds.retain(|o| !back.contains(&o.id));
+    if let Some(drain) = &mut step.drain {
+        drain.ids.retain(|k, _| !input.returned.contains(k));
+        drain.marked_out.retain(|id| !back.contains(id));
+    }
 }
 
 #[cfg(test)]

@@ -214,7 +214,23 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
             out.condition.reason = ConditionReason::CephBlocked(category);
         }
     }
-    if !open.noout.is_empty() && held >= input.view.max_noout {
+    if held >= input.view.max_noout {
+        noout_past_its_limit(&mut out, input, open, held, &state);
+    }
+    out
+}
+
+/// An open step held longer than `max_noout`: its `noout` is cleared so Ceph re-replicates
+/// (said once in a Warning), and the condition says so until the step ends.
+fn noout_past_its_limit(
+    out: &mut GateOutcome,
+    input: &GateInput<'_>,
+    open: &CephStep,
+    held: SignedDuration,
+    state: &str,
+) {
+    let keys = open.keys.join(", ");
+    if !open.noout.is_empty() {
         out.first.push(Action::ClearNoout {
             ids: ids_of(&open.noout),
         });
@@ -235,7 +251,7 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
             step.noout.clear();
         }
         out.condition = says(false, ConditionReason::NooutExpired, note);
-    } else if open.noout.is_empty() && !open.osds.is_empty() && held >= input.view.max_noout {
+    } else if !open.osds.is_empty() {
         // Cleared by the limit before (a step's OSDs always get noout): still said.
         let ids: Vec<u32> = open.osds.iter().map(|o| o.id).collect();
         out.condition = says(
@@ -249,7 +265,6 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
             ),
         );
     }
-    out
 }
 
 /// The open step's lock was found deleted or another's: said in a Warning event and, while
@@ -351,102 +366,126 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
     let (proposed, draining) = drain::next_subjects(input.proposed);
     let proposed = proposed.as_slice();
     let verb = if draining { "be drained" } else { "stop" };
-    let answered = match &input.view.input {
-        CephInput::Answered(answer) => {
-            let keys: BTreeSet<&OsdKey> = answer.keys.keys().collect();
-            step_sets(proposed)
-                .into_iter()
-                .find(|prefix| prefix.iter().map(|s| &s.key).collect::<BTreeSet<_>>() == keys)
-        }
+    let answer = match &input.view.input {
+        CephInput::Answered(answer) => Some(answer),
         _ => None,
     };
+    let answered = answer.and_then(|answer| {
+        let keys: BTreeSet<&OsdKey> = answer.keys.keys().collect();
+        step_sets(proposed)
+            .into_iter()
+            .find(|prefix| prefix.iter().map(|s| &s.key).collect::<BTreeSet<_>>() == keys)
+    });
     let subjects = answered.as_deref().unwrap_or(proposed);
     let asked: BTreeSet<&OsdKey> = subjects.iter().map(|s| &s.key).collect();
-    let keys_text = || {
-        asked
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let answer = match &input.view.input {
-        CephInput::Answered(answer) if answered.is_some() => answer,
-        _ => {
-            let asking = format!("asking Ceph whether {} may {verb}", keys_text());
-            let mut out = GateOutcome::new(says(true, ConditionReason::Asking, asking.clone()));
-            out.question = Some(proposed.to_vec());
-            out.halted = Some(asking);
-            out.requeue_after = Some(input.view.look_every);
-            return out;
-        }
+    let keys_text = (asked.iter().map(ToString::to_string))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let Some(answer) = answer.filter(|_| answered.is_some()) else {
+        let asking = format!("asking Ceph whether {keys_text} may {verb}");
+        let mut out = GateOutcome::new(says(true, ConditionReason::Asking, asking.clone()));
+        out.question = Some(proposed.to_vec());
+        out.halted = Some(asking);
+        out.requeue_after = Some(input.view.look_every);
+        return out;
     };
     match &answer.decision {
         GateDecision::Proceed { ids } if draining => {
             drain::drain_started(input, answer, subjects, ids)
         }
         GateDecision::Proceed { ids } => {
-            let mut said = format!(
-                "Ceph says {} may stop ({}{})",
-                keys_text(),
-                answer.decision,
-                asked_with_note(answer)
-            );
-            let mut out = GateOutcome::new(says(true, ConditionReason::StepInProgress, ""));
-            out.deletions_allowed = true;
-            if is_part_of_a_domain(subjects, proposed) {
-                // Ceph refused the whole failure domain: the step is the part it allows.
-                out.allowed_keys = Some(asked.iter().map(ToString::to_string).collect());
-                if let Some(refused) = &answer.refused_whole {
-                    said = format!(
-                        "Ceph does not let all of {} stop at once ({}); the step is the part \
-                         it allows: {said}",
-                        refused.domain, refused.decision
-                    );
-                }
-            } else if subjects.len() < input.proposed.len() {
-                out.allowed_domains = Some(subjects.iter().map(|s| s.domain.clone()).collect());
-            }
-            out.condition.message = said;
-            if ids.is_empty() {
-                return out;
-            }
-            let keys = asked.iter().map(ToString::to_string).collect();
-            open_step(&mut out, input, answer, ids, keys);
-            out.requeue_after = Some(input.view.look_every);
-            out
+            let step = Answered {
+                subjects,
+                proposed,
+                asked: &asked,
+                keys_text: &keys_text,
+            };
+            proceed(input, answer, &step, ids)
         }
         GateDecision::Wait { blockers } | GateDecision::Halt { blockers } => {
-            let reason = blockers
-                .first()
-                .map_or("CephUnavailable", Blocker::category);
-            let message = match blockers.first() {
-                // Another CephOSD's step: waiting for the cluster, not refused by Ceph.
-                Some(
-                    b @ (Blocker::ClusterBusy { .. }
-                    | Blocker::ClusterLockFailed { .. }
-                    | Blocker::LockPlaceDiffers { .. }),
-                ) => {
-                    format!("{} waits for the Ceph cluster: {b}", keys_text())
-                }
-                _ => format!(
-                    "Ceph does not let {} {verb}: {}{}",
-                    keys_text(),
-                    answer.decision,
-                    asked_with_note(answer)
-                ),
-            };
-            let mut out = GateOutcome::new(says(
-                false,
-                ConditionReason::CephBlocked(reason),
-                message.clone(),
-            ));
-            out.halted = Some(message);
-            if matches!(answer.decision, GateDecision::Wait { .. }) {
-                out.requeue_after = Some(WAIT_REQUEUE);
-            }
-            out
+            refused(answer, blockers, &keys_text, verb)
         }
     }
+}
+
+/// The step Ceph answered for: the subjects asked about (all proposed, or the first update
+/// domains of them), their keys, and those keys in words.
+struct Answered<'s> {
+    subjects: &'s [GateSubject],
+    proposed: &'s [GateSubject],
+    asked: &'s BTreeSet<&'s OsdKey>,
+    keys_text: &'s str,
+}
+
+/// Ceph's `Proceed` on `step`: its deletions go, trimmed to the part of a failure domain or to
+/// the domains Ceph allows, and the step opens on the OSD ids it stops.
+fn proceed(
+    input: &GateInput<'_>,
+    answer: &GateAnswer,
+    step: &Answered<'_>,
+    ids: &BTreeSet<OsdId>,
+) -> GateOutcome {
+    let mut said = format!(
+        "Ceph says {} may stop ({}{})",
+        step.keys_text,
+        answer.decision,
+        asked_with_note(answer)
+    );
+    let mut out = GateOutcome::new(says(true, ConditionReason::StepInProgress, ""));
+    out.deletions_allowed = true;
+    if is_part_of_a_domain(step.subjects, step.proposed) {
+        // Ceph refused the whole failure domain: the step is the part it allows.
+        out.allowed_keys = Some(step.asked.iter().map(ToString::to_string).collect());
+        if let Some(refused) = &answer.refused_whole {
+            said = format!(
+                "Ceph does not let all of {} stop at once ({}); the step is the part it \
+                 allows: {said}",
+                refused.domain, refused.decision
+            );
+        }
+    } else if step.subjects.len() < input.proposed.len() {
+        out.allowed_domains = Some(step.subjects.iter().map(|s| s.domain.clone()).collect());
+    }
+    out.condition.message = said;
+    if ids.is_empty() {
+        return out;
+    }
+    let keys = step.asked.iter().map(ToString::to_string).collect();
+    open_step(&mut out, input, answer, ids, keys);
+    out.requeue_after = Some(input.view.look_every);
+    out
+}
+
+/// Ceph's `Wait` or `Halt`: nothing goes; a wait is asked again soon.
+fn refused(answer: &GateAnswer, blockers: &[Blocker], keys_text: &str, verb: &str) -> GateOutcome {
+    let reason = blockers
+        .first()
+        .map_or("CephUnavailable", Blocker::category);
+    let message = match blockers.first() {
+        // Another CephOSD's step: waiting for the cluster, not refused by Ceph.
+        Some(
+            b @ (Blocker::ClusterBusy { .. }
+            | Blocker::ClusterLockFailed { .. }
+            | Blocker::LockPlaceDiffers { .. }),
+        ) => {
+            format!("{keys_text} waits for the Ceph cluster: {b}")
+        }
+        _ => format!(
+            "Ceph does not let {keys_text} {verb}: {}{}",
+            answer.decision,
+            asked_with_note(answer)
+        ),
+    };
+    let mut out = GateOutcome::new(says(
+        false,
+        ConditionReason::CephBlocked(reason),
+        message.clone(),
+    ));
+    out.halted = Some(message);
+    if matches!(answer.decision, GateDecision::Wait { .. }) {
+        out.requeue_after = Some(WAIT_REQUEUE);
+    }
+    out
 }
 
 /// `; asked together with osd.3, which carries noout: …` when the question covered OSDs
