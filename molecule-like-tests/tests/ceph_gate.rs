@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
-use molecule_like_tests::manifests::CR;
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::ROLLOUT;
+use molecule_like_tests::kubernetes::manifests::CR;
 use molecule_like_tests::recording::ceph::Observed;
-use molecule_like_tests::recording::milestones::Milestones;
-use molecule_like_tests::scenario::ROLLOUT;
 use serde_json::json;
 
 /// Seconds from `from` to `at`, `-` when it never happened.

@@ -19,15 +19,15 @@ use anyhow::anyhow;
 use ceph_osd_operator::crd::CephStep;
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::{GateSample, Gated};
 use molecule_like_tests::ceph::{OsdMap, OsdStart};
-use molecule_like_tests::manifests::CR;
-use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::pods::pod_key;
+use molecule_like_tests::journeys::gated::{GateSample, Gated};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::hold;
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
+use molecule_like_tests::kubernetes::pods::pod_key;
 use molecule_like_tests::recording::ceph::{hosts_down, CephRecording, Observed};
-use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::recording::pods::EventKind;
-use molecule_like_tests::scenario::hold;
 use serde_json::json;
 
 /// Long waits: the machine is shared, a step takes ~20 s, a mgr back ~10 s more.

@@ -20,12 +20,12 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::bridge::OSD_UP_ANNOTATION;
-use molecule_like_tests::ceph::gated::{GateSample, Gated, GatedOptions};
-use molecule_like_tests::manifests::CR;
-use molecule_like_tests::pods::{is_ready, pod_key};
-use molecule_like_tests::recording::milestones::Milestones;
-use molecule_like_tests::scenario::{describe_events, hold, CONVERGE, ROLLOUT};
+use molecule_like_tests::journeys::bridge::OSD_UP_ANNOTATION;
+use molecule_like_tests::journeys::gated::{GateSample, Gated, GatedOptions};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::{describe_events, hold, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::pods::{is_ready, pod_key};
 use serde_json::json;
 
 /// How long a halt is watched for pods going down.

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::labels;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
-use molecule_like_tests::manifests::CR;
-use molecule_like_tests::scenario::ROLLOUT;
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::scenario::ROLLOUT;
+use molecule_like_tests::kubernetes::manifests::CR;
 use serde_json::json;
 
 /// How long the refusal is watched for pods or OSDs going down.

@@ -36,12 +36,13 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::Scenario;
+use molecule_like_tests::kubernetes::client::test_client;
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, keys, random_suffix, storage, CR,
 };
+use molecule_like_tests::paths::kubeconfig_path;
 use molecule_like_tests::paths::{helm, kubectl, workspace_root};
-use molecule_like_tests::scenario::Scenario;
-use molecule_like_tests::{kubeconfig_path, test_client};
 use serde_json::{json, Value};
 
 const CHART: &str = "deploy/helm/ceph-osd-operator";
@@ -905,7 +906,7 @@ async fn reconciling_as(namespace: &str, account: &str, name: &str) -> anyhow::R
     let kubeconfig = s.log_path.with_file_name(format!("{account}.kubeconfig"));
     service_account_kubeconfig(namespace, account, &kubeconfig)?;
     s.start_operator_with_args(
-        &molecule_like_tests::operator::OperatorOptions::default(),
+        &molecule_like_tests::kubernetes::operator::OperatorOptions::default(),
         &["--kubeconfig", kubeconfig.to_str().context("path")?],
     )?;
     let hosts = s.hosts(["a", "b"]);

@@ -21,18 +21,18 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
-    cephosd, fast_sample_template, keys, never_ready_revision, ready_again_revision, storage, CR,
-};
-use molecule_like_tests::operator::{
-    free_port, http_get, lease_holder, OperatorOptions, OperatorProcess,
-};
-use molecule_like_tests::paths::kubectl;
-use molecule_like_tests::pods::{annotation, is_ready, pod_key};
-use molecule_like_tests::recording::pods::{EventKind, WatchRecorder};
-use molecule_like_tests::scenario::{
+use molecule_like_tests::journeys::scenario::{
     describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
 };
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, keys, never_ready_revision, ready_again_revision, storage, CR,
+};
+use molecule_like_tests::kubernetes::operator::{
+    free_port, http_get, lease_holder, OperatorOptions, OperatorProcess,
+};
+use molecule_like_tests::kubernetes::pods::{annotation, is_ready, pod_key};
+use molecule_like_tests::paths::kubectl;
+use molecule_like_tests::recording::pods::{EventKind, WatchRecorder};
 use serde_json::{json, Value};
 
 /// Creates CephOSD `CR` (`devices` on each of `hosts`, update domain `domain`, the fast sample
@@ -394,7 +394,7 @@ async fn check_printer_columns(s: &Scenario) -> anyhow::Result<()> {
     if let Some(kubectl) = kubectl() {
         let out = std::process::Command::new(&kubectl)
             .args(["get", "cephosd", "-n", &s.namespace])
-            .env("KUBECONFIG", molecule_like_tests::kubeconfig_path())
+            .env("KUBECONFIG", molecule_like_tests::paths::kubeconfig_path())
             .output()?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let lines: Vec<Vec<&str>> = text
@@ -804,7 +804,7 @@ async fn c6_standby_replica_does_nothing_until_the_leader_stops() -> anyhow::Res
     s.start_recorder().await?;
     let ns = s.namespace.clone();
     // The Lease in the test's namespace: the operator's Lease Role there too.
-    molecule_like_tests::rbac::grant_lease_in(&s.client, &ns).await?;
+    molecule_like_tests::kubernetes::rbac::grant_lease_in(&s.client, &ns).await?;
     let args = ["--leader-elect", "--lease-namespace", ns.as_str()];
     let options = OperatorOptions { resync_seconds: 2 };
     let id_a = format!("{ns}-a");

@@ -17,14 +17,14 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, hash_of, keys, never_ready_revision, random_suffix,
     ready_again_revision, reference_pod, storage, with_kubelet_knobs, Knobs, CR,
 };
-use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::pods::{annotation, is_ready, names_by_key, pod_key};
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
+use molecule_like_tests::kubernetes::pods::{annotation, is_ready, names_by_key, pod_key};
 use molecule_like_tests::recording::pods::PodRecorder;
-use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::{json, Value};
 
 fn uids(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<OsdKey, String> {
