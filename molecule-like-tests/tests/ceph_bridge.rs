@@ -6,7 +6,7 @@
 //! per OSD id, each stopped before its pod is gone), and print what an ungated rollout did in
 //! Ceph's view (hosts down, PGs not active or unavailable).
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

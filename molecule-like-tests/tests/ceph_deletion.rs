@@ -6,7 +6,7 @@
 //! namespace deleted mid-step: Kubernetes deletes every pod at once, the operator clears
 //! its own `noout` and says so.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

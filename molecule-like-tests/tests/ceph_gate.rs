@@ -4,7 +4,7 @@
 //! OSDs down, no PG unavailable, each step's new daemons booted and every PG clean before the
 //! next host stops, no `noout` left.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

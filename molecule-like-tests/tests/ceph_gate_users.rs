@@ -4,7 +4,7 @@
 //! cannot read (stored before the schema bounded `partition`) reported on its own object while
 //! a gated step of another CephOSD ends and its rollout completes.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -9,7 +9,7 @@
 //! lost the lock (a `StepLockLost` Warning event) and both rollouts complete. Both rounds run
 //! on one Ceph, one after the other.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -8,7 +8,7 @@
 //! and no PG unavailable. Then the refused operator is started again with that flag
 //! (`--ceph-lock-namespace=<the first's>`) and rolls its CephOSD, still one host at a time.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -6,7 +6,7 @@
 //! in by the operator, named in `OsdsIn` (and the `Progressing` message, and
 //! `kubectl ceph-osd status`) until the admin marks it in again. One Ceph cluster throughout.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -5,7 +5,7 @@
 //! the data elsewhere nothing stops and `CephGate` says why with Ceph's numbers; a host put
 //! back before its pod stopped is marked in again.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -8,7 +8,7 @@
 //! asked. The fix (the pod's own id) lets the rollout complete, one host at a time.
 //!
 //! Needs the local control plane, a built operator and Ceph's daemons (as
-//! `tests/ceph_gate_ids.rs`).
+//! `tests/ceph_gate_ids/`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

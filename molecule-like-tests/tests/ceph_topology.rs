@@ -7,7 +7,7 @@
 //! (`racks::finish`). The times are printed; `benches/ceph_topology.rs` writes them to
 //! BENCHMARKS.md.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

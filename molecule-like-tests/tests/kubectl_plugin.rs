@@ -7,7 +7,7 @@
 //! their zone and names a host in none with why, `plan` shows the zones with their hosts in
 //! the order the recorded pod watch then shows.
 //!
-//! Needs the local control plane and a built operator (see `tests/scenarios.rs`).
+//! Needs the local control plane and a built operator (see `tests/scenarios/`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

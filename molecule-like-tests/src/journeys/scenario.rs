@@ -1,4 +1,4 @@
-//! Fixtures for the end-to-end scenarios (`tests/scenarios.rs`), in Molecule's stages:
+//! Fixtures for the end-to-end scenarios (`tests/scenarios/`), in Molecule's stages:
 //!
 //! - **create**: the local control plane must be up ([`Scenario::create`] fails with
 //!   [`HOW_TO_START`](crate::kubernetes::client::HOW_TO_START) otherwise);
