@@ -1,23 +1,18 @@
 //! What the gate-fault journeys share: the gate's condition sequence, a rollout
 //! started and waited on, what else went down, the gate's log.
 
-pub(crate) use std::collections::{BTreeMap, BTreeSet};
-pub(crate) use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
-pub(crate) use anyhow::anyhow;
-pub(crate) use ceph_osd_operator::crd::CephStep;
-pub(crate) use ceph_osd_operator::OsdKey;
-pub(crate) use kube::ResourceExt;
-pub(crate) use molecule_like_tests::ceph::{OsdMap, OsdStart};
-pub(crate) use molecule_like_tests::journeys::gated::{GateSample, Gated};
-pub(crate) use molecule_like_tests::journeys::milestones::Milestones;
-pub(crate) use molecule_like_tests::journeys::scenario::hold;
-pub(crate) use molecule_like_tests::kubernetes::manifests::CR;
-pub(crate) use molecule_like_tests::kubernetes::operator::OperatorOptions;
-pub(crate) use molecule_like_tests::kubernetes::pods::pod_key;
-pub(crate) use molecule_like_tests::recording::ceph::{hosts_down, CephRecording, Observed};
-pub(crate) use molecule_like_tests::recording::pods::EventKind;
-pub(crate) use serde_json::json;
+use anyhow::anyhow;
+use ceph_osd_operator::crd::CephStep;
+use kube::ResourceExt;
+use molecule_like_tests::ceph::OsdMap;
+use molecule_like_tests::journeys::gated::{GateSample, Gated};
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::pods::pod_key;
+use molecule_like_tests::recording::ceph::{CephRecording, Observed};
+use serde_json::json;
 
 /// Long waits: the machine is shared, a step takes ~20 s, a mgr back ~10 s more.
 pub(crate) const LONG: Duration = Duration::from_mins(5);

@@ -1,6 +1,21 @@
 //! The mgr, then the mon, away mid-step: nothing more taken down until they are back.
 
-use crate::common::*;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use ceph_osd_operator::crd::CephStep;
+use molecule_like_tests::journeys::gated::Gated;
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::hold;
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::pods::pod_key;
+use molecule_like_tests::recording::pods::EventKind;
+
+use crate::common::{
+    condition_sequence, gate_log, nothing_more_down, old_daemon_stops, render_sequence,
+    start_rollout, Started, HELD, LONG,
+};
 
 /// Waits until the `CephGate` condition satisfies `done(status, reason, message)`; returns it.
 async fn wait_condition(

@@ -1,6 +1,19 @@
 //! The operator killed between `noout` and clean: the next process finishes the step.
 
-use crate::common::*;
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use molecule_like_tests::ceph::OsdStart;
+use molecule_like_tests::journeys::gated::Gated;
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
+use molecule_like_tests::recording::ceph::{CephRecording, Observed};
+
+use crate::common::{
+    condition_sequence, first_map, gate_log, old_daemon_stops, render_sequence, start_rollout,
+    Started, LONG,
+};
 
 /// The operator SIGKILLed while its step's OSD is down with `noout`: a new process finishes
 /// that step from `status.cephStep` (the new daemon booted, the step's `noout` cleared),

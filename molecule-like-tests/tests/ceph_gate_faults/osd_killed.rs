@@ -1,6 +1,20 @@
 //! An OSD killed outside the step: named, and the next step held until it is back.
 
-use crate::common::*;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use ceph_osd_operator::OsdKey;
+use kube::ResourceExt;
+use molecule_like_tests::journeys::gated::Gated;
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::recording::ceph::{hosts_down, CephRecording, Observed};
+
+use crate::common::{
+    condition_sequence, first_map, nothing_more_down, old_daemon_stops, render_sequence,
+    start_rollout, Started, HELD, LONG,
+};
 
 /// Never more than `max` CRUSH hosts down at once from `from` on, besides `except`.
 fn check_hosts_down_besides(

@@ -1,6 +1,16 @@
 //! An operator key without the needed caps: nothing stopped, the gate says Ceph refused.
 
-use crate::common::*;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kube::ResourceExt;
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::hold;
+use molecule_like_tests::kubernetes::manifests::CR;
+use serde_json::json;
+
+use crate::common::{ceph_calls, check_pod_watch, report, wait_condition, HALT_HOLD};
 
 /// The operator's key with `mon 'allow r'` only (`client.nocaps`): a template change takes no
 /// pod down (held), `CephGate` False quoting Ceph's refusal (EACCES), a Warning event on the

@@ -1,24 +1,12 @@
 //! What the gate-by-id journeys share: pods and conditions looked up, the Ceph calls
 //! the operator made, reports, and the halt checked before a pod is stopped.
 
-pub(crate) use std::collections::BTreeMap;
-pub(crate) use std::time::{Duration, Instant};
+use std::time::Duration;
 
-pub(crate) use ceph_osd_operator::crd::UpdateDomain;
-pub(crate) use ceph_osd_operator::{labels, OsdKey};
-pub(crate) use k8s_openapi::api::core::v1::Pod;
-pub(crate) use k8s_openapi::jiff::Timestamp;
-pub(crate) use kube::api::DeleteParams;
-pub(crate) use kube::ResourceExt;
-pub(crate) use molecule_like_tests::journeys::bridge::OSD_UP_ANNOTATION;
-pub(crate) use molecule_like_tests::journeys::gated::{GateSample, Gated, GatedOptions};
-pub(crate) use molecule_like_tests::journeys::milestones::Milestones;
-pub(crate) use molecule_like_tests::journeys::scenario::{
-    describe_events, hold, CONVERGE, ROLLOUT,
-};
-pub(crate) use molecule_like_tests::kubernetes::manifests::CR;
-pub(crate) use molecule_like_tests::kubernetes::pods::{is_ready, pod_key};
-pub(crate) use serde_json::json;
+use ceph_osd_operator::crd::UpdateDomain;
+use molecule_like_tests::journeys::gated::Gated;
+use molecule_like_tests::journeys::scenario::describe_events;
+use molecule_like_tests::kubernetes::manifests::CR;
 
 /// How long a halt is watched for pods going down.
 pub(crate) const HALT_HOLD: Duration = Duration::from_secs(8);

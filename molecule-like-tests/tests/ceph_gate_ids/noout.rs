@@ -1,6 +1,19 @@
 //! A `noout` held past its limit: cleared, and the rollout stays halted.
 
-use crate::common::*;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::ROLLOUT;
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::pods::{is_ready, pod_key};
+use serde_json::json;
+
+use crate::common::{at, ceph_calls, check_pod_watch, report, wait_condition, Gate, HALT_HOLD};
 
 /// The operator's `--ceph-max-noout-seconds` in the noout scenario.
 const MAX_NOOUT: u64 = 10;

@@ -1,7 +1,21 @@
 //! Pods Ceph cannot tie to an OSD (never booted, a daemon naming no pod): not stopped
 //! until an admin states the id.
 
-use crate::common::*;
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::{labels, OsdKey};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::DeleteParams;
+use kube::ResourceExt;
+use molecule_like_tests::journeys::bridge::OSD_UP_ANNOTATION;
+use molecule_like_tests::journeys::gated::{GateSample, Gated, GatedOptions};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::{hold, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::pods::{is_ready, pod_key};
+use serde_json::json;
+
+use crate::common::{at, ceph_calls, check_pod_watch, report, wait_condition, Gate, HALT_HOLD};
 
 /// Long enough for the steps of three hosts before the key under test (~20 s a host).
 const UNTIL_ITS_TURN: Duration = Duration::from_mins(4);

@@ -1,29 +1,15 @@
 //! What the deploy tests share: running helm and kubectl, rendering the chart and the
 //! kustomizations, finding objects in what they render.
 
-pub(crate) use std::collections::{BTreeMap, BTreeSet};
-pub(crate) use std::path::{Path, PathBuf};
-pub(crate) use std::process::Command;
-pub(crate) use std::time::Duration;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
 
-pub(crate) use anyhow::{bail, ensure, Context};
-pub(crate) use ceph_osd_operator::crd::UpdateDomain;
-pub(crate) use ceph_osd_operator::OsdKey;
-pub(crate) use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-pub(crate) use k8s_openapi::api::core::v1::{Namespace, Pod};
-pub(crate) use k8s_openapi::api::scheduling::v1::PriorityClass;
-pub(crate) use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-pub(crate) use kube::api::{Api, DeleteParams, ListParams, PostParams};
-pub(crate) use kube::runtime::wait::{await_condition, conditions};
-pub(crate) use kube::ResourceExt;
-pub(crate) use molecule_like_tests::journeys::scenario::Scenario;
-pub(crate) use molecule_like_tests::kubernetes::client::test_client;
-pub(crate) use molecule_like_tests::kubernetes::manifests::{
-    cephosd, fast_sample_template, keys, random_suffix, storage, CR,
-};
-pub(crate) use molecule_like_tests::paths::kubeconfig_path;
-pub(crate) use molecule_like_tests::paths::{helm, kubectl, workspace_root};
-pub(crate) use serde_json::{json, Value};
+use anyhow::{ensure, Context};
+use molecule_like_tests::kubernetes::manifests::random_suffix;
+use molecule_like_tests::paths::kubeconfig_path;
+use molecule_like_tests::paths::{helm, kubectl, workspace_root};
+use serde_json::{json, Value};
 
 pub(crate) const CHART: &str = "deploy/helm/ceph-osd-operator";
 pub(crate) const OPERATOR_NAMESPACE: &str = "ceph-osd-operator";

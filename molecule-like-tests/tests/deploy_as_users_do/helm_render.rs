@@ -1,7 +1,18 @@
 //! The chart rendered and refused offline: lint, the variants kustomize builds, every
 //! documented value, wrong types and unknown values named.
 
-use crate::common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use anyhow::{ensure, Context};
+use molecule_like_tests::kubernetes::manifests::random_suffix;
+use molecule_like_tests::paths::workspace_root;
+use serde_json::{json, Value};
+
+use crate::common::{
+    args, container, helm_bin, kustomize, objects, only, output, run, scratch, CHART,
+    OPERATOR_NAMESPACE,
+};
 
 fn repo(relative: &str) -> PathBuf {
     workspace_root().join(relative)

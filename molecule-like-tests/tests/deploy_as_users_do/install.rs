@@ -1,7 +1,29 @@
 //! Installed on the control plane as users do: `helm install`/`upgrade`/`uninstall` and
 //! `kubectl apply -k deploy/`, admitted as restricted, reconciling as the ServiceAccount.
 
-use crate::common::*;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context};
+use ceph_osd_operator::crd::UpdateDomain;
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::ResourceExt;
+use molecule_like_tests::journeys::scenario::Scenario;
+use molecule_like_tests::kubernetes::client::test_client;
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, keys, random_suffix, storage, CR,
+};
+use molecule_like_tests::paths::kubeconfig_path;
+use serde_json::{json, Value};
+
+use crate::common::{args, helm_bin, kubectl_bin, output, run, CHART, OPERATOR_NAMESPACE};
 
 const CRD_NAME: &str = "cephosds.ceph.elemental.net";
 /// The journeys that change cluster-wide objects, one at a time.

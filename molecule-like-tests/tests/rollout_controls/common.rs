@@ -1,31 +1,21 @@
 //! What the rollout-control scenarios share: creating the CephOSDs, reading conditions
 //! and counts, waiting for a status, checking a rollout done and pods untouched.
 
-pub(crate) use std::collections::{BTreeMap, BTreeSet};
-pub(crate) use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
-pub(crate) use ceph_osd_operator::crd::{CephOsd, CephOsdStatus, Phase, UpdateDomain};
-pub(crate) use ceph_osd_operator::labels;
-pub(crate) use ceph_osd_operator::OsdKey;
-pub(crate) use k8s_openapi::api::core::v1::Pod;
-pub(crate) use k8s_openapi::api::events::v1::Event as K8sEvent;
-pub(crate) use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-pub(crate) use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-pub(crate) use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchParams};
-pub(crate) use kube::ResourceExt;
-pub(crate) use molecule_like_tests::journeys::scenario::{
-    describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
+use ceph_osd_operator::crd::{CephOsd, CephOsdStatus, Phase};
+use ceph_osd_operator::labels;
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::ResourceExt;
+use molecule_like_tests::journeys::scenario::{Converged, Scenario, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, keys, storage, CR,
 };
-pub(crate) use molecule_like_tests::kubernetes::manifests::{
-    cephosd, fast_sample_template, keys, never_ready_revision, ready_again_revision, storage, CR,
-};
-pub(crate) use molecule_like_tests::kubernetes::operator::{
-    free_port, http_get, lease_holder, OperatorOptions, OperatorProcess,
-};
-pub(crate) use molecule_like_tests::kubernetes::pods::{annotation, is_ready, pod_key};
-pub(crate) use molecule_like_tests::paths::kubectl;
-pub(crate) use molecule_like_tests::recording::pods::{EventKind, WatchRecorder};
-pub(crate) use serde_json::{json, Value};
+use molecule_like_tests::kubernetes::pods::{annotation, pod_key};
+use serde_json::Value;
 
 /// Creates CephOSD `CR` (`devices` on each of `hosts`, update domain `domain`, the fast sample
 /// template, plus the spec fields of `extra`: rollout controls) and waits until its pods

@@ -1,7 +1,26 @@
 //! The operator as seen from outside: its Events, leader election, no writes in steady
 //! state, `/metrics` and the probes.
 
-use crate::common::*;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::crd::Phase;
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use kube::api::{Api, ListParams, WatchParams};
+use kube::ResourceExt;
+use molecule_like_tests::journeys::scenario::{
+    describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
+};
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::operator::{
+    free_port, http_get, lease_holder, OperatorOptions, OperatorProcess,
+};
+use molecule_like_tests::recording::pods::{EventKind, WatchRecorder};
+use serde_json::json;
+
+use crate::common::{check_converged_status, create_osds, wait_ready, wait_status};
 
 // 5 ------------------------------------------------------------------------------------------
 

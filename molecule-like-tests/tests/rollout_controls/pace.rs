@@ -1,6 +1,23 @@
 //! How fast a rollout goes: `paused` stops it, `maxUnavailable` sets how many at a time.
 
-use crate::common::*;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::crd::{Phase, UpdateDomain};
+use ceph_osd_operator::OsdKey;
+use kube::api::DeleteParams;
+use kube::ResourceExt;
+use molecule_like_tests::journeys::scenario::{
+    describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
+};
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::pods::{is_ready, pod_key};
+use serde_json::json;
+
+use crate::common::{
+    check_converged_status, check_rolled_out, cond, create_osds, pod_on, uid_map, untouched,
+    wait_ready, wait_status,
+};
 
 // 3 ------------------------------------------------------------------------------------------
 

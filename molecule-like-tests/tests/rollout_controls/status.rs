@@ -1,7 +1,30 @@
 //! What the status says: counts, phase and conditions at each step, `Stalled` past the
 //! progress deadline, refused creations reported and cleared.
 
-use crate::common::*;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use ceph_osd_operator::crd::{CephOsdStatus, Phase};
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchParams};
+use kube::ResourceExt;
+use molecule_like_tests::journeys::scenario::{
+    describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
+};
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, never_ready_revision, ready_again_revision, storage, CR,
+};
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
+use molecule_like_tests::paths::kubectl;
+use molecule_like_tests::recording::pods::WatchRecorder;
+use serde_json::json;
+
+use crate::common::{
+    check_converged_status, check_rolled_out, cond, condition, counts, create_osds, pod_on,
+    uid_map, untouched, wait_status,
+};
 
 // 1 ------------------------------------------------------------------------------------------
 

@@ -1,28 +1,9 @@
 //! What the scenarios share: pod uids by key and the reference sample on a
 //! scenario's own hosts.
 
-pub(crate) use std::collections::{BTreeMap, BTreeSet};
-pub(crate) use std::time::Duration;
-
-pub(crate) use ceph_osd_operator::crd::{CephOsd, UpdateDomain};
-pub(crate) use ceph_osd_operator::labels;
-pub(crate) use ceph_osd_operator::OsdKey;
-pub(crate) use k8s_openapi::api::core::v1::Pod;
-pub(crate) use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-pub(crate) use kube::ResourceExt;
-pub(crate) use molecule_like_tests::journeys::scenario::{
-    hold, Converged, Scenario, CONVERGE, ROLLOUT,
-};
-pub(crate) use molecule_like_tests::kubernetes::manifests::{
-    cephosd, fast_sample_template, hash_of, keys, never_ready_revision, random_suffix,
-    ready_again_revision, reference_pod, storage, with_kubelet_knobs, Knobs, CR,
-};
-pub(crate) use molecule_like_tests::kubernetes::operator::OperatorOptions;
-pub(crate) use molecule_like_tests::kubernetes::pods::{
-    annotation, is_ready, names_by_key, pod_key,
-};
-pub(crate) use molecule_like_tests::recording::pods::PodRecorder;
-pub(crate) use serde_json::{json, Value};
+use molecule_like_tests::journeys::scenario::Scenario;
+use molecule_like_tests::kubernetes::manifests::{cephosd, fast_sample_template, CR};
+use serde_json::Value;
 
 /// Sample hosts (each scenario uses its own: `s.hosts(SAMPLE_HOSTS)`, as `s.own_sample()` does)
 /// and devices.

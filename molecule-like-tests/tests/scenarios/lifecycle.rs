@@ -1,7 +1,24 @@
 //! A CephOSD over its life: hosts and devices removed and added, the CR deleted,
 //! reference pods adopted, malformed CRs rejected.
 
-use crate::common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use ceph_osd_operator::crd::CephOsd;
+use ceph_osd_operator::labels;
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, DynamicObject, PostParams};
+use kube::ResourceExt;
+use molecule_like_tests::journeys::scenario::{Converged, Scenario, CONVERGE};
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, hash_of, keys, random_suffix, reference_pod, storage, CR,
+};
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
+use molecule_like_tests::kubernetes::pods::pod_key;
+use serde_json::{json, Value};
+
+use crate::common::{sample_cr, sample_db, SAMPLE_DATA, SAMPLE_HOSTS};
 
 fn uids(pods: &BTreeMap<OsdKey, Pod>) -> BTreeMap<OsdKey, String> {
     pods.iter()

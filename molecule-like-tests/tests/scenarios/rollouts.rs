@@ -1,7 +1,23 @@
 //! Template edits rolled by key and by host; a replacement never Ready halts the
 //! rollout until overridden or fixed.
 
-use crate::common::*;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ceph_osd_operator::crd::UpdateDomain;
+use ceph_osd_operator::labels;
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Patch, PatchParams};
+use kube::ResourceExt;
+use molecule_like_tests::journeys::scenario::{hold, Converged, Scenario, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, keys, never_ready_revision, ready_again_revision, storage, CR,
+};
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
+use molecule_like_tests::kubernetes::pods::{annotation, is_ready, names_by_key, pod_key};
+use molecule_like_tests::recording::pods::PodRecorder;
+use serde_json::json;
 
 // 3, 4 ---------------------------------------------------------------------------------------
 

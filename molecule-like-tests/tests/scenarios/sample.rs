@@ -1,7 +1,22 @@
 //! The reference sample: its four pods as the reference operator makes them, a pod
 //! deleted by hand recreated.
 
-use crate::common::*;
+use std::collections::BTreeSet;
+
+use ceph_osd_operator::crd::CephOsd;
+use ceph_osd_operator::labels;
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::DeleteParams;
+use kube::ResourceExt;
+use molecule_like_tests::journeys::scenario::{Converged, Scenario, CONVERGE};
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
+};
+use molecule_like_tests::kubernetes::pods::{annotation, is_ready};
+use serde_json::json;
+
+use crate::common::{sample_cr, sample_db, SAMPLE_DATA, SAMPLE_HOSTS};
 
 // 1 ------------------------------------------------------------------------------------------
 
