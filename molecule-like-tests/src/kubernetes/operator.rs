@@ -94,8 +94,8 @@ pub async fn lease_holder(client: &Client, namespace: &str) -> anyhow::Result<Op
         .and_then(|spec| spec.holder_identity))
 }
 
-/// An extra operator process ([`Scenario::spawn_operator`](crate::journeys::scenario::Scenario::spawn_operator));
-/// killed when dropped.
+/// An extra operator process (`Scenario::spawn_operator` in `journeys::scenario`); killed
+/// when dropped.
 pub struct OperatorProcess {
     pub label: String,
     pub log_path: PathBuf,
