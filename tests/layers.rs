@@ -149,6 +149,119 @@ fn a_part_using_a_later_one_or_an_unlisted_one_is_found() {
     );
 }
 
+/// The harness's parts (the top-level modules of `molecule-like-tests/src`) in order: each uses
+/// only those before it. Where things are, the Kubernetes side, the Ceph side, what is recorded
+/// and checked, then the journeys that tie them together. The crate root only declares them.
+const HARNESS_PARTS: [&str; 5] = ["paths", "kubernetes", "ceph", "recording", "journeys"];
+
+#[test]
+fn each_part_of_the_harness_uses_only_those_before_it() {
+    let sources = harness_sources();
+    let graph = Graph::of(&sources);
+    assert!(graph.modules.len() > 20, "read {:?}", graph.modules);
+    // The check reads what it should: paths from `crate::`, `super::` and a sibling part.
+    for (from, to) in [
+        ("journeys::scenario", "recording::pods"),
+        ("kubernetes::client", "paths"),
+        ("recording::ceph::recorder", "ceph"),
+        ("journeys::bridge::kubelet", "journeys::bridge::readiness"),
+    ] {
+        assert!(
+            graph.edges[from].contains(to),
+            "{from} -> {to}: {:?}",
+            graph.edges
+        );
+    }
+    let circles = graph.circles();
+    assert!(circles.is_empty(), "import circles: {}", describe(&circles));
+    let parts = graph.layers();
+    assert_eq!(
+        parts.modules,
+        HARNESS_PARTS.iter().map(|&p| p.to_owned()).collect(),
+        "the harness's parts"
+    );
+    let against = against_the_order(&parts, &HARNESS_PARTS);
+    assert!(
+        against.is_empty(),
+        "parts using one after them ({HARNESS_PARTS:?}): {against:?}"
+    );
+    let root = uses_of_the_root(&sources);
+    assert!(root.is_empty(), "parts using the crate root: {root:?}");
+}
+
+#[test]
+fn a_harness_part_using_a_later_part_or_the_root_is_found() {
+    let sources = sources(&[
+        ("lib.rs", "pub mod paths;\npub fn state_dir() {}"),
+        ("paths.rs", "fn kubectl() { crate::state_dir(); }"),
+        ("kubernetes/mod.rs", "pub mod scenario;"),
+        (
+            "kubernetes/scenario.rs",
+            "use crate::recording::pods::PodRecorder;",
+        ),
+        ("recording/mod.rs", "mod pods;"),
+        (
+            "recording/pods.rs",
+            "use crate::kubernetes::scenario::S;\nfn f() { super::super::paths::kubectl() }",
+        ),
+    ]);
+    let graph = Graph::of(&sources);
+    assert_eq!(
+        graph.circles(),
+        [vec!["kubernetes::scenario", "recording::pods"]]
+    );
+    assert_eq!(
+        against_the_order(&graph.layers(), &HARNESS_PARTS),
+        [("kubernetes".to_owned(), "recording".to_owned())]
+    );
+    assert_eq!(uses_of_the_root(&sources), ["paths uses crate::state_dir"]);
+}
+
+/// The harness's sources; the binaries under `bin/` are crates of their own.
+fn harness_sources() -> Vec<(PathBuf, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("molecule-like-tests/src");
+    let mut sources = read_sources(&dir);
+    sources.retain(|(path, _)| !path.starts_with("bin"));
+    sources
+}
+
+/// The edges of `parts` from a part to one after it (or to one not in `order`) in `order`.
+fn against_the_order(parts: &Graph, order: &[&str]) -> Vec<(String, String)> {
+    let rank = |part: &str| order.iter().position(|p| *p == part);
+    let mut against = Vec::new();
+    for (from, targets) in &parts.edges {
+        for to in targets {
+            let before = matches!((rank(to), rank(from)), (Some(t), Some(f)) if t < f);
+            if !before {
+                against.push((from.clone(), to.clone()));
+            }
+        }
+    }
+    against
+}
+
+/// The paths a module names that lead to no module, each as `<module> uses crate::<path>`:
+/// items of the crate root (`lib.rs`, which is no module of the graph).
+fn uses_of_the_root(sources: &[(PathBuf, String)]) -> Vec<String> {
+    let modules = Graph::of(sources).modules;
+    let mut uses = Vec::new();
+    for (path, text) in sources {
+        let Some(module) = module_of(path).filter(|m| modules.contains(m)) else {
+            continue;
+        };
+        let (kept, _) = without_tests(&blank_comments_and_strings(text));
+        for named in imported_paths(&kept) {
+            let Some(target) = absolute(&module, &named, &modules) else {
+                continue;
+            };
+            if !target.is_empty() && longest_module(&target, &modules).is_none() {
+                uses.push(format!("{module} uses crate::{}", target.join("::")));
+            }
+        }
+    }
+    uses
+}
+
 #[test]
 fn a_circle_is_found_through_any_kind_of_path() {
     let sources = sources(&[

@@ -22,13 +22,13 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions, PG_STATS_LAG_SECONDS};
 use molecule_like_tests::ceph::{CephCluster, OsdStart};
-use molecule_like_tests::manifests::{random_suffix, CR};
-use molecule_like_tests::operator::{free_port, http_get};
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions, PG_STATS_LAG_SECONDS};
+use molecule_like_tests::journeys::scenario::ROLLOUT;
+use molecule_like_tests::kubernetes::manifests::{random_suffix, CR};
+use molecule_like_tests::kubernetes::operator::{free_port, http_get};
 use molecule_like_tests::paths::target_dir;
 use molecule_like_tests::recording::ceph::{CephRecorder, CephRecording, Observed};
-use molecule_like_tests::scenario::ROLLOUT;
 use serde_json::json;
 
 const HEADER: &str = "## The Ceph gate over real OSD daemons";

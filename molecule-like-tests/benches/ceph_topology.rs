@@ -1,7 +1,7 @@
 //! Rollouts by failure domain against by host, over real OSD daemons: 12 OSDs on 12 hosts in
 //! 4 CRUSH racks (a pool of size 3 with rack failure domain), rolled by host (12 steps), then
 //! by rack (`updateDomain: Topology`, 4 steps) on the same cluster, each checked as
-//! `tests/ceph_topology.rs` checks it (`ceph::racks::roll`); both times, their ratio, each
+//! `tests/ceph_topology.rs` checks it (`journeys::racks::roll`); both times, their ratio, each
 //! step's time taken apart (Ceph's: its first stop to every PG clean after its last boot; the
 //! operator's: from then to the next step's first stop), and a model of a fleet from them.
 //!
@@ -18,8 +18,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use molecule_like_tests::ceph::racks::{self, by_rack_spec, expect, Rollout, RACK_POOL};
-use molecule_like_tests::manifests::CR;
+use molecule_like_tests::journeys::racks::{self, by_rack_spec, expect, Rollout, RACK_POOL};
+use molecule_like_tests::kubernetes::manifests::CR;
 use molecule_like_tests::paths::operator_binary;
 
 const HEADER: &str = "## Rollouts by rack against by host over real OSD daemons";

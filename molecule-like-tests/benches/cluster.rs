@@ -32,14 +32,16 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::Scenario;
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, keys, random_suffix, storage, tagged_host, CR,
 };
-use molecule_like_tests::nodes::ensure_nodes;
-use molecule_like_tests::operator::{free_port, http_get, OperatorOptions, OperatorProcess};
-use molecule_like_tests::operator_kubeconfig_path;
-use molecule_like_tests::pods::{annotation, is_ready, pod_key};
-use molecule_like_tests::scenario::Scenario;
+use molecule_like_tests::kubernetes::nodes::ensure_nodes;
+use molecule_like_tests::kubernetes::operator::{
+    free_port, http_get, OperatorOptions, OperatorProcess,
+};
+use molecule_like_tests::kubernetes::pods::{annotation, is_ready, pod_key};
+use molecule_like_tests::paths::operator_kubeconfig_path;
 use serde_json::{json, Value};
 
 /// Concurrencies the bare client tries (`BENCH_CONCURRENCIES` to narrow the search); the

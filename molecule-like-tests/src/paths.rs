@@ -1,5 +1,5 @@
 //! Where things are: the workspace, the build output, the operator binary under test,
-//! kubectl, and the end of a log file.
+//! kubectl and Helm, the control plane's state dir and kubeconfigs, and the end of a log file.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,6 +11,30 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from(".."), Path::to_path_buf)
+}
+
+/// The control plane's state dir: `$CEPH_OSD_OPERATOR_STATE` or `<repo>/target/control-plane`.
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("CEPH_OSD_OPERATOR_STATE").map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("target")
+                .join("control-plane")
+        },
+        PathBuf::from,
+    )
+}
+
+/// The cluster admin's kubeconfig (what the tests and kubectl use).
+pub fn kubeconfig_path() -> PathBuf {
+    state_dir().join("kubeconfig")
+}
+
+/// The operator's kubeconfig: a token of the ServiceAccount `deploy/` binds to its ClusterRole,
+/// so a permission the code needs and `deploy/` lacks fails the scenario.
+pub fn operator_kubeconfig_path() -> PathBuf {
+    state_dir().join("operator.kubeconfig")
 }
 
 /// The cargo target directory: `$CARGO_TARGET_DIR` (relative to the workspace root when
@@ -88,7 +112,7 @@ pub fn kubectl() -> Option<String> {
     if let Ok(k) = std::env::var("KUBECTL") {
         return Some(k);
     }
-    let linked = crate::state_dir().join("kubectl");
+    let linked = state_dir().join("kubectl");
     if linked.exists() {
         return Some(linked.to_string_lossy().into_owned());
     }
@@ -103,7 +127,7 @@ pub fn kubectl() -> Option<String> {
 /// The Helm that `control-plane up` links into its state dir (built by `control-plane
 /// install`), else `helm` on the PATH; None when there is none.
 pub fn helm() -> Option<String> {
-    let linked = crate::state_dir().join("helm");
+    let linked = state_dir().join("helm");
     if linked.exists() {
         return Some(linked.to_string_lossy().into_owned());
     }

@@ -26,11 +26,11 @@ use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::{labels, OsdKey};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::{GateSample, Gated, GatedOptions};
-use molecule_like_tests::manifests::CR;
-use molecule_like_tests::pods::{is_ready, pod_key};
-use molecule_like_tests::recording::milestones::Milestones;
-use molecule_like_tests::scenario::hold;
+use molecule_like_tests::journeys::gated::{GateSample, Gated, GatedOptions};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::hold;
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::pods::{is_ready, pod_key};
 use serde_json::json;
 
 /// How long a halt is watched for pods going down.

@@ -6,7 +6,7 @@
 //! per OSD id, each stopped before its pod is gone), and print what an ungated rollout did in
 //! Ceph's view (hosts down, PGs not active or unavailable).
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -20,19 +20,19 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph::bridge::{
+use molecule_like_tests::ceph::CephCluster;
+use molecule_like_tests::journeys::bridge::{
     ready_when_osd_up, BridgeEvent, BridgeEventKind, CephBridge,
 };
-use molecule_like_tests::ceph::CephCluster;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::{hold, Converged, Scenario, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
     READY_AFTER_ANNOTATION,
 };
-use molecule_like_tests::nodes::ensure_nodes;
-use molecule_like_tests::pods::names_by_key;
+use molecule_like_tests::kubernetes::nodes::ensure_nodes;
+use molecule_like_tests::kubernetes::pods::names_by_key;
 use molecule_like_tests::recording::ceph::CephRecorder;
-use molecule_like_tests::recording::milestones::Milestones;
-use molecule_like_tests::scenario::{hold, Converged, Scenario, ROLLOUT};
 use serde_json::json;
 
 const DATA: &str = "/dev/sdb";

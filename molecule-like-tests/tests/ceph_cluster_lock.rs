@@ -13,7 +13,7 @@
 //! the new process ends that step holding the lock (the holder is the CephOSD, not the
 //! process).
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -28,19 +28,20 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::bridge::CephBridge;
-use molecule_like_tests::ceph::gated::{
+use molecule_like_tests::ceph::CephCluster;
+use molecule_like_tests::journeys::bridge::CephBridge;
+use molecule_like_tests::journeys::gated::{
     gated_template, GateSample, GateWatch, OPERATOR_USER, PG_STATS_LAG_SECONDS,
 };
-use molecule_like_tests::ceph::CephCluster;
-use molecule_like_tests::manifests::{cephosd, keys, storage};
-use molecule_like_tests::operator::{OperatorOptions, OperatorProcess};
-use molecule_like_tests::pods::{is_ready, names_by_key, pod_key};
-use molecule_like_tests::rbac::grant_ceph_lock_in;
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::{Converged, Scenario};
+use molecule_like_tests::journeys::two_cephosds::{four_hosts_one_ceph, FourHosts};
+use molecule_like_tests::kubernetes::manifests::{cephosd, keys, storage};
+use molecule_like_tests::kubernetes::operator::{OperatorOptions, OperatorProcess};
+use molecule_like_tests::kubernetes::pods::{is_ready, names_by_key, pod_key};
+use molecule_like_tests::kubernetes::rbac::grant_ceph_lock_in;
 use molecule_like_tests::recording::ceph::CephRecorder;
-use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::recording::pods::{EventKind, PodEvent, PodRecorder};
-use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::json;
 
 /// Two hosts' steps of each CephOSD, one after the other (~15–20 s each), and the waits.
@@ -104,7 +105,7 @@ fn start_operator(s: &mut Scenario, args: &[String]) -> anyhow::Result<()> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let log_filter = format!(
         "{},ceph_osd_operator::ceph::cli=debug",
-        molecule_like_tests::operator::operator_log_filter()
+        molecule_like_tests::kubernetes::operator::operator_log_filter()
     );
     s.start_operator_with_env(
         &OperatorOptions::default(),
@@ -237,53 +238,21 @@ struct Fleet {
 
 async fn fleet(name: &str, operators: Operators) -> anyhow::Result<Fleet> {
     let two_operators = operators == Operators::TwoNamespaced;
-    let mut s1 = Scenario::create(name).await?;
-    s1.start_recorder().await?;
-    let mut s2 = if two_operators {
-        let mut s2 = Scenario::create(&format!("{name}-2")).await?;
-        s2.start_recorder().await?;
-        Some(s2)
-    } else {
-        None
-    };
-    let hosts = s1.hosts(["lock-a", "lock-b", "lock-c", "lock-d"]);
-    let all_keys = keys(&hosts, &["/dev/sdb"]);
-    let cluster = Arc::new(CephCluster::for_scenario(&s1, 0).await?);
-    let ids =
-        futures::future::try_join_all(all_keys.iter().map(|k| cluster.osd_create(&k.host))).await?;
-    let table: BTreeMap<OsdKey, u32> = all_keys.iter().cloned().zip(ids).collect();
-    let clock = Instant::now()
-        .checked_sub(s1.recorder()?.elapsed())
-        .ok_or_else(|| anyhow!("no clock"))?;
-    let ceph = CephRecorder::start(&cluster, clock).await?;
-    let (first_hosts, second_hosts) = hosts.split_at(2);
-    let of = |hosts: &[String]| -> BTreeMap<OsdKey, u32> {
-        (table.iter())
-            .filter(|(k, _)| hosts.contains(&k.host))
-            .map(|(k, id)| (k.clone(), *id))
-            .collect()
-    };
-    let bridges = match &s2 {
-        None => {
-            vec![CephBridge::start(s1.pods.clone(), Arc::clone(&cluster), &table, &ceph).await?]
-        }
-        Some(s2) => vec![
-            CephBridge::start(
-                s1.pods.clone(),
-                Arc::clone(&cluster),
-                &of(first_hosts),
-                &ceph,
-            )
-            .await?,
-            CephBridge::start(
-                s2.pods.clone(),
-                Arc::clone(&cluster),
-                &of(second_hosts),
-                &ceph,
-            )
-            .await?,
-        ],
-    };
+    let FourHosts {
+        mut s1,
+        mut s2,
+        hosts,
+        all_keys,
+        cluster,
+        clock,
+        ceph,
+        bridges,
+    } = four_hosts_one_ceph(
+        name,
+        two_operators,
+        ["lock-a", "lock-b", "lock-c", "lock-d"],
+    )
+    .await?;
 
     // The lock lives in s1's namespace: (a) the operator's default (the watched namespace),
     // (b) named by both operators.

@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::FailureDomainsStatus;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
-use molecule_like_tests::manifests::CR;
-use molecule_like_tests::nodes;
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::nodes;
 use serde_json::json;
 
 /// How long a CRUSH change may take to show (the operator resyncs every 5 s here and looks

@@ -6,7 +6,7 @@
 //! namespace deleted mid-step: Kubernetes deletes every pod at once, the operator clears
 //! its own `noout` and says so.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -18,8 +18,8 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
-use molecule_like_tests::manifests::{cephosd, storage, CR};
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::kubernetes::manifests::{cephosd, storage, CR};
 use molecule_like_tests::recording::ceph::Observed;
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 //! OSDs down, no PG unavailable, each step's new daemons booted and every PG clean before the
 //! next host stops, no `noout` left.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
-use molecule_like_tests::manifests::CR;
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::ROLLOUT;
+use molecule_like_tests::kubernetes::manifests::CR;
 use molecule_like_tests::recording::ceph::Observed;
-use molecule_like_tests::recording::milestones::Milestones;
-use molecule_like_tests::scenario::ROLLOUT;
 use serde_json::json;
 
 /// Seconds from `from` to `at`, `-` when it never happened.

@@ -4,7 +4,7 @@
 //! cannot read (stored before the schema bounded `partition`) reported on its own object while
 //! a gated step of another CephOSD ends and its rollout completes.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -15,10 +15,10 @@ use ceph_osd_operator::crd::{custom_resource_definition, CephOsd, UpdateDomain};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::Gated;
-use molecule_like_tests::manifests::{CR, FIELD_MANAGER};
-use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::plugin::kubectl_ceph_osd;
+use molecule_like_tests::journeys::gated::Gated;
+use molecule_like_tests::journeys::plugin::kubectl_ceph_osd;
+use molecule_like_tests::kubernetes::manifests::{CR, FIELD_MANAGER};
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
 use molecule_like_tests::recording::ceph::Observed;
 use serde_json::{json, Value};
 
@@ -125,7 +125,7 @@ async fn complete_waits_for_ceph_and_an_admins_noout_stays() -> anyhow::Result<(
         events.iter().any(|e| e.reason.as_deref() == Some("Noout")
             && e.note.as_deref().is_some_and(|n| n.starts_with(&said))),
         "no event says the admin's noout stays\n{}",
-        molecule_like_tests::scenario::describe_events(&events)
+        molecule_like_tests::journeys::scenario::describe_events(&events)
     );
     // A step ending or Ceph being asked is progress: never a Halted event.
     let halts: Vec<&str> = events
@@ -370,7 +370,7 @@ async fn check_reported_on_itself(
             .any(|e| e.reason.as_deref() == Some("Unreadable")
                 && e.type_.as_deref() == Some("Warning")),
         "no Unreadable event\n{}",
-        molecule_like_tests::scenario::describe_events(&events)
+        molecule_like_tests::journeys::scenario::describe_events(&events)
     );
     Ok(message.to_owned())
 }

@@ -9,7 +9,7 @@
 //! lost the lock (a `StepLockLost` Warning event) and both rollouts complete. Both rounds run
 //! on one Ceph, one after the other.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -25,8 +25,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::{GateWatch, Gated, GatedOptions};
-use molecule_like_tests::manifests::{cephosd, storage, CR};
+use molecule_like_tests::journeys::gated::{GateWatch, Gated, GatedOptions};
+use molecule_like_tests::kubernetes::manifests::{cephosd, storage, CR};
 use serde_json::json;
 
 /// The second CephOSD, on the other two hosts.
@@ -204,7 +204,7 @@ async fn first_deletion(g: &Gated, keys: &[String]) -> anyhow::Result<Instant> {
         let pods = g.s.pods.list(&ListParams::default()).await?;
         let deleting = pods.items.iter().any(|p| {
             p.metadata.deletion_timestamp.is_some()
-                && molecule_like_tests::pods::pod_key(p)
+                && molecule_like_tests::kubernetes::pods::pod_key(p)
                     .is_some_and(|k| keys.contains(&k.to_string()))
         });
         if deleting {

@@ -8,12 +8,12 @@
 //! and no PG unavailable. Then the refused operator is started again with that flag
 //! (`--ceph-lock-namespace=<the first's>`) and rolls its CephOSD, still one host at a time.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`; the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,17 +23,18 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::bridge::CephBridge;
-use molecule_like_tests::ceph::gated::{ceph_args, gated_template, GateWatch, OPERATOR_USER};
 use molecule_like_tests::ceph::CephCluster;
-use molecule_like_tests::manifests::{cephosd, keys, storage};
-use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::pods::names_by_key;
-use molecule_like_tests::rbac::grant_ceph_lock_in;
+use molecule_like_tests::journeys::bridge::CephBridge;
+use molecule_like_tests::journeys::gated::{ceph_args, gated_template, GateWatch, OPERATOR_USER};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::{Converged, Scenario};
+use molecule_like_tests::journeys::two_cephosds::{four_hosts_one_ceph, FourHosts};
+use molecule_like_tests::kubernetes::manifests::{cephosd, keys, storage};
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
+use molecule_like_tests::kubernetes::pods::names_by_key;
+use molecule_like_tests::kubernetes::rbac::grant_ceph_lock_in;
 use molecule_like_tests::recording::ceph::CephRecorder;
-use molecule_like_tests::recording::milestones::Milestones;
 use molecule_like_tests::recording::pods::EventKind;
-use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::json;
 
 const PLACE_KEY: &str = "ceph-osd-operator/step-lock-place";
@@ -119,7 +120,7 @@ struct Fleet {
     sides: [Side; 2],
     cluster: Arc<CephCluster>,
     ceph: CephRecorder,
-    bridges: [CephBridge; 2],
+    bridges: Vec<CephBridge>,
     args: Vec<String>,
     /// This Kubernetes cluster's identity: the kube-system Namespace's uid.
     kube_system: String,
@@ -127,32 +128,23 @@ struct Fleet {
 }
 
 async fn fleet() -> anyhow::Result<Fleet> {
-    let mut s1 = Scenario::create("lock-place").await?;
-    s1.start_recorder().await?;
-    let mut s2 = Scenario::create("lock-place-2").await?;
-    s2.start_recorder().await?;
-    let hosts = s1.hosts(["place-a", "place-b", "place-c", "place-d"]);
-    let all_keys = keys(&hosts, &["/dev/sdb"]);
-    let cluster = Arc::new(CephCluster::for_scenario(&s1, 0).await?);
-    let ids =
-        futures::future::try_join_all(all_keys.iter().map(|k| cluster.osd_create(&k.host))).await?;
-    let table: BTreeMap<OsdKey, u32> = all_keys.iter().cloned().zip(ids).collect();
-    let clock = Instant::now()
-        .checked_sub(s1.recorder()?.elapsed())
-        .ok_or_else(|| anyhow!("no clock"))?;
-    let ceph = CephRecorder::start(&cluster, clock).await?;
+    let FourHosts {
+        mut s1,
+        s2,
+        hosts,
+        cluster,
+        clock,
+        ceph,
+        bridges,
+        ..
+    } = four_hosts_one_ceph(
+        "lock-place",
+        true,
+        ["place-a", "place-b", "place-c", "place-d"],
+    )
+    .await?;
+    let mut s2 = s2.ok_or_else(|| anyhow!("no second namespace"))?;
     let (first_hosts, second_hosts) = hosts.split_at(2);
-    let of = |hosts: &[String]| -> BTreeMap<OsdKey, u32> {
-        (table.iter())
-            .filter(|(k, _)| hosts.contains(&k.host))
-            .map(|(k, id)| (k.clone(), *id))
-            .collect()
-    };
-    let cluster_of = || Arc::clone(&cluster);
-    let bridges = [
-        CephBridge::start(s1.pods.clone(), cluster_of(), &of(first_hosts), &ceph).await?,
-        CephBridge::start(s2.pods.clone(), cluster_of(), &of(second_hosts), &ceph).await?,
-    ];
 
     // Default settings: each operator's lock namespace is its own (watched) namespace, as
     // deploy/ceph-gate grants it.

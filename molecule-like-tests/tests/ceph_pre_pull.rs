@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context};
 use ceph_osd_operator::labels;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
-use molecule_like_tests::manifests::CR;
-use molecule_like_tests::pods::{annotation, is_ready};
-use molecule_like_tests::scenario::ROLLOUT;
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::scenario::ROLLOUT;
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::pods::{annotation, is_ready};
 use serde_json::json;
 
 #[tokio::test]

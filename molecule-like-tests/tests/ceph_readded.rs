@@ -6,7 +6,7 @@
 //! in by the operator, named in `OsdsIn` (and the `Progressing` message, and
 //! `kubectl ceph-osd status`) until the admin marks it in again. One Ceph cluster throughout.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::{CephOsdStatus, MarkedBy};
 use ceph_osd_operator::OsdKey;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
-use molecule_like_tests::manifests::{storage, CR};
-use molecule_like_tests::plugin::kubectl_ceph_osd;
-use molecule_like_tests::recording::milestones::Milestones;
-use molecule_like_tests::scenario::{hold, ROLLOUT};
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::plugin::kubectl_ceph_osd;
+use molecule_like_tests::journeys::scenario::{hold, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{storage, CR};
 use serde_json::json;
 
 /// The `OsdsIn` condition: (status, reason, message).

@@ -5,7 +5,7 @@
 //! the data elsewhere nothing stops and `CephGate` says why with Ceph's numbers; a host put
 //! back before its pod stopped is marked in again.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (`molecule-like-tests/ceph install`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 use ceph_osd_operator::crd::CephStep;
 use ceph_osd_operator::OsdKey;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
 use molecule_like_tests::ceph::OsdMap;
-use molecule_like_tests::manifests::{storage, CR};
-use molecule_like_tests::operator::OperatorOptions;
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::scenario::{hold, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{storage, CR};
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
 use molecule_like_tests::recording::ceph::{CephRecording, Observed};
-use molecule_like_tests::recording::milestones::Milestones;
-use molecule_like_tests::scenario::{hold, ROLLOUT};
 use serde_json::json;
 
 /// The osdmaps recorded from `from` on, in order.
@@ -355,7 +355,7 @@ async fn new_leader_keeps_the_drain(
     // As `Gated` starts it: each `ceph` call in its log.
     let log_filter = format!(
         "{},ceph_osd_operator::ceph::cli=debug",
-        molecule_like_tests::operator::operator_log_filter()
+        molecule_like_tests::kubernetes::operator::operator_log_filter()
     );
     g.s.start_operator_with_env(
         &OperatorOptions::default(),

@@ -8,7 +8,7 @@
 //! asked. The fix (the pod's own id) lets the rollout complete, one host at a time.
 //!
 //! Needs the local control plane, a built operator and Ceph's daemons (as
-//! `tests/ceph_gate_ids.rs`).
+//! `tests/ceph_gate_ids/`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use ceph_osd_operator::crd::UpdateDomain;
 use ceph_osd_operator::labels;
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
-use molecule_like_tests::manifests::CR;
-use molecule_like_tests::scenario::ROLLOUT;
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::scenario::ROLLOUT;
+use molecule_like_tests::kubernetes::manifests::CR;
 use serde_json::json;
 
 /// How long the refusal is watched for pods or OSDs going down.

@@ -1,5 +1,5 @@
 //! Rollouts by failure domain on a real Ceph of 12 OSDs on 12 hosts in 4 CRUSH racks
-//! (`ceph::racks`): by host (the baseline, 12 steps) and by rack (`updateDomain: Topology`,
+//! (`journeys::racks`): by host (the baseline, 12 steps) and by rack (`updateDomain: Topology`,
 //! 4 steps) on the same cluster; a pool whose copies may share a rack (Ceph refuses such a
 //! rack whole: the rollout takes what Ceph allows within it and says so); a host moved to
 //! another rack mid-rollout and a rack label that disagrees with CRUSH (halts, named). Each
@@ -7,7 +7,7 @@
 //! (`racks::finish`). The times are printed; `benches/ceph_topology.rs` writes them to
 //! BENCHMARKS.md.
 //!
-//! Needs the local control plane and a built operator (as `tests/scenarios.rs`), and Ceph's
+//! Needs the local control plane and a built operator (as `tests/scenarios/`), and Ceph's
 //! daemons (the cluster installs them when missing).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -15,15 +15,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use molecule_like_tests::ceph::gated::Gated;
-use molecule_like_tests::ceph::racks::{
+use molecule_like_tests::journeys::gated::Gated;
+use molecule_like_tests::journeys::milestones::Milestones;
+use molecule_like_tests::journeys::racks::{
     self, by_rack_spec, expect, racks_of, Expect, HOST_POOL, RACKS, RACK_POOL,
 };
-use molecule_like_tests::ceph::steps::clean_after;
-use molecule_like_tests::manifests::CR;
-use molecule_like_tests::nodes::label_node;
-use molecule_like_tests::recording::milestones::Milestones;
-use molecule_like_tests::scenario::hold;
+use molecule_like_tests::journeys::scenario::hold;
+use molecule_like_tests::journeys::steps::clean_after;
+use molecule_like_tests::kubernetes::manifests::CR;
+use molecule_like_tests::kubernetes::nodes::label_node;
 use serde_json::json;
 
 /// The node label the label scenario names as `topologyKey`.

@@ -12,10 +12,12 @@ use anyhow::{bail, Context as _};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
+use molecule_like_tests::journeys::scenario::{Scenario, CONVERGE};
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, keys, storage, CR,
+};
+use molecule_like_tests::kubernetes::pods::{is_ready, pod_key};
 use molecule_like_tests::paths::kubectl;
-use molecule_like_tests::pods::{is_ready, pod_key};
-use molecule_like_tests::scenario::{Scenario, CONVERGE};
 use serde_json::json;
 
 /// Runs kubectl as the cluster admin; its stdout, or an error with its output.
@@ -24,7 +26,7 @@ fn run_kubectl(args: &[&str]) -> anyhow::Result<String> {
         kubectl().context("no kubectl (control-plane up links one into its state dir)")?;
     let out = Command::new(&kubectl)
         .arg("--kubeconfig")
-        .arg(molecule_like_tests::kubeconfig_path())
+        .arg(molecule_like_tests::paths::kubeconfig_path())
         .args(args)
         .output()
         .with_context(|| format!("running {kubectl}"))?;

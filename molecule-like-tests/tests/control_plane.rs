@@ -19,20 +19,20 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
-use molecule_like_tests::ceph::bridge::{OSD_UP_ANNOTATION, READY_WHEN_OSD_UP};
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::bridge::{OSD_UP_ANNOTATION, READY_WHEN_OSD_UP};
+use molecule_like_tests::journeys::scenario::create_namespace;
+use molecule_like_tests::kubernetes::manifests::{
     random_suffix, FAIL_ANNOTATION, PULL_ANNOTATION, READY_AFTER_ANNOTATION, READY_ANNOTATION,
 };
-use molecule_like_tests::nodes::ensure_nodes;
+use molecule_like_tests::kubernetes::nodes::ensure_nodes;
+use molecule_like_tests::kubernetes::pods::is_ready;
 use molecule_like_tests::paths::kubectl;
-use molecule_like_tests::pods::is_ready;
-use molecule_like_tests::scenario::create_namespace;
 use serde_json::{json, Value};
 
 const NODE: &str = "cp-test-node";
 
 async fn client() -> Client {
-    match molecule_like_tests::test_client().await {
+    match molecule_like_tests::kubernetes::client::test_client().await {
         Ok(c) => c,
         Err(e) => panic!("{e:#}"),
     }
@@ -323,10 +323,11 @@ async fn deletion_turns_not_ready_then_removes_the_pod_after_its_grace_period() 
 async fn the_operator_identity_has_exactly_the_deploy_rbac() {
     let (client, api, ns) = setup("rbac").await;
     create(&api, &pod("p", json!({}), 0)).await;
-    let operator =
-        molecule_like_tests::client_from(&molecule_like_tests::operator_kubeconfig_path())
-            .await
-            .expect("operator kubeconfig");
+    let operator = molecule_like_tests::kubernetes::client::client_from(
+        &molecule_like_tests::paths::operator_kubeconfig_path(),
+    )
+    .await
+    .expect("operator kubeconfig");
     let pods: Api<Pod> = Api::namespaced(operator.clone(), &ns);
     let listed = pods.list(&ListParams::default()).await.expect("list pods");
     assert_eq!(listed.items.len(), 1);
@@ -359,7 +360,7 @@ async fn kubectl_works_against_the_server() {
     wait_for(&api, "shown", 20, "Ready", |p| p.is_some_and(is_ready)).await;
     let out = std::process::Command::new(&kubectl)
         .arg("--kubeconfig")
-        .arg(molecule_like_tests::kubeconfig_path())
+        .arg(molecule_like_tests::paths::kubeconfig_path())
         .args(["get", "pods", "-n", &ns, "-o", "wide"])
         .output()
         .expect("run kubectl");

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use ceph_osd_operator::crd::apply_server_defaults;
 use ceph_osd_operator::{labels, TemplateHash};
-use molecule_like_tests::manifests::{cephosd, with_kubelet_knobs, Knobs};
-use molecule_like_tests::nodes::ensure_nodes;
+use molecule_like_tests::journeys::scenario::Scenario;
+use molecule_like_tests::kubernetes::manifests::{cephosd, with_kubelet_knobs, Knobs};
+use molecule_like_tests::kubernetes::nodes::ensure_nodes;
 use molecule_like_tests::paths::{operator_binary, target_dir};
-use molecule_like_tests::scenario::Scenario;
 use serde_json::{json, Value};
 
 fn tricky_template() -> Value {

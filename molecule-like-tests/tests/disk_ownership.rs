@@ -15,11 +15,11 @@ use ceph_osd_operator::labels;
 use ceph_osd_operator::OsdKey;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
 };
-use molecule_like_tests::pods::{is_ready, pod_key};
-use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::pods::{is_ready, pod_key};
 use serde_json::{json, Value};
 
 /// The condition `type_` of a status, if it is there.
@@ -241,7 +241,7 @@ async fn d3_edited_annotations_take_no_pod_down_while_paused_and_one_at_a_time_a
     // Unpaused: one OSD at a time, each successor only once its old pod is gone.
     let from = rec.caught_up_seq(&s.pods).await?;
     let cr = s.patch_spec(CR, json!({"paused": null})).await?;
-    let hash = molecule_like_tests::manifests::hash_of(&cr);
+    let hash = molecule_like_tests::kubernetes::manifests::hash_of(&cr);
     let after = s.wait_converged(CR, &want, &hash, ROLLOUT).await?;
     for (key, pod) in &after {
         anyhow::ensure!(

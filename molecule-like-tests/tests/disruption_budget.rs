@@ -20,13 +20,13 @@ use ceph_osd_operator::labels;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::kubeconfig_path;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, keys, never_ready_revision, ready_again_revision, storage, CR,
 };
+use molecule_like_tests::kubernetes::pods::annotation;
+use molecule_like_tests::paths::kubeconfig_path;
 use molecule_like_tests::paths::{kubectl, workspace_root};
-use molecule_like_tests::pods::annotation;
-use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::{json, Value};
 
 const DEVICES: [&str; 2] = ["/dev/sdb", "/dev/sdc"];
@@ -501,7 +501,7 @@ async fn a_cephosd_deleted_with_cascade_orphan_and_recreated_takes_its_budget_ba
             && events.iter().any(|e| e.reason.as_deref() == Some("Adopted")
                 && e.note.as_deref().unwrap_or_default().contains(BUDGET)),
         "events:\n{}",
-        molecule_like_tests::scenario::describe_events(&events)
+        molecule_like_tests::journeys::scenario::describe_events(&events)
     );
     let st = status(&s).await?;
     ensure!(

@@ -13,15 +13,15 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::{Converged, Scenario};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, keys, storage, with_kubelet_knobs, Knobs, CR,
 };
-use molecule_like_tests::nodes::ensure_nodes;
-use molecule_like_tests::operator::{lease_holder, OperatorOptions};
+use molecule_like_tests::kubernetes::nodes::ensure_nodes;
+use molecule_like_tests::kubernetes::operator::{lease_holder, OperatorOptions};
+use molecule_like_tests::kubernetes::pods::{annotation, is_ready, names_by_key, pod_key};
 use molecule_like_tests::paths::workspace_root;
-use molecule_like_tests::pods::{annotation, is_ready, names_by_key, pod_key};
 use molecule_like_tests::recording::pods::PodEvent;
-use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::json;
 use tokio::sync::Mutex;
 
@@ -247,7 +247,7 @@ async fn f3_leader_killed_mid_rollout_the_standby_finishes_it() -> anyhow::Resul
     s.start_recorder().await?;
     let ns = s.namespace.clone();
     // The Lease in the test's namespace: the operator's Lease Role there too.
-    molecule_like_tests::rbac::grant_lease_in(&s.client, &ns).await?;
+    molecule_like_tests::kubernetes::rbac::grant_lease_in(&s.client, &ns).await?;
     let args = ["--leader-elect", "--lease-namespace", ns.as_str()];
     let options = OperatorOptions::default();
     let (id_a, id_b) = (format!("{ns}-a"), format!("{ns}-b"));

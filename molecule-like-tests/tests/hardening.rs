@@ -30,14 +30,14 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::{create_namespace, hold, Scenario};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, keys, random_suffix, storage, CR,
 };
-use molecule_like_tests::operator::{free_port, lease_holder, OperatorOptions};
+use molecule_like_tests::kubernetes::operator::{free_port, lease_holder, OperatorOptions};
+use molecule_like_tests::kubernetes::rbac::{apply, manifests};
 use molecule_like_tests::paths::{kubectl, operator_binary, tail};
-use molecule_like_tests::rbac::{apply, manifests};
-use molecule_like_tests::scenario::{create_namespace, hold, Scenario};
-use molecule_like_tests::{operator_kubeconfig_path, state_dir};
+use molecule_like_tests::paths::{operator_kubeconfig_path, state_dir};
 use serde_json::{json, Value};
 
 /// deploy/'s operator identity.
@@ -325,7 +325,7 @@ async fn a_second_operator_started_by_hand_creates_nothing_while_the_first_leads
     let devices = ["/dev/sdb", "/dev/sdc"];
     let want = keys(&hosts, &devices);
     let cr = s.patch_spec(CR, json!({"storage": [{"hosts": hosts, "osds": [{"data": "/dev/sdb"}, {"data": "/dev/sdc"}]}]})).await?;
-    let hash = molecule_like_tests::manifests::hash_of(&cr);
+    let hash = molecule_like_tests::kubernetes::manifests::hash_of(&cr);
     s.wait_converged(CR, &want, &hash, Duration::from_mins(1))
         .await?;
     check_only_a_acts(&s, &mut a, &mut b, &id_a, want.len()).await?;
@@ -414,7 +414,7 @@ async fn check_only_a_acts(
 /// Lease anywhere.
 #[tokio::test]
 async fn the_operator_may_update_its_own_lease_and_no_other() -> anyhow::Result<()> {
-    let client = molecule_like_tests::test_client().await?;
+    let client = molecule_like_tests::kubernetes::client::test_client().await?;
     let no = can_i(&["update", "leases", "-n", "kube-system"])?;
     let yes = can_i(&["update", "leases/ceph-osd-operator", "-n", OPERATOR_NS])?;
     anyhow::ensure!(

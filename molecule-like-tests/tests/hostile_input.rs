@@ -12,9 +12,9 @@ use ceph_osd_operator::labels;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{cephosd, cephosd_resource, fast_sample_template};
-use molecule_like_tests::pods::annotation;
-use molecule_like_tests::scenario::{Scenario, CONVERGE};
+use molecule_like_tests::journeys::scenario::{Scenario, CONVERGE};
+use molecule_like_tests::kubernetes::manifests::{cephosd, cephosd_resource, fast_sample_template};
+use molecule_like_tests::kubernetes::pods::annotation;
 use serde_json::{json, Value};
 
 /// A valid CephOSD of one OSD on `host`.

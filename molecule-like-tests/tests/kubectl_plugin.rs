@@ -7,7 +7,7 @@
 //! their zone and names a host in none with why, `plan` shows the zones with their hosts in
 //! the order the recorded pod watch then shows.
 //!
-//! Needs the local control plane and a built operator (see `tests/scenarios.rs`).
+//! Needs the local control plane and a built operator (see `tests/scenarios/`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -17,13 +17,13 @@ use std::time::Instant;
 use ceph_osd_operator::crd::{CephOsdStatus, UpdateDomain};
 use ceph_osd_operator::labels;
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::plugin::kubectl_ceph_osd;
+use molecule_like_tests::journeys::scenario::{Converged, Scenario};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, keys, never_ready_revision, storage, CR,
 };
-use molecule_like_tests::plugin::kubectl_ceph_osd;
-use molecule_like_tests::pods::annotation;
+use molecule_like_tests::kubernetes::pods::annotation;
 use molecule_like_tests::recording::domains::Domains;
-use molecule_like_tests::scenario::{Converged, Scenario};
 use serde_json::{json, Value};
 
 /// The host each of `pods` (by name) runs on.
@@ -385,7 +385,11 @@ async fn k5_by_zone_from_a_node_label_plan_shows_zones_with_their_hosts() -> any
     let hosts = s.hosts(["z1", "z2", "z3", "z4", "z5"]);
     let data = ["/dev/sdb"];
     // The zones on the Nodes before the CephOSD: a and b of two hosts, c of one (z5 unlabelled).
-    molecule_like_tests::nodes::ensure_nodes(&s.client, &hosts.iter().cloned().collect()).await?;
+    molecule_like_tests::kubernetes::nodes::ensure_nodes(
+        &s.client,
+        &hosts.iter().cloned().collect(),
+    )
+    .await?;
     for (host, zone) in hosts.iter().zip(["zone-a", "zone-a", "zone-b", "zone-b"]) {
         label_zone(&s, host, Some(zone)).await?;
     }

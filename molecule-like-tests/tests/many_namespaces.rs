@@ -11,12 +11,12 @@ use ceph_osd_operator::crd::{CephOsd, CephOsdStatus, Phase};
 use ceph_osd_operator::labels;
 use kube::api::{Api, ListParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::{cleanup, create_namespace, Scenario};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, random_suffix, storage, tagged_host,
 };
-use molecule_like_tests::nodes::{ensure_nodes, hosts_of};
-use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::scenario::{cleanup, create_namespace, Scenario};
+use molecule_like_tests::kubernetes::nodes::{ensure_nodes, hosts_of};
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
 use serde_json::Value;
 
 /// What each CephOSD is meant to end as.

@@ -17,12 +17,12 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use kube::api::{Api, ListParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::{hold, Scenario, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, hash_of, keys, random_suffix, storage, CR,
 };
-use molecule_like_tests::operator::OperatorOptions;
-use molecule_like_tests::pods::pod_key;
-use molecule_like_tests::scenario::{hold, Scenario, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::operator::OperatorOptions;
+use molecule_like_tests::kubernetes::pods::pod_key;
 use serde_json::{json, Value};
 
 /// The hosts, each scenario's own ([`Scenario::hosts`]).
@@ -113,7 +113,7 @@ async fn era_cluster(
             let pods = s.owned_pods(CR).await?;
             let ready: BTreeMap<String, OsdKey> = pods
                 .iter()
-                .filter(|p| molecule_like_tests::pods::is_ready(p))
+                .filter(|p| molecule_like_tests::kubernetes::pods::is_ready(p))
                 .filter_map(|p| Some((p.name_any(), pod_key(p)?)))
                 .collect();
             let got: BTreeSet<OsdKey> = ready.values().cloned().collect();

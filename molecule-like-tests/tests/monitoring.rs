@@ -20,11 +20,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{ensure, Context};
-use molecule_like_tests::ceph::gated::{Gated, GatedOptions};
-use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
-use molecule_like_tests::operator::{free_port, http_get, OperatorOptions};
+use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::scenario::Scenario;
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, keys, storage, CR,
+};
+use molecule_like_tests::kubernetes::operator::{free_port, http_get, OperatorOptions};
 use molecule_like_tests::paths::workspace_root;
-use molecule_like_tests::scenario::Scenario;
 use serde_json::Value;
 
 const RULES: &str = "deploy/monitoring/prometheusrule.yaml";

@@ -26,15 +26,15 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{
+use molecule_like_tests::journeys::scenario::{
+    describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
+};
+use molecule_like_tests::kubernetes::manifests::{
     cephosd, fast_sample_template, keys, storage, CR, FAIL_ANNOTATION, PULL_ANNOTATION,
     READY_ANNOTATION,
 };
-use molecule_like_tests::pods::{annotation, is_ready};
+use molecule_like_tests::kubernetes::pods::{annotation, is_ready};
 use molecule_like_tests::recording::pods::PodRecorder;
-use molecule_like_tests::scenario::{
-    describe_events, hold, Converged, Scenario, CONVERGE, ROLLOUT,
-};
 use serde_json::{json, Value};
 
 const DEVICE: &str = "/dev/sdb";

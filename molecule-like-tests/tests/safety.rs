@@ -14,10 +14,12 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::ResourceExt;
-use molecule_like_tests::manifests::{cephosd, fast_sample_template, keys, storage, CR};
-use molecule_like_tests::pods::{names_by_key, pod_key};
+use molecule_like_tests::journeys::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::{
+    cephosd, fast_sample_template, keys, storage, CR,
+};
+use molecule_like_tests::kubernetes::pods::{names_by_key, pod_key};
 use molecule_like_tests::recording::pods::{EventKind, PodEvent};
-use molecule_like_tests::scenario::{hold, Converged, Scenario, CONVERGE, ROLLOUT};
 use serde_json::json;
 
 /// A hand-made pod: `of`'s labels, annotations and spec, no ownerReferences.

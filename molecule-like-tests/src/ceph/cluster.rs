@@ -1,4 +1,4 @@
-//! A real Ceph for a scenario: [`CephCluster`] runs `molecule-like-tests/ceph` with a state dir
+//! A real Ceph cluster: [`CephCluster`] runs `molecule-like-tests/ceph` with a state dir
 //! and a mon port of its own (test binaries run side by side), and reads Ceph's view through the
 //! admin key ([`CephCluster::osd_dump`], [`CephCluster::pg_stat`], [`CephCluster::cli`]).
 //!
@@ -22,7 +22,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::kubernetes::manifests::random_suffix;
-use crate::kubernetes::scenario::Scenario;
 use crate::paths::{target_dir, workspace_root};
 
 /// `molecule-like-tests/ceph`.
@@ -308,17 +307,6 @@ pub struct CephCluster {
 }
 
 impl CephCluster {
-    /// A cluster in `<the scenario's log dir>/ceph`: `osds` OSDs in CRUSH hosts `host-0..`
-    /// with the test pool, or with `osds == 0` the mon and the mgr only (the OSDs come from
-    /// [`Self::osd_create`], the pool from [`Self::pool_create`]).
-    pub async fn for_scenario(s: &Scenario, osds: usize) -> anyhow::Result<Self> {
-        let dir = s
-            .log_path
-            .parent()
-            .map_or_else(|| target_dir().join("ceph"), |d| d.join("ceph"));
-        Self::up(dir, osds).await
-    }
-
     /// `ceph install` (when a daemon is missing), then `ceph up <osds>` in `state` (a state dir
     /// path too long for admin sockets is replaced by one in the temp dir).
     pub async fn up(state: impl Into<PathBuf>, osds: usize) -> anyhow::Result<Self> {

@@ -51,7 +51,7 @@ pub(crate) fn spawn_operator_process(
     if !extra_args.contains(&"--kubeconfig") {
         command
             .arg("--kubeconfig")
-            .arg(crate::operator_kubeconfig_path());
+            .arg(crate::paths::operator_kubeconfig_path());
     }
     command
         .args(
@@ -94,8 +94,8 @@ pub async fn lease_holder(client: &Client, namespace: &str) -> anyhow::Result<Op
         .and_then(|spec| spec.holder_identity))
 }
 
-/// An extra operator process ([`Scenario::spawn_operator`](crate::kubernetes::scenario::Scenario::spawn_operator));
-/// killed when dropped.
+/// An extra operator process (`Scenario::spawn_operator` in `journeys::scenario`); killed
+/// when dropped.
 pub struct OperatorProcess {
     pub label: String,
     pub log_path: PathBuf,

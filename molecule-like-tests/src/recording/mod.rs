@@ -5,13 +5,11 @@
 //! - [`invariants`]: the rules checked on a pod watch's recording (one pod per disk, rollout
 //!   order and pace);
 //! - [`watch`]: watches resumed without gaps, and a recorder of any kind;
-//! - [`ceph`]: Ceph's own view recorded (OSDs up, noout, PG states) and its checks;
-//! - [`milestones`]: a journey's named moments, reported as one aligned table.
+//! - [`ceph`]: Ceph's own view recorded (OSDs up, noout, PG states) and its checks.
 
 pub mod ceph;
 pub mod domains;
 pub mod invariants;
-pub mod milestones;
 mod pod_events;
 pub mod pods;
 pub mod watch;

@@ -19,9 +19,9 @@ use k8s_openapi::api::core::v1::Node;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use molecule_like_tests::ceph::gated::Gated;
-use molecule_like_tests::manifests::CR;
-use molecule_like_tests::scenario::{cr_events, ROLLOUT};
+use molecule_like_tests::journeys::gated::Gated;
+use molecule_like_tests::journeys::scenario::{cr_events, ROLLOUT};
+use molecule_like_tests::kubernetes::manifests::CR;
 use narrator::{Line, Narrator};
 
 /// How often the demo looks for changes (Ceph's view is sampled every 0.25 s).
@@ -254,7 +254,7 @@ fn look_around(g: &Gated) {
     say("all of it keeps running; in another shell:");
     println!(
         "  export KUBECONFIG={}",
-        molecule_like_tests::kubeconfig_path().display()
+        molecule_like_tests::paths::kubeconfig_path().display()
     );
     println!("  kubectl get cephosd,pods -n {}", g.s.namespace);
     println!(

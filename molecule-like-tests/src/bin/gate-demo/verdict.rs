@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use molecule_like_tests::ceph::gated::GateSample;
+use molecule_like_tests::journeys::gated::GateSample;
 use molecule_like_tests::recording::ceph::{CephRecording, Observed};
 
 /// One step as the operator recorded it: its keys and OSD ids, opened and closed.

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::steps_from;
-use crate::ceph::bridge::Daemon;
+use crate::journeys::bridge::Daemon;
 use crate::recording::ceph::CephRecording;
 
 fn s(secs: u64) -> Duration {

@@ -37,20 +37,22 @@
 //! [`CephBridge::check`] replays the events: no violation or error, every pod that ran got its
 //! daemon, every pod gone had its daemon stopped first.
 //!
-//! Its parts, one type each: `table` (the disks' OSD ids, each pod's disk), `daemons` (who
-//! holds each OSD id; starts and stops), `faults` (asked for by disk), `readiness` (Ready by
-//! Ceph), `events` (the record and its rules), `kubelet` (the loop over the pod watch).
+//! Its parts, one type each: `table` (the disks' OSD ids, each pod's disk), `slots` (who
+//! holds each OSD id), `daemons` (starts and stops), `faults` (asked for by disk), `readiness`
+//! (Ready by Ceph), `events` (the record and its rules), `state` (what the loop keeps),
+//! `kubelet` (the loop over the pod watch).
 
 mod daemons;
 mod events;
 mod faults;
 mod kubelet;
 mod readiness;
+mod slots;
+mod state;
 mod table;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{anyhow, bail};
 use ceph_osd_operator::OsdKey;
@@ -62,12 +64,13 @@ use kube::runtime::WatchStreamExt;
 use tokio::sync::{mpsc, watch};
 
 use crate::ceph::CephCluster;
-use crate::recording::ceph::{CephRecorder, CephState};
-use daemons::{Done, Slots};
+use crate::recording::ceph::CephRecorder;
 use events::{check, daemons, locked, render, Log};
 pub use events::{BridgeEvent, BridgeEventKind, Daemon};
 use faults::Faults;
 pub use readiness::{ready_when_osd_up, OSD_UP_ANNOTATION, READY_WHEN_OSD_UP};
+use slots::Slots;
+use state::Bridge;
 use table::{disk_of, Table};
 
 /// The bridge of one namespace (see the module docs). Stop it with [`CephBridge::stop`]
@@ -214,25 +217,4 @@ impl CephBridge {
         }
         Ok(self.events())
     }
-}
-
-/// The bridge's loop and what it keeps: the pods, the table, the daemons, the faults asked for.
-struct Bridge {
-    api: Api<Pod>,
-    cluster: Arc<CephCluster>,
-    table: Table,
-    clock: Instant,
-    log: Log,
-    /// Live pods by uid.
-    pods: BTreeMap<String, Pod>,
-    slots: Slots,
-    /// (what, uid) already recorded once.
-    reported: BTreeSet<(String, String)>,
-    ceph: watch::Receiver<CephState>,
-    ops: mpsc::UnboundedSender<Done>,
-    /// Operations under way.
-    busy: usize,
-    faults: watch::Receiver<Faults>,
-    /// Pods (uid) without a daemon the bridge deleted (grace 0) once terminating.
-    removed: BTreeSet<String>,
 }

@@ -12,11 +12,11 @@ use kube::runtime::watcher;
 use kube::ResourceExt;
 use tokio::sync::{mpsc, watch};
 
-use super::daemons::{Done, Holder, Phase};
 use super::events::{locked, BridgeEvent, BridgeEventKind};
 use super::readiness::ready_early;
+use super::slots::{Done, Holder, Phase};
+use super::state::Bridge;
 use super::table::running;
-use super::Bridge;
 
 impl Bridge {
     pub(super) fn record(&self, osd: Option<u32>, pod: &str, uid: &str, kind: BridgeEventKind) {

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::kubernetes::scenario::Scenario;
+use crate::journeys::scenario::Scenario;
 use crate::paths::operator_binary;
 
 /// The operator binary linked as `kubectl-ceph_osd` in a directory of this scenario.
@@ -22,7 +22,7 @@ pub async fn kubectl_ceph_osd(
     s: &Scenario,
     args: &[&str],
 ) -> anyhow::Result<(i32, String, String)> {
-    let kubeconfig = crate::kubeconfig_path();
+    let kubeconfig = crate::paths::kubeconfig_path();
     let out = tokio::process::Command::new(plugin(s)?)
         .arg("--kubeconfig")
         .arg(&kubeconfig)

@@ -11,8 +11,8 @@ use kube::api::{Patch, PatchParams};
 use kube::ResourceExt;
 use serde_json::json;
 
-use crate::ceph::gated::Gated;
 use crate::ceph::OsdInfo;
+use crate::journeys::gated::Gated;
 use crate::kubernetes::pods::{names_by_key, rollout_order};
 use crate::recording::ceph::CephState;
 
@@ -27,8 +27,8 @@ impl Gated {
         let old: Vec<String> = (self.converged.pods.values())
             .map(ResourceExt::name_any)
             .collect();
-        crate::scenario::hold(duration, || async {
-            for p in self.s.owned_pods(crate::manifests::CR).await? {
+        crate::journeys::scenario::hold(duration, || async {
+            for p in self.s.owned_pods(crate::kubernetes::manifests::CR).await? {
                 anyhow::ensure!(
                     old.contains(&p.name_any()) && p.metadata.deletion_timestamp.is_none(),
                     "pod {} changed while {while_what}\n{}",
@@ -57,16 +57,19 @@ impl Gated {
         hosts: &[String],
         want: &std::collections::BTreeSet<OsdKey>,
     ) -> anyhow::Result<()> {
-        let storage = crate::manifests::storage(hosts, &["/dev/sdb"]);
+        let storage = crate::kubernetes::manifests::storage(hosts, &["/dev/sdb"]);
         self.s
-            .patch_spec(crate::manifests::CR, json!({ "storage": storage }))
+            .patch_spec(
+                crate::kubernetes::manifests::CR,
+                json!({ "storage": storage }),
+            )
             .await?;
         self.s
             .wait_converged(
-                crate::manifests::CR,
+                crate::kubernetes::manifests::CR,
                 want,
                 &self.converged.hash,
-                crate::scenario::ROLLOUT,
+                crate::journeys::scenario::ROLLOUT,
             )
             .await?;
         Ok(())

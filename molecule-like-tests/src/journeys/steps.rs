@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::ceph::bridge::Daemon;
+use crate::journeys::bridge::Daemon;
 use crate::recording::ceph::{CephRecording, Observed};
 
 /// One step of a rollout (see the module docs).

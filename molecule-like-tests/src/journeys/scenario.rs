@@ -1,7 +1,7 @@
-//! Fixtures for the end-to-end scenarios (`tests/scenarios.rs`), in Molecule's stages:
+//! Fixtures for the end-to-end scenarios (`tests/scenarios/`), in Molecule's stages:
 //!
 //! - **create**: the local control plane must be up ([`Scenario::create`] fails with
-//!   [`HOW_TO_START`](crate::HOW_TO_START) otherwise);
+//!   [`HOW_TO_START`](crate::kubernetes::client::HOW_TO_START) otherwise);
 //! - **converge**: the `CephOSD` CRD is server-side applied (once per process, idempotent) and
 //!   Established, the scenario gets a fresh namespace `mlt-<scenario>-<random>`, a
 //!   [`PodRecorder`] starts watching it, and the operator binary runs as a child process for
@@ -232,15 +232,15 @@ impl Scenario {
     /// Stage **create**: the control plane must answer; the CRD is applied (once) and
     /// Established; a fresh namespace is chosen. No recorder, no operator yet.
     pub async fn create(name: &str) -> anyhow::Result<Self> {
-        let kubeconfig = crate::kubeconfig_path();
+        let kubeconfig = crate::paths::kubeconfig_path();
         if !kubeconfig.exists() {
             bail!(
                 "no control plane: {} does not exist; {}",
                 kubeconfig.display(),
-                crate::HOW_TO_START
+                crate::kubernetes::client::HOW_TO_START
             );
         }
-        let client = crate::test_client().await?;
+        let client = crate::kubernetes::client::test_client().await?;
         ensure_crd(&client).await?;
         let tag = random_suffix();
         let namespace = format!("mlt-{name}-{tag}");
@@ -760,13 +760,16 @@ impl Drop for Scenario {
                 return;
             };
             rt.block_on(async move {
-                let client = match crate::client_from(&crate::kubeconfig_path()).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        eprintln!("scenario {name}: no client for diagnostics: {e}");
-                        return;
-                    }
-                };
+                let client =
+                    match crate::kubernetes::client::client_from(&crate::paths::kubeconfig_path())
+                        .await
+                    {
+                        Ok(c) => c,
+                        Err(e) => {
+                            eprintln!("scenario {name}: no client for diagnostics: {e}");
+                            return;
+                        }
+                    };
                 let mut report =
                     diagnostics(&client, &namespace, &log_path, &extra_logs, None).await;
                 if let Some(events) = events {

@@ -13,9 +13,9 @@ use ceph_osd_operator::OsdKey;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
-use crate::ceph::gated::{Gated, GatedOptions};
-use crate::ceph::steps::{steps_from, CephStep};
 use crate::ceph::PoolSpec;
+use crate::journeys::gated::{Gated, GatedOptions};
+use crate::journeys::steps::{steps_from, CephStep};
 use crate::kubernetes::manifests::CR;
 use crate::kubernetes::pods::names_by_key;
 use crate::recording::domains::Domains;

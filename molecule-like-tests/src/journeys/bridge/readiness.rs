@@ -7,9 +7,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Patch, PatchParams};
 use serde_json::{json, Value};
 
-use super::daemons::Phase;
 use super::events::BridgeEventKind;
-use super::Bridge;
+use super::slots::Phase;
+use super::state::Bridge;
 use crate::kubernetes::manifests::READY_ANNOTATION;
 use crate::kubernetes::pods::{annotation, is_ready};
 

@@ -12,14 +12,14 @@ use ceph_osd_operator::OsdKey;
 use kube::api::{Api, PostParams};
 use kube::ResourceExt;
 
-use crate::ceph::bridge::{ready_when_osd_up, CephBridge};
 use crate::ceph::{CephCluster, PoolSpec};
+use crate::journeys::bridge::{ready_when_osd_up, CephBridge};
+use crate::journeys::scenario::{Converged, Scenario, CONVERGE};
 use crate::kubernetes::manifests::{
     cephosd, fast_sample_template, hash_of, random_suffix, reference_pod, storage,
     with_kubelet_knobs, Knobs, CR,
 };
 use crate::kubernetes::operator::OperatorOptions;
-use crate::kubernetes::scenario::{Converged, Scenario, CONVERGE};
 use crate::recording::ceph::CephRecorder;
 
 /// Longer than any daemon stop: the bridge removes a pod once its daemon has exited.
