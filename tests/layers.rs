@@ -67,21 +67,8 @@ fn each_layer_uses_only_those_before_it() {
     let graph = Graph::of(&read_sources(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
     ));
-    let rank = |layer: &str| {
-        LAYERS
-            .iter()
-            .position(|l| l.contains(&layer))
-            .unwrap_or_else(|| panic!("layer {layer} is not in LAYERS"))
-    };
-    let layers = graph.layers();
-    for (from, targets) in &layers.edges {
-        for to in targets {
-            assert!(
-                rank(to) < rank(from),
-                "{from} uses {to}, which comes after it: {LAYERS:?}"
-            );
-        }
-    }
+    let against = graph.layers().against_order("crate", &LAYERS);
+    assert!(against.is_empty(), "{}", against.join("; "));
 }
 
 /// The planner's parts in order: each uses only those before it. What was observed, what a
@@ -152,7 +139,13 @@ fn a_part_using_a_later_one_or_an_unlisted_one_is_found() {
 /// The harness's parts (the top-level modules of `molecule-like-tests/src`) in order: each uses
 /// only those before it. Where things are, the Kubernetes side, the Ceph side, what is recorded
 /// and checked, then the journeys that tie them together. The crate root only declares them.
-const HARNESS_PARTS: [&str; 5] = ["paths", "kubernetes", "ceph", "recording", "journeys"];
+const HARNESS_PARTS: [&[&str]; 5] = [
+    &["paths"],
+    &["kubernetes"],
+    &["ceph"],
+    &["recording"],
+    &["journeys"],
+];
 
 #[test]
 fn each_part_of_the_harness_uses_only_those_before_it() {
@@ -177,14 +170,14 @@ fn each_part_of_the_harness_uses_only_those_before_it() {
     let parts = graph.layers();
     assert_eq!(
         parts.modules,
-        HARNESS_PARTS.iter().map(|&p| p.to_owned()).collect(),
+        HARNESS_PARTS
+            .iter()
+            .flat_map(|p| p.iter().map(|&p| p.to_owned()))
+            .collect(),
         "the harness's parts"
     );
-    let against = against_the_order(&parts, &HARNESS_PARTS);
-    assert!(
-        against.is_empty(),
-        "parts using one after them ({HARNESS_PARTS:?}): {against:?}"
-    );
+    let against = parts.against_order("crate", &HARNESS_PARTS);
+    assert!(against.is_empty(), "{}", against.join("; "));
     let root = uses_of_the_root(&sources);
     assert!(root.is_empty(), "parts using the crate root: {root:?}");
 }
@@ -211,8 +204,10 @@ fn a_harness_part_using_a_later_part_or_the_root_is_found() {
         [vec!["kubernetes::scenario", "recording::pods"]]
     );
     assert_eq!(
-        against_the_order(&graph.layers(), &HARNESS_PARTS),
-        [("kubernetes".to_owned(), "recording".to_owned())]
+        graph.layers().against_order("crate", &HARNESS_PARTS),
+        [format!(
+            "crate::kubernetes uses crate::recording, which comes after it: {HARNESS_PARTS:?}"
+        )]
     );
     assert_eq!(uses_of_the_root(&sources), ["paths uses crate::state_dir"]);
 }
@@ -223,21 +218,6 @@ fn harness_sources() -> Vec<(PathBuf, String)> {
     let mut sources = read_sources(&dir);
     sources.retain(|(path, _)| !path.starts_with("bin"));
     sources
-}
-
-/// The edges of `parts` from a part to one after it (or to one not in `order`) in `order`.
-fn against_the_order(parts: &Graph, order: &[&str]) -> Vec<(String, String)> {
-    let rank = |part: &str| order.iter().position(|p| *p == part);
-    let mut against = Vec::new();
-    for (from, targets) in &parts.edges {
-        for to in targets {
-            let before = matches!((rank(to), rank(from)), (Some(t), Some(f)) if t < f);
-            if !before {
-                against.push((from.clone(), to.clone()));
-            }
-        }
-    }
-    against
 }
 
 /// The paths a module names that lead to no module, each as `<module> uses crate::<path>`:
