@@ -2,7 +2,7 @@
 //! against the local Kubernetes started by `molecule-like-tests/control-plane` (kube-apiserver,
 //! kube-controller-manager, kube-scheduler, KWOK; see `molecule-like-tests/README.md`).
 //!
-//! Its parts, in order; each uses only those before it (checked by `tests/layers.rs`), and
+//! Its parts, in order; each uses only those before it (checked by `tests/layers/`), and
 //! nothing inside uses this root:
 //! - [`paths`]: the workspace, the build output, the binaries, the control plane's state dir
 //!   and kubeconfigs;

@@ -1,228 +1,12 @@
-//! The layout's rule, checked on the sources: no module of `src/` imports a module that imports
-//! it back, and the layers (the top-level modules: `crd`, `pod`, `plan`, `runtime`, `offline`, `kubectl`,
-//! and the files beside them) form no circle either: each uses only those before it in
-//! [`LAYERS`].
-//!
-//! A module is a file (`mod.rs` names its folder; `lib.rs` and `main.rs` are left out). Its
-//! imports are every `crate::`, `super::` and `self::` path in its code outside comments,
-//! strings and `#[cfg(test)]` items, `use` trees expanded; a path names the longest module it
-//! starts with. Test modules (declared under `#[cfg(test)]`) are left out with everything in
-//! them: tests may reach anywhere.
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The import graph read from sources: modules, the paths each names (`use` trees expanded;
+//! comments, strings and test modules left out), circles, layers and parts.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-#[test]
-fn no_module_imports_a_module_that_imports_it_back() {
-    let graph = Graph::of(&read_sources(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-    ));
-    assert!(graph.modules.len() > 20, "read {:?}", graph.modules);
-    // The check reads what it should: paths in `use` trees and in code alike.
-    for (from, to) in [
-        ("runtime::controller::plan_inputs", "plan"),
-        ("plan::phases::seen", "pod::osd_pod"),
-        ("runtime::observe::owned_objects", "pod::identity"),
-        ("runtime::controller::watches", "pod::owner_reference"),
-    ] {
-        assert!(
-            graph.edges[from].contains(to),
-            "{from} -> {to}: {:?}",
-            graph.edges
-        );
-    }
-    let circles = graph.circles();
-    assert!(circles.is_empty(), "import circles: {}", describe(&circles));
-}
-
-#[test]
-fn the_layers_form_no_circle() {
-    let graph = Graph::of(&read_sources(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-    ));
-    let layers = graph.layers();
-    let circles = layers.circles();
-    assert!(
-        circles.is_empty(),
-        "circles between layers: {}",
-        describe(&circles)
-    );
-}
-
-/// The layers in order: each uses only those before it.
-const LAYERS: [&[&str]; 7] = [
-    &["labels", "hash"],
-    &["ceph"],
-    &["crd"],
-    &["pod", "testing"],
-    &["plan"],
-    &["runtime", "offline"],
-    &["kubectl"],
-];
-
-#[test]
-fn each_layer_uses_only_those_before_it() {
-    let graph = Graph::of(&read_sources(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-    ));
-    let against = graph.layers().against_order("crate", &LAYERS);
-    assert!(against.is_empty(), "{}", against.join("; "));
-}
-
-/// The planner's parts in order: each uses only those before it. What was observed, what a
-/// plan says (its vocabulary), the gate and the topology, the rules, then the phases that apply
-/// them; `plan` itself (`plan_expanded`) runs the phases.
-const PLAN_PARTS: [&[&str]; 5] = [
-    &["observed"],
-    &["says"],
-    &["gate", "topology"],
-    &["rules"],
-    &["phases"],
-];
-
-/// The runtime's parts (its folders and the files beside them) in order: each uses only those
-/// before it. What it remembers and the process's services come first; the controller ties
-/// observing, asking Ceph and acting together; the operator runs it.
-const RUNTIME_PARTS: [&[&str]; 6] = [
-    &["backoff", "memory"],
-    &["serve"],
-    &["observe", "ceph"],
-    &["act"],
-    &["controller"],
-    &["operator"],
-];
-
-#[test]
-fn each_part_of_the_planner_uses_only_those_before_it() {
-    let graph = Graph::of(&read_sources(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-    ));
-    let parts = graph.parts_of("plan");
-    assert!(parts.modules.len() >= 6, "read {:?}", parts.modules);
-    let against = parts.against_order("plan", &PLAN_PARTS);
-    assert!(against.is_empty(), "{}", against.join("; "));
-}
-
-#[test]
-fn each_part_of_the_runtime_uses_only_those_before_it() {
-    let graph = Graph::of(&read_sources(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-    ));
-    let parts = graph.parts_of("runtime");
-    assert!(parts.modules.len() >= 8, "read {:?}", parts.modules);
-    let against = parts.against_order("runtime", &RUNTIME_PARTS);
-    assert!(against.is_empty(), "{}", against.join("; "));
-}
-
-#[test]
-fn a_part_using_a_later_one_or_an_unlisted_one_is_found() {
-    let sources = sources(&[
-        ("plan/mod.rs", ""),
-        ("plan/says/mod.rs", "use crate::plan::rules::budget::B;"),
-        ("plan/rules/mod.rs", ""),
-        ("plan/rules/budget.rs", "use crate::plan::says::events::E;"),
-        ("plan/says/events.rs", ""),
-        ("plan/extra.rs", "use crate::plan::says::events::E;"),
-    ]);
-    let parts = Graph::of(&sources).parts_of("plan");
-    assert_eq!(
-        parts.against_order("plan", &[&["says"], &["rules"]]),
-        [
-            "plan::extra is not in the order: [[\"says\"], [\"rules\"]]",
-            "plan::says uses plan::rules, which comes after it: [[\"says\"], [\"rules\"]]",
-        ]
-    );
-}
-
-/// The harness's parts (the top-level modules of `molecule-like-tests/src`) in order: each uses
-/// only those before it. Where things are, the Kubernetes side, the Ceph side, what is recorded
-/// and checked, then the journeys that tie them together. The crate root only declares them.
-const HARNESS_PARTS: [&[&str]; 5] = [
-    &["paths"],
-    &["kubernetes"],
-    &["ceph"],
-    &["recording"],
-    &["journeys"],
-];
-
-#[test]
-fn each_part_of_the_harness_uses_only_those_before_it() {
-    let sources = harness_sources();
-    let graph = Graph::of(&sources);
-    assert!(graph.modules.len() > 20, "read {:?}", graph.modules);
-    // The check reads what it should: paths from `crate::`, `super::` and a sibling part.
-    for (from, to) in [
-        ("journeys::scenario", "recording::pods"),
-        ("kubernetes::client", "paths"),
-        ("recording::ceph::recorder", "ceph"),
-        ("journeys::bridge::kubelet", "journeys::bridge::readiness"),
-    ] {
-        assert!(
-            graph.edges[from].contains(to),
-            "{from} -> {to}: {:?}",
-            graph.edges
-        );
-    }
-    let circles = graph.circles();
-    assert!(circles.is_empty(), "import circles: {}", describe(&circles));
-    let parts = graph.layers();
-    assert_eq!(
-        parts.modules,
-        HARNESS_PARTS
-            .iter()
-            .flat_map(|p| p.iter().map(|&p| p.to_owned()))
-            .collect(),
-        "the harness's parts"
-    );
-    let against = parts.against_order("crate", &HARNESS_PARTS);
-    assert!(against.is_empty(), "{}", against.join("; "));
-    let root = uses_of_the_root(&sources);
-    assert!(root.is_empty(), "parts using the crate root: {root:?}");
-}
-
-#[test]
-fn a_harness_part_using_a_later_part_or_the_root_is_found() {
-    let sources = sources(&[
-        ("lib.rs", "pub mod paths;\npub fn state_dir() {}"),
-        ("paths.rs", "fn kubectl() { crate::state_dir(); }"),
-        ("kubernetes/mod.rs", "pub mod scenario;"),
-        (
-            "kubernetes/scenario.rs",
-            "use crate::recording::pods::PodRecorder;",
-        ),
-        ("recording/mod.rs", "mod pods;"),
-        (
-            "recording/pods.rs",
-            "use crate::kubernetes::scenario::S;\nfn f() { super::super::paths::kubectl() }",
-        ),
-    ]);
-    let graph = Graph::of(&sources);
-    assert_eq!(
-        graph.circles(),
-        [vec!["kubernetes::scenario", "recording::pods"]]
-    );
-    assert_eq!(
-        graph.layers().against_order("crate", &HARNESS_PARTS),
-        [format!(
-            "crate::kubernetes uses crate::recording, which comes after it: {HARNESS_PARTS:?}"
-        )]
-    );
-    assert_eq!(uses_of_the_root(&sources), ["paths uses crate::state_dir"]);
-}
-
-/// The harness's sources; the binaries under `bin/` are crates of their own.
-fn harness_sources() -> Vec<(PathBuf, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("molecule-like-tests/src");
-    let mut sources = read_sources(&dir);
-    sources.retain(|(path, _)| !path.starts_with("bin"));
-    sources
-}
-
 /// The paths a module names that lead to no module, each as `<module> uses crate::<path>`:
 /// items of the crate root (`lib.rs`, which is no module of the graph).
-fn uses_of_the_root(sources: &[(PathBuf, String)]) -> Vec<String> {
+pub(crate) fn uses_of_the_root(sources: &[(PathBuf, String)]) -> Vec<String> {
     let modules = Graph::of(sources).modules;
     let mut uses = Vec::new();
     for (path, text) in sources {
@@ -242,133 +26,8 @@ fn uses_of_the_root(sources: &[(PathBuf, String)]) -> Vec<String> {
     uses
 }
 
-#[test]
-fn a_circle_is_found_through_any_kind_of_path() {
-    let sources = sources(&[
-        ("a.rs", "use crate::b::{self, Thing};\nfn f() {}"),
-        ("b.rs", "fn g() { crate::c::h() }"),
-        ("c.rs", "use super::a::f;"),
-        ("d.rs", "use crate::a::f;"),
-    ]);
-    assert_eq!(Graph::of(&sources).circles(), [vec!["a", "b", "c"]]);
-}
-
-#[test]
-fn a_parent_and_its_child_importing_each_other_are_a_circle() {
-    let sources = sources(&[
-        (
-            "plan/mod.rs",
-            "mod status;\nuse crate::plan::phases::report::status::Summary;",
-        ),
-        ("plan/phases/report/status.rs", "use crate::plan::Plan;"),
-    ]);
-    assert_eq!(
-        Graph::of(&sources).circles(),
-        [vec!["plan", "plan::phases::report::status"]]
-    );
-}
-
-#[test]
-fn tests_comments_and_strings_import_nothing() {
-    let sources = sources(&[
-        (
-            "a.rs",
-            "// use crate::b::X;\n/* crate::b::Y */ const S: &str = \"crate::b::Z\";\n\
-             fn lifetime<'a>(c: char) -> bool { c == '\"' }\n\
-             #[cfg(test)]\nfn helper() { crate::b::W }\n\
-             #[cfg(test)]\nmod tests { use crate::b::V; }\n#[cfg(test)]\nmod more;",
-        ),
-        ("a/more.rs", "use crate::b::U;"),
-        ("b.rs", "use crate::a::T;"),
-    ]);
-    let graph = Graph::of(&sources);
-    assert_eq!(graph.modules, BTreeSet::from(["a".into(), "b".into()]));
-    assert!(graph.circles().is_empty(), "{:?}", graph.edges);
-}
-
-#[test]
-fn a_visibility_imports_nothing() {
-    let sources = sources(&[
-        ("a/mod.rs", "mod b;\nuse crate::a::b::f;"),
-        (
-            "a/b.rs",
-            "pub(in crate::a) fn f() {}\npub(in crate::a) struct S;",
-        ),
-    ]);
-    let graph = Graph::of(&sources);
-    assert!(graph.edges["a::b"].is_empty(), "{:?}", graph.edges);
-    assert!(graph.circles().is_empty());
-}
-
-#[test]
-fn layers_are_the_top_level_modules() {
-    let sources = sources(&[
-        ("plan/mod.rs", "use crate::runtime::memory::M;"),
-        ("runtime/mod.rs", ""),
-        ("runtime/memory.rs", "use crate::plan::expanded::E;"),
-        ("plan/expanded.rs", ""),
-    ]);
-    let graph = Graph::of(&sources);
-    assert!(graph.circles().is_empty());
-    assert_eq!(graph.layers().circles(), [vec!["plan", "runtime"]]);
-}
-
-#[test]
-fn parts_are_the_children_of_a_module() {
-    let sources = sources(&[
-        ("runtime/mod.rs", "use crate::runtime::act::run;"),
-        ("runtime/act/mod.rs", ""),
-        (
-            "runtime/act/run.rs",
-            "use crate::runtime::memory::M;\nuse crate::plan::P;",
-        ),
-        ("runtime/memory/mod.rs", "use crate::runtime::act::run;"),
-        (
-            "runtime/memory/expected.rs",
-            "use crate::runtime::memory::M;",
-        ),
-        ("plan/mod.rs", ""),
-    ]);
-    let parts = Graph::of(&sources).parts_of("runtime");
-    assert_eq!(
-        parts.modules,
-        BTreeSet::from(["act".into(), "memory".into()])
-    );
-    assert_eq!(parts.circles(), [vec!["act", "memory"]]);
-}
-
-/// Tests of a module live in its own folder (`foo.rs` + `foo/tests.rs`, `foo/mod.rs` +
-/// `foo/tests.rs`), in the operator and in the harness alike: no inline test module, no
-/// `#[path]`.
-#[test]
-fn tests_live_in_their_modules_folder() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut misplaced = Vec::new();
-    for dir in ["src", "molecule-like-tests/src"] {
-        for (path, text) in read_sources(&root.join(dir)) {
-            misplaced.extend(
-                misplaced_tests(&text)
-                    .into_iter()
-                    .map(|line| format!("{dir}/{}:{line}", path.display())),
-            );
-        }
-    }
-    assert!(
-        misplaced.is_empty(),
-        "tests outside their module's folder: {misplaced:?}"
-    );
-}
-
-#[test]
-fn inline_test_modules_and_path_attributes_are_found() {
-    let text =
-        "fn a() {}\n#[cfg(test)]\nmod tests {\n}\n#[cfg(test)]\n#[path = \"x.rs\"]\nmod x;\n";
-    assert_eq!(misplaced_tests(text), [3, 6]);
-    assert!(misplaced_tests("#[cfg(test)]\nmod tests;\n").is_empty());
-}
-
 /// The lines (from 1) of `text` that open an inline test module or carry `#[path]`.
-fn misplaced_tests(text: &str) -> Vec<usize> {
+pub(crate) fn misplaced_tests(text: &str) -> Vec<usize> {
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
     let mut found = Vec::new();
     for (i, line) in lines.iter().enumerate() {
@@ -386,7 +45,7 @@ fn misplaced_tests(text: &str) -> Vec<usize> {
 }
 
 /// `(path under src/, text)` pairs as read from disk.
-fn sources(files: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
+pub(crate) fn sources(files: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
     files
         .iter()
         .map(|(path, text)| (PathBuf::from(path), (*text).to_owned()))
@@ -394,7 +53,7 @@ fn sources(files: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
 }
 
 /// Every `.rs` file under `dir`, by its path relative to `dir`.
-fn read_sources(dir: &Path) -> Vec<(PathBuf, String)> {
+pub(crate) fn read_sources(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
     let mut folders = vec![dir.to_path_buf()];
     while let Some(folder) = folders.pop() {
@@ -415,7 +74,7 @@ fn read_sources(dir: &Path) -> Vec<(PathBuf, String)> {
     out
 }
 
-fn describe(circles: &[Vec<String>]) -> String {
+pub(crate) fn describe(circles: &[Vec<String>]) -> String {
     circles
         .iter()
         .map(|c| c.join(" <-> "))
@@ -425,13 +84,13 @@ fn describe(circles: &[Vec<String>]) -> String {
 
 /// Modules and which modules each one imports.
 #[derive(Debug, Default)]
-struct Graph {
-    modules: BTreeSet<String>,
-    edges: BTreeMap<String, BTreeSet<String>>,
+pub(crate) struct Graph {
+    pub(crate) modules: BTreeSet<String>,
+    pub(crate) edges: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Graph {
-    fn of(sources: &[(PathBuf, String)]) -> Self {
+    pub(crate) fn of(sources: &[(PathBuf, String)]) -> Self {
         let mut code: BTreeMap<String, String> = BTreeMap::new();
         let mut test_modules = BTreeSet::new();
         for (path, text) in sources {
@@ -462,7 +121,7 @@ impl Graph {
     }
 
     /// The graph of the top-level modules (a module's layer is its first name).
-    fn layers(&self) -> Self {
+    pub(crate) fn layers(&self) -> Self {
         let layer = |m: &str| m.split("::").next().unwrap_or(m).to_owned();
         let mut layers = Self::default();
         for (from, targets) in &self.edges {
@@ -480,7 +139,7 @@ impl Graph {
 
     /// The graph of the children of `parent` (a module's part is its first name below
     /// `parent`), without `parent` itself and without what lies outside it.
-    fn parts_of(&self, parent: &str) -> Self {
+    pub(crate) fn parts_of(&self, parent: &str) -> Self {
         let prefix = format!("{parent}::");
         let part = |m: &str| {
             m.strip_prefix(&prefix)
@@ -505,7 +164,7 @@ impl Graph {
 
     /// Each edge of this graph of `parent`'s parts that goes against `order` (a part may use
     /// only those before it), and each part `order` does not list, described.
-    fn against_order(&self, parent: &str, order: &[&[&str]]) -> Vec<String> {
+    pub(crate) fn against_order(&self, parent: &str, order: &[&[&str]]) -> Vec<String> {
         let rank = |part: &str| order.iter().position(|l| l.contains(&part));
         let mut found = Vec::new();
         for (from, targets) in &self.edges {
@@ -524,8 +183,19 @@ impl Graph {
         found
     }
 
+    /// Panics unless each `(from, to)` is an edge: the graph reads what it should.
+    pub(crate) fn assert_edges(&self, edges: &[(&str, &str)]) {
+        for (from, to) in edges {
+            assert!(
+                self.edges[*from].contains(*to),
+                "{from} -> {to}: {:?}",
+                self.edges
+            );
+        }
+    }
+
     /// The strongly connected components of two or more modules, each sorted.
-    fn circles(&self) -> Vec<Vec<String>> {
+    pub(crate) fn circles(&self) -> Vec<Vec<String>> {
         let mut tarjan = Tarjan {
             graph: self,
             index: BTreeMap::new(),
@@ -592,7 +262,7 @@ impl<'a> Tarjan<'a> {
 }
 
 /// `plan/phases/report/status.rs` → `plan::phases::report::status`, `plan/mod.rs` → `plan`; None for the crate roots.
-fn module_of(path: &Path) -> Option<String> {
+pub(crate) fn module_of(path: &Path) -> Option<String> {
     let mut parts: Vec<String> = path
         .with_extension("")
         .components()
@@ -607,7 +277,7 @@ fn module_of(path: &Path) -> Option<String> {
     Some(parts.join("::"))
 }
 
-fn join(module: &str, child: &str) -> String {
+pub(crate) fn join(module: &str, child: &str) -> String {
     if module.is_empty() {
         child.to_owned()
     } else {
@@ -616,7 +286,7 @@ fn join(module: &str, child: &str) -> String {
 }
 
 /// `text` with comments, string and character literals blanked out (lines kept).
-fn blank_comments_and_strings(text: &str) -> String {
+pub(crate) fn blank_comments_and_strings(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
@@ -707,7 +377,7 @@ fn blank_comments_and_strings(text: &str) -> String {
 
 /// `code` without its `#[cfg(test)]` items, and the names of the test modules it declares
 /// in files of their own (`#[cfg(test)] mod name;`).
-fn without_tests(code: &str) -> (String, Vec<String>) {
+pub(crate) fn without_tests(code: &str) -> (String, Vec<String>) {
     const MARK: &str = "#[cfg(test)]";
     let mut kept = String::new();
     let mut test_modules = Vec::new();
@@ -738,7 +408,7 @@ fn without_tests(code: &str) -> (String, Vec<String>) {
 
 /// Where the item at the start of `code` ends: after its first `;` outside brackets, or after
 /// the `}` closing its first `{`.
-fn item_end(code: &str) -> usize {
+pub(crate) fn item_end(code: &str) -> usize {
     let mut depth = 0usize;
     for (i, c) in code.char_indices() {
         match c {
@@ -758,7 +428,7 @@ fn item_end(code: &str) -> usize {
 
 /// Every path `code` names that starts with `crate`, `super` or `self`, or with a word a
 /// `use` names first (a child module: `use child::x`), as its segments; `use` trees expanded.
-fn imported_paths(code: &str) -> Vec<Vec<String>> {
+pub(crate) fn imported_paths(code: &str) -> Vec<Vec<String>> {
     let mut paths = Vec::new();
     let mut rest = code.to_owned();
     // The `use` items first, each replaced by blanks so its words are not read twice.
@@ -805,7 +475,12 @@ fn imported_paths(code: &str) -> Vec<Vec<String>> {
 }
 
 /// Expands the use tree at `tokens[*at..]` under `prefix` into `out`.
-fn use_tree(prefix: &[String], tokens: &[String], at: &mut usize, out: &mut Vec<Vec<String>>) {
+pub(crate) fn use_tree(
+    prefix: &[String],
+    tokens: &[String],
+    at: &mut usize,
+    out: &mut Vec<Vec<String>>,
+) {
     let token = |at: usize| tokens.get(at).map(String::as_str);
     let mut path = prefix.to_vec();
     loop {
@@ -854,7 +529,7 @@ fn use_tree(prefix: &[String], tokens: &[String], at: &mut usize, out: &mut Vec<
 }
 
 /// Words, `::` and single punctuation characters.
-fn tokens(code: &str) -> Vec<String> {
+pub(crate) fn tokens(code: &str) -> Vec<String> {
     let chars: Vec<char> = code.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -879,7 +554,7 @@ fn tokens(code: &str) -> Vec<String> {
     out
 }
 
-fn is_word(token: &str) -> bool {
+pub(crate) fn is_word(token: &str) -> bool {
     token
         .chars()
         .next()
@@ -887,7 +562,7 @@ fn is_word(token: &str) -> bool {
 }
 
 /// Where `word` first stands alone in `text`.
-fn find_word(text: &str, word: &str) -> Option<usize> {
+pub(crate) fn find_word(text: &str, word: &str) -> Option<usize> {
     let bytes = text.as_bytes();
     let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut from = 0;
@@ -904,7 +579,11 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
 }
 
 /// `path` as named from `module`, made absolute (None for paths outside the crate).
-fn absolute(module: &str, path: &[String], modules: &BTreeSet<String>) -> Option<Vec<String>> {
+pub(crate) fn absolute(
+    module: &str,
+    path: &[String],
+    modules: &BTreeSet<String>,
+) -> Option<Vec<String>> {
     let mut base: Vec<String> = module.split("::").map(str::to_owned).collect();
     let mut segments = path.iter().peekable();
     match segments.peek().map(|s| s.as_str()) {
@@ -930,7 +609,7 @@ fn absolute(module: &str, path: &[String], modules: &BTreeSet<String>) -> Option
 }
 
 /// The longest module `path` starts with.
-fn longest_module(path: &[String], modules: &BTreeSet<String>) -> Option<String> {
+pub(crate) fn longest_module(path: &[String], modules: &BTreeSet<String>) -> Option<String> {
     (1..=path.len())
         .rev()
         .map(|n| path[..n].join("::"))
