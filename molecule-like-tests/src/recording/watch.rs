@@ -33,14 +33,7 @@ where
     R: FnMut(EventKind, K) + Send + 'static,
     F: FnOnce(String) + Send + 'static,
 {
-    let key = |o: &K| {
-        let meta = o.meta();
-        format!(
-            "{}/{}",
-            meta.namespace.as_deref().unwrap_or(""),
-            meta.name.as_deref().unwrap_or("")
-        )
-    };
+    let key = object_key::<K>;
     let mut known: BTreeMap<String, K> = initial.iter().map(|o| (key(o), o.clone())).collect();
     let list_params = ListParams {
         label_selector: params.label_selector.clone(),
@@ -135,6 +128,16 @@ where
     })
 }
 
+/// `namespace/name` of an object.
+fn object_key<K: kube::Resource>(o: &K) -> String {
+    let meta = o.meta();
+    format!(
+        "{}/{}",
+        meta.namespace.as_deref().unwrap_or(""),
+        meta.name.as_deref().unwrap_or("")
+    )
+}
+
 /// What a [`WatchRecorder`] saw: one watch event.
 #[derive(Clone, Debug)]
 pub struct Watched<K> {
@@ -152,6 +155,8 @@ type WatchLog<K> = Arc<Mutex<(Vec<Watched<K>>, Option<String>)>>;
 /// [`WatchRecorder::events`]. Resumes from the last resourceVersion when a watch ends.
 pub struct WatchRecorder<K> {
     pub initial: Vec<K>,
+    api: Api<K>,
+    list: ListParams,
     events: WatchLog<K>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -179,6 +184,7 @@ where
         let rv = listed.metadata.resource_version.unwrap_or_default();
         let watch = watch.timeout(290);
         let first = api.watch(&watch, &rv).await?.boxed();
+        let recorded_api = api.clone();
         let events: WatchLog<K> = Arc::new(Mutex::new((Vec::new(), None)));
         let (sink, gap) = (Arc::clone(&events), Arc::clone(&events));
         let started = Instant::now();
@@ -207,9 +213,43 @@ where
         );
         Ok(Self {
             initial: listed.items,
+            api: recorded_api,
+            list,
             events,
             task,
         })
+    }
+
+    /// Every event recorded once the recording has caught up with a list made now (each
+    /// listed object's resourceVersion recorded, or listed at the start): a change observed
+    /// elsewhere (a GET, a poll) before this call is in it.
+    pub async fn caught_up_events(&self) -> anyhow::Result<Vec<Watched<K>>> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let listed = self.api.list(&self.list).await?;
+        let want: BTreeMap<String, Option<String>> = (listed.items.iter())
+            .map(|o| (object_key(o), o.meta().resource_version.clone()))
+            .collect();
+        loop {
+            let events = self.events()?;
+            let mut seen: BTreeMap<String, Option<String>> = (self.initial.iter())
+                .map(|o| (object_key(o), o.meta().resource_version.clone()))
+                .collect();
+            for e in &events {
+                seen.insert(
+                    object_key(&e.object),
+                    e.object.meta().resource_version.clone(),
+                );
+            }
+            if want.iter().all(|(key, rv)| seen.get(key) == Some(rv)) {
+                return Ok(events);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "watch recorder did not catch up in 10 s: listed {want:?}, recorded {seen:?}"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Every event recorded so far; fails when the watch could not resume (events missing).

@@ -309,17 +309,20 @@ async fn c7_steady_state_makes_zero_writes() -> anyhow::Result<()> {
     let describe =
         |kind: &str, list: Vec<(EventKind, String, Option<String>)>| format!("{kind}: {list:?}");
     let pod_writes: Vec<_> = pods
-        .events()?
+        .caught_up_events()
+        .await?
         .into_iter()
         .map(|e| (e.kind, e.object.name_any(), e.object.resource_version()))
         .collect();
     let cr_writes: Vec<_> = crs
-        .events()?
+        .caught_up_events()
+        .await?
         .into_iter()
         .map(|e| (e.kind, e.object.name_any(), e.object.resource_version()))
         .collect();
     let event_writes: Vec<_> = events
-        .events()?
+        .caught_up_events()
+        .await?
         .into_iter()
         .map(|e| (e.kind, e.object.name_any(), e.object.resource_version()))
         .collect();

@@ -65,9 +65,10 @@ async fn c1_status_counts_phase_and_conditions_at_each_step_of_a_rollout() -> an
     .await?;
     check_converged_status(&last, 3, &h2, gen2)?;
 
-    // The statuses the operator wrote for the new generation, in order.
+    // The statuses the operator wrote for the new generation, in order (the recorder caught
+    // up with the final status read above).
     let mut snaps: Vec<CephOsdStatus> = Vec::new();
-    for e in watch.events()? {
+    for e in watch.caught_up_events().await? {
         let Some(st) = e.object.status else { continue };
         if st.observed_generation == gen2 && snaps.last() != Some(&st) {
             snaps.push(st);
