@@ -304,6 +304,10 @@ async fn d4_a_pod_without_its_owner_label_still_holds_its_disk() -> anyhow::Resu
 /// its buffered watch events before its timers fire is a race.
 const FREEZES: usize = 3;
 
+/// How long each freeze lasts: twice the replacement's 6 s soak, so its timer is due at the
+/// thaw with the deleted pod's events buffered.
+const FROZEN_FOR: Duration = Duration::from_secs(12);
+
 #[tokio::test]
 async fn d5_a_frozen_operator_never_acts_on_a_stale_view() -> anyhow::Result<()> {
     let s = Scenario::converge("frozen").await?;
@@ -341,7 +345,7 @@ async fn d5_a_frozen_operator_never_acts_on_a_stale_view() -> anyhow::Result<()>
             Ok(s.pods.get_opt(&victim).await?.is_none().then_some(()))
         })
         .await?;
-        while frozen.elapsed() < Duration::from_secs(30) {
+        while frozen.elapsed() < FROZEN_FOR {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         s.signal_operator("CONT")?;
@@ -354,8 +358,8 @@ async fn d5_a_frozen_operator_never_acts_on_a_stale_view() -> anyhow::Result<()>
     // domain may go down meanwhile.
     rec.assert_unavailable_domains_at_most(&want, UpdateDomain::Osd, 1, from)?;
     println!(
-        "d5: frozen {FREEZES} times 30 s, each through a soak; converged {:?} after the last \
-         thaw",
+        "d5: frozen {FREEZES} times {FROZEN_FOR:?}, each through a soak; converged {:?} after \
+         the last thaw",
         thawed.elapsed()
     );
     s.destroy().await
