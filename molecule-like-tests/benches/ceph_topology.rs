@@ -18,7 +18,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use molecule_like_tests::journeys::racks::{self, by_rack_spec, expect, Rollout, RACK_POOL};
+use molecule_like_tests::journeys::racks::{
+    self, by_rack_spec, expect, Layout, Rollout, RACK_POOL,
+};
 use molecule_like_tests::kubernetes::manifests::CR;
 use molecule_like_tests::paths::operator_binary;
 
@@ -90,7 +92,14 @@ fn steps_table(section: &mut String, title: &str, r: &Rollout) {
 async fn main() -> anyhow::Result<()> {
     let binary = operator_binary()?;
     let v = variant();
-    let g = racks::up("bench-racks", &[RACK_POOL], "Host", v.spec_patch.clone()).await?;
+    let g = racks::up(
+        "bench-racks",
+        Layout::TWELVE,
+        &[RACK_POOL],
+        "Host",
+        v.spec_patch.clone(),
+    )
+    .await?;
     let by_host = racks::roll(&g, &g.converged.pods, "2", &expect(&g, false)).await?;
     g.s.patch_spec(CR, by_rack_spec()).await?;
     let by_rack = racks::roll(&g, &by_host.pods, "3", &expect(&g, true)).await?;

@@ -105,7 +105,7 @@ async fn a_lease_deleted_or_overwritten_mid_step_never_lets_two_steps_overlap() 
 /// tampered with 0.5 s after the holder's first pod deletion; then the checks.
 async fn round_of(g: &Gated, other: &Other, round: u32, tamper: Tamper) -> anyhow::Result<()> {
     let from = g.ceph.elapsed();
-    let from_seq = g.s.recorder()?.len();
+    let from_seq = g.s.pod_watch_mark().await?;
     let label = json!({"labels": {"rev": round.to_string()}});
     let (a, b) = futures::join!(
         g.s.patch_template_metadata(CR, label.clone()),
@@ -113,7 +113,7 @@ async fn round_of(g: &Gated, other: &Other, round: u32, tamper: Tamper) -> anyho
     );
     let hashes = [(CR, a?.1, &g.want), (OTHER, b?.1, &other.want)];
 
-    let (holder, keys) = first_step(g).await?;
+    let (holder, keys, deleted_at) = first_step_deleting(g).await?;
     let leases: Api<Lease> = Api::namespaced(g.s.client.clone(), &g.s.namespace);
     let lease = (leases.list(&ListParams::default()).await?.items.into_iter())
         .find(|l| l.name_any().starts_with("ceph-osd-step-"))
@@ -126,7 +126,6 @@ async fn round_of(g: &Gated, other: &Other, round: u32, tamper: Tamper) -> anyho
     };
     let other_uid = g.s.crs.get(other_name).await?.uid().unwrap_or_default();
     let other_identity = format!("{}/{other_name}/{other_uid}", g.s.namespace);
-    let deleted_at = first_deletion(g, &keys).await?;
     tokio::time::sleep_until((deleted_at + TAMPER_AFTER).into()).await;
     let tampered_at = g.ceph.elapsed();
     let after = deleted_at.elapsed();
@@ -180,39 +179,33 @@ async fn round_of(g: &Gated, other: &Other, round: u32, tamper: Tamper) -> anyho
     check_told(g, other, &told, &report).await
 }
 
-/// The first step opened with `noout` by either CephOSD: the holder (`namespace/name/uid`)
-/// and its keys.
-async fn first_step(g: &Gated) -> anyhow::Result<(String, Vec<String>)> {
-    g.s.wait_until("a step open with noout", Duration::from_mins(1), || async {
+/// The first step open with `noout` (by either CephOSD) whose pod is seen being deleted (looked
+/// at every 50 ms): its holder (`namespace/name/uid`), its keys, and when. A step that ends
+/// without a deletion (Ceph's answer not confirmed, the turn then the other's) is not it.
+async fn first_step_deleting(g: &Gated) -> anyhow::Result<(String, Vec<String>, Instant)> {
+    let deadline = Instant::now() + Duration::from_mins(1);
+    loop {
+        let pods = g.s.pods.list(&ListParams::default()).await?;
+        let deleting: Vec<String> = (pods.items.iter())
+            .filter(|p| p.metadata.deletion_timestamp.is_some())
+            .filter_map(molecule_like_tests::kubernetes::pods::pod_key)
+            .map(|k| k.to_string())
+            .collect();
         for name in [CR, OTHER] {
             let cr = g.s.crs.get(name).await?;
             let step = cr.status.as_ref().and_then(|s| s.ceph_step.clone());
-            if let Some(step) = step.filter(|s| !s.noout.is_empty()) {
+            let Some(step) = step.filter(|s| !s.noout.is_empty()) else {
+                continue;
+            };
+            if step.keys.iter().any(|k| deleting.contains(k)) {
                 let id = format!("{}/{name}/{}", g.s.namespace, cr.uid().unwrap_or_default());
-                return Ok(Some((id, step.keys)));
+                return Ok((id, step.keys, Instant::now()));
             }
-        }
-        Ok(None)
-    })
-    .await
-}
-
-/// When a pod of `keys` was first seen being deleted (looked at every 50 ms).
-async fn first_deletion(g: &Gated, keys: &[String]) -> anyhow::Result<Instant> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let pods = g.s.pods.list(&ListParams::default()).await?;
-        let deleting = pods.items.iter().any(|p| {
-            p.metadata.deletion_timestamp.is_some()
-                && molecule_like_tests::kubernetes::pods::pod_key(p)
-                    .is_some_and(|k| keys.contains(&k.to_string()))
-        });
-        if deleting {
-            return Ok(Instant::now());
         }
         ensure!(
             Instant::now() < deadline,
-            "no pod of {keys:?} deleted within 30 s"
+            "no pod of a step open with noout seen deleted within a minute\n{}",
+            g.gate.render()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -1,7 +1,8 @@
-//! Rollouts by failure domain on a real Ceph of 12 OSDs on 12 hosts in 4 CRUSH racks
+//! Rollouts by failure domain on a real Ceph of one OSD per host in CRUSH racks
 //! (`journeys::racks`): by host (the baseline, 12 steps) and by rack (`updateDomain: Topology`,
-//! 4 steps) on the same cluster; a pool whose copies may share a rack (Ceph refuses such a
-//! rack whole: the rollout takes what Ceph allows within it and says so); a host moved to
+//! 4 steps) on the same cluster of 12 hosts in 4 racks; on 6 hosts in 3 racks (what they need:
+//! racks of more than one host), a pool whose copies may share a rack (Ceph refuses such a
+//! rack whole: the rollout takes what Ceph allows within it and says so), a host moved to
 //! another rack mid-rollout and a rack label that disagrees with CRUSH (halts, named). Each
 //! checks the pod watch with the update domains counted as racks and Ceph's own view
 //! (`racks::finish`). The times are printed; `benches/ceph_topology.rs` writes them to
@@ -18,7 +19,7 @@ use std::time::Duration;
 use molecule_like_tests::journeys::gated::Gated;
 use molecule_like_tests::journeys::milestones::Milestones;
 use molecule_like_tests::journeys::racks::{
-    self, by_rack_spec, expect, racks_of, Expect, HOST_POOL, RACKS, RACK_POOL,
+    self, by_rack_spec, expect, racks_of, Expect, Layout, HOST_POOL, RACK_POOL,
 };
 use molecule_like_tests::journeys::scenario::hold;
 use molecule_like_tests::journeys::steps::clean_after;
@@ -33,7 +34,7 @@ const RACK_LABEL: &str = "testing.local/rack";
 /// both hold in the pod watch and in Ceph's view; the times printed side by side.
 #[tokio::test]
 async fn by_rack_is_four_steps_where_by_host_is_twelve() -> anyhow::Result<()> {
-    let g = racks::up("racks-roll", &[RACK_POOL], "Host", None).await?;
+    let g = racks::up("racks-roll", Layout::TWELVE, &[RACK_POOL], "Host", None).await?;
     let by_host = racks::roll(&g, &g.converged.pods, "2", &expect(&g, false)).await?;
     let hosts: Vec<usize> = by_host.steps.iter().map(|s| s.osds.len()).collect();
     anyhow::ensure!(hosts == [1; 12], "steps by host: {:?}", by_host.steps);
@@ -41,7 +42,9 @@ async fn by_rack_is_four_steps_where_by_host_is_twelve() -> anyhow::Result<()> {
     g.s.patch_spec(CR, by_rack_spec()).await?;
     let by_rack = racks::roll(&g, &by_host.pods, "3", &expect(&g, true)).await?;
     let steps: Vec<Vec<String>> = by_rack.steps.iter().map(|s| racks_of(&g, s)).collect();
-    let want: Vec<Vec<String>> = RACKS.iter().map(|(r, _)| vec![(*r).to_owned()]).collect();
+    let want: Vec<Vec<String>> = (Layout::TWELVE.racks.iter())
+        .map(|(r, _)| vec![(*r).to_owned()])
+        .collect();
     anyhow::ensure!(
         steps == want && by_rack.steps.iter().all(|s| s.osds.len() == 3),
         "steps by rack: {steps:?} {:?}\n{}",
@@ -73,17 +76,30 @@ async fn by_rack_is_four_steps_where_by_host_is_twelve() -> anyhow::Result<()> {
 }
 
 /// Whether Ceph lets every OSD of `rack` stop at once (`ok-to-stop` as the admin), asked once
-/// every PG is active+clean: a refusal then means PGs that would become inactive, never a PG
-/// still peering (which would count a rack as refused that the rollout then stops whole).
+/// every PG is active+clean: a refusal (`EBUSY`) then means PGs that would become inactive,
+/// never a PG still peering (which would count a rack as refused that the rollout then stops
+/// whole). Any other failure (`EAGAIN` while PG states are not known, a call past its bound
+/// under load) is no answer: asked again, at most 5 times.
 async fn ceph_lets_rack_stop(g: &Gated, rack: &str) -> anyhow::Result<bool> {
-    g.cluster.wait_clean(Duration::from_mins(2)).await?;
     let ids: Vec<String> = (g.table.iter())
         .filter(|(key, _)| g.rack_of.get(&key.host).is_some_and(|r| r == rack))
         .map(|(_, id)| id.to_string())
         .collect();
     let mut args = vec!["osd", "ok-to-stop"];
     args.extend(ids.iter().map(String::as_str));
-    Ok(g.cluster.cli(&args).await.is_ok())
+    let mut tries = 0;
+    loop {
+        g.cluster.wait_clean(Duration::from_mins(2)).await?;
+        match g.cluster.cli(&args).await {
+            Ok(_) => return Ok(true),
+            Err(e) if format!("{e:#}").contains("exit status: 16") => return Ok(false),
+            Err(e) if tries < 4 => {
+                println!("ceph {args:?} gave no answer (asked again): {e:#}");
+                tries += 1;
+            }
+            Err(e) => return Err(e.context(format!("ceph {args:?}: no answer in 5 tries"))),
+        }
+    }
 }
 
 /// A pool whose two copies may share a rack: Ceph refuses such a rack whole; its step shrinks
@@ -91,15 +107,17 @@ async fn ceph_lets_rack_stop(g: &Gated, rack: &str) -> anyhow::Result<bool> {
 /// Ceph's numbers, and never two copies of one PG are down.
 #[tokio::test]
 async fn a_rack_ceph_refuses_whole_rolls_in_the_parts_ceph_allows() -> anyhow::Result<()> {
+    let layout = Layout::SIX;
     let g = racks::up(
         "racks-refused",
+        layout,
         &[RACK_POOL, HOST_POOL],
         "Topology",
         Some(json!({"topology": {"bucketType": "rack"}})),
     )
     .await?;
     let mut refused = Vec::new();
-    for (rack, _) in RACKS {
+    for (rack, _) in layout.racks {
         if !ceph_lets_rack_stop(&g, rack).await? {
             refused.push((*rack).to_owned());
         }
@@ -128,7 +146,7 @@ async fn a_rack_ceph_refuses_whole_rolls_in_the_parts_ceph_allows() -> anyhow::R
         );
         *steps_per_rack.entry(racks[0].clone()).or_default() += 1;
     }
-    for (rack, _) in RACKS {
+    for (rack, _) in layout.racks {
         let steps = steps_per_rack.get(*rack).copied().unwrap_or(0);
         let split = refused.iter().any(|r| r == rack);
         anyhow::ensure!(
@@ -184,8 +202,10 @@ fn stopped_since(g: &Gated, from: Duration) -> Vec<u32> {
 /// down OSDs (some below min_size for a few seconds, seen here), the admin's doing.
 #[tokio::test]
 async fn a_host_moved_to_another_rack_mid_rollout_halts_naming_it() -> anyhow::Result<()> {
+    let layout = Layout::SIX;
     let g = racks::up(
         "racks-moved",
+        layout,
         &[RACK_POOL],
         "Topology",
         Some(json!({"topology": {"bucketType": "rack"}})),
@@ -198,8 +218,8 @@ async fn a_host_moved_to_another_rack_mid_rollout_halts_naming_it() -> anyhow::R
     .await?;
     let step = g.s.cr_status(CR).await?.unwrap_or_default().ceph_step;
     let keys = step.map(|s| s.keys).unwrap_or_default();
-    let first = &g.rack_of[&g.s.host(RACKS[0].1[1])];
-    let host = g.s.host(RACKS[0].1[1]);
+    let first = &g.rack_of[&g.s.host(layout.racks[0].1[1])];
+    let host = g.s.host(layout.racks[0].1[1]);
     anyhow::ensure!(
         keys.iter().any(|k| k.starts_with(&host)),
         "the first step is not {first}'s: {keys:?}"
@@ -257,14 +277,16 @@ async fn a_host_moved_to_another_rack_mid_rollout_halts_naming_it() -> anyhow::R
 /// any pod goes, naming the host; the label fixed, it completes by rack.
 #[tokio::test]
 async fn a_rack_label_that_disagrees_with_crush_halts_naming_the_host() -> anyhow::Result<()> {
+    let layout = Layout::SIX;
     let g = racks::up(
         "racks-label",
+        layout,
         &[RACK_POOL],
         "Topology",
         Some(json!({"topology": {"bucketType": "rack", "topologyKey": RACK_LABEL}})),
     )
     .await?;
-    let wrong = g.s.host(RACKS[1].1[1]);
+    let wrong = g.s.host(layout.racks[1].1[1]);
     for (host, rack) in &g.rack_of {
         let label = if *host == wrong {
             "rack-c"
@@ -283,7 +305,7 @@ async fn a_rack_label_that_disagrees_with_crush_halts_naming_the_host() -> anyho
     label_node(&g.s.client, &wrong, RACK_LABEL, &g.rack_of[&wrong]).await?;
     let rollout = racks::finish(&g, started, &g.converged.pods, &expect(&g, true)).await?;
     anyhow::ensure!(
-        rollout.steps.len() == RACKS.len(),
+        rollout.steps.len() == layout.racks.len(),
         "steps {:?}",
         rollout.steps
     );

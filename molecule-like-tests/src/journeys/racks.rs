@@ -1,4 +1,5 @@
-//! A real Ceph of 12 OSDs on 12 hosts in 4 CRUSH racks (root → rack → host), a pool whose
+//! A real Ceph of one OSD per host in CRUSH racks (root → rack → host; [`Layout::TWELVE`]: 12
+//! hosts in 4 racks, [`Layout::SIX`]: 6 in 3), a pool whose
 //! copies are each in another rack (size 3, min_size 2), optionally a pool whose copies are
 //! each on another host (size 2, min_size 1), and a gated rollout on it checked as a rollout by
 //! failure domain: in the pod watch (one pod per disk; the update domains, hosts or racks,
@@ -20,18 +21,39 @@ use crate::kubernetes::manifests::CR;
 use crate::kubernetes::pods::names_by_key;
 use crate::recording::domains::Domains;
 
-/// Host bases by rack: hosts in name order are racks in name order.
-pub const RACKS: &[(&str, &[&str])] = &[
-    ("rack-a", &["h01", "h02", "h03"]),
-    ("rack-b", &["h04", "h05", "h06"]),
-    ("rack-c", &["h07", "h08", "h09"]),
-    ("rack-d", &["h10", "h11", "h12"]),
-];
+/// Host bases by rack (hosts in name order are racks in name order): the cluster's shape.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    pub racks: &'static [(&'static str, &'static [&'static str])],
+    /// Every host base, in order.
+    pub hosts: &'static [&'static str],
+}
 
-/// Every host base, in order.
-pub const HOSTS: &[&str] = &[
-    "h01", "h02", "h03", "h04", "h05", "h06", "h07", "h08", "h09", "h10", "h11", "h12",
-];
+impl Layout {
+    /// 12 hosts in 4 racks: a rollout by host is 12 steps, by rack 4.
+    pub const TWELVE: Self = Self {
+        racks: &[
+            ("rack-a", &["h01", "h02", "h03"]),
+            ("rack-b", &["h04", "h05", "h06"]),
+            ("rack-c", &["h07", "h08", "h09"]),
+            ("rack-d", &["h10", "h11", "h12"]),
+        ],
+        hosts: &[
+            "h01", "h02", "h03", "h04", "h05", "h06", "h07", "h08", "h09", "h10", "h11", "h12",
+        ],
+    };
+
+    /// 6 hosts in 3 racks: the fewest that hold [`RACK_POOL`] (a copy in each rack) with
+    /// racks of more than one host, for what needs racks but not many steps.
+    pub const SIX: Self = Self {
+        racks: &[
+            ("rack-a", &["h01", "h02"]),
+            ("rack-b", &["h03", "h04"]),
+            ("rack-c", &["h05", "h06"]),
+        ],
+        hosts: &["h01", "h02", "h03", "h04", "h05", "h06"],
+    };
+}
 
 /// Copies in three racks: one rack down leaves two of every PG.
 pub const RACK_POOL: PoolSpec<'static> = PoolSpec {
@@ -49,7 +71,7 @@ pub const HOST_POOL: PoolSpec<'static> = PoolSpec {
     failure_domain: "host",
 };
 
-/// How long a rollout of the 12 OSDs may take (12 host steps of ~10-20 s each).
+/// How long a rollout of up to 12 OSDs may take (12 host steps of ~10-20 s each).
 pub const RACK_ROLLOUT: Duration = Duration::from_mins(8);
 
 /// `spec` for a rollout by rack (`updateDomain: Topology`, CRUSH racks).
@@ -57,17 +79,19 @@ pub fn by_rack_spec() -> serde_json::Value {
     json!({"updateDomain": "Topology", "topology": {"bucketType": "rack"}})
 }
 
-/// The 12-OSD cluster with `pools`, its CephOSD converged with `update_domain` and `spec_patch`.
+/// The cluster of `layout` with `pools`, its CephOSD converged with `update_domain` and
+/// `spec_patch`.
 /// Ceph's own pools (the mgr's `device_health_metrics`, made with the default rule: copies on
 /// hosts, maybe of one rack) follow the first of `pools` whose copies are in racks: whether
 /// Ceph lets a whole rack stop is then up to `pools` alone.
 pub async fn up(
     name: &str,
+    layout: Layout,
     pools: &[PoolSpec<'_>],
     update_domain: &str,
     spec_patch: Option<serde_json::Value>,
 ) -> anyhow::Result<Gated> {
-    let g = up_as_given(name, pools, update_domain, spec_patch).await?;
+    let g = up_as_given(name, layout, pools, update_domain, spec_patch).await?;
     if let Some(racked) = pools.iter().find(|p| p.failure_domain == "rack") {
         let rule = format!("replicated-{}", racked.failure_domain);
         let all = g.cluster.cli_json(&["osd", "pool", "ls"]).await?;
@@ -86,6 +110,7 @@ pub async fn up(
 
 async fn up_as_given(
     name: &str,
+    layout: Layout,
     pools: &[PoolSpec<'_>],
     update_domain: &str,
     spec_patch: Option<serde_json::Value>,
@@ -93,8 +118,8 @@ async fn up_as_given(
     Gated::up_with(
         name,
         &GatedOptions {
-            hosts: HOSTS,
-            racks: RACKS,
+            hosts: layout.hosts,
+            racks: layout.racks,
             pools: Some(pools),
             update_domain,
             spec_patch,

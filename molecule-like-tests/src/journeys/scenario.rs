@@ -630,12 +630,13 @@ impl Scenario {
     }
 
     /// Stage **destroy**: kills the operator, deletes the CRs and pods of the namespace and
-    /// waits until they are gone. Marks the scenario as passed.
+    /// waits until they are gone, then the scenario's own Nodes. Marks the scenario as passed.
     pub async fn destroy(mut self) -> anyhow::Result<()> {
         self.stop_operator();
         let result = cleanup(&self.client, &self.namespace).await;
         self.destroyed = true;
-        result
+        result?;
+        crate::kubernetes::nodes::delete_tagged_nodes(&self.client, &self.tag).await
     }
 
     /// Diagnostics: the pods, the CRs' status and events, and the operators' log tails.

@@ -146,6 +146,14 @@ pub fn tagged_host(base: &str, tag: &str) -> String {
     }
 }
 
+/// Whether `host` is a [`tagged_host`] of `tag`.
+pub fn is_tagged_host(host: &str, tag: &str) -> bool {
+    let first = host.split('.').next().unwrap_or(host);
+    first
+        .strip_suffix(tag)
+        .is_some_and(|base| base.len() > 1 && base.ends_with('-'))
+}
+
 /// `manifest` (a CephOSD, or its spec) with every host of `spec.storage[].hosts[]` made unique
 /// to the run tagged `tag` ([`tagged_host`]); everything else as it was. For manifests written
 /// with fixed hosts (the reference sample): scenarios running side by side must not claim each

@@ -4,9 +4,11 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
 use serde_json::{json, Value};
+
+use super::manifests::is_tagged_host;
 
 /// Every host named by `spec.storage[].hosts[]` of a CephOSD manifest (or spec patch).
 pub fn hosts_of(manifest: &Value) -> BTreeSet<String> {
@@ -50,6 +52,24 @@ pub async fn ensure_nodes(client: &Client, hosts: &BTreeSet<String>) -> anyhow::
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 409 || e.code == 422 => {}
             Err(e) => return Err(anyhow::anyhow!("creating Node {host}: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the Nodes of the hosts tagged `tag` ([`is_tagged_host`]): KWOK renews the lease of
+/// every Node it manages, a cost that would otherwise grow with each scenario of a run.
+pub async fn delete_tagged_nodes(client: &Client, tag: &str) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    for node in nodes.list(&ListParams::default()).await?.items {
+        let name = node.name_any();
+        if !is_tagged_host(&name, tag) {
+            continue;
+        }
+        match nodes.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(anyhow::anyhow!("deleting Node {name}: {e}")),
         }
     }
     Ok(())

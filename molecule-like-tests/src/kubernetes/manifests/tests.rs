@@ -34,3 +34,22 @@ fn tagged_hosts_rewrite_every_storage_entry_and_nothing_else() {
     assert_eq!(hosts, want);
     assert!(!want.is_empty());
 }
+
+#[test]
+fn a_tagged_host_is_known_by_its_tag_and_no_other() {
+    for base in ["worker1", "worker041.example.com", "h-01"] {
+        let host = tagged_host(base, "3f9c2a");
+        assert!(is_tagged_host(&host, "3f9c2a"), "{host}");
+        assert!(!is_tagged_host(&host, "3f9c2b"), "{host}");
+    }
+    // Not a tag's: the tag without its dash, the tag alone, the tag in a later label.
+    for host in [
+        "worker13f9c2a",
+        "3f9c2a",
+        "-3f9c2a",
+        "worker.a-3f9c2a",
+        "w-3f9c2a0",
+    ] {
+        assert!(!is_tagged_host(host, "3f9c2a"), "{host}");
+    }
+}
