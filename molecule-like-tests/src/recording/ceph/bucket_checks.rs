@@ -99,10 +99,20 @@ impl CephRecording {
         Ok(())
     }
 
-    /// Just before `at` (a step's first stop): every OSD up in the last osdmap sample and every
+    /// Just before a step started in Ceph (its first stop, at `at`, seen: the first osdmap
+    /// sample from `at` on with an OSD down): every OSD up in the last osdmap sample and every
     /// PG clean in the last PG sample, both taken after `since` (the step before's last boot).
+    /// Samples between the stop asked and the stop seen still show the cluster the step
+    /// started on: the operator and the recorder each look every 0.25 s, so the operator may
+    /// see clean PGs and stop an OSD before the recorder's next sample.
     pub fn check_clean_before(&self, at: Duration, since: Duration) -> anyhow::Result<()> {
-        let before = self.events.iter().filter(|e| e.at < at);
+        let seen_at = (self.events.iter().filter(|e| e.at >= at))
+            .find_map(|e| match &e.observed {
+                Observed::OsdMap(m) if m.osds.iter().any(|o| !o.up) => Some(e.at),
+                _ => None,
+            })
+            .unwrap_or(at);
+        let before = self.events.iter().filter(|e| e.at < seen_at);
         let map = (before.clone().rev()).find_map(|e| match &e.observed {
             Observed::OsdMap(m) => Some((e.at, m)),
             _ => None,
@@ -119,9 +129,11 @@ impl CephRecording {
         if map_at < since || pgs_at < since || !down.is_empty() || !unclean.is_empty() || !pgs.ready
         {
             bail!(
-                "a step started at {:.2}s on OSDs down {down:?} and PGs {unclean:?} (ready {}; \
-                 samples at {:.2}s and {:.2}s, the step before's last boot {:.2}s)\n{}",
+                "a step started at {:.2}s (seen at {:.2}s) on OSDs down {down:?} and PGs \
+                 {unclean:?} (ready {}; samples at {:.2}s and {:.2}s, the step before's last \
+                 boot {:.2}s)\n{}",
                 at.as_secs_f64(),
+                seen_at.as_secs_f64(),
                 pgs.ready,
                 map_at.as_secs_f64(),
                 pgs_at.as_secs_f64(),

@@ -125,3 +125,32 @@ fn a_step_starts_only_after_every_pg_is_clean_again() {
         .check_clean_before(Duration::from_millis(35), Duration::from_millis(32))
         .is_err());
 }
+
+#[test]
+fn a_step_counts_from_when_ceph_sees_its_stop() {
+    // The last samples before the stop (at 35) unclean; clean, every OSD up, after the stop
+    // was asked and before Ceph saw it (osd.1 down at 50): the step started on a clean cluster.
+    let r = recording(vec![
+        (0, map(&[0])),
+        (10, pg("active+undersized+degraded", &[1])),
+        (20, map(&[])),
+        (30, pg("active+undersized+degraded", &[1])),
+        (40, pg("active+clean", &[0, 1])),
+        (45, map(&[])),
+        (50, map(&[1])),
+        (55, pg("active+undersized+degraded", &[0])),
+    ]);
+    r.check_clean_before(Duration::from_millis(35), Duration::from_millis(20))
+        .expect("clean before Ceph saw the stop");
+    // Ceph saw the stop before any clean sample: not clean.
+    let seen_first = recording(vec![
+        (0, map(&[])),
+        (10, pg("active+undersized+degraded", &[1])),
+        (20, map(&[1])),
+        (30, pg("active+clean", &[0, 1])),
+    ]);
+    let error = seen_first
+        .check_clean_before(Duration::from_millis(15), Duration::ZERO)
+        .expect_err("degraded until Ceph saw the stop");
+    assert!(error.to_string().contains("undersized"), "{error:#}");
+}
