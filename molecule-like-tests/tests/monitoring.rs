@@ -60,9 +60,10 @@ fn promtool() -> anyhow::Result<String> {
 }
 
 /// The rules of the PrometheusRule as a Prometheus rule file, beside a copy of the rule tests
-/// (their `rule_files` names it): the directory.
-fn rule_files() -> anyhow::Result<PathBuf> {
-    let dir = workspace_root().join("target/monitoring");
+/// (their `rule_files` names it), in a directory of the test `test`'s own (the tests run at
+/// once: one's write must never be another's read): the directory.
+fn rule_files(test: &str) -> anyhow::Result<PathBuf> {
+    let dir = workspace_root().join("target/monitoring").join(test);
     std::fs::create_dir_all(&dir)?;
     // JSON is YAML: promtool reads it as such.
     std::fs::write(
@@ -105,7 +106,7 @@ fn promtool_run(args: &[&str], dir: &std::path::Path) -> anyhow::Result<String> 
 #[test]
 fn promtool_checks_the_rules_and_each_alert_fires_in_one_test_and_not_in_another(
 ) -> anyhow::Result<()> {
-    let dir = rule_files()?;
+    let dir = rule_files("fires")?;
     promtool_run(&["check", "rules", "alerts.rules.yaml"], &dir)?;
     promtool_run(&["test", "rules", "alerts.test.yaml"], &dir)?;
 
@@ -184,7 +185,7 @@ fn promtool_checks_the_rules_and_each_alert_fires_in_one_test_and_not_in_another
 /// threshold changed fail, naming that alert.
 #[test]
 fn promtool_test_fails_when_an_alerts_threshold_changes() -> anyhow::Result<()> {
-    let dir = rule_files()?;
+    let dir = rule_files("threshold")?;
     let text = std::fs::read_to_string(dir.join("alerts.rules.yaml"))?;
     let changed = text.replacen("> 600", "> 6000", 1);
     ensure!(changed != text, "no `> 600` threshold in the rules");

@@ -99,16 +99,18 @@ impl CephRecording {
         Ok(())
     }
 
-    /// Just before a step started in Ceph (its first stop, at `at`, seen: the first osdmap
-    /// sample from `at` on with an OSD down): every OSD up in the last osdmap sample and every
-    /// PG clean in the last PG sample, both taken after `since` (the step before's last boot).
-    /// Samples between the stop asked and the stop seen still show the cluster the step
-    /// started on: the operator and the recorder each look every 0.25 s, so the operator may
-    /// see clean PGs and stop an OSD before the recorder's next sample.
+    /// Just before a step started in Ceph (its first stop, at `at`, seen: the first sample from
+    /// `at` on with an OSD down or a PG not clean, e.g. `stale` once the stopped OSD stops
+    /// reporting): every OSD up in the last osdmap sample and every PG clean in the last PG
+    /// sample, both taken after `since` (the step before's last boot). Samples between the stop
+    /// asked and its first trace still show the cluster the step started on: the operator and
+    /// the recorder each look every 0.25 s, so the operator may see clean PGs and stop an OSD
+    /// before the recorder's next sample.
     pub fn check_clean_before(&self, at: Duration, since: Duration) -> anyhow::Result<()> {
         let seen_at = (self.events.iter().filter(|e| e.at >= at))
             .find_map(|e| match &e.observed {
                 Observed::OsdMap(m) if m.osds.iter().any(|o| !o.up) => Some(e.at),
+                Observed::Pgs(p) if p.by_state.keys().any(|s| !is_clean(s)) => Some(e.at),
                 _ => None,
             })
             .unwrap_or(at);

@@ -142,6 +142,18 @@ fn a_step_counts_from_when_ceph_sees_its_stop() {
     ]);
     r.check_clean_before(Duration::from_millis(35), Duration::from_millis(20))
         .expect("clean before Ceph saw the stop");
+    // Its first trace a stale PG (the stopped OSD no longer reports), before any clean sample.
+    let stale_first = recording(vec![
+        (0, map(&[])),
+        (10, pg("active+undersized+degraded", &[1])),
+        (20, pg("stale+active+clean", &[0, 1])),
+        (25, map(&[])),
+        (30, map(&[1])),
+    ]);
+    let error = stale_first
+        .check_clean_before(Duration::from_millis(15), Duration::ZERO)
+        .expect_err("degraded until the stop's first trace");
+    assert!(error.to_string().contains("undersized"), "{error:#}");
     // Ceph saw the stop before any clean sample: not clean.
     let seen_first = recording(vec![
         (0, map(&[])),
