@@ -25,8 +25,6 @@ use crate::recording::domains::Domains;
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
     pub racks: &'static [(&'static str, &'static [&'static str])],
-    /// Every host base, in order.
-    pub hosts: &'static [&'static str],
 }
 
 impl Layout {
@@ -38,9 +36,6 @@ impl Layout {
             ("rack-c", &["h07", "h08", "h09"]),
             ("rack-d", &["h10", "h11", "h12"]),
         ],
-        hosts: &[
-            "h01", "h02", "h03", "h04", "h05", "h06", "h07", "h08", "h09", "h10", "h11", "h12",
-        ],
     };
 
     /// 6 hosts in 3 racks: the fewest that hold [`RACK_POOL`] (a copy in each rack) with
@@ -51,8 +46,14 @@ impl Layout {
             ("rack-b", &["h03", "h04"]),
             ("rack-c", &["h05", "h06"]),
         ],
-        hosts: &["h01", "h02", "h03", "h04", "h05", "h06"],
     };
+
+    /// Every host base, in order.
+    pub fn hosts(&self) -> Vec<&'static str> {
+        (self.racks.iter())
+            .flat_map(|(_, hosts)| hosts.iter().copied())
+            .collect()
+    }
 }
 
 /// Copies in three racks: one rack down leaves two of every PG.
@@ -115,10 +116,11 @@ async fn up_as_given(
     update_domain: &str,
     spec_patch: Option<serde_json::Value>,
 ) -> anyhow::Result<Gated> {
+    let hosts = layout.hosts();
     Gated::up_with(
         name,
         &GatedOptions {
-            hosts: layout.hosts,
+            hosts: &hosts,
             racks: layout.racks,
             pools: Some(pools),
             update_domain,
