@@ -27,7 +27,7 @@ use molecule_like_tests::journeys::gated::{Gated, GatedOptions, PG_STATS_LAG_SEC
 use molecule_like_tests::journeys::scenario::ROLLOUT;
 use molecule_like_tests::kubernetes::manifests::{random_suffix, CR};
 use molecule_like_tests::kubernetes::operator::{free_port, http_get};
-use molecule_like_tests::paths::target_dir;
+use molecule_like_tests::paths::output_dir;
 use molecule_like_tests::recording::ceph::{CephRecorder, CephRecording, Observed};
 use serde_json::json;
 
@@ -64,7 +64,7 @@ struct OwnStep {
 }
 
 async fn cephs_own_steps() -> anyhow::Result<Vec<OwnStep>> {
-    let dir = target_dir().join(format!("bench-ceph-own-{}", random_suffix()));
+    let dir = output_dir().join(format!("bench-ceph-own-{}", random_suffix()));
     let cluster = CephCluster::up(&dir, 3).await?;
     let clock = Instant::now();
     let ceph = CephRecorder::start(&cluster, clock).await?;

@@ -37,6 +37,13 @@ pub fn operator_kubeconfig_path() -> PathBuf {
     state_dir().join("operator.kubeconfig")
 }
 
+/// Where the tests write their state and logs: the work tree's `target/`, wherever
+/// `CARGO_TARGET_DIR` puts cargo's builds (a cache dir is far from the repo, and Ceph's admin
+/// sockets must stay within 107 bytes of path).
+pub fn output_dir() -> PathBuf {
+    workspace_root().join("target")
+}
+
 /// The cargo target directory: `$CARGO_TARGET_DIR` (relative to the workspace root when
 /// relative) or `<workspace>/target`.
 pub fn target_dir() -> PathBuf {

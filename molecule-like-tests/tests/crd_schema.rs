@@ -13,7 +13,7 @@ use ceph_osd_operator::{labels, TemplateHash};
 use molecule_like_tests::journeys::scenario::Scenario;
 use molecule_like_tests::kubernetes::manifests::{cephosd, with_kubelet_knobs, Knobs};
 use molecule_like_tests::kubernetes::nodes::ensure_nodes;
-use molecule_like_tests::paths::{operator_binary, target_dir};
+use molecule_like_tests::paths::{operator_binary, output_dir};
 use serde_json::{json, Value};
 
 fn tricky_template() -> Value {
@@ -404,7 +404,7 @@ fn numbers_manifest(
 /// What `ceph-osd-operator render` says of this YAML: the template hash on its pods, or its
 /// error message (exit code 2).
 fn render(s: &Scenario, name: &str, yaml: &str) -> anyhow::Result<Result<String, String>> {
-    let path = target_dir()
+    let path = output_dir()
         .join("molecule-like-tests")
         .join(&s.namespace)
         .join(format!("{name}.yaml"));

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::kubernetes::manifests::random_suffix;
-use crate::paths::{target_dir, workspace_root};
+use crate::paths::{output_dir, workspace_root};
 
 /// `molecule-like-tests/ceph`.
 pub fn script_path() -> PathBuf {
@@ -676,7 +676,7 @@ fn owner_id(pid: u32) -> anyhow::Result<String> {
 /// Brings down the clusters under `<target>/molecule-like-tests/*/ceph` whose owner process is
 /// gone (killed without dropping them).
 fn reap_orphans() {
-    let root = target_dir().join("molecule-like-tests");
+    let root = output_dir().join("molecule-like-tests");
     let Ok(dirs) = std::fs::read_dir(&root) else {
         return;
     };

@@ -3,7 +3,7 @@
 
 use crate::ceph::CephCluster;
 use crate::journeys::scenario::Scenario;
-use crate::paths::target_dir;
+use crate::paths::output_dir;
 
 impl CephCluster {
     /// A cluster in `<the scenario's log dir>/ceph`: `osds` OSDs in CRUSH hosts `host-0..`
@@ -13,7 +13,7 @@ impl CephCluster {
         let dir = s
             .log_path
             .parent()
-            .map_or_else(|| target_dir().join("ceph"), |d| d.join("ceph"));
+            .map_or_else(|| output_dir().join("ceph"), |d| d.join("ceph"));
         Self::up(dir, osds).await
     }
 }

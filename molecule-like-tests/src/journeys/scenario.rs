@@ -48,7 +48,7 @@ use crate::kubernetes::manifests::{
 };
 use crate::kubernetes::operator::{spawn_operator_process, OperatorOptions, OperatorProcess};
 use crate::kubernetes::pods::{annotation, describe_pods, is_ready, pod_key};
-use crate::paths::{tail, target_dir};
+use crate::paths::{output_dir, tail};
 use crate::recording::pods::PodRecorder;
 
 /// How long a scenario waits for a CR's pods to converge (or its status to settle).
@@ -245,7 +245,7 @@ impl Scenario {
         let tag = random_suffix();
         let namespace = format!("mlt-{name}-{tag}");
         create_namespace(&client, &namespace).await?;
-        let log_dir = target_dir().join("molecule-like-tests").join(&namespace);
+        let log_dir = output_dir().join("molecule-like-tests").join(&namespace);
         std::fs::create_dir_all(&log_dir)
             .with_context(|| format!("creating {}", log_dir.display()))?;
         Ok(Self {
