@@ -18,8 +18,8 @@ use kube::ResourceExt;
 use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
 use molecule_like_tests::journeys::milestones::Milestones;
 use molecule_like_tests::journeys::scenario::ROLLOUT;
+use molecule_like_tests::journeys::steps::clean_after;
 use molecule_like_tests::kubernetes::manifests::CR;
-use molecule_like_tests::recording::ceph::Observed;
 use serde_json::json;
 
 /// Seconds from `from` to `at`, `-` when it never happened.
@@ -123,10 +123,7 @@ fn check_steps_in_order(
             .find(|(_, u)| *u == up_from)
             .map(|(at, _)| at);
         // The first PG sample after the boot with every PG active+clean.
-        let clean_at = recording.events.iter().find_map(|e| match &e.observed {
-            Observed::Pgs(p) if e.at > booted_at && p.all_clean() => Some(e.at),
-            _ => None,
-        });
+        let clean_at = clean_after(&recording, booted_at);
         // The operator's step: opened with this OSD, closed when no longer open.
         let opened = gate_samples
             .iter()
@@ -146,11 +143,14 @@ fn check_steps_in_order(
                 booted_at.as_secs_f64(),
                 next_stop.as_secs_f64()
             );
+            // Clean before the next stop showed in Ceph (a sample may follow the stop asked).
+            let next_seen = recording.stop_seen_at(*next_stop);
             anyhow::ensure!(
-                clean_at.is_some_and(|c| c < *next_stop),
+                clean_at.is_some_and(|c| c < next_seen),
                 "every PG clean after osd.{id}'s boot only at {clean_at:?}, osd.{next_id} \
-                 stopped at {:.2}s\n{report}",
-                next_stop.as_secs_f64()
+                 stopped at {:.2}s (seen in Ceph at {:.2}s)\n{report}",
+                next_stop.as_secs_f64(),
+                next_seen.as_secs_f64()
             );
         }
         lines.push(format!(

@@ -99,21 +99,26 @@ impl CephRecording {
         Ok(())
     }
 
-    /// Just before a step started in Ceph (its first stop, at `at`, seen: the first sample from
-    /// `at` on with an OSD down or a PG not clean, e.g. `stale` once the stopped OSD stops
-    /// reporting): every OSD up in the last osdmap sample and every PG clean in the last PG
-    /// sample, both taken after `since` (the step before's last boot). Samples between the stop
-    /// asked and its first trace still show the cluster the step started on: the operator and
+    /// When a stop asked at `at` shows in Ceph: the first sample from `at` on with an OSD down
+    /// or a PG not clean (e.g. `stale` once the stopped OSD stops reporting); `at` when none
+    /// does. Samples before it still show the cluster the stop was asked on: the operator and
     /// the recorder each look every 0.25 s, so the operator may see clean PGs and stop an OSD
     /// before the recorder's next sample.
-    pub fn check_clean_before(&self, at: Duration, since: Duration) -> anyhow::Result<()> {
-        let seen_at = (self.events.iter().filter(|e| e.at >= at))
+    pub fn stop_seen_at(&self, at: Duration) -> Duration {
+        (self.events.iter().filter(|e| e.at >= at))
             .find_map(|e| match &e.observed {
                 Observed::OsdMap(m) if m.osds.iter().any(|o| !o.up) => Some(e.at),
                 Observed::Pgs(p) if p.by_state.keys().any(|s| !is_clean(s)) => Some(e.at),
                 _ => None,
             })
-            .unwrap_or(at);
+            .unwrap_or(at)
+    }
+
+    /// Just before a step started in Ceph (its first stop, at `at`, seen: [`Self::stop_seen_at`]):
+    /// every OSD up in the last osdmap sample and every PG clean in the last PG sample, both
+    /// taken after `since` (the step before's last boot).
+    pub fn check_clean_before(&self, at: Duration, since: Duration) -> anyhow::Result<()> {
+        let seen_at = self.stop_seen_at(at);
         let before = self.events.iter().filter(|e| e.at < seen_at);
         let map = (before.clone().rev()).find_map(|e| match &e.observed {
             Observed::OsdMap(m) => Some((e.at, m)),

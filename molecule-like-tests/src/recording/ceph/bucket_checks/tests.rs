@@ -166,3 +166,32 @@ fn a_step_counts_from_when_ceph_sees_its_stop() {
         .expect_err("degraded until Ceph saw the stop");
     assert!(error.to_string().contains("undersized"), "{error:#}");
 }
+
+#[test]
+fn a_stop_is_seen_at_its_first_trace_in_ceph() {
+    let r = recording(vec![
+        (0, map(&[])),
+        (10, pg("active+clean", &[0, 1])),
+        (20, map(&[])),
+        (30, pg("active+clean", &[0, 1])),
+        (40, map(&[1])),
+        (50, pg("stale+active+clean", &[0, 1])),
+    ]);
+    // Asked at 15: the clean samples at 20 and 30 came before Ceph saw it (osd.1 down at 40).
+    assert_eq!(
+        r.stop_seen_at(Duration::from_millis(15)),
+        Duration::from_millis(40)
+    );
+    // Asked at 45: the stale PG at 50 is its first trace.
+    let after_map = recording(vec![(0, map(&[])), (50, pg("stale+active+clean", &[0, 1]))]);
+    assert_eq!(
+        after_map.stop_seen_at(Duration::from_millis(45)),
+        Duration::from_millis(50)
+    );
+    // No trace at all: the time it was asked.
+    let none = recording(vec![(0, map(&[])), (10, pg("active+clean", &[0, 1]))]);
+    assert_eq!(
+        none.stop_seen_at(Duration::from_millis(5)),
+        Duration::from_millis(5)
+    );
+}
