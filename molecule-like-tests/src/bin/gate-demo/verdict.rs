@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use molecule_like_tests::journeys::gated::GateSample;
-use molecule_like_tests::recording::ceph::{CephRecording, Observed};
+use molecule_like_tests::journeys::steps::clean_after;
+use molecule_like_tests::recording::ceph::CephRecording;
 
 /// One step as the operator recorded it: its keys and OSD ids, opened and closed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,12 +125,7 @@ pub(crate) fn summary(steps: &[Step], recording: &CephRecording, from: Duration)
                 booted_last = booted_last.max(Some(at));
             }
         }
-        let clean = booted_last.and_then(|b| {
-            recording.events.iter().find_map(|e| match &e.observed {
-                Observed::Pgs(p) if e.at > b && p.all_clean() => Some(e.at),
-                _ => None,
-            })
-        });
+        let clean = booted_last.and_then(|b| clean_after(recording, b));
         if let Some(clean) = clean {
             let _ = write!(out, ", every PG active+clean {:.1}s", since(clean, from));
         }
