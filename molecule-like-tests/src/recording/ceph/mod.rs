@@ -1,6 +1,6 @@
 //! Ceph's own view, recorded: [`CephRecorder`] reads `ceph watch` (the osdmap and each PG's
-//! state and acting set, each every 0.25 s over one librados connection) and keeps every
-//! sample, on a clock shared with the pod recorder. The checks replay the samples:
+//! state and acting set, each every 0.25 s over librados, no process per sample) and keeps
+//! every sample, on a clock shared with the pod recorder. The checks replay the samples:
 //!
 //! - **hosts down** ([`CephRecording::check_hosts_down_at_most`]): a CRUSH host is down while
 //!   one of its OSDs is down in the osdmap (an OSD in no CRUSH host yet counts as a host of its
@@ -30,6 +30,7 @@
 
 mod bucket_checks;
 mod checks;
+mod liveness;
 mod pg_states;
 mod recorder;
 mod samples;

@@ -9,6 +9,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 
 use super::checks::CephRecording;
+use super::liveness::{Heard, SILENT_AT_MOST};
 use super::samples::{CephEvent, Observed};
 use crate::ceph::{script_command, CephCluster, OsdMap, PgStat};
 
@@ -62,6 +63,53 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Reads one `ceph watch` until it exits, fails or is silent too long (hung: the caller drops,
+/// and so kills, it); every sample, and why it ended, to `record`.
+async fn read_watch(stdout: tokio::process::ChildStdout, record: impl Fn(Observed)) {
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let mut heard = Heard::new(Instant::now());
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(1), lines.next_line());
+        let (observed, end) = match next.await {
+            // A second without a line.
+            Err(_) => (None, false),
+            Ok(Ok(Some(line))) => match parse_line(&line) {
+                Ok(observed) => (Some(observed), false),
+                Err(e) => (
+                    Some(Observed::Error(format!("unreadable sample {line:?}: {e}"))),
+                    false,
+                ),
+            },
+            Ok(Ok(None)) => (
+                Some(Observed::Error(
+                    "ceph watch exited: started again".to_owned(),
+                )),
+                true,
+            ),
+            Ok(Err(e)) => (
+                Some(Observed::Error(format!(
+                    "reading ceph watch: {e}: started again"
+                ))),
+                true,
+            ),
+        };
+        if let Some(observed) = observed {
+            heard.note(&observed, Instant::now());
+            record(observed);
+        }
+        if end {
+            break;
+        }
+        if let Some(sampler) = heard.silent(Instant::now()) {
+            record(Observed::Error(format!(
+                "ceph watch: its {sampler} sampler silent for over {SILENT_AT_MOST:?} (hung): \
+                 killed and started again"
+            )));
+            break;
+        }
+    }
+}
+
 impl CephRecorder {
     /// Starts `ceph watch` for `cluster`; samples are timed from `clock` (e.g. the pod
     /// recorder's start: `Instant::now() - recorder.elapsed()`). Returns once the first
@@ -85,8 +133,8 @@ impl CephRecorder {
         stderr_path: std::path::PathBuf,
         clock: Instant,
     ) -> anyhow::Result<Self> {
-        // `ceph watch` over librados may die when the mon goes away (a scenario's fault):
-        // it is started again, the gap recorded as an error sample.
+        // `ceph watch` over librados may die or hang as the mon or mgr goes away and comes
+        // back (a scenario's fault): it is started again, the gap recorded as error samples.
         let spawn =
             move || -> anyhow::Result<(tokio::process::Child, tokio::process::ChildStdout)> {
                 let stderr = std::fs::OpenOptions::new()
@@ -121,27 +169,10 @@ impl CephRecorder {
                         continue;
                     }
                 };
-                // Holds the child (and its stdin) while its lines are read.
+                // Holds the child (and its stdin) while its lines are read; dropping it kills
+                // a hung one.
                 let (_child, stdout) = started;
-                let mut lines = tokio::io::BufReader::new(stdout).lines();
-                loop {
-                    let (observed, end) = match lines.next_line().await {
-                        Ok(Some(line)) => match parse_line(&line) {
-                            Ok(observed) => (observed, false),
-                            Err(e) => (
-                                Observed::Error(format!("unreadable sample {line:?}: {e}")),
-                                false,
-                            ),
-                        },
-                        Ok(None) => (
-                            Observed::Error("ceph watch exited: started again".to_owned()),
-                            true,
-                        ),
-                        Err(e) => (
-                            Observed::Error(format!("reading ceph watch: {e}: started again")),
-                            true,
-                        ),
-                    };
+                let record = |observed: Observed| {
                     let at = clock.elapsed();
                     tx.send_modify(|s| match &observed {
                         Observed::OsdMap(map) => s.osdmap = Some((at, map.clone())),
@@ -149,10 +180,8 @@ impl CephRecorder {
                         Observed::Error(_) => {}
                     });
                     locked(&sink).push(CephEvent { at, observed });
-                    if end {
-                        break;
-                    }
-                }
+                };
+                read_watch(stdout, record).await;
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
         });
