@@ -1,9 +1,11 @@
 //! What Ceph answers, parsed: the JSON of `status`, `pg stat`, `pg ls-by-osd`, `osd dump`,
-//! `osd metadata`, `osd ok-to-stop` and `osd safe-to-destroy` (`-f json`) into the few facts the rollout gate reads. Pure: bytes in,
+//! `osd metadata`, `osd ok-to-stop` and `osd safe-to-destroy` (`-f json`) into the few facts the
+//! rollout gate reads (`ceph versions` in `versions`). Pure: bytes in,
 //! typed facts or an error naming the field out; never a panic, whatever the bytes.
 
 use super::osd_devices::ReportedDevices;
 use super::osd_id::OsdId;
+use super::release::Release;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -202,6 +204,9 @@ pub fn parse_pgs_on_osd(json: &[u8]) -> Result<Vec<PgBrief>, ParseError> {
 pub struct OsdDump {
     pub epoch: u64,
     pub osds: BTreeMap<OsdId, OsdInfo>,
+    /// `require_osd_release`: every OSD runs at least this release; it only moves forward, and
+    /// an OSD more than two releases past it does not boot (None: not in the answer).
+    pub require_osd_release: Option<Release>,
 }
 
 /// One OSD in the osdmap.
@@ -223,6 +228,8 @@ pub struct OsdInfo {
 struct RawOsdDump {
     epoch: u64,
     osds: Vec<RawOsd>,
+    #[serde(default)]
+    require_osd_release: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -249,9 +256,18 @@ pub fn parse_osd_dump(json: &[u8]) -> Result<OsdDump, ParseError> {
         |o| o.id,
         |i| format!("osds[{i}].osd"),
     )?;
+    let require_osd_release = (raw.require_osd_release.as_deref())
+        .map(|name| {
+            Release::from_name(name).ok_or_else(|| ParseError {
+                path: "require_osd_release".to_owned(),
+                message: format!("{name:?} is no Ceph release"),
+            })
+        })
+        .transpose()?;
     Ok(OsdDump {
         epoch: raw.epoch,
         osds,
+        require_osd_release,
     })
 }
 

@@ -1,8 +1,8 @@
 //! Talking to Ceph: the questions (`CephClient`) and their CLI implementation (a long-lived
-//! session or a process per call), the answers parsed, the facts of one look, and which OSD
-//! ids a pod runs. Only `cli` and `session` run processes; everything else is pure. This
-//! module judges nothing: what Ceph's answers mean for a rollout step is the planner's
-//! (`plan::gate`).
+//! session or a process per call), the answers parsed (with the releases they name), the facts
+//! of one look, and which OSD ids a pod runs. Only `cli` and `session` run processes;
+//! everything else is pure. This module judges nothing: what Ceph's answers mean for a rollout
+//! step is the planner's (`plan::gate`).
 
 mod answers;
 mod by_node;
@@ -19,10 +19,12 @@ mod node_names;
 mod osd_devices;
 mod osd_id;
 mod pod_map;
+mod release;
 mod session;
 mod stated_ids;
 #[cfg(test)]
 pub(crate) mod test_data;
+mod versions;
 
 pub use answers::{
     parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_pgs_on_osd,
@@ -46,3 +48,5 @@ pub use osd_devices::ReportedDevices;
 pub(crate) use osd_id::list as osd_list;
 pub use osd_id::OsdId;
 pub use pod_map::map_osd_ids;
+pub use release::Release;
+pub use versions::{parse_versions, DaemonReleases};

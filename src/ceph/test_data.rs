@@ -51,6 +51,7 @@ pub(crate) fn osd_dump(osds: &[(u32, bool)]) -> OsdDump {
         osds: (osds.iter())
             .map(|&(id, up)| (OsdId(id), info(id, up)))
             .collect(),
+        require_osd_release: None,
     }
 }
 

@@ -32,6 +32,7 @@ fn dump(osds: &[(u32, bool, bool)]) -> OsdDump {
                 (OsdId(id), info)
             })
             .collect(),
+        require_osd_release: None,
     }
 }
 

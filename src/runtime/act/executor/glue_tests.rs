@@ -398,7 +398,11 @@ fn dump(with_noout: &[u32]) -> crate::ceph::OsdDump {
             (OsdId(id), info)
         })
         .into();
-    crate::ceph::OsdDump { epoch: 9, osds }
+    crate::ceph::OsdDump {
+        epoch: 9,
+        osds,
+        require_osd_release: None,
+    }
 }
 
 /// Records the step, sets noout on osd.3 and osd.4 and deletes a pod, Ceph's `osd dump`

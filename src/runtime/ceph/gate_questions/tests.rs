@@ -43,6 +43,7 @@ fn dump() -> OsdDump {
     OsdDump {
         epoch: 20,
         osds: BTreeMap::from([(OsdId(3), info)]),
+        require_osd_release: None,
     }
 }
 

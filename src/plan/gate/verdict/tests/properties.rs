@@ -77,6 +77,7 @@ fn arb_osds() -> impl Strategy<Value = OsdDump> {
                 Some((OsdId(id), info))
             })
             .collect(),
+        require_osd_release: None,
     })
 }
 
