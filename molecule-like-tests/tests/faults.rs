@@ -139,18 +139,21 @@ async fn rollout_survives_a_restart_of(component: &str, hosts: [&str; 3]) -> any
     let rollout = start_rollout(&s, &s.hosts(hosts), &["/dev/sdb"], 2).await?;
     // Everything before the restart recorded first: none of it can count as after it.
     s.recorder()?.catch_up(&s.pods).await?;
+    let down_at = s.recorder()?.elapsed();
     restart(component, 10).await?;
     let back_at = s.recorder()?.elapsed();
     rollout
         .finishes_once(&s, "no progress after the restart (resync is 600 s)")
         .await?;
     let rec = s.recorder()?;
-    // The first Ready replacement after the restart, and the operator's next deletion.
+    // The first Ready replacement since the component went down, and the operator's next
+    // deletion. Not since `back_at`: the watches resume while `restart` still waits for the
+    // component to answer, so the replacement's Ready may be recorded just before it.
     let events = rec.events();
     let after = |at, what: &dyn Fn(&PodEvent) -> bool| {
         events.iter().find(|e| e.at >= at && what(e)).map(|e| e.at)
     };
-    let ready = after(back_at, &|e| {
+    let ready = after(down_at, &|e| {
         annotation(&e.pod, labels::TEMPLATE_HASH) == Some(rollout.hash.as_str()) && is_ready(&e.pod)
     });
     let acted = ready.and_then(|ready| {
@@ -166,9 +169,8 @@ async fn rollout_survives_a_restart_of(component: &str, hosts: [&str; 3]) -> any
         );
     };
     eprintln!(
-        "{component}: back at {back_at:?}; replacement Ready {:?} later; next host's pod \
-         deleted {:?} after that",
-        ready.checked_sub(back_at).unwrap(),
+        "{component}: down at {down_at:?}, back at {back_at:?}; replacement Ready at \
+         {ready:?}; next host's pod deleted {:?} after that",
         acted.checked_sub(ready).unwrap()
     );
     anyhow::ensure!(
