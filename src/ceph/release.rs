@@ -26,10 +26,6 @@ impl Release {
     pub const PACIFIC: Self = Self(16);
     pub const REEF: Self = Self(18);
 
-    /// How many releases past `require_osd_release` an OSD may run and still boot, and so how
-    /// far one upgrade may jump.
-    pub const MOST_AHEAD: u32 = 2;
-
     /// The release Ceph names so (`pacific`, as `require_osd_release` says it).
     pub fn from_name(name: &str) -> Option<Self> {
         let name = name.trim();
