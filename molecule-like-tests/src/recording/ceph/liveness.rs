@@ -27,8 +27,8 @@ impl Heard {
         }
     }
 
-    /// Notes what a sampler said at `now`. The connection's errors (before either sampler
-    /// runs: the mon away) count for both.
+    /// Notes what a sampler said at `now`. The first connection's errors (before either
+    /// sampler runs: the mon away) count for both; the PG sampler's own reconnects say `pgs:`.
     pub(super) fn note(&mut self, observed: &Observed, now: Instant) {
         match observed {
             Observed::OsdMap(_) => self.osdmap = now,
