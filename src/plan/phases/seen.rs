@@ -15,7 +15,7 @@ use crate::plan::observed::replica_sets::{
 };
 use crate::plan::rules::budget::DisruptionView;
 use crate::plan::rules::budget::Keeping;
-use crate::plan::rules::deletion::{deletion_of, Deletion};
+use crate::plan::rules::deletion::{checked_against_pods, deletion_of, Deletion};
 use crate::plan::rules::expanded_spec::ExpandedSpec;
 use crate::plan::rules::rollout::{Hold, Limits};
 use crate::plan::says::actions::DeleteReason;
@@ -157,6 +157,8 @@ impl<'a> Seen<'a> {
             era.clear();
             era_superfluous.clear();
         }
+        let previous = cr.status.clone().unwrap_or_default();
+        let deletion = checked_against_pods(deletion, &previous, !pods.is_empty());
         let held_elsewhere = held_elsewhere(&observed.others, desired);
         let buckets = buckets(spec, desired, pods.iter().chain(&era), &observed.topology);
         Self {
@@ -165,7 +167,7 @@ impl<'a> Seen<'a> {
             template_hash,
             desired,
             spec_problems,
-            previous: cr.status.clone().unwrap_or_default(),
+            previous,
             deletion,
             keeping,
             pods,

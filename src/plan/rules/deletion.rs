@@ -7,7 +7,7 @@
 //! the operator only ends its open step (clears its own `noout`) and says what happened.
 
 use crate::ceph::{osd_list, OsdId};
-use crate::crd::{CephOsd, CephStep};
+use crate::crd::{CephOsd, CephOsdStatus, CephStep};
 use crate::plan::gate::{GateCondition, GateOutcome};
 use crate::plan::says::actions::Action;
 use crate::plan::says::conditions::ConditionReason;
@@ -66,6 +66,27 @@ pub(crate) fn deletion_of(cr: &CephOsd, namespace_terminating: bool) -> Option<D
     } else {
         Deletion::Rollout
     })
+}
+
+/// A deletion the metadata says is a rollout, checked against the pods: at the operator's
+/// first look at the deleted CephOSD (`previous`, the last status, still counts the spec's
+/// running OSDs) none of its pods is left (`pods_left`). The operator's finalizer keeps a
+/// background cascade from taking them, so Kubernetes deleted them all at once: the garbage
+/// collector of a foreground cascade can be through, its finalizer gone, before the operator
+/// looks.
+pub(crate) fn checked_against_pods(
+    read: Option<Deletion>,
+    previous: &CephOsdStatus,
+    pods_left: bool,
+) -> Option<Deletion> {
+    let first_look = previous.desired > 0 && previous.current > 0;
+    match read {
+        Some(Deletion::Rollout) if first_look && !pods_left => Some(Deletion::AtOnce(
+            "its pods were all deleted before the operator saw it deleted, as \
+             --cascade=foreground or a namespace's deletion does",
+        )),
+        other => other,
+    }
 }
 
 /// The finalizer write due: added to a CephOSD that lacks it (one metadata write), removed

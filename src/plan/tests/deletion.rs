@@ -110,6 +110,11 @@ fn deleted_without_ceph_the_pods_go_one_domain_at_a_time_then_the_finalizer() {
             "the next waits for the last to be gone"
         );
         deleted_pods += deleting;
+        assert!(
+            !plan.events.iter().any(|e| e.warning),
+            "a rollout's own deletions are no deletion at once: {:?}",
+            plan.events
+        );
         if plan.finalizer == Some(FinalizerWrite::Remove) {
             assert!(
                 cluster.pods.is_empty(),
@@ -235,4 +240,59 @@ fn pods_deleted_at_once_are_said_and_only_our_noout_is_cleared() {
         "{}",
         said.note
     );
+}
+
+#[test]
+fn pods_gone_before_the_first_look_at_a_deletion_went_at_once() {
+    let (mut cluster, rolled) = step_open();
+    let mut known = cluster.status.clone().expect("a status");
+    known.osd_ids = BTreeMap::from([
+        ("w1:/dev/sdb".into(), vec![7]),
+        ("w2:/dev/sdb".into(), vec![8]),
+    ]);
+    cluster.status = Some(known);
+    // A foreground cascade the garbage collector was through with, its finalizer gone.
+    cluster.pods.clear();
+    let gone = deleted(&rolled, None);
+    let plan = cluster.reconcile(&gone);
+    assert_eq!(kinds(&plan), ["ClearNoout"], "nothing is marked out");
+    assert!(plan.status.ceph_step.is_none());
+    assert_eq!(plan.finalizer, Some(FinalizerWrite::Remove));
+    let said = plan
+        .events
+        .iter()
+        .find(|e| e.warning && e.reason == EventReason::Deleting)
+        .expect("a Warning");
+    assert!(
+        said.note.contains("osd.7") && said.note.contains("osd.8"),
+        "{}",
+        said.note
+    );
+    assert_eq!(plan.status.osd_ids.len(), 2, "kept to say which went");
+}
+
+#[test]
+fn a_deletion_at_once_is_told_from_the_status_before_it() {
+    use crate::plan::rules::deletion::checked_against_pods;
+    let running = CephOsdStatus {
+        desired: 3,
+        current: 3,
+        ..CephOsdStatus::default()
+    };
+    let leaving = CephOsdStatus::default();
+    let never_ran = CephOsdStatus {
+        desired: 3,
+        ..CephOsdStatus::default()
+    };
+    let rollout = Some(Deletion::Rollout);
+    assert!(matches!(
+        checked_against_pods(rollout, &running, false),
+        Some(Deletion::AtOnce(_))
+    ));
+    assert_eq!(checked_against_pods(rollout, &running, true), rollout);
+    assert_eq!(checked_against_pods(rollout, &leaving, false), rollout);
+    assert_eq!(checked_against_pods(rollout, &never_ran, false), rollout);
+    assert_eq!(checked_against_pods(None, &running, false), None);
+    let orphaning = Some(Deletion::Orphaning);
+    assert_eq!(checked_against_pods(orphaning, &running, false), orphaning);
 }
