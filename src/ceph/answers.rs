@@ -304,9 +304,19 @@ pub struct OsdMetadata {
     pub pod_name: Option<String>,
     #[serde(default)]
     pub pod_namespace: Option<String>,
+    /// The version its daemon ran (`ceph version 18.2.7 (…) reef (stable)`).
+    #[serde(default)]
+    pub ceph_version: Option<String>,
     /// Its data device and the others behind it.
     #[serde(flatten)]
     pub devices: ReportedDevices,
+}
+
+impl OsdMetadata {
+    /// The release its daemon ran, when it reported a version that names one.
+    pub fn release(&self) -> Option<super::release::Release> {
+        super::release::Release::of_version(self.ceph_version.as_deref()?)
+    }
 }
 
 /// Every OSD that exists; one that never booted has only its `id`.

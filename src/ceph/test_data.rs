@@ -65,6 +65,7 @@ pub(crate) fn podless_metadata(daemons: &[(u32, &str)]) -> BTreeMap<OsdId, OsdMe
                 hostname: Some(hostname.into()),
                 pod_name: None,
                 pod_namespace: None,
+                ceph_version: None,
                 devices: ReportedDevices::default(),
             };
             (OsdId(id), m)

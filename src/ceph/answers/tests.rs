@@ -131,6 +131,7 @@ fn osd_metadata_of_an_osd_that_never_booted_has_only_its_id() {
             hostname: None,
             pod_name: None,
             pod_namespace: None,
+            ceph_version: None,
             devices: ReportedDevices::default(),
         }
     );

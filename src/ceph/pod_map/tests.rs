@@ -34,6 +34,7 @@ fn reports(entries: &[(u32, &PodRef)]) -> BTreeMap<OsdId, OsdMetadata> {
                     hostname: Some(p.node.clone()),
                     pod_name: Some(p.name.clone()),
                     pod_namespace: Some(p.namespace.clone()),
+                    ceph_version: None,
                     devices: ReportedDevices::default(),
                 },
             )
@@ -137,6 +138,7 @@ fn metadata_must_match_namespace_name_and_node() {
             hostname: Some("b".into()),
             pod_name: None,
             pod_namespace: None,
+            ceph_version: None,
             devices: ReportedDevices::default(),
         },
     )]);

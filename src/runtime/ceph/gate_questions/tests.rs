@@ -55,6 +55,7 @@ fn metadata() -> BTreeMap<OsdId, OsdMetadata> {
             id: OsdId(3),
             pod_name: Some("osd-h1-sdb-x".into()),
             pod_namespace: Some("ceph".into()),
+            ceph_version: None,
             hostname: Some("h1".into()),
             devices: crate::ceph::ReportedDevices::default(),
         },
@@ -194,6 +195,7 @@ fn two_hosts() -> (OsdDump, BTreeMap<OsdId, OsdMetadata>) {
             id: OsdId(4),
             pod_name: Some("osd-h2-sdb-y".into()),
             pod_namespace: Some("ceph".into()),
+            ceph_version: None,
             hostname: Some("h2".into()),
             devices: crate::ceph::ReportedDevices::default(),
         },
@@ -325,6 +327,7 @@ fn reference_daemon(id: u32, node: &str, device: Option<&str>) -> OsdMetadata {
         hostname: Some(node.into()),
         pod_name: None,
         pod_namespace: None,
+        ceph_version: None,
         devices: serde_json::from_value(devices).expect("devices"),
     }
 }
