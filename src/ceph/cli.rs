@@ -17,6 +17,7 @@ use super::crush::{
 use super::finished::Finished;
 use super::osd_id::OsdId;
 use super::session::{python_of, Launch, Session, SessionError};
+use super::versions::{parse_versions, DaemonReleases};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::collections::BTreeMap;
@@ -345,6 +346,10 @@ impl CephClient for CliClient {
                 .await
         }
         .boxed()
+    }
+
+    fn versions(&self) -> BoxFuture<'_, Result<DaemonReleases, CephError>> {
+        async move { self.ask(&command(&["versions"], []), parse_versions).await }.boxed()
     }
 
     fn ok_to_stop<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<OkToStop, CephError>> {

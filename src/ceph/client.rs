@@ -7,6 +7,7 @@ use super::answers::{
 };
 use super::crush::{CrushRule, CrushTree, PoolRule};
 use super::osd_id::OsdId;
+use super::versions::DaemonReleases;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,6 +31,9 @@ pub trait CephClient: Send + Sync {
 
     /// `osd metadata`: each OSD's pod name, pod namespace and hostname as its daemon reported.
     fn osd_metadata(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdMetadata>, CephError>>;
+
+    /// `versions`: the releases each kind of daemon runs, with how many of each.
+    fn versions(&self) -> BoxFuture<'_, Result<DaemonReleases, CephError>>;
 
     /// `osd ok-to-stop <ids>`: Ceph's answer, also when it is "no" (rc 16, EBUSY) or "PG states
     /// not known yet" (rc 11, EAGAIN); `ok_to_stop` is true only with rc 0. Ceph says yes for

@@ -8,6 +8,7 @@ use super::answers::{
 use super::client::{CephClient, CephError};
 use super::crush::{CrushRule, CrushTree, PoolRule};
 use super::osd_id::OsdId;
+use super::versions::DaemonReleases;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::collections::{BTreeMap, VecDeque};
@@ -21,6 +22,7 @@ pub(crate) enum Call {
     PgsOnOsd(OsdId),
     OsdDump,
     OsdMetadata,
+    Versions,
     OkToStop(Vec<OsdId>),
     AddNoout(Vec<OsdId>),
     RmNoout(Vec<OsdId>),
@@ -49,6 +51,7 @@ pub(crate) struct ScriptedCeph {
     pgs_on_osd: Queue<Vec<PgBrief>>,
     osd_dump: Queue<OsdDump>,
     osd_metadata: Queue<BTreeMap<OsdId, OsdMetadata>>,
+    versions: Queue<DaemonReleases>,
     ok_to_stop: Queue<OkToStop>,
     add_noout: Queue<()>,
     rm_noout: Queue<()>,
@@ -85,6 +88,11 @@ impl ScriptedCeph {
 
     pub(crate) fn on_osd_dump(self, answer: Result<OsdDump, CephError>) -> Self {
         push(&self.osd_dump, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_versions(self, answer: Result<DaemonReleases, CephError>) -> Self {
+        push(&self.versions, Scripted::Answer(answer));
         self
     }
 
@@ -214,6 +222,10 @@ impl CephClient for ScriptedCeph {
 
     fn osd_metadata(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdMetadata>, CephError>> {
         self.answer(Call::OsdMetadata, &self.osd_metadata)
+    }
+
+    fn versions(&self) -> BoxFuture<'_, Result<DaemonReleases, CephError>> {
+        self.answer(Call::Versions, &self.versions)
     }
 
     fn ok_to_stop<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<OkToStop, CephError>> {

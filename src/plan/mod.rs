@@ -70,6 +70,9 @@ pub struct Plan {
     /// The keys to ask Ceph about before the rollout's deletions can go: plan again with the
     /// answer. Their deletions are withheld from this plan.
     pub gate_question: Option<Vec<GateSubject>>,
+    /// The release the template's OSD image reported (its pre-pull pods), for Ceph's release
+    /// rules on the step asked about.
+    pub image_release: Option<crate::ceph::Release>,
     /// The out-of-date update domains `partition` or a canary hold, and which.
     pub held: BTreeMap<String, Hold>,
     /// The update domains started now, in rollout order.
@@ -176,6 +179,7 @@ pub fn plan_expanded(
         status_changed: report.status_changed,
         requeue_after: report.requeue_after,
         gate_question: ordered.question,
+        image_release: pre_pull.as_ref().and_then(|p| p.image_release),
         held,
         starting: budgeted.starting,
         finished_domain_seconds: report.finished_domain_seconds,

@@ -5,8 +5,9 @@
 
 use super::asking::{after_precheck, asked_together, AfterPrecheck, DomainChoice};
 use super::io::{GateAnswer, GateSubject, RefusedWhole};
+use super::release::{refusal, target_release, ReleaseFacts, ReleaseRefusal};
 use super::verdict::{confirm, Blocker, GateDecision};
-use crate::ceph::{CephFacts, KeyIds, MappedKey, OkToStop, OsdId};
+use crate::ceph::{CephFacts, DaemonReleases, KeyIds, MappedKey, OkToStop, OsdId, Release};
 use crate::crd::osd::OsdKey;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -68,6 +69,17 @@ impl Asking {
     }
 }
 
+/// What the conversation knows of Ceph releases: the release the template's image reports
+/// (`image`), the keys whose pods run the template (`updated`), the release each OSD ran
+/// (`osd metadata`) and `ceph versions` when it was asked.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ReleaseInput {
+    pub image: Option<Release>,
+    pub updated: BTreeSet<OsdKey>,
+    pub osds: BTreeMap<OsdId, Release>,
+    pub daemons: Option<DaemonReleases>,
+}
+
 /// Where a conversation stands between questions.
 #[derive(Debug)]
 struct Conversation {
@@ -79,6 +91,7 @@ struct Conversation {
     draining: bool,
     /// The `noout` of this CephOSD's own step that just ended (`CephStep::noout`).
     own_ended: BTreeSet<OsdId>,
+    releases: ReleaseInput,
     choice: DomainChoice,
     /// The set of update domains asked about last.
     asked: Vec<GateSubject>,
@@ -123,11 +136,14 @@ pub(crate) fn start(
         mapped,
         unreadable_statements,
         BTreeSet::new(),
+        ReleaseInput::default(),
     )
 }
 
 /// `start`, right after this CephOSD's own step ended with `noout` on `own_ended` (its
-/// `CephStep::noout`): those are not asked about together with the next step's.
+/// `CephStep::noout`): those are not asked about together with the next step's. A set whose
+/// OSDs Ceph's release rules keep from the template's release (`releases`) is refused before
+/// anything else is asked about it.
 pub(crate) fn start_after(
     question: &[GateSubject],
     runs: &[OsdKey],
@@ -135,6 +151,7 @@ pub(crate) fn start_after(
     mapped: Vec<MappedKey>,
     unreadable_statements: BTreeMap<String, String>,
     own_ended: BTreeSet<OsdId>,
+    releases: ReleaseInput,
 ) -> Turn {
     let mut answer = unanswered(question, unreadable_statements, &"not asked yet");
     let known = known_ids(&mapped, question, runs, &mut answer.learned);
@@ -144,6 +161,7 @@ pub(crate) fn start_after(
         known,
         draining: !question.is_empty() && question.iter().all(|s| s.leaving),
         own_ended,
+        releases,
         choice: DomainChoice::new(question),
         asked: Vec::new(),
         answer,
@@ -172,6 +190,14 @@ impl Conversation {
             self.asked = subjects;
             let step: BTreeSet<OsdId> = self.answer.keys.values().flatten().copied().collect();
             self.answer.asked_with = asked_together(&self.facts.osds, &step, &self.own_ended);
+            if !self.draining {
+                if let Some(refusal) = self.release_refusal(&step) {
+                    self.decided(GateDecision::Wait {
+                        blockers: vec![Blocker::Release { refusal }],
+                    });
+                    continue;
+                }
+            }
             let prechecked = after_precheck(&self.facts, &domain, self.draining);
             self.answer.up_from = prechecked.up_from;
             match prechecked.next {
@@ -189,6 +215,29 @@ impl Conversation {
             answer: self.answer,
             refused_together: self.refused_together,
         })
+    }
+
+    /// Ceph's release rules on restarting `step` on the template's release.
+    fn release_refusal(&self, step: &BTreeSet<OsdId>) -> Option<ReleaseRefusal> {
+        let releases = &self.releases;
+        let updated: BTreeSet<OsdId> = (releases.updated.iter())
+            .filter_map(|k| self.known.get(k))
+            .flatten()
+            .copied()
+            .collect();
+        let up: BTreeSet<OsdId> = (self.facts.osds.osds.values())
+            .filter(|o| o.up)
+            .map(|o| o.id)
+            .collect();
+        let target = target_release(releases.image, &updated, &up, &releases.osds);
+        let facts = ReleaseFacts {
+            daemons: releases.daemons.as_ref(),
+            require_osd_release: self.facts.osds.require_osd_release,
+            osds: &releases.osds,
+            up: &up,
+            status: &self.facts.status,
+        };
+        refusal(target, step, &updated, &facts)
     }
 
     /// Ceph's verdict on the set asked about last: a `Proceed` records which of its ids have

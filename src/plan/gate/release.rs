@@ -26,7 +26,7 @@ pub(crate) enum Target {
 }
 
 impl Target {
-    pub fn release(self) -> Option<Release> {
+    pub(crate) fn release(self) -> Option<Release> {
         match self {
             Self::Image(r) | Self::Osds(r) => Some(r),
             Self::Unknown => None,
@@ -43,12 +43,14 @@ pub(crate) struct ReleaseFacts<'a> {
     pub require_osd_release: Option<Release>,
     /// The release each OSD's daemon last reported (`osd metadata`: it outlives the daemon).
     pub osds: &'a BTreeMap<OsdId, Release>,
+    /// The OSDs up in the osdmap.
+    pub up: &'a BTreeSet<OsdId>,
     pub status: &'a ClusterStatus,
 }
 
 /// Why a step is not started on the target release.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ReleaseRefusal {
+pub enum ReleaseRefusal {
     /// A monitor runs an older release than the target.
     MonitorsOlder {
         target: Release,
@@ -77,7 +79,7 @@ pub(crate) enum ReleaseRefusal {
     ClusterUnhealthy { target: Release, checks: String },
     /// `ceph versions` was not answered: no release change starts without it.
     VersionsUnknown { target: Release },
-    /// The canary's OSDs run the template but have not reported their release yet.
+    /// The canary's OSDs run the template but are not up to report their release yet.
     TargetNotReported { waiting: Vec<OsdId> },
 }
 
@@ -173,7 +175,8 @@ pub(crate) fn target_release(
 
 /// Whether the OSDs `step` may be restarted on `target`, given the keys' OSDs already on the
 /// template (`updated`) and what Ceph says (`facts`); the first refusal, else None. An unknown
-/// target lets only the canary go: no OSD runs the template yet.
+/// target lets only the canary go: no OSD of the template is yet to report it (an up OSD
+/// that reports no version, which Ceph's daemons do not do, has nothing to wait for).
 pub(crate) fn refusal(
     target: Target,
     step: &BTreeSet<OsdId>,
@@ -181,9 +184,11 @@ pub(crate) fn refusal(
     facts: &ReleaseFacts<'_>,
 ) -> Option<ReleaseRefusal> {
     let Some(target) = target.release() else {
-        return (!updated.is_empty()).then(|| ReleaseRefusal::TargetNotReported {
-            waiting: updated.iter().copied().collect(),
-        });
+        let waiting: Vec<OsdId> = (updated.iter())
+            .filter(|id| !facts.up.contains(id))
+            .copied()
+            .collect();
+        return (!waiting.is_empty()).then_some(ReleaseRefusal::TargetNotReported { waiting });
     };
     let ran: BTreeMap<OsdId, Release> = (step.iter())
         .filter_map(|id| Some((*id, *facts.osds.get(id)?)))
@@ -228,6 +233,14 @@ pub(crate) fn refusal(
             .collect::<Vec<_>>()
             .join(", "),
     })
+}
+
+/// Whether `ceph versions` is needed to judge a step: the template's image reports another
+/// release than an OSD ran, or the OSDs ran more than one release (`osds`, every OSD's).
+pub(crate) fn needs_versions(image: Option<Release>, osds: &BTreeMap<OsdId, Release>) -> bool {
+    let mut releases: BTreeSet<Release> = osds.values().copied().collect();
+    releases.extend(image);
+    releases.len() > 1
 }
 
 /// Below `require_osd_release`, or below what an OSD of the step ran.

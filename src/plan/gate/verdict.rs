@@ -4,6 +4,7 @@
 //! `Wait` (Ceph says not now: it will change by itself) or `Halt` (the operator cannot tell
 //! what it would stop: an admin must look), quoting Ceph's own numbers.
 
+use super::release::ReleaseRefusal;
 use crate::ceph::{
     osd_list, CephFacts, KeyIds, MappedKey, OkToStop, OsdId, PgStates, PodRef, StatedRefusal,
     UnknownReason,
@@ -94,6 +95,11 @@ pub enum Blocker {
     LockPlaceDiffers {
         message: String,
     },
+    /// Ceph's release rules keep the step's OSDs from the template's release (the refusal
+    /// says which rule): nothing stops until its cause is fixed.
+    Release {
+        refusal: ReleaseRefusal,
+    },
 }
 
 /// How a blocker ends.
@@ -124,7 +130,8 @@ impl Blocker {
             | Self::NoAnswer { .. }
             | Self::ClusterBusy { .. }
             | Self::ClusterLockFailed { .. }
-            | Self::LockPlaceDiffers { .. } => Severity::Wait,
+            | Self::LockPlaceDiffers { .. }
+            | Self::Release { .. } => Severity::Wait,
         }
     }
 
@@ -145,6 +152,7 @@ impl Blocker {
             Self::ClusterBusy { .. } => "CephClusterBusy",
             Self::ClusterLockFailed { .. } => "CephClusterLockFailed",
             Self::LockPlaceDiffers { .. } => "CephLockPlaceDiffers",
+            Self::Release { refusal } => refusal.reason(),
         }
     }
 }
@@ -236,6 +244,7 @@ impl fmt::Display for Blocker {
                 write!(f, "the Ceph cluster's step lock was not taken: {error}")
             }
             Self::LockPlaceDiffers { message } => f.write_str(message),
+            Self::Release { refusal } => refusal.fmt(f),
         }
     }
 }

@@ -127,6 +127,14 @@ impl ObservedPod {
         )
     }
 
+    /// Whether it runs the current template (up to date, or created by us for it).
+    pub fn runs_the_template(&self) -> bool {
+        matches!(
+            self.class,
+            PodClass::UpToDate | PodClass::Ready | PodClass::Unready
+        )
+    }
+
     /// The disk it holds, when one can be told.
     pub fn device(&self) -> Option<&DeviceId> {
         self.device.as_ref()

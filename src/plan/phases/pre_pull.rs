@@ -11,6 +11,7 @@
 mod pod;
 pub(crate) mod pulled;
 
+use crate::ceph::Release;
 use crate::crd::topology::PrePullSpec;
 use crate::labels;
 use crate::plan::phases::decide::proposal::{Rollout, StepDeletions};
@@ -21,7 +22,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use pod::{pre_pull_pod, PrePullPodInput};
-use pulled::{pulled, Pulled};
+use pulled::{pulled, reported_release, Pulled};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the pre-pull phase adds to the plan.
@@ -33,6 +34,9 @@ pub(in crate::plan) struct PrePullOutcome {
     pub(in crate::plan) condition: Option<StatedCondition>,
     /// When a deadline passes.
     pub(in crate::plan) requeue_after: Option<SignedDuration>,
+    /// The release the template's OSD image reported on the nodes pulling it (the newest,
+    /// should a mutable tag have pulled different images).
+    pub(in crate::plan) image_release: Option<Release>,
 }
 
 /// One node's pull, as far as it bears on the step.
@@ -76,6 +80,7 @@ pub(in crate::plan) fn pre_pull(
             actions,
             condition: None,
             requeue_after: None,
+            image_release: None,
         });
     };
     let hash = seen.template_hash.as_str();
@@ -103,6 +108,7 @@ pub(in crate::plan) fn pre_pull(
         actions,
         condition: Some(condition),
         requeue_after,
+        image_release: kept.values().filter_map(|p| reported_release(p)).max(),
     })
 }
 

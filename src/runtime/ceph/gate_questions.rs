@@ -4,12 +4,13 @@
 
 use crate::ceph::{
     gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, KeyToMap,
-    OsdDump, OsdId, OtherCephOsds, PgsOnOsds, PodRef,
+    OsdDump, OsdId, OtherCephOsds, PgsOnOsds, PodRef, Release,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephOsd, CephStep};
 use crate::labels;
-use crate::plan::gate::conversation::{self, Turn};
+use crate::plan::gate::conversation::{self, ReleaseInput, Turn};
+use crate::plan::gate::release::needs_versions;
 use crate::plan::gate::{
     not_booted, read_stated_ids, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff,
     GateSubject, StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
@@ -317,6 +318,8 @@ pub(crate) struct Question<'a> {
     pub pods: &'a [Arc<Pod>],
     pub subjects: &'a [GateSubject],
     pub others: &'a OtherCephOsds,
+    /// The release the template's image reported (its pre-pull pods), when one did.
+    pub image_release: Option<Release>,
 }
 
 /// Asks Ceph about `question` (the keys a plan of `observed` proposes to take down): one look at the
@@ -335,6 +338,7 @@ pub(crate) async fn answer(
         pods,
         subjects: question,
         others,
+        image_release,
     } = *asked;
     let keys = keys_to_map(cr, observed, pods, question);
     let unreadable_statements = keys
@@ -356,6 +360,24 @@ pub(crate) async fn answer(
         Ok(looked) => looked,
         Err(error) => return conversation::unanswered(question, unreadable_statements, &error),
     };
+    let osd_releases: BTreeMap<OsdId, Release> = (metadata.values())
+        .filter_map(|m| Some((m.id, m.release()?)))
+        .collect();
+    // Asked only when releases differ: a failed answer refuses a release change, nothing else.
+    let daemons = if needs_versions(image_release, &osd_releases) {
+        ceph.versions().await.ok()
+    } else {
+        None
+    };
+    let releases = ReleaseInput {
+        image: image_release,
+        updated: (observed.iter())
+            .filter(|p| p.runs_the_template())
+            .filter_map(|p| p.key.clone())
+            .collect(),
+        osds: osd_releases,
+        daemons,
+    };
     let mapped = map_osd_ids(&keys, &metadata, &facts.osds, others);
     let runs: Vec<OsdKey> = observed.iter().filter_map(|p| p.key.clone()).collect();
     // The step of this CephOSD that just ended (a question is asked only once it has).
@@ -370,6 +392,7 @@ pub(crate) async fn answer(
         mapped,
         unreadable_statements,
         own_ended,
+        releases,
     );
     loop {
         match turn {

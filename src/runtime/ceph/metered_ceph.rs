@@ -2,8 +2,8 @@
 //! (`ceph_osd_operator_ceph_commands_total`, `…_ceph_command_seconds_total`), by command.
 
 use crate::ceph::{
-    CephClient, CephError, ClusterStatus, CrushRule, CrushTree, OkToStop, OsdDump, OsdId,
-    OsdMetadata, PgBrief, PgStates, PoolRule, SafeToDestroy,
+    CephClient, CephError, ClusterStatus, CrushRule, CrushTree, DaemonReleases, OkToStop, OsdDump,
+    OsdId, OsdMetadata, PgBrief, PgStates, PoolRule, SafeToDestroy,
 };
 use crate::runtime::serve::metrics::Metrics;
 use futures::future::BoxFuture;
@@ -53,6 +53,10 @@ impl CephClient for MeteredCeph {
 
     fn osd_metadata(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdMetadata>, CephError>> {
         self.timed("osd metadata", self.inner.osd_metadata())
+    }
+
+    fn versions(&self) -> BoxFuture<'_, Result<DaemonReleases, CephError>> {
+        self.timed("versions", self.inner.versions())
     }
 
     fn ok_to_stop<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<OkToStop, CephError>> {

@@ -98,6 +98,7 @@ fn answering(
         .zip(ctx.ceph.clone())
         .map(|(question, ceph)| {
             let (cr, pods, observed) = (cr.clone(), observation.pods.clone(), plan.pods.clone());
+            let image_release = plan.image_release;
             let others = other_cephosds(&cr, &ctx.crs.state(), &ctx.memory);
             let locks = ctx.ceph_locks.clone();
             async move {
@@ -108,6 +109,7 @@ fn answering(
                     pods: &pods,
                     subjects: &question,
                     others: &others,
+                    image_release,
                 };
                 Box::pin(answer_holding_the_lock(locks, &*ceph, &asked, looked)).await
             }

@@ -14,15 +14,21 @@ struct Stage {
     daemons: DaemonReleases,
     require: Option<Release>,
     osds: BTreeMap<OsdId, Release>,
+    up: BTreeSet<OsdId>,
     status: ClusterStatus,
 }
 
 impl Stage {
     fn recorded(versions: &str, dump: &str, metadata: &str) -> Self {
         let metadata = parse_osd_metadata(&fixture(metadata)).unwrap();
+        let dump = parse_osd_dump(&fixture(dump)).unwrap();
         Self {
             daemons: parse_versions(&fixture(versions)).unwrap(),
-            require: parse_osd_dump(&fixture(dump)).unwrap().require_osd_release,
+            require: dump.require_osd_release,
+            up: (dump.osds.values())
+                .filter(|o| o.up)
+                .map(|o| o.id)
+                .collect(),
             osds: (metadata.values())
                 .filter_map(|m| Some((m.id, m.release()?)))
                 .collect(),
@@ -35,6 +41,7 @@ impl Stage {
             daemons: Some(&self.daemons),
             require_osd_release: self.require,
             osds: &self.osds,
+            up: &self.up,
             status: &self.status,
         }
     }
@@ -204,14 +211,38 @@ fn a_release_change_waits_out_health_err() {
 
 #[test]
 fn without_a_reported_target_only_the_canary_goes() {
-    let stage = all_pacific();
+    let mut stage = all_pacific();
     assert_eq!(stage.refusal(Target::Unknown, &[0]), None);
+    // The canary osd.0 restarted on the template, not up yet.
+    stage.up.remove(&OsdId(0));
+    let refused = refusal(Target::Unknown, &ids(&[1]), &ids(&[0]), &stage.facts()).unwrap();
+    assert_eq!(
+        refused,
+        ReleaseRefusal::TargetNotReported {
+            waiting: vec![OsdId(0)]
+        }
+    );
+    assert!(refused.to_string().contains("waiting for osd.0"));
+    // Up, it has reported.
+    stage.up.insert(OsdId(0));
     assert_eq!(
         refusal(Target::Unknown, &ids(&[1]), &ids(&[0]), &stage.facts()),
-        Some(ReleaseRefusal::TargetNotReported {
-            waiting: vec![OsdId(0)]
-        })
+        None
     );
+}
+
+#[test]
+fn ceph_versions_is_asked_only_when_releases_differ() {
+    let pacific = BTreeMap::from([(OsdId(0), PACIFIC), (OsdId(1), PACIFIC)]);
+    assert!(!needs_versions(None, &pacific));
+    assert!(!needs_versions(Some(PACIFIC), &pacific));
+    assert!(needs_versions(Some(REEF), &pacific));
+    assert!(needs_versions(None, &all_pacific_but_one()));
+    assert!(!needs_versions(None, &BTreeMap::new()));
+}
+
+fn all_pacific_but_one() -> BTreeMap<OsdId, Release> {
+    BTreeMap::from([(OsdId(0), REEF), (OsdId(1), PACIFIC)])
 }
 
 #[test]

@@ -138,6 +138,7 @@ fn the_next_step_of_the_same_cephosd_is_not_asked_with_its_ended_steps_noout() {
         mapped,
         BTreeMap::new(),
         set(&[0]),
+        conversation::ReleaseInput::default(),
     ));
     assert_eq!(asking.ids(), &set(&[1]));
     let done = answered(asking.heard(Ok(&ok_to_stop(true, &[1]))));

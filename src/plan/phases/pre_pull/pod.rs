@@ -3,6 +3,9 @@
 //! (the template's tolerations, nodeSelector, priorityClassName, imagePullSecrets and
 //! annotations), with tiny requests. It carries no owner label and no OSD annotation: only
 //! its CephOSD, which controls it, counts it, and nothing that selects OSD pods selects it.
+//! One more container, on the image of the template's first container (the OSD's), reports
+//! that image's `ceph-osd --version` as its termination message: the release the template
+//! runs, known before any OSD stops.
 
 use crate::labels;
 use k8s_openapi::api::core::v1::{
@@ -12,6 +15,12 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use std::collections::BTreeMap;
+
+/// The container that reports the OSD image's release.
+pub(crate) const RELEASE_CONTAINER: &str = "ceph-release";
+/// Its command: the version into the termination message; an image without `ceph-osd`
+/// reports nothing (and fails nothing).
+const RELEASE_COMMAND: &str = "ceph-osd --version > /dev/termination-log || true";
 
 /// A pod name's longest length here (a DNS label, so it is also a valid hostname).
 const MAX_NAME: usize = 63;
@@ -102,6 +111,18 @@ fn pull_containers(spec: &PodSpec, command: &[String]) -> Vec<Container> {
         ("cpu".to_owned(), Quantity("1m".to_owned())),
         ("memory".to_owned(), Quantity("16Mi".to_owned())),
     ]);
+    let osd = spec.containers.first().filter(|c| c.image.is_some());
+    let release = osd.map(|osd| Container {
+        name: RELEASE_CONTAINER.to_owned(),
+        image: osd.image.clone(),
+        image_pull_policy: osd.image_pull_policy.clone(),
+        command: Some(vec!["sh".into(), "-c".into(), RELEASE_COMMAND.into()]),
+        resources: Some(ResourceRequirements {
+            requests: Some(requests.clone()),
+            ..ResourceRequirements::default()
+        }),
+        ..Container::default()
+    });
     (images.into_iter().enumerate())
         .map(|(i, (image, policy))| Container {
             name: format!("pull-{i}"),
@@ -114,6 +135,7 @@ fn pull_containers(spec: &PodSpec, command: &[String]) -> Vec<Container> {
             }),
             ..Container::default()
         })
+        .chain(release)
         .collect()
 }
 

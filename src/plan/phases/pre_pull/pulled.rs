@@ -1,7 +1,10 @@
-//! What a pre-pull pod's status says of its images: pulled (every container started, or
-//! the pod Succeeded or Ready), failed (a pull the kubelet gave up on, or a given command
-//! exiting non-zero), or still pulling.
+//! What a pre-pull pod's status says of its images: pulled (every container started, the
+//! release report ended, or the pod Succeeded or Ready), failed (a pull the kubelet gave up
+//! on, or a given command exiting non-zero), or still pulling; and the release its OSD image
+//! reported.
 
+use super::pod::RELEASE_CONTAINER;
+use crate::ceph::Release;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
 /// The kubelet's waiting reasons of a pull that does not succeed by waiting.
@@ -67,9 +70,9 @@ pub(crate) fn pulled(pod: &Pod, preflight: bool) -> Pulled {
     let containers = pod.spec.as_ref().map_or(0, |s| s.containers.len());
     let started = statuses.len() >= containers
         && statuses.iter().all(|s| {
-            s.state
-                .as_ref()
-                .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+            s.state.as_ref().is_some_and(|st| {
+                st.terminated.is_some() || (st.running.is_some() && s.name != RELEASE_CONTAINER)
+            })
         });
     if phase == Some("Succeeded") || ready || (started && containers > 0) {
         Pulled::Yes
@@ -85,4 +88,17 @@ pub(crate) fn pulled(pod: &Pod, preflight: bool) -> Pulled {
     } else {
         Pulled::Pulling
     }
+}
+
+/// The release `pod`'s OSD image reported (`ceph-osd --version`, its release container's
+/// termination message), once that container ended.
+pub(crate) fn reported_release(pod: &Pod) -> Option<Release> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_deref()?;
+    let ended = (statuses.iter())
+        .find(|s| s.name == RELEASE_CONTAINER)?
+        .state
+        .as_ref()?
+        .terminated
+        .as_ref()?;
+    Release::of_version(ended.message.as_deref()?)
 }

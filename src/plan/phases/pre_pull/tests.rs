@@ -2,7 +2,7 @@
 //! domain's step, the deadline, failed pulls and preflights, the cleanup; the pod itself and
 //! what its status says.
 
-use super::pulled::{pulled, Pulled};
+use super::pulled::{pulled, reported_release, Pulled};
 use super::*;
 use crate::crd::topology::PrePullSpec;
 use crate::crd::{CephOsd, UpdateDomain};
@@ -108,15 +108,37 @@ fn exited(code: i32) -> PodStatus {
     status
 }
 
+/// The release report of a Pacific image, ended.
+fn reported(version: &str) -> ContainerStatus {
+    ContainerStatus {
+        name: "ceph-release".to_owned(),
+        image: "ceph".to_owned(),
+        state: Some(ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                exit_code: 0,
+                message: Some(format!("{version}\n")),
+                ..ContainerStateTerminated::default()
+            }),
+            ..ContainerState::default()
+        }),
+        ..ContainerStatus::default()
+    }
+}
+
+const PACIFIC: &str = "ceph version 16.2.15 (618f44) pacific (stable)";
+
 fn container_status(state: ContainerState) -> PodStatus {
     PodStatus {
         phase: Some("Pending".to_owned()),
-        container_statuses: Some(vec![ContainerStatus {
-            name: "pull-0".to_owned(),
-            image: "ceph".to_owned(),
-            state: Some(state),
-            ..ContainerStatus::default()
-        }]),
+        container_statuses: Some(vec![
+            ContainerStatus {
+                name: "pull-0".to_owned(),
+                image: "ceph".to_owned(),
+                state: Some(state),
+                ..ContainerStatus::default()
+            },
+            reported(PACIFIC),
+        ]),
         ..PodStatus::default()
     }
 }
@@ -396,15 +418,20 @@ fn the_pod_pulls_each_image_once_on_its_node_as_the_osd_pod_is_scheduled() {
         .iter()
         .map(|c| c.image.clone().unwrap_or_default())
         .collect();
-    assert_eq!(images, ["ceph:v2", "busybox"]);
+    assert_eq!(images, ["ceph:v2", "busybox", "ceph:v2"]);
     assert_eq!(
         spec.containers[0].image_pull_policy.as_deref(),
         Some("Always")
     );
-    assert!(spec
-        .containers
+    assert!(spec.containers[..2]
         .iter()
         .all(|c| c.command == Some(vec!["true".to_owned()])));
+    // The OSD image's release report.
+    let report = &spec.containers[2];
+    assert_eq!(report.name, "ceph-release");
+    assert_eq!(report.image_pull_policy, None, "the OSD container's own");
+    let command = report.command.clone().unwrap_or_default().join(" ");
+    assert!(command.contains("ceph-osd --version > /dev/termination-log"));
     assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
     assert_eq!(spec.priority_class_name.as_deref(), Some("storage"));
     assert_eq!(spec.tolerations.as_ref().map(Vec::len), Some(1));
@@ -527,6 +554,62 @@ fn what_a_pre_pull_pod_status_says() {
         };
         assert_eq!(word, says, "{status:?} preflight {preflight}");
     }
+}
+
+#[test]
+fn the_release_report_ends_before_the_pull_counts_and_names_the_release() {
+    let running = ContainerState {
+        running: Some(ContainerStateRunning::default()),
+        ..ContainerState::default()
+    };
+    let mut status = container_status(running.clone());
+    let mut pod = pod_with(None);
+    let spec = pod.spec.as_mut().expect("spec");
+    let mut report = spec.containers[0].clone();
+    report.name = "ceph-release".into();
+    spec.containers.push(report);
+    // The report still runs: not pulled yet, no release.
+    if let Some(statuses) = status.container_statuses.as_mut() {
+        statuses[1].state = Some(running);
+    }
+    pod.status = Some(status.clone());
+    assert_eq!(pulled(&pod, false), Pulled::Pulling);
+    assert_eq!(reported_release(&pod), None);
+    // Ended: pulled, and the release read from what it printed.
+    pod.status = Some(container_status(ContainerState {
+        running: Some(ContainerStateRunning::default()),
+        ..ContainerState::default()
+    }));
+    assert_eq!(pulled(&pod, false), Pulled::Yes);
+    assert_eq!(reported_release(&pod), Some(Release::PACIFIC));
+    // An image without ceph-osd reports nothing, and fails nothing.
+    if let Some(statuses) = pod
+        .status
+        .as_mut()
+        .and_then(|s| s.container_statuses.as_mut())
+    {
+        statuses[1] = reported("");
+    }
+    assert_eq!(pulled(&pod, true), Pulled::Yes);
+    assert_eq!(reported_release(&pod), None);
+}
+
+#[test]
+fn the_plan_carries_the_release_the_next_domains_image_reported() {
+    let mut cluster = converged(&with_pre_pull("a", ahead(1)));
+    let next = with_pre_pull("b", ahead(1));
+    let plan = cluster.reconcile(&next);
+    assert_eq!(plan.image_release, None, "nothing reported yet");
+    set_pull_status(
+        &mut cluster,
+        "h1",
+        &container_status(ContainerState {
+            running: Some(ContainerStateRunning::default()),
+            ..ContainerState::default()
+        }),
+    );
+    let plan = cluster.reconcile(&next);
+    assert_eq!(plan.image_release, Some(Release::PACIFIC));
 }
 
 proptest! {

@@ -76,6 +76,7 @@ async fn ask(
         pods,
         subjects: question,
         others: &others,
+        image_release: None,
     };
     answer(ceph, &asked, None).await
 }
@@ -298,6 +299,7 @@ async fn an_answer_starts_from_a_look_just_taken() {
         pods: &[],
         subjects: &subjects,
         others: &others,
+        image_release: None,
     };
     let answer = answer(&ceph, &asked, Some(looked)).await;
     assert!(matches!(answer.decision, GateDecision::Proceed { .. }));
@@ -539,4 +541,88 @@ async fn an_open_drain_without_a_mgr_is_not_asked_and_says_so() {
         .calls()
         .iter()
         .any(|c| matches!(c, Call::SafeToDestroy(_))));
+}
+
+/// osd.3 on Pacific, as `metadata`.
+fn pacific_metadata() -> BTreeMap<OsdId, OsdMetadata> {
+    let mut metadata = metadata();
+    for m in metadata.values_mut() {
+        m.ceph_version = Some("ceph version 16.2.15 (618f44) pacific (stable)".into());
+    }
+    metadata
+}
+
+async fn ask_for_reef(ceph: &ScriptedCeph) -> GateAnswer {
+    let (cr, subjects, others) = (cr(), question(), OtherCephOsds::default());
+    let asked = Question {
+        cr: &cr,
+        observed: &[],
+        pods: &[],
+        subjects: &subjects,
+        others: &others,
+        image_release: Some(crate::ceph::Release::REEF),
+    };
+    answer(ceph, &asked, None).await
+}
+
+#[tokio::test]
+async fn a_step_to_a_release_the_monitors_do_not_run_is_refused_before_ok_to_stop() {
+    let versions = crate::ceph::test_data::fixture("versions_all_pacific");
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(pacific_metadata()))
+        .on_versions(Ok(crate::ceph::parse_versions(&versions).unwrap()));
+    let answer = ask_for_reef(&ceph).await;
+    let GateDecision::Wait { blockers } = &answer.decision else {
+        panic!("{:?}", answer.decision);
+    };
+    assert_eq!(blockers[0].category(), "MonitorsOlder");
+    assert!(ceph.calls().contains(&Call::Versions));
+    assert!(
+        !(ceph.calls().iter()).any(|c| matches!(c, Call::OkToStop(_))),
+        "{:?}",
+        ceph.calls()
+    );
+}
+
+#[tokio::test]
+async fn with_the_monitors_and_managers_on_the_release_the_step_is_asked_about() {
+    let versions = crate::ceph::test_data::fixture("versions_mons_reef_osds_pacific");
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(pacific_metadata()))
+        .on_versions(Ok(crate::ceph::parse_versions(&versions).unwrap()))
+        .on_ok_to_stop(Ok(OkToStop {
+            ok_to_stop: true,
+            osds: BTreeSet::from([OsdId(3)]),
+            ..OkToStop::default()
+        }));
+    let answer = ask_for_reef(&ceph).await;
+    assert!(
+        matches!(answer.decision, GateDecision::Proceed { .. }),
+        "{:?}",
+        answer.decision
+    );
+}
+
+#[tokio::test]
+async fn a_release_change_without_ceph_versions_waits() {
+    let ceph = ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(pacific_metadata()))
+        .on_versions(Err(CephError::Timeout {
+            command: "versions".into(),
+            timeout: Duration::from_secs(15),
+        }));
+    let answer = ask_for_reef(&ceph).await;
+    assert_eq!(
+        answer.decision.blockers()[0].category(),
+        "CephVersionsUnknown"
+    );
 }
