@@ -194,6 +194,28 @@ impl CephBridge {
         locked(&self.log).clone()
     }
 
+    /// Waits (at most a minute) until the bridge has recorded an event `matches` accepts; its
+    /// events so far.
+    pub async fn wait_for_event(
+        &self,
+        what: &str,
+        matches: impl Fn(&BridgeEvent) -> bool,
+    ) -> anyhow::Result<Vec<BridgeEvent>> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+        loop {
+            let events = self.events();
+            if events.iter().any(&matches) {
+                return Ok(events);
+            }
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}\n{}",
+                self.render()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     /// The events, one line each.
     pub fn render(&self) -> String {
         render(&locked(&self.log))
