@@ -111,115 +111,150 @@ async fn wait_release_end(s: &Scenario, pod: &str) -> anyhow::Result<ContainerSt
     }
 }
 
-#[tokio::test]
-async fn releases_run_as_their_images_say() -> anyhow::Result<()> {
-    let t0 = Instant::now();
-    // The real binaries, once per process.
-    let pacific = Release::Pacific.osd_version().await?;
-    let reef = Release::Reef.osd_version().await?;
-    anyhow::ensure!(pacific.starts_with("ceph version 16.2.") && pacific.contains(" pacific ("));
-    anyhow::ensure!(reef.starts_with("ceph version 18.2.") && reef.contains(" reef ("));
+/// One Ceph (mon + mgr, one OSD per node, not started) and the bridge of a namespace.
+struct Bench {
+    s: Scenario,
+    nodes: [String; 3],
+    /// Each node's OSD id.
+    ids: Vec<u32>,
+    cluster: Arc<CephCluster>,
+    ceph: CephRecorder,
+    bridge: CephBridge,
+    pacific: String,
+    reef: String,
+}
 
-    let s = Scenario::create("cephrelease").await?;
-    let nodes = s.hosts(["rel-a", "rel-b", "rel-c"]);
-    ensure_nodes(&s.client, &nodes.iter().cloned().collect::<BTreeSet<_>>()).await?;
-    let cluster = Arc::new(CephCluster::for_scenario(&s, 0).await?);
-    let ids = futures::future::try_join_all(nodes.iter().map(|n| cluster.osd_create(n))).await?;
-    let table: BTreeMap<OsdKey, u32> = (nodes.iter())
-        .map(|n| OsdKey::new(n, DATA))
-        .zip(ids.iter().copied())
-        .collect();
-    let ceph = CephRecorder::start(&cluster, Instant::now()).await?;
-    let bridge = CephBridge::start(s.pods.clone(), Arc::clone(&cluster), &table, &ceph).await?;
-    let create = |pod: Pod| {
-        let pods = s.pods.clone();
-        async move { pods.create(&PostParams::default(), &pod).await }
-    };
+impl Bench {
+    async fn new() -> anyhow::Result<Self> {
+        // The real binaries, once per process.
+        let pacific = Release::Pacific.osd_version().await?;
+        let reef = Release::Reef.osd_version().await?;
+        anyhow::ensure!(
+            pacific.starts_with("ceph version 16.2.") && pacific.contains(" pacific (")
+        );
+        anyhow::ensure!(reef.starts_with("ceph version 18.2.") && reef.contains(" reef ("));
+        let s = Scenario::create("cephrelease").await?;
+        let nodes = s.hosts(["rel-a", "rel-b", "rel-c"]);
+        ensure_nodes(&s.client, &nodes.iter().cloned().collect::<BTreeSet<_>>()).await?;
+        let cluster = Arc::new(CephCluster::for_scenario(&s, 0).await?);
+        let ids =
+            futures::future::try_join_all(nodes.iter().map(|n| cluster.osd_create(n))).await?;
+        let table: BTreeMap<OsdKey, u32> = (nodes.iter())
+            .map(|n| OsdKey::new(n, DATA))
+            .zip(ids.iter().copied())
+            .collect();
+        let ceph = CephRecorder::start(&cluster, Instant::now()).await?;
+        let bridge = CephBridge::start(s.pods.clone(), Arc::clone(&cluster), &table, &ceph).await?;
+        Ok(Self {
+            s,
+            nodes,
+            ids,
+            cluster,
+            ceph,
+            bridge,
+            pacific,
+            reef,
+        })
+    }
 
-    // Pre-pull pods: a broken Reef image reports Reef's version all the same.
-    create(pre_pull_pod("pull-reef", &nodes[0], BROKEN_REEF_IMAGE)?).await?;
-    create(pre_pull_pod("pull-pacific", &nodes[1], PACIFIC_IMAGE)?).await?;
+    async fn create(&self, pod: Pod) -> anyhow::Result<()> {
+        self.s.pods.create(&PostParams::default(), &pod).await?;
+        Ok(())
+    }
 
-    // Every OSD first runs Pacific; then the pool.
-    for (pod, node) in [
-        ("osd-a", &nodes[0]),
-        ("osd-b", &nodes[1]),
-        ("osd-c", &nodes[2]),
-    ] {
-        create(osd_pod(pod, node, PACIFIC_IMAGE)?).await?;
+    /// Deletes `pod`; returns once it is gone (its daemon stopped first).
+    async fn delete(&self, pod: &'static str) -> anyhow::Result<()> {
+        self.s.pods.delete(pod, &DeleteParams::default()).await?;
+        self.bridge.wait_for_event(pod, gone(pod)).await.map(drop)
+    }
+
+    /// `ceph versions`: how many daemons of `kind` run `version`.
+    async fn count(&self, kind: &str, version: &str) -> anyhow::Result<u64> {
+        let versions = self.cluster.cli_json(&["versions"]).await?;
+        Ok(versions[kind][version.trim()].as_u64().unwrap_or(0))
+    }
+}
+
+/// Every OSD first runs Pacific (from a v16 image); then the pool.
+async fn all_pacific(b: &Bench) -> anyhow::Result<()> {
+    for (pod, node) in ["osd-a", "osd-b", "osd-c"].into_iter().zip(&b.nodes) {
+        b.create(osd_pod(pod, node, PACIFIC_IMAGE)?).await?;
     }
     for pod in ["osd-a", "osd-b", "osd-c"] {
+        let bridge = &b.bridge;
         bridge
             .wait_for_event(pod, started_as(pod, Release::Pacific))
             .await?;
         bridge.wait_for_event(pod, booted(pod)).await?;
     }
-    cluster.pool_create().await?;
-    anyhow::ensure!(osd_version(&cluster, ids[0]).await?.contains(" pacific ("));
+    b.cluster.pool_create().await?;
+    anyhow::ensure!(b.count("osd", &b.pacific).await? == 3);
+    Ok(())
+}
 
-    // An admin upgrades the mon and the mgr.
-    cluster.restart_mon(Release::Reef).await?;
-    cluster.restart_mgr(Release::Reef).await?;
-    let versions = cluster.cli_json(&["versions"]).await?;
-    let reef_line = reef.trim();
-    anyhow::ensure!(
-        versions["mon"][reef_line] == 1 && versions["mgr"][reef_line] == 1,
-        "{versions}"
-    );
-
-    // osd-a's disk, first run by Pacific, boots under Reef from a v18 image.
-    s.pods.delete("osd-a", &DeleteParams::default()).await?;
-    bridge.wait_for_event("osd-a gone", gone("osd-a")).await?;
-    create(osd_pod("osd-a2", &nodes[0], REEF_IMAGE)?).await?;
+/// An admin upgrades the mon and the mgr; then osd-a's disk, first run by Pacific, boots
+/// under Reef from a v18 image.
+async fn upgrade_to_reef(b: &Bench) -> anyhow::Result<()> {
+    b.cluster.restart_mon(Release::Reef).await?;
+    b.cluster.restart_mgr(Release::Reef).await?;
+    anyhow::ensure!(b.count("mon", &b.reef).await? == 1 && b.count("mgr", &b.reef).await? == 1);
+    b.delete("osd-a").await?;
+    b.create(osd_pod("osd-a2", &b.nodes[0], REEF_IMAGE)?)
+        .await?;
+    let bridge = &b.bridge;
     bridge
         .wait_for_event("osd-a2 on Reef", started_as("osd-a2", Release::Reef))
         .await?;
     bridge.wait_for_event("osd-a2", booted("osd-a2")).await?;
-    cluster.wait_clean(Duration::from_mins(2)).await?;
-    let version = osd_version(&cluster, ids[0]).await?;
-    anyhow::ensure!(version == reef_line, "osd.{}: {version}", ids[0]);
-    let versions = cluster.cli_json(&["versions"]).await?;
-    anyhow::ensure!(
-        versions["osd"][reef_line] == 1 && versions["osd"][pacific.trim()] == 2,
-        "{versions}"
-    );
+    b.cluster.wait_clean(Duration::from_mins(2)).await?;
+    let version = osd_version(&b.cluster, b.ids[0]).await?;
+    anyhow::ensure!(version == b.reef.trim(), "osd.{}: {version}", b.ids[0]);
+    anyhow::ensure!(b.count("osd", &b.reef).await? == 1 && b.count("osd", &b.pacific).await? == 2);
+    Ok(())
+}
 
-    // A broken image: no daemon, the OSD stays down, the pod never Ready; deleted at once.
-    s.pods.delete("osd-b", &DeleteParams::default()).await?;
-    bridge.wait_for_event("osd-b gone", gone("osd-b")).await?;
-    create(osd_pod("osd-b2", &nodes[1], BROKEN_REEF_IMAGE)?).await?;
-    bridge
+/// A broken image: no daemon, the OSD stays down, the pod never Ready; deleted at once.
+async fn broken_image(b: &Bench) -> anyhow::Result<()> {
+    let id = b.ids[1];
+    b.delete("osd-b").await?;
+    b.create(osd_pod("osd-b2", &b.nodes[1], BROKEN_REEF_IMAGE)?)
+        .await?;
+    b.bridge
         .wait_for_event("osd-b2 broken", |e| {
             e.pod == "osd-b2" && matches!(e.kind, BridgeEventKind::Broken { .. })
         })
         .await?;
     hold(Duration::from_secs(3), || async {
-        let map = cluster.osd_dump().await?;
-        anyhow::ensure!(map.osd(ids[1]).is_some_and(|o| !o.up), "osd.{} up", ids[1]);
-        anyhow::ensure!(!is_ready(&s.pods.get("osd-b2").await?), "osd-b2 Ready");
+        let map = b.cluster.osd_dump().await?;
+        anyhow::ensure!(map.osd(id).is_some_and(|o| !o.up), "osd.{id} up");
+        anyhow::ensure!(!is_ready(&b.s.pods.get("osd-b2").await?), "osd-b2 Ready");
         Ok(())
     })
     .await?;
-    s.pods.delete("osd-b2", &DeleteParams::default()).await?;
-    bridge
+    b.s.pods.delete("osd-b2", &DeleteParams::default()).await?;
+    b.bridge
         .wait_for_event("osd-b2 removed", |e| {
             e.pod == "osd-b2" && e.kind == BridgeEventKind::Removed
         })
         .await?;
     anyhow::ensure!(
-        !bridge.daemons()[&ids[1]].iter().any(|d| d.pod == "osd-b2"),
+        !b.bridge.daemons()[&id].iter().any(|d| d.pod == "osd-b2"),
         "a daemon for the broken image\n{}",
-        bridge.render()
+        b.bridge.render()
     );
+    Ok(())
+}
 
-    // The pre-pull pods' reports: the real versions, kept (KWOK does not overwrite them).
-    for (pod, want) in [("pull-reef", &reef), ("pull-pacific", &pacific)] {
-        let end = wait_release_end(&s, pod).await?;
+/// The pre-pull pods' reports: the real versions (a broken image's too), their pull
+/// containers still running, kept (KWOK does not overwrite them).
+async fn pre_pull_reports(b: &Bench) -> anyhow::Result<()> {
+    for (pod, want) in [("pull-reef", &b.reef), ("pull-pacific", &b.pacific)] {
+        let end = wait_release_end(&b.s, pod).await?;
         anyhow::ensure!(
             end.exit_code == 0 && end.message.as_ref() == Some(want),
             "{pod}: {end:?}"
         );
-        let pull = s.pods.get(pod).await?;
+        let pull = b.s.pods.get(pod).await?;
         let pull0 = (pull
             .status
             .iter()
@@ -232,18 +267,32 @@ async fn releases_run_as_their_images_say() -> anyhow::Result<()> {
         );
     }
     hold(Duration::from_secs(2), || async {
-        let end = release_end(&s, "pull-reef").await?;
-        anyhow::ensure!(end.and_then(|e| e.message).as_ref() == Some(&reef));
+        let end = release_end(&b.s, "pull-reef").await?;
+        anyhow::ensure!(end.and_then(|e| e.message).as_ref() == Some(&b.reef));
         Ok(())
     })
-    .await?;
+    .await
+}
 
-    bridge.check()?;
-    println!("==== releases:\n{}", bridge.render());
-    bridge.stop().await?;
-    drop(ceph);
-    s.destroy().await?;
-    cluster.down()?;
+#[tokio::test]
+async fn releases_run_as_their_images_say() -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let b = Bench::new().await?;
+    b.create(pre_pull_pod("pull-reef", &b.nodes[0], BROKEN_REEF_IMAGE)?)
+        .await?;
+    b.create(pre_pull_pod("pull-pacific", &b.nodes[1], PACIFIC_IMAGE)?)
+        .await?;
+    all_pacific(&b).await?;
+    upgrade_to_reef(&b).await?;
+    broken_image(&b).await?;
+    pre_pull_reports(&b).await?;
+
+    b.bridge.check()?;
+    println!("==== releases:\n{}", b.bridge.render());
+    b.bridge.stop().await?;
+    drop(b.ceph);
+    b.s.destroy().await?;
+    b.cluster.down()?;
     println!("==== releases: test {:.1}s", t0.elapsed().as_secs_f64());
     Ok(())
 }
