@@ -87,6 +87,7 @@ async fn cephs_own_steps() -> anyhow::Result<Vec<OwnStep>> {
                     pod_namespace: None,
                     node_name: None,
                     container_image: None,
+                    ..OsdStart::default()
                 },
             )
             .await?;

@@ -284,27 +284,6 @@ async fn bridged_osds_roll_host_by_host_ready_by_kwok_timing() -> anyhow::Result
     roll_real_osds("cephbridge-kwok", false).await
 }
 
-/// Waits until the bridge has recorded an event `matches` accepts; its events so far.
-async fn wait_for_event(
-    bridge: &CephBridge,
-    what: &str,
-    matches: impl Fn(&BridgeEvent) -> bool,
-) -> anyhow::Result<Vec<BridgeEvent>> {
-    let deadline = Instant::now() + Duration::from_mins(1);
-    loop {
-        let events = bridge.events();
-        if events.iter().any(&matches) {
-            return Ok(events);
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}\n{}",
-            bridge.render()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// A plain pod on `node` whose container runs the OSD on `data` (as the operator's would).
 fn osd_pod(name: &str, node: &str, data: &str) -> anyhow::Result<Pod> {
     Ok(serde_json::from_value(json!({
@@ -337,12 +316,12 @@ async fn a_second_pod_on_a_disk_gets_no_second_daemon() -> anyhow::Result<()> {
     s.pods
         .create(&PostParams::default(), &osd_pod("first", &node, DATA)?)
         .await?;
-    wait_for_event(
-        &bridge,
-        "first's daemon booted",
-        is("first", |k| matches!(k, BridgeEventKind::Booted { .. })),
-    )
-    .await?;
+    bridge
+        .wait_for_event(
+            "first's daemon booted",
+            is("first", |k| matches!(k, BridgeEventKind::Booted { .. })),
+        )
+        .await?;
 
     // Another spelling of the same disk.
     s.pods
@@ -351,12 +330,12 @@ async fn a_second_pod_on_a_disk_gets_no_second_daemon() -> anyhow::Result<()> {
             &osd_pod("second", &node, "/dev//sdb")?,
         )
         .await?;
-    wait_for_event(
-        &bridge,
-        "second's claim recorded as a violation",
-        is("second", |k| matches!(k, BridgeEventKind::Violation(_))),
-    )
-    .await?;
+    bridge
+        .wait_for_event(
+            "second's claim recorded as a violation",
+            is("second", |k| matches!(k, BridgeEventKind::Violation(_))),
+        )
+        .await?;
     hold(Duration::from_secs(2), || async {
         anyhow::ensure!(
             !bridge
@@ -374,12 +353,12 @@ async fn a_second_pod_on_a_disk_gets_no_second_daemon() -> anyhow::Result<()> {
 
     // The first pod goes: its daemon stops first, then the second pod's starts.
     s.pods.delete("first", &DeleteParams::default()).await?;
-    let events = wait_for_event(
-        &bridge,
-        "second's daemon booted",
-        is("second", |k| matches!(k, BridgeEventKind::Booted { .. })),
-    )
-    .await?;
+    let events = bridge
+        .wait_for_event(
+            "second's daemon booted",
+            is("second", |k| matches!(k, BridgeEventKind::Booted { .. })),
+        )
+        .await?;
     let meta = cluster.osd_metadata(id).await?;
     anyhow::ensure!(meta["pod_name"] == "second", "osd.{id}: {meta}");
     let daemons = bridge.daemons();

@@ -21,6 +21,7 @@ use anyhow::{anyhow, bail, Context as _};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ceph::Release;
 use crate::kubernetes::manifests::random_suffix;
 use crate::paths::{output_dir, workspace_root};
 
@@ -282,6 +283,8 @@ pub struct OsdStart<'a> {
     /// `CONTAINER_IMAGE`: with it Ceph counts the daemon as in a container and takes
     /// `NODE_NAME` as its `hostname` (as a pod without `POD_NAME` on its node).
     pub container_image: Option<&'a str>,
+    /// The release of the daemon (by default the machine's Pacific).
+    pub release: Release,
 }
 
 /// A replicated pool of the harness: its copies each in another CRUSH bucket of one type.
@@ -435,10 +438,12 @@ impl CephCluster {
         Ok((id, device.trim().to_owned()))
     }
 
-    /// Starts OSD `id`'s daemon (returns at once; it boots in a few seconds).
+    /// Starts OSD `id`'s daemon of `start.release` (returns at once; it boots in a few
+    /// seconds).
     pub async fn osd_start(&self, id: u32, start: &OsdStart<'_>) -> anyhow::Result<()> {
         let id = id.to_string();
         let mut args = vec!["osd-start", id.as_str(), "--host", start.host];
+        args.extend(["--release", start.release.name()]);
         for (flag, value) in [
             ("--pod-name", start.pod_name),
             ("--pod-namespace", start.pod_namespace),
@@ -472,7 +477,8 @@ impl CephCluster {
         self.run(&args, Duration::from_mins(1)).await.map(drop)
     }
 
-    /// Starts the mgr again (returns at once; it is available a few seconds later).
+    /// Starts the mgr again, of the release it ran (returns at once; it is available a few
+    /// seconds later).
     pub async fn mgr_start(&self) -> anyhow::Result<()> {
         self.run(&["mgr-start"], Duration::from_secs(30))
             .await
@@ -486,7 +492,7 @@ impl CephCluster {
             .map(drop)
     }
 
-    /// Starts the mon again; returns once it answers.
+    /// Starts the mon again, of the release it ran; returns once it answers.
     pub async fn mon_start(&self) -> anyhow::Result<()> {
         self.run(&["mon-start"], Duration::from_mins(4))
             .await
@@ -714,5 +720,6 @@ fn reap_orphans() {
     }
 }
 
+mod restarts;
 #[cfg(test)]
 mod tests;

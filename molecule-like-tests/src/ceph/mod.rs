@@ -4,10 +4,13 @@
 //!
 //! - [`cluster`]: a real Ceph cluster (`molecule-like-tests/ceph`) and Ceph's view (its types
 //!   re-exported here).
+//! - [`release`]: the Ceph releases its daemons run (Pacific, Reef) and their versions.
 
 pub mod cluster;
+pub mod release;
 
 pub(crate) use cluster::script_command;
 pub use cluster::{
     script_path, CephCluster, OsdInfo, OsdMap, OsdStart, PgBrief, PgStat, PoolInfo, PoolSpec,
 };
+pub use release::Release;

@@ -539,6 +539,7 @@ impl Gated {
                     pod_namespace: Some(&self.s.namespace),
                     node_name: Some(&key.host),
                     container_image: None,
+                    ..crate::ceph::OsdStart::default()
                 },
             )
             .await

@@ -10,6 +10,7 @@ use kube::ResourceExt;
 use tokio::sync::mpsc;
 
 use super::events::BridgeEventKind;
+use super::image::daemon_release;
 use super::slots::{Done, Holder, Phase};
 use super::state::Bridge;
 use super::table::node_of;
@@ -23,6 +24,7 @@ impl Bridge {
         // A reference operator's pod: its container gives the daemon no POD_NAME.
         let reference_image = self.faults.borrow().reference_image(pod);
         let anonymous = anonymous || reference_image.is_some();
+        let release = daemon_release(pod).release;
         if anonymous {
             self.record(Some(osd), &name, &uid, BridgeEventKind::Anonymous);
         }
@@ -32,6 +34,7 @@ impl Bridge {
                 uid,
                 pod: name.clone(),
                 phase: Phase::Starting,
+                release,
                 up_from_before: 0,
                 booted: false,
                 marked: false,
@@ -56,6 +59,7 @@ impl Bridge {
                     pod_namespace: (!anonymous).then_some(namespace.as_str()),
                     node_name: Some(&node),
                     container_image: reference_image.as_deref(),
+                    release,
                 };
                 cluster.osd_start(osd, &start).await?;
                 anyhow::Ok(before)
@@ -98,7 +102,7 @@ impl Bridge {
                 let Some(h) = self.slots.holder_mut(osd) else {
                     return;
                 };
-                let (pod, uid) = (h.pod.clone(), h.uid.clone());
+                let (pod, uid, release) = (h.pod.clone(), h.uid.clone(), h.release);
                 match result {
                     Ok(before) => {
                         h.phase = Phase::Running;
@@ -111,6 +115,7 @@ impl Bridge {
                             BridgeEventKind::Started {
                                 node,
                                 up_from_before: before,
+                                release,
                             },
                         );
                     }
@@ -137,7 +142,7 @@ impl Bridge {
                         self.record(Some(osd), &h.pod, &h.uid, BridgeEventKind::Stopped);
                         if remove {
                             self.removed.insert(h.uid.clone());
-                            self.remove_pod(Some(osd), &h);
+                            self.remove_pod(Some(osd), &h.pod, &h.uid);
                         }
                     }
                     Err(e) => {

@@ -5,14 +5,17 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::ceph::Release;
+
 /// What the bridge did or saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BridgeEventKind {
-    /// `osd-start` returned for the pod, on `node`; the OSD's `up_from` before was
-    /// `up_from_before`.
+    /// `osd-start` returned for the pod, on `node`, its daemon of `release` (its image's); the
+    /// OSD's `up_from` before was `up_from_before`.
     Started {
         node: String,
         up_from_before: u64,
+        release: Release,
     },
     /// Ceph's osdmap shows the OSD up with this newer `up_from`.
     Booted {
@@ -38,6 +41,15 @@ pub enum BridgeEventKind {
     Withheld,
     /// The daemon is started without the pod's name and namespace ([`CephBridge::anonymous`]).
     Anonymous,
+    /// The pod's image is broken (`…-broken`): no daemon is started for it.
+    Broken {
+        image: String,
+    },
+    /// A pre-pull pod's `ceph-release` container was given the `ceph-osd --version` of its
+    /// image's release (the annotation KWOK ends that container with).
+    ReleaseReported {
+        release: Release,
+    },
     Violation(String),
     Error(String),
 }
@@ -64,6 +76,8 @@ pub(super) fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct Daemon {
     pub pod: String,
     pub uid: String,
+    /// The release it ran.
+    pub release: Release,
     pub started: Option<Duration>,
     pub booted: Option<(Duration, u64)>,
     pub stopping: Option<Duration>,
@@ -76,10 +90,11 @@ pub(super) fn daemons(events: &[BridgeEvent]) -> BTreeMap<u32, Vec<Daemon>> {
     for e in events {
         let Some(osd) = e.osd else { continue };
         let list = out.entry(osd).or_default();
-        if matches!(e.kind, BridgeEventKind::Started { .. }) {
+        if let BridgeEventKind::Started { release, .. } = e.kind {
             list.push(Daemon {
                 pod: e.pod.clone(),
                 uid: e.uid.clone(),
+                release,
                 started: Some(e.at),
                 ..Daemon::default()
             });

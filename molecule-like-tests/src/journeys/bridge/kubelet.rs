@@ -13,8 +13,9 @@ use kube::ResourceExt;
 use tokio::sync::{mpsc, watch};
 
 use super::events::{locked, BridgeEvent, BridgeEventKind};
+use super::image::{daemon_image, daemon_release};
 use super::readiness::ready_early;
-use super::slots::{Done, Holder, Phase};
+use super::slots::{Done, Phase};
 use super::state::Bridge;
 use super::table::running;
 
@@ -103,6 +104,7 @@ impl Bridge {
     pub(super) fn apply(&mut self, pod: Pod) {
         let uid = pod.uid().unwrap_or_default();
         self.table.learn(&pod);
+        self.report_release(&pod);
         // A pod that is to be Ready by its OSD but is Ready before the bridge said so.
         if ready_early(&pod) {
             let osd = self.table.osd_of(&uid);
@@ -153,8 +155,12 @@ impl Bridge {
             let disk = self.table.disk(&uid).cloned();
             let withheld = self.faults.borrow().is_withheld(disk.as_ref());
             let id = disk.as_ref().and_then(|d| self.table.osd(d));
+            let broken = id.is_some() && daemon_release(&pod).broken;
             if withheld && !self.slots.holds(&uid) {
                 self.record_once("withheld", id, &pod, BridgeEventKind::Withheld);
+            } else if broken && !self.slots.holds(&uid) {
+                let image = daemon_image(&pod).unwrap_or_default().to_owned();
+                self.record_once("broken", id, &pod, BridgeEventKind::Broken { image });
             } else if let Some(id) = id {
                 claims.entry(id).or_default().push(pod);
             } else {
@@ -220,8 +226,8 @@ impl Bridge {
         self.mark_booted();
     }
 
-    /// Deletes (grace 0) terminating pods of withheld disks that have no daemon, as a kubelet
-    /// does with a pod none of whose containers runs.
+    /// Deletes (grace 0) terminating OSD pods that have no daemon (their disk withheld, or
+    /// their image broken), as a kubelet does with a pod none of whose containers runs.
     pub(super) fn remove_withheld(&mut self) {
         let faults = self.faults.borrow().clone();
         let doomed: Vec<Pod> = self
@@ -230,57 +236,50 @@ impl Bridge {
             .filter(|p| p.metadata.deletion_timestamp.is_some())
             .filter(|p| {
                 let uid = p.uid().unwrap_or_default();
+                let broken = self.table.osd_of(&uid).is_some() && daemon_release(p).broken;
                 !self.slots.holds(&uid)
                     && !self.removed.contains(&uid)
-                    && faults.is_withheld(self.table.disk(&uid))
+                    && (broken || faults.is_withheld(self.table.disk(&uid)))
             })
             .cloned()
             .collect();
         for pod in doomed {
             let uid = pod.uid().unwrap_or_default();
             self.removed.insert(uid.clone());
-            let h = Holder {
-                uid,
-                pod: pod.name_any(),
-                phase: Phase::Stopping,
-                up_from_before: 0,
-                booted: false,
-                marked: false,
-            };
-            let osd = self.table.osd_of(&h.uid);
-            self.remove_pod(osd, &h);
+            let osd = self.table.osd_of(&uid);
+            self.remove_pod(osd, &pod.name_any(), &uid);
         }
     }
 
     /// Deletes a terminated pod with grace 0 (its daemon has exited), as a kubelet does.
-    pub(super) fn remove_pod(&mut self, osd: Option<u32>, h: &Holder) {
-        let (api, pod, uid) = (self.api.clone(), h.pod.clone(), h.uid.clone());
+    pub(super) fn remove_pod(&mut self, osd: Option<u32>, pod: &str, uid: &str) {
+        let (api, name) = (self.api.clone(), pod.to_owned());
         let params = DeleteParams {
             grace_period_seconds: Some(0),
             preconditions: Some(Preconditions {
-                uid: Some(uid.clone()),
+                uid: Some(uid.to_owned()),
                 resource_version: None,
             }),
             ..DeleteParams::default()
         };
-        self.spawn_recorded(osd, h, async move {
-            match api.delete(&pod, &params).await {
+        self.spawn_recorded(osd, pod, uid, async move {
+            match api.delete(&name, &params).await {
                 Ok(_) => Some(BridgeEventKind::Removed),
                 // Gone already, or another pod of that name now.
                 Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => None,
-                Err(e) => Some(BridgeEventKind::Error(format!("deleting pod {pod}: {e}"))),
+                Err(e) => Some(BridgeEventKind::Error(format!("deleting pod {name}: {e}"))),
             }
         });
     }
 
-    /// Runs an API call about `h`'s pod in the background and records what it returns.
-    pub(super) fn spawn_recorded<F>(&mut self, osd: Option<u32>, h: &Holder, call: F)
+    /// Runs an API call about pod `pod` (`uid`) in the background and records what it returns.
+    pub(super) fn spawn_recorded<F>(&mut self, osd: Option<u32>, pod: &str, uid: &str, call: F)
     where
         F: std::future::Future<Output = Option<BridgeEventKind>> + Send + 'static,
     {
         self.busy += 1;
         let (ops, log, clock) = (self.ops.clone(), Arc::clone(&self.log), self.clock);
-        let (pod, uid) = (h.pod.clone(), h.uid.clone());
+        let (pod, uid) = (pod.to_owned(), uid.to_owned());
         tokio::spawn(async move {
             if let Some(kind) = call.await {
                 locked(&log).push(BridgeEvent {

@@ -34,18 +34,29 @@
 //!   it: no pod reported, `NODE_NAME` its node and `CONTAINER_IMAGE` its image (so Ceph takes
 //!   the node as `hostname`, as a hostNetwork pod's daemon reports it).
 //!
+//! - Releases: a pod's daemon runs the Ceph release its first container's image names
+//!   ([`image_release`]: tag `v18…` Reef, anything else the machine's Pacific; recorded in its
+//!   `Started` event); a `…-broken` image's daemon is never started (as a container that exits
+//!   at once: its OSD stays down; `Broken` recorded; once terminating, the pod is deleted at
+//!   once). A pre-pull pod's `ceph-release` container ends with the real `ceph-osd --version`
+//!   of its image's release as its message (`pre_pull`, with KWOK's `pre-pull-ceph-release`
+//!   stage).
+//!
 //! [`CephBridge::check`] replays the events: no violation or error, every pod that ran got its
 //! daemon, every pod gone had its daemon stopped first.
 //!
 //! Its parts, one type each: `table` (the disks' OSD ids, each pod's disk), `slots` (who
 //! holds each OSD id), `daemons` (starts and stops), `faults` (asked for by disk), `readiness`
-//! (Ready by Ceph), `events` (the record and its rules), `state` (what the loop keeps),
+//! (Ready by Ceph), `image` (an image's release), `pre_pull` (pre-pull pods' release reports),
+//! `events` (the record and its rules), `state` (what the loop keeps),
 //! `kubelet` (the loop over the pod watch).
 
 mod daemons;
 mod events;
 mod faults;
+mod image;
 mod kubelet;
+mod pre_pull;
 mod readiness;
 mod slots;
 mod state;
@@ -68,6 +79,8 @@ use crate::recording::ceph::CephRecorder;
 use events::{check, daemons, locked, render, Log};
 pub use events::{BridgeEvent, BridgeEventKind, Daemon};
 use faults::Faults;
+pub use image::{image_release, ImageRelease};
+pub use pre_pull::{CEPH_RELEASE_CONTAINER, RELEASE_OUTPUT_ANNOTATION};
 pub use readiness::{ready_when_osd_up, OSD_UP_ANNOTATION, READY_WHEN_OSD_UP};
 use slots::Slots;
 use state::Bridge;
@@ -179,6 +192,28 @@ impl CephBridge {
     /// Every event so far.
     pub fn events(&self) -> Vec<BridgeEvent> {
         locked(&self.log).clone()
+    }
+
+    /// Waits (at most a minute) until the bridge has recorded an event `matches` accepts; its
+    /// events so far.
+    pub async fn wait_for_event(
+        &self,
+        what: &str,
+        matches: impl Fn(&BridgeEvent) -> bool,
+    ) -> anyhow::Result<Vec<BridgeEvent>> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+        loop {
+            let events = self.events();
+            if events.iter().any(&matches) {
+                return Ok(events);
+            }
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}\n{}",
+                self.render()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
 
     /// The events, one line each.

@@ -76,7 +76,7 @@ impl Bridge {
         }
         for (osd, h) in to_mark {
             let (api, pod, uid) = (self.api.clone(), h.pod.clone(), h.uid.clone());
-            self.spawn_recorded(Some(osd), &h, async move {
+            self.spawn_recorded(Some(osd), &h.pod, &h.uid, async move {
                 // The uid in the patch: never another pod of that name.
                 let patch =
                     json!({"metadata": {"uid": uid, "annotations": {OSD_UP_ANNOTATION: "true"}}});

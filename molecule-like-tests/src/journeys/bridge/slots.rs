@@ -3,12 +3,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::ceph::Release;
+
 /// Who holds an OSD id: the pod whose daemon starts, runs or stops.
 #[derive(Clone, Debug)]
 pub(super) struct Holder {
     pub(super) uid: String,
     pub(super) pod: String,
     pub(super) phase: Phase,
+    /// The release its daemon runs.
+    pub(super) release: Release,
     pub(super) up_from_before: u64,
     pub(super) booted: bool,
     pub(super) marked: bool,

@@ -14,6 +14,7 @@ fn started() -> BridgeEventKind {
     BridgeEventKind::Started {
         node: "n".into(),
         up_from_before: 0,
+        release: crate::ceph::Release::Pacific,
     }
 }
 
