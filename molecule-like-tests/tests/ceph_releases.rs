@@ -49,10 +49,11 @@ fn osd_pod(name: &str, node: &str, image: &str) -> anyhow::Result<Pod> {
 }
 
 /// A pre-pull pod on `node` for `image` as the operator makes it: a pull container and the
-/// `ceph-release` container.
+/// `ceph-release` container, with the annotations of a template whose pods the bridge runs.
 fn pre_pull_pod(name: &str, node: &str, image: &str) -> anyhow::Result<Pod> {
     Ok(serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {labels::PRE_PULL: "true"}},
+        "metadata": {"name": name, "labels": {labels::PRE_PULL: "true"},
+                     "annotations": {READY_ANNOTATION: READY_WHEN_OSD_UP}},
         "spec": {
             "nodeName": node,
             "restartPolicy": "Never",
