@@ -15,6 +15,10 @@ pub const OSD_IDS: &str = "ceph.elemental.net/osd-ids";
 /// [`update_domain_label_value`]): the disruption budget selects pods by it.
 pub const UPDATE_DOMAIN: &str = "ceph.elemental.net/update-domain";
 
+/// On a CephOSD, set by an admin (`kubectl ceph-osd finalize`): the release the Ceph
+/// cluster's `require_osd_release` is to be raised to once every OSD and monitor runs it.
+pub const FINALIZE_RELEASE: &str = "ceph.elemental.net/finalize-release";
+
 /// Label on the operator's image pre-pull pods (value `true`): they run no OSD and carry no
 /// owner label, so nothing that selects OSD pods selects them; their CephOSD controls them.
 pub const PRE_PULL: &str = "ceph.elemental.net/pre-pull";

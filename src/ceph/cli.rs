@@ -16,6 +16,7 @@ use super::crush::{
 };
 use super::finished::Finished;
 use super::osd_id::OsdId;
+use super::release::Release;
 use super::session::{python_of, Launch, Session, SessionError};
 use super::versions::{parse_versions, DaemonReleases};
 use futures::future::BoxFuture;
@@ -261,6 +262,21 @@ impl CliClient {
     }
 
     /// `osd add-noout`, `rm-noout`, `out`, `in` on `ids` (`osd.N`): a write that must exit 0.
+    async fn raise_release(&self, release: Release) -> Result<(), CephError> {
+        let name = release.name().ok_or_else(|| CephError::Failed {
+            command: "osd require-osd-release".to_owned(),
+            exit_code: None,
+            stderr: format!("{release} has no name Ceph knows"),
+        })?;
+        let command = command(&["osd", "require-osd-release"], [name.to_owned()]);
+        let finished = self.run(&command).await?;
+        if finished.exit_code == Some(0) {
+            Ok(())
+        } else {
+            Err(failed(&command, &finished))
+        }
+    }
+
     async fn mark(&self, verb: &str, ids: &[OsdId]) -> Result<(), CephError> {
         let command = command(&["osd", verb], ids.iter().map(ToString::to_string));
         let finished = self.run(&command).await?;
@@ -350,6 +366,10 @@ impl CephClient for CliClient {
 
     fn versions(&self) -> BoxFuture<'_, Result<DaemonReleases, CephError>> {
         async move { self.ask(&command(&["versions"], []), parse_versions).await }.boxed()
+    }
+
+    fn require_osd_release(&self, release: Release) -> BoxFuture<'_, Result<(), CephError>> {
+        self.raise_release(release).boxed()
     }
 
     fn ok_to_stop<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<OkToStop, CephError>> {

@@ -7,6 +7,7 @@ use super::answers::{
 };
 use super::crush::{CrushRule, CrushTree, PoolRule};
 use super::osd_id::OsdId;
+use super::release::Release;
 use super::versions::DaemonReleases;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
@@ -34,6 +35,10 @@ pub trait CephClient: Send + Sync {
 
     /// `versions`: the releases each kind of daemon runs, with how many of each.
     fn versions(&self) -> BoxFuture<'_, Result<DaemonReleases, CephError>>;
+
+    /// `osd require-osd-release <release>`: raises the release every OSD must run (it never
+    /// goes back). Success proves nothing: read `osd dump` back.
+    fn require_osd_release(&self, release: Release) -> BoxFuture<'_, Result<(), CephError>>;
 
     /// `osd ok-to-stop <ids>`: Ceph's answer, also when it is "no" (rc 16, EBUSY) or "PG states
     /// not known yet" (rc 11, EAGAIN); `ok_to_stop` is true only with rc 0. Ceph says yes for

@@ -8,6 +8,7 @@ use super::answers::{
 use super::client::{CephClient, CephError};
 use super::crush::{CrushRule, CrushTree, PoolRule};
 use super::osd_id::OsdId;
+use super::release::Release;
 use super::versions::DaemonReleases;
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -23,6 +24,7 @@ pub(crate) enum Call {
     OsdDump,
     OsdMetadata,
     Versions,
+    RequireOsdRelease(Release),
     OkToStop(Vec<OsdId>),
     AddNoout(Vec<OsdId>),
     RmNoout(Vec<OsdId>),
@@ -52,6 +54,7 @@ pub(crate) struct ScriptedCeph {
     osd_dump: Queue<OsdDump>,
     osd_metadata: Queue<BTreeMap<OsdId, OsdMetadata>>,
     versions: Queue<DaemonReleases>,
+    require_osd_release: Queue<()>,
     ok_to_stop: Queue<OkToStop>,
     add_noout: Queue<()>,
     rm_noout: Queue<()>,
@@ -93,6 +96,11 @@ impl ScriptedCeph {
 
     pub(crate) fn on_versions(self, answer: Result<DaemonReleases, CephError>) -> Self {
         push(&self.versions, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_require_osd_release(self, answer: Result<(), CephError>) -> Self {
+        push(&self.require_osd_release, Scripted::Answer(answer));
         self
     }
 
@@ -226,6 +234,10 @@ impl CephClient for ScriptedCeph {
 
     fn versions(&self) -> BoxFuture<'_, Result<DaemonReleases, CephError>> {
         self.answer(Call::Versions, &self.versions)
+    }
+
+    fn require_osd_release(&self, release: Release) -> BoxFuture<'_, Result<(), CephError>> {
+        self.answer(Call::RequireOsdRelease(release), &self.require_osd_release)
     }
 
     fn ok_to_stop<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<OkToStop, CephError>> {

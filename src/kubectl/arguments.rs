@@ -3,7 +3,7 @@
 use crate::kubectl::choices::{Output, Until};
 use crate::kubectl::cluster::Cluster;
 use crate::kubectl::failed::Failed;
-use crate::kubectl::{steering, watching};
+use crate::kubectl::{finalizing, steering, watching};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -81,6 +81,14 @@ pub enum PluginCommand {
     },
     /// Roll every OSD pod again (a template annotation, as `kubectl rollout restart`).
     Restart { name: Option<String> },
+    /// Raise the Ceph cluster's require_osd_release once every OSD and monitor runs RELEASE
+    /// (ends rollback).
+    Finalize {
+        name: Option<String>,
+        /// The release (e.g. reef).
+        #[arg(long)]
+        release: String,
+    },
     /// Mark a pod `up-to-date` so the rollout goes on without waiting for it.
     Override {
         pod: String,
@@ -147,6 +155,9 @@ pub(crate) async fn dispatch(cli: PluginCli) -> Result<(), Failed> {
             steering::promote(&cluster, name, full, to).await
         }
         PluginCommand::Restart { name } => steering::restart(&cluster, name).await,
+        PluginCommand::Finalize { name, release } => {
+            finalizing::finalize(&cluster, name, &release).await
+        }
         PluginCommand::Override { pod, reason, force } => {
             steering::override_pod(&cluster, &pod, &reason, force).await
         }

@@ -7,6 +7,7 @@ mod arguments;
 mod choices;
 mod cluster;
 mod failed;
+mod finalizing;
 mod steering;
 mod watching;
 

@@ -157,6 +157,7 @@ pub(crate) fn apply(
             | Action::ClearNoout { .. }
             | Action::MarkOut { .. }
             | Action::MarkIn { .. }
+            | Action::RequireOsdRelease { .. }
             | Action::WriteBudget { .. }
             | Action::DeleteBudget { .. } => {}
         }

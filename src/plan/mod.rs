@@ -36,6 +36,7 @@ pub use crate::plan::phases::seen::Observed;
 use crate::plan::phases::seen::Seen;
 pub(crate) use crate::plan::rules::deletion::{Deletion, FinalizerWrite};
 use crate::plan::rules::expanded_spec::ExpandedSpec;
+use crate::plan::rules::finalize::{condition_of, finalize_request, Finalize};
 use crate::plan::rules::out_osds::{marked_in_by, out_osds, OutInput, OutOutcome};
 pub use crate::plan::rules::rollout::Hold;
 use crate::plan::says::actions::Action;
@@ -138,6 +139,11 @@ pub fn plan_expanded(
             ids: out.mark_in.clone(),
         });
     }
+    let finalize = finalize_request(cr, &observed.ceph);
+    gated
+        .first
+        .extend(finalize.as_ref().and_then(Finalize::action));
+    let finalized = finalize.as_ref().map(condition_of);
     let closed = observed.ceph.pgs_unclean.as_deref();
     let mut budgeted = budget(&seen, &decided, &gated, &mut proposed.step, closed);
     let budget_writes = std::mem::take(&mut budgeted.plan.actions);
@@ -161,6 +167,7 @@ pub fn plan_expanded(
         &CephSaid {
             view: &observed.ceph,
             out: &out,
+            finalized: finalized.as_ref(),
         },
         now,
     );

@@ -323,7 +323,8 @@ impl Cluster {
                 | Action::SetNoout { .. }
                 | Action::ClearNoout { .. }
                 | Action::MarkOut { .. }
-                | Action::MarkIn { .. } => {}
+                | Action::MarkIn { .. }
+                | Action::RequireOsdRelease { .. } => {}
                 Action::LabelDomain { name, value } => {
                     if let Some(pod) = self.pod_mut(name) {
                         pod.labels_mut()

@@ -8,6 +8,7 @@ use super::verdict::{Blocker, GateDecision};
 use crate::ceph::{OsdDump, OsdId};
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
+use crate::plan::rules::finalize::ReleaseLook;
 use crate::plan::says::actions::Action;
 use crate::plan::says::events::PlannedEvent;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -147,6 +148,8 @@ pub struct CephView {
     pub lock_lost: Option<String>,
     /// Ceph's OSD map of this reconcile (each OSD up or down, in or out), when read.
     pub osds: Option<OsdDump>,
+    /// The releases Ceph reports, looked at for a finalize request (Err: why not answered).
+    pub release_look: Option<Result<ReleaseLook, String>>,
 }
 
 impl Default for CephView {
@@ -162,6 +165,7 @@ impl Default for CephView {
             noout_now: None,
             lock_lost: None,
             osds: None,
+            release_look: None,
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::plan::phases::seen::Seen;
 use crate::plan::rules::deletion::{finalizer_write, went_at_once, Deletion, FinalizerWrite};
 use crate::plan::rules::out_osds::OutOutcome;
 use crate::plan::rules::rollout::{deadlines, Deadlines, Hold};
-use crate::plan::says::conditions::{ConditionReason, ConditionType, SpecProblem};
+use crate::plan::says::conditions::{ConditionReason, ConditionType, SpecProblem, StatedCondition};
 use crate::plan::says::events::{
     foreign_pod_events, transition_events, unschedulable_events, EventReason, PlannedEvent,
 };
@@ -99,6 +99,7 @@ pub(in crate::plan) fn report(
         osd_ids: known_osd_ids(seen, said.view),
         ceph_step: phases.ordered.ceph_step.clone(),
         osds_in: said.out.condition.as_ref(),
+        finalized: said.finalized,
         marking_in: said.out.marking_in.as_deref(),
     });
     complete_status(&mut status, seen, phases.decided, said);
@@ -301,6 +302,8 @@ fn unschedulable(
 pub(in crate::plan) struct CephSaid<'a> {
     pub(in crate::plan) view: &'a CephView,
     pub(in crate::plan) out: &'a OutOutcome,
+    /// The `Finalized` condition, when the CephOSD asks for a finalize.
+    pub(in crate::plan) finalized: Option<&'a StatedCondition>,
 }
 
 /// The out OSDs in `status`; without Ceph's OSD map (the gate on) the `OsdsIn` the last

@@ -1,7 +1,7 @@
 //! The writes a plan asks for, and why: the vocabulary between the planner, the executor and
 //! the runtime's bookkeeping. Data only.
 
-use crate::ceph::OsdId;
+use crate::ceph::{OsdId, Release};
 use crate::crd::osd::OsdKey;
 use crate::labels::PodState;
 use k8s_openapi::api::core::v1::Pod;
@@ -74,6 +74,9 @@ pub enum Action {
     MarkOut { ids: Vec<OsdId> },
     /// Marks these OSDs in again (their key is back in the spec), confirmed by `osd dump`.
     MarkIn { ids: Vec<OsdId> },
+    /// Raises the cluster's `require_osd_release` (a finalize an admin asked for), confirmed
+    /// by `osd dump`.
+    RequireOsdRelease { release: Release },
     /// Sets the label naming a pod's update domain (the disruption budget selects by it).
     LabelDomain { name: String, value: String },
     /// Creates the CephOSD's PodDisruptionBudget (`resource_version: None`), or writes its

@@ -25,6 +25,8 @@ pub(crate) enum ConditionType {
     PrePull,
     /// Whether every OSD of the spec's keys is `in` in Ceph, or which are out and why.
     OsdsIn,
+    /// A finalize an admin asked for (`require_osd_release` raised), or why not yet.
+    Finalized,
 }
 
 impl ConditionType {
@@ -40,6 +42,7 @@ impl ConditionType {
             Self::DisruptionBudget => "DisruptionBudget",
             Self::PrePull => "PrePull",
             Self::OsdsIn => "OsdsIn",
+            Self::Finalized => "Finalized",
         }
     }
 }
@@ -127,6 +130,13 @@ pub enum ConditionReason {
     AllOsdsIn,
     /// Some are out: each named, with who marked it out.
     OsdsOut,
+    // Finalized
+    /// `require_osd_release` is the release asked for.
+    ReleaseRequired,
+    /// It is being raised.
+    RaisingRelease,
+    /// Not yet: why (`MonitorsOlder`, `OsdsOlder`, `NotARelease`, `CephUnanswered`).
+    NotFinalized(&'static str),
 }
 
 impl ConditionReason {
@@ -177,6 +187,9 @@ impl ConditionReason {
             Self::PullDeadlineExceeded => "PullDeadlineExceeded",
             Self::AllOsdsIn => "AllOsdsIn",
             Self::OsdsOut => "OsdsOut",
+            Self::ReleaseRequired => "ReleaseRequired",
+            Self::RaisingRelease => "RaisingRelease",
+            Self::NotFinalized(reason) => reason,
         }
     }
 }

@@ -68,6 +68,8 @@ pub enum EventReason {
     PrePull,
     /// OSDs of the spec's keys are out in Ceph and the operator did not mark them out.
     OsdsOut,
+    /// A finalize an admin asked for: `require_osd_release` raised, or why not yet.
+    Finalize,
     /// An API call failed.
     Failed(Failure),
 }
@@ -99,6 +101,7 @@ impl EventReason {
             Self::StepLockLost => "StepLockLost",
             Self::Drain => "Drain",
             Self::Deleting => "Deleting",
+            Self::Finalize => "Finalize",
             Self::Failed(failure) => failure.as_str(),
         }
     }
@@ -239,6 +242,15 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
             ),
             pod: None,
         }),
+        Action::RequireOsdRelease { release } => Some(PlannedEvent {
+            warning: false,
+            reason: EventReason::Finalize,
+            note: format!(
+                "raised require_osd_release to {release}: every OSD and monitor runs it; an \
+                 older release never boots again"
+            ),
+            pod: None,
+        }),
     }
 }
 
@@ -346,6 +358,15 @@ pub(crate) fn transition_events(
         let before = condition(previous, ConditionType::CephGate);
         if before.is_none_or(|b| (&b.status, &b.reason) != (&now.status, &now.reason)) {
             events.push(event(true, EventReason::CephGate, &now.message));
+        }
+    }
+    // A finalize refused: when its reason or words are new.
+    if let Some(now) = condition(status, ConditionType::Finalized)
+        .filter(|c| c.status == "False" && c.reason != ConditionReason::RaisingRelease.as_str())
+    {
+        let before = condition(previous, ConditionType::Finalized);
+        if before.is_none_or(|b| (&b.reason, &b.message) != (&now.reason, &now.message)) {
+            events.push(event(true, EventReason::Finalize, &now.message));
         }
     }
     // A halted or paused rollout: when the halt or its cause is new.

@@ -80,6 +80,7 @@ fn action_kinds(plan: &Plan) -> Vec<&'static str> {
             Action::ClearNoout { .. } => "ClearNoout",
             Action::MarkOut { .. } => "MarkOut",
             Action::MarkIn { .. } => "MarkIn",
+            Action::RequireOsdRelease { .. } => "RequireOsdRelease",
             Action::LabelDomain { .. } => "LabelDomain",
             Action::WriteBudget { .. } => "WriteBudget",
             Action::DeleteBudget { .. } => "DeleteBudget",

@@ -347,6 +347,7 @@ fn a_conflicting_osd_keeps_its_pod_exactly_as_it_is() {
                 | Action::RecordCephStep
                 | Action::SetNoout { .. }
                 | Action::ClearNoout { .. }
+                | Action::RequireOsdRelease { .. }
                 | Action::MarkOut { .. }
                 | Action::MarkIn { .. }
                 | Action::WriteBudget { .. }

@@ -29,7 +29,7 @@ use tracing::{info, warn};
 mod execute_error;
 mod osd_writes;
 pub(crate) use execute_error::ExecuteError;
-use osd_writes::{mark, noout, open_noout};
+use osd_writes::{mark, noout, open_noout, raise_release};
 
 /// Field manager of our server-side-applied status.
 pub(crate) const FIELD_MANAGER: &str = "ceph-osd-operator";
@@ -326,6 +326,11 @@ async fn apply(
         Action::MarkIn { ids } => mark((executor.ceph, executor.cr), ids, false)
             .await
             .map(|()| true),
+        Action::RequireOsdRelease { release } => {
+            raise_release((executor.ceph, executor.cr), *release)
+                .await
+                .map(|()| true)
+        }
         Action::Create { key, pod, .. } => {
             let name = pod.metadata.name.clone().unwrap_or_default();
             pods.create(&PostParams::default(), pod)

@@ -4,7 +4,7 @@
 
 use crate::ceph::{
     gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, KeyToMap,
-    OsdDump, OsdId, OtherCephOsds, PgsOnOsds, PodRef, Release,
+    OsdDump, OsdId, OsdMetadata, OtherCephOsds, PgsOnOsds, PodRef, Release,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephOsd, CephStep};
@@ -16,6 +16,7 @@ use crate::plan::gate::{
     GateSubject, StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::rules::budget::closed_for_pgs;
+use crate::plan::rules::finalize::ReleaseLook;
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::drain_look::look_at_drain;
 use crate::runtime::memory::Memory;
@@ -74,6 +75,11 @@ pub(crate) async fn first_view(
     }
     let (step, looked) = look_at_open_step(ceph, memory, cr, settings, look_every).await;
     let fresh = osd_map_and_pgs(ceph, looked.as_ref()).await;
+    let release_look = if cr.annotations().contains_key(labels::FINALIZE_RELEASE) {
+        Some(look_at_releases(ceph, fresh.as_ref()).await)
+    } else {
+        None
+    };
     let view = CephView {
         input: CephInput::NotAsked,
         step,
@@ -83,8 +89,28 @@ pub(crate) async fn first_view(
         noout_now: looked.as_ref().map(noout_now),
         lock_lost: None,
         osds: fresh.ok().map(|facts| facts.osds),
+        release_look,
     };
     (view, looked)
+}
+
+/// The releases of every monitor and OSD (`versions`, `osd metadata`) beside the OSD map of
+/// `fresh`, for a finalize request; Err: what Ceph did not answer.
+async fn look_at_releases(
+    ceph: &dyn CephClient,
+    fresh: Result<&CephFacts, &CephError>,
+) -> Result<ReleaseLook, String> {
+    let facts = fresh.map_err(ToString::to_string)?;
+    let (daemons, metadata) = futures::future::try_join(ceph.versions(), ceph.osd_metadata())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(ReleaseLook {
+        daemons,
+        osds: (facts.osds.osds.keys())
+            .map(|id| (*id, metadata.get(id).and_then(OsdMetadata::release)))
+            .collect(),
+        require_osd_release: facts.osds.require_osd_release,
+    })
 }
 
 /// The gate off, for `why`.

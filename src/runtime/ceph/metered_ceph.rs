@@ -3,7 +3,7 @@
 
 use crate::ceph::{
     CephClient, CephError, ClusterStatus, CrushRule, CrushTree, DaemonReleases, OkToStop, OsdDump,
-    OsdId, OsdMetadata, PgBrief, PgStates, PoolRule, SafeToDestroy,
+    OsdId, OsdMetadata, PgBrief, PgStates, PoolRule, Release, SafeToDestroy,
 };
 use crate::runtime::serve::metrics::Metrics;
 use futures::future::BoxFuture;
@@ -57,6 +57,13 @@ impl CephClient for MeteredCeph {
 
     fn versions(&self) -> BoxFuture<'_, Result<DaemonReleases, CephError>> {
         self.timed("versions", self.inner.versions())
+    }
+
+    fn require_osd_release(&self, release: Release) -> BoxFuture<'_, Result<(), CephError>> {
+        self.timed(
+            "osd require-osd-release",
+            self.inner.require_osd_release(release),
+        )
     }
 
     fn ok_to_stop<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<OkToStop, CephError>> {

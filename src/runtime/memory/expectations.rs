@@ -64,6 +64,7 @@ impl Expected {
             | Action::ClearNoout { .. }
             | Action::MarkOut { .. }
             | Action::MarkIn { .. }
+            | Action::RequireOsdRelease { .. }
             | Action::WriteBudget { .. }
             | Action::DeleteBudget { .. } => None,
         }

@@ -73,6 +73,8 @@ pub(crate) struct StatusInput<'a> {
     pub budget: Option<BudgetStatus>,
     /// The `OsdsIn` condition, when Ceph's OSD map was read.
     pub osds_in: Option<&'a StatedCondition>,
+    /// The `Finalized` condition, when a finalize is asked for.
+    pub finalized: Option<&'a StatedCondition>,
     /// OSDs the operator marks in (or will once their daemon is up): not converged yet.
     pub marking_in: Option<&'a str>,
 }
@@ -146,6 +148,7 @@ fn conditions(input: &StatusInput<'_>, converged: bool) -> Vec<Condition> {
     .chain((input.disruption_budget).map(|c| (ConditionType::DisruptionBudget, stated(c))))
     .chain((input.pre_pull).map(|c| (ConditionType::PrePull, stated(c))))
     .chain((input.osds_in).map(|c| (ConditionType::OsdsIn, stated(c))))
+    .chain((input.finalized).map(|c| (ConditionType::Finalized, stated(c))))
     .map(|(type_, says)| condition(input, type_, says))
     .collect()
 }

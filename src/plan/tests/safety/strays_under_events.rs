@@ -75,6 +75,7 @@ proptest! {
                             | Action::ClearNoout { .. }
                             | Action::MarkOut { .. }
                             | Action::MarkIn { .. }
+                            | Action::RequireOsdRelease { .. }
                             | Action::LabelDomain { .. }
                             | Action::WriteBudget { .. }
                             | Action::DeleteBudget { .. }

@@ -1,6 +1,6 @@
 //! What can go wrong while a plan's writes are carried out, and what each failure is called.
 
-use crate::ceph::{osd_list, CephError, OsdId};
+use crate::ceph::{osd_list, CephError, OsdId, Release};
 use crate::plan::says::failure::Failure;
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +49,11 @@ pub(crate) enum ExecuteError {
         name: String,
         #[source]
         source: kube::Error,
+    },
+    #[error("require_osd_release was raised to {release} but `ceph osd dump` shows {}", now.map_or_else(|| "none".to_owned(), |r| r.to_string()))]
+    ReleaseNotRaised {
+        release: Release,
+        now: Option<Release>,
     },
     #[error("the plan needs Ceph (to {what}) but the operator has no Ceph configured")]
     NoCeph { what: &'static str },
@@ -112,7 +117,8 @@ impl ExecuteError {
             | Self::NooutNotSet { .. }
             | Self::NooutNotCleared { .. }
             | Self::StepsCrossed { .. }
-            | Self::MarkNotConfirmed { .. } => return true,
+            | Self::MarkNotConfirmed { .. }
+            | Self::ReleaseNotRaised { .. } => return true,
         };
         !matches!(source, kube::Error::Api(status)
             if (400..500).contains(&status.code) && status.code != 409 && status.code != 429)
@@ -148,7 +154,8 @@ impl ExecuteError {
             | Self::NooutNotSet { .. }
             | Self::NooutNotCleared { .. }
             | Self::StepsCrossed { .. }
-            | Self::MarkNotConfirmed { .. } => return self.to_string(),
+            | Self::MarkNotConfirmed { .. }
+            | Self::ReleaseNotRaised { .. } => return self.to_string(),
         };
         let why = match source {
             kube::Error::Api(status) => {
@@ -177,9 +184,10 @@ impl ExecuteError {
             Self::Patch { .. } => Failure::Patch,
             Self::Status { .. } => Failure::Status,
             Self::Budget { .. } => Failure::Budget,
-            Self::NoCeph { .. } | Self::Ceph { .. } | Self::MarkNotConfirmed { .. } => {
-                Failure::Ceph
-            }
+            Self::NoCeph { .. }
+            | Self::Ceph { .. }
+            | Self::MarkNotConfirmed { .. }
+            | Self::ReleaseNotRaised { .. } => Failure::Ceph,
             Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => Failure::NooutNotConfirmed,
             Self::StepsCrossed { .. } => Failure::StepsCrossed,
         }

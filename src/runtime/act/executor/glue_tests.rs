@@ -659,3 +659,40 @@ async fn a_noout_read_back_beside_another_steps_flag_is_cleared_and_nothing_goes
         ]
     );
 }
+
+/// `RequireOsdRelease` on the scripted Ceph whose `osd dump` reads back `after`.
+async fn raised(after: Option<crate::ceph::Release>) -> (ScriptedApi, Result<(), ExecuteError>) {
+    let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
+    let mut dump = dump(&[]);
+    dump.require_osd_release = after;
+    let ceph = crate::ceph::fake::ScriptedCeph::default()
+        .on_require_osd_release(Ok(()))
+        .on_osd_dump(Ok(dump));
+    let fixture = Fixture::new(&client, cr());
+    let executor = Executor {
+        ceph: Some(&ceph),
+        ..fixture.executor()
+    };
+    let action = Action::RequireOsdRelease {
+        release: crate::ceph::Release::REEF,
+    };
+    let result = executor
+        .apply_actions(&[action], &CephOsdStatus::default(), &|_| {})
+        .await;
+    (api, result)
+}
+
+#[tokio::test]
+async fn a_raised_release_is_confirmed_by_osd_dump_and_said() {
+    use crate::ceph::Release;
+    let (api, result) = raised(Some(Release::REEF)).await;
+    result.expect("raised");
+    assert!(api.event_reasons().contains(&"Finalize".to_owned()));
+    let (api, result) = raised(Some(Release::PACIFIC)).await;
+    let error = result.expect_err("not raised");
+    assert_eq!(
+        error.summary(),
+        "require_osd_release was raised to reef (18) but `ceph osd dump` shows pacific (16)"
+    );
+    assert!(!api.event_reasons().contains(&"Finalize".to_owned()));
+}

@@ -3,7 +3,7 @@
 //! `osd dump` (Ceph exits 0 for ids that do not exist, so only the dump proves it).
 
 use super::execute_error::ExecuteError;
-use crate::ceph::{osd_list, CephClient, OsdDump, OsdId};
+use crate::ceph::{osd_list, CephClient, OsdDump, OsdId, Release};
 use crate::crd::CephOsd;
 use tracing::{info, warn};
 
@@ -122,5 +122,32 @@ pub(super) async fn mark(
         });
     }
     info!(cephosd = %cr.object_key(), osds = %osd_list(ids), "{what}: confirmed by osd dump");
+    Ok(())
+}
+
+/// Raises `require_osd_release` to `release`, confirmed by `osd dump`.
+pub(super) async fn raise_release(
+    (ceph, cr): Writer<'_>,
+    release: Release,
+) -> Result<(), ExecuteError> {
+    let what = "raise require_osd_release";
+    let ceph = ceph.ok_or(ExecuteError::NoCeph { what })?;
+    let ceph_error = |what, source| ExecuteError::Ceph {
+        what,
+        ids: Vec::new(),
+        source,
+    };
+    (ceph.require_osd_release(release).await).map_err(|source| ceph_error(what, source))?;
+    let dump = ceph
+        .osd_dump()
+        .await
+        .map_err(|source| ceph_error("read require_osd_release back", source))?;
+    if dump.require_osd_release.is_none_or(|now| now < release) {
+        return Err(ExecuteError::ReleaseNotRaised {
+            release,
+            now: dump.require_osd_release,
+        });
+    }
+    info!(cephosd = %cr.object_key(), %release, "raised require_osd_release: confirmed by osd dump");
     Ok(())
 }

@@ -196,6 +196,7 @@ fn input<'a>(
         pre_pull: None,
         budget: None,
         osds_in: None,
+        finalized: None,
         marking_in: None,
     }
 }
