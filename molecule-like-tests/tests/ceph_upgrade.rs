@@ -1,10 +1,16 @@
 //! A Ceph release upgrade, Pacific → Reef, on real daemons: 3 hosts × 1 OSD run Pacific, the
 //! CephOSD (with `spec.prePull`) is given the Reef image while the monitor and the manager run
-//! Pacific. Ceph's release rules refuse the step before anything stops: `CephGate` False
-//! `MonitorsOlder`, a Warning event, no pod deleted, no daemon restarted. Once the monitor and
-//! the manager are upgraded as an admin upgrades them (restarted from the Reef root), the same
-//! CephOSD rolls on its own, host by host: each OSD boots 18.2.7 on the data Pacific made,
-//! every step on clean PGs, one host down at most.
+//! Pacific, and `kubectl ceph-osd finalize --release reef` is asked at once. Ceph's release
+//! rules refuse the step before anything stops: `CephGate` False `MonitorsOlder`, a Warning
+//! event, no pod deleted, no daemon restarted; finalize waits (`Finalized` False
+//! `MonitorsOlder`). Once the monitor and the manager are upgraded as an admin upgrades them
+//! (restarted from the Reef root), the same CephOSD rolls on its own, host by host: each OSD
+//! boots 18.2.7 on the data Pacific made, every step on clean PGs, one host down at most; then
+//! `require_osd_release` becomes reef, and the template back to the Pacific image is refused
+//! (`Downgrade`) with nothing stopped.
+//!
+//! Beside it, an image whose OSD cannot start: the first host's OSD never comes back, no
+//! second host is touched, `noout` stays on exactly that OSD.
 //!
 //! Needs the local control plane, a built operator, Ceph's daemons and Reef's root
 //! (`molecule-like-tests/ceph-release-root install`).
@@ -14,14 +20,23 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
+use ceph_osd_operator::crd::CephOsd;
+use ceph_osd_operator::labels;
+use kube::ResourceExt;
 use molecule_like_tests::ceph::Release;
 use molecule_like_tests::journeys::bridge::BridgeEventKind;
 use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
+use molecule_like_tests::journeys::plugin::kubectl_ceph_osd;
 use molecule_like_tests::journeys::scenario::ROLLOUT;
 use molecule_like_tests::kubernetes::manifests::{hash_of, CR};
 use serde_json::json;
 
 const REEF_IMAGE: &str = "quay.io/ceph/ceph:v18.2.7";
+const PACIFIC_IMAGE: &str = "quay.io/ceph/ceph:v16.2.15";
+/// Its daemon never starts (the harness's bridge).
+const BROKEN_IMAGE: &str = "quay.io/ceph/ceph:v16.2.15-broken";
+/// How long a halted rollout is watched for a second host.
+const HALTED_FOR: Duration = Duration::from_secs(40);
 /// How long the refusal is watched for anything stopping.
 const REFUSED_FOR: Duration = Duration::from_secs(8);
 
@@ -35,36 +50,30 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
     let g = Gated::up_with("cephupgrade", &options).await?;
     let from = g.ceph.elapsed();
 
-    // The template to Reef: the monitor and the manager still run Pacific.
-    let cr = g.s.crs.get(CR).await?;
-    let mut template = cr.spec.pod_template.clone();
-    template["spec"]["containers"][0]["image"] = json!(REEF_IMAGE);
-    let cr = g.s.patch_spec(CR, json!({"podTemplate": template})).await?;
+    // The template to Reef while the monitor and the manager still run Pacific; finalize
+    // asked at once.
+    let cr = set_image(&g, REEF_IMAGE).await?;
     let hash = hash_of(&cr);
-    let (status, reason, message) =
-        g.s.wait_until(
-            "CephGate False MonitorsOlder",
-            Duration::from_mins(2),
-            || async {
-                Ok(g.gate_condition()
-                    .await?
-                    .filter(|(_, r, _)| r == "MonitorsOlder"))
-            },
-        )
-        .await?;
-    ensure!(status == "False", "{reason}: {message}");
+    let (code, said, _) = kubectl_ceph_osd(&g.s, &["finalize", CR, "--release", "reef"]).await?;
+    ensure!(
+        code == 0 && said.contains("once every OSD and monitor"),
+        "{code}: {said}"
+    );
+    let (code, _, said) = kubectl_ceph_osd(&g.s, &["finalize", CR, "--release", "reeef"]).await?;
+    ensure!(
+        code == 2 && said.contains("not the name of a Ceph release"),
+        "{code}: {said}"
+    );
+    let message = wait_gate_reason(&g, "MonitorsOlder").await?;
     ensure!(
         message.contains("upgrade the monitors first") && message.contains("pacific"),
         "{message}"
     );
     tokio::time::sleep(REFUSED_FOR).await;
-    let restarted = g
-        .bridge
-        .events()
-        .into_iter()
-        .filter(|e| e.at > from && matches!(e.kind, BridgeEventKind::Started { .. }))
-        .count();
-    ensure!(restarted == 0, "a daemon was restarted while refused");
+    ensure!(
+        started_since(&g, from) == 0,
+        "a daemon was restarted while refused"
+    );
     let pods = g.s.owned_pods(CR).await?;
     ensure!(
         pods.iter().all(|p| p.metadata.deletion_timestamp.is_none()),
@@ -77,6 +86,13 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
                 .as_deref()
                 .is_some_and(|n| n.contains("upgrade the monitors first"))),
         "no Warning says why"
+    );
+    let finalized = condition(&g, "Finalized").await?;
+    ensure!(
+        finalized
+            .as_ref()
+            .is_some_and(|(s, r, _)| s == "False" && r == "MonitorsOlder"),
+        "Finalized: {finalized:?}"
     );
 
     // The admin upgrades the monitor, then the manager: the rollout starts by itself.
@@ -113,12 +129,127 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
         osds.len() == 1 && osds.keys().all(|v| v.contains("18.2.7")),
         "ceph versions: {versions}"
     );
-    eprintln!(
-        "==== refused with {message:?}; after the monitor and manager upgrade the {} OSDs \
-         rolled to Reef in {:.1}s",
-        g.want.len(),
-        rolled.as_secs_f64()
+
+    // Finalized once every OSD runs Reef: the flag raised, the way back refused.
+    let t_finalize = Instant::now();
+    g.s.wait_until("Finalized True", Duration::from_mins(1), || async {
+        Ok(condition(&g, "Finalized")
+            .await?
+            .filter(|(s, r, _)| s == "True" && r == "ReleaseRequired"))
+    })
+    .await?;
+    let finalize_took = t_finalize.elapsed();
+    let dump = g.cluster.cli_json(&["osd", "dump"]).await?;
+    ensure!(
+        dump["require_osd_release"] == "reef",
+        "{}",
+        dump["require_osd_release"]
+    );
+    let t_back = g.ceph.elapsed();
+    set_image(&g, PACIFIC_IMAGE).await?;
+    let back = wait_gate_reason(&g, "Downgrade").await?;
+    ensure!(back.contains("require_osd_release reef"), "{back}");
+    tokio::time::sleep(REFUSED_FOR).await;
+    ensure!(
+        started_since(&g, t_back) == 0,
+        "a daemon was restarted on the way back"
     );
     g.s.assert_one_pod_per_key().await?;
+    eprintln!(
+        "==== refused with {message:?}; after the monitor and manager upgrade the {} OSDs \
+         rolled to Reef in {:.1}s; finalized {:.1}s after; back to Pacific: {back:?}",
+        g.want.len(),
+        rolled.as_secs_f64(),
+        finalize_took.as_secs_f64()
+    );
     Ok(())
+}
+
+#[tokio::test]
+async fn an_image_whose_osd_cannot_start_halts_at_the_first_host() -> anyhow::Result<()> {
+    let g = Gated::up("cephbroken").await?;
+    let from = g.ceph.elapsed();
+    let cr = set_image(&g, BROKEN_IMAGE).await?;
+    let broken_hash = hash_of(&cr);
+    let message =
+        g.s.wait_until(
+            "a step open on one host",
+            Duration::from_mins(1),
+            || async {
+                Ok(g.gate_condition()
+                    .await?
+                    .filter(|(_, r, m)| r == "StepInProgress" && m.contains("is not up yet"))
+                    .map(|(_, _, m)| m))
+            },
+        )
+        .await?;
+    tokio::time::sleep(HALTED_FOR).await;
+    let map = g.cluster.osd_dump().await?;
+    let down: Vec<u32> = map.osds.iter().filter(|o| !o.up).map(|o| o.id).collect();
+    ensure!(down.len() == 1, "down: {down:?} ({message})");
+    ensure!(
+        map.noout() == [format!("osd.{}", down[0])],
+        "noout on {:?}, the step's OSD is osd.{}",
+        map.noout(),
+        down[0]
+    );
+    let started = started_since(&g, from);
+    ensure!(
+        started == 0,
+        "{started} daemon(s) started for a broken image"
+    );
+    let pods = g.s.owned_pods(CR).await?;
+    let on_broken = (pods.iter())
+        .filter(|p| p.annotations().get(labels::TEMPLATE_HASH) == Some(&broken_hash))
+        .count();
+    ensure!(on_broken == 1, "{on_broken} pods on the broken template");
+    g.ceph
+        .recording()
+        .check_one_host_at_a_time(from)
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
+    eprintln!(
+        "==== a broken image: osd.{} stays down {}s, noout only on it, no second host \
+         touched; the gate says {message:?}",
+        down[0],
+        HALTED_FOR.as_secs()
+    );
+    Ok(())
+}
+
+/// Sets the image of the template's first container; returns the CephOSD as stored.
+async fn set_image(g: &Gated, image: &str) -> anyhow::Result<CephOsd> {
+    let mut template = g.s.crs.get(CR).await?.spec.pod_template;
+    template["spec"]["containers"][0]["image"] = json!(image);
+    g.s.patch_spec(CR, json!({"podTemplate": template})).await
+}
+
+/// Waits until `CephGate` is False for `reason`; returns its message.
+async fn wait_gate_reason(g: &Gated, reason: &str) -> anyhow::Result<String> {
+    g.s.wait_until(
+        &format!("CephGate False {reason}"),
+        Duration::from_mins(2),
+        || async {
+            Ok(g.gate_condition()
+                .await?
+                .filter(|(s, r, _)| s == "False" && r == reason)
+                .map(|(_, _, m)| m))
+        },
+    )
+    .await
+}
+
+/// How many daemons the bridge started since `from`.
+fn started_since(g: &Gated, from: Duration) -> usize {
+    (g.bridge.events().into_iter())
+        .filter(|e| e.at > from && matches!(e.kind, BridgeEventKind::Started { .. }))
+        .count()
+}
+
+/// The condition `type_` of the CephOSD: (status, reason, message).
+async fn condition(g: &Gated, type_: &str) -> anyhow::Result<Option<(String, String, String)>> {
+    Ok(g.s.cr_status(CR).await?.and_then(|s| {
+        (s.conditions.into_iter())
+            .find(|c| c.type_ == type_)
+            .map(|c| (c.status, c.reason, c.message))
+    }))
 }
