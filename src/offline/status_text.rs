@@ -130,6 +130,18 @@ fn header(view: &StatusView) -> String {
     if let Some(step) = &status.ceph_step {
         let _ = writeln!(out, "ceph      {}", ceph_step_line(step, status));
     }
+    if let Some(gate) = (status.conditions.iter())
+        .find(|c| c.type_ == "CephGate" && RELEASE_REFUSALS.contains(&c.reason.as_str()))
+    {
+        let _ = writeln!(out, "release   {} ({})", gate.message, gate.reason);
+    }
+    if let Some(finalized) = status.conditions.iter().find(|c| c.type_ == "Finalized") {
+        let _ = writeln!(
+            out,
+            "finalize  {} ({})",
+            finalized.message, finalized.reason
+        );
+    }
     let mut time = Vec::new();
     if let Some(elapsed) = view.elapsed_seconds {
         time.push(format!("elapsed {}", human(elapsed)));
@@ -152,6 +164,17 @@ fn header(view: &StatusView) -> String {
     }
     out
 }
+
+/// The `CephGate` reasons of Ceph's release rules.
+const RELEASE_REFUSALS: [&str; 7] = [
+    "MonitorsOlder",
+    "ManagersOlder",
+    "TooFarAhead",
+    "Downgrade",
+    "ClusterUnhealthy",
+    "CephVersionsUnknown",
+    "ReleaseNotReported",
+];
 
 /// The open Ceph step: its keys, the OSDs it stops, its own `noout`, and what it waits for
 /// (the `CephGate` condition).

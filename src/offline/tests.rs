@@ -268,6 +268,39 @@ fn an_open_ceph_step_is_shown_with_what_it_waits_for() {
     );
 }
 
+#[test]
+fn status_says_a_release_refusal_and_where_finalize_stands() {
+    let driven = small_rollout();
+    let (mut view, _) = driven.view();
+    let without = status_text(&view, &TextOptions::default());
+    assert!(!without.contains("\nrelease ") && !without.contains("\nfinalize "));
+    for (type_, reason, message) in [
+        ("CephGate", "MonitorsOlder", "the template runs reef (18) but monitors run older releases (1 on pacific (16)): upgrade the monitors first"),
+        ("Finalized", "OsdsOlder", "not every OSD of the Ceph cluster runs reef (18): osd.1 last ran pacific (16)"),
+    ] {
+        view.status.conditions.retain(|c| c.type_ != type_);
+        view.status
+            .conditions
+            .push(k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+                type_: type_.into(),
+                status: "False".into(),
+                reason: reason.into(),
+                message: message.into(),
+                last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(0)),
+                observed_generation: None,
+            });
+    }
+    let text = status_text(&view, &TextOptions::default());
+    assert!(
+        text.contains("\nrelease   the template runs reef (18) but monitors run older releases (1 on pacific (16)): upgrade the monitors first (MonitorsOlder)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nfinalize  not every OSD of the Ceph cluster runs reef (18): osd.1 last ran pacific (16) (OsdsOlder)\n"),
+        "{text}"
+    );
+}
+
 /// `hosts` hosts of two OSDs by rack (three hosts a rack, read from the zone label), rolled to
 /// `marker`.
 fn by_rack(hosts: usize, marker: &str) -> CephOsd {
