@@ -50,6 +50,26 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
     let g = Gated::up_with("cephupgrade", &options).await?;
     let from = g.ceph.elapsed();
 
+    // The preview of the change says what is checked before the first stop.
+    let mut next = g.s.crs.get(CR).await?;
+    next.spec.pod_template["spec"]["containers"][0]["image"] = json!(REEF_IMAGE);
+    let manifest = g.s.log_path.with_file_name("reef.json");
+    std::fs::write(
+        &manifest,
+        serde_json::to_vec(&json!({
+            "apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD",
+            "metadata": {"name": CR}, "spec": next.spec,
+        }))?,
+    )?;
+    let manifest = manifest.to_string_lossy().into_owned();
+    let (code, preview, said) = kubectl_ceph_osd(&g.s, &["plan", "-f", &manifest]).await?;
+    ensure!(
+        code == 0
+            && preview.contains("→ quay.io/ceph/ceph:v18.2.7 (reef (18))")
+            && preview.contains("pre-pull pods report"),
+        "{code}: {preview}{said}"
+    );
+
     // The template to Reef while the monitor and the manager still run Pacific; finalize
     // asked at once.
     let cr = set_image(&g, REEF_IMAGE).await?;

@@ -12,6 +12,7 @@ use crate::offline::eta::StepEstimate;
 use crate::offline::failure_domains::RecordedDomains;
 use crate::offline::manifest::{parse_cephosd, read_manifest};
 use crate::offline::plan_text::plan_text;
+use crate::offline::release_preview::{osd_image, release_note};
 use crate::offline::rollout_preview::{preview_rollout, RolloutPreview};
 use crate::pod::pod_status::ready_since;
 use k8s_openapi::jiff::Timestamp;
@@ -63,6 +64,7 @@ pub(crate) async fn plan(
         _ => cluster.resolve(name).await?,
     };
     let mut snapshot = cluster.snapshot(&name).await?;
+    let image_before = osd_image(&snapshot.cr.spec.pod_template).map(str::to_owned);
     if let Some(manifest) = manifest {
         let mut spec = manifest.spec;
         apply_server_defaults(&mut spec.pod_template)
@@ -74,15 +76,28 @@ pub(crate) async fn plan(
     let preview = preview(&snapshot);
     let step = StepEstimate::of(&snapshot.cr, &hash);
     let shown = format!("{}/{name}", cluster.namespace);
+    let release = release_note(
+        image_before.as_deref(),
+        osd_image(&snapshot.cr.spec.pod_template),
+        snapshot.cr.spec.pre_pull.is_some(),
+    );
     let text = match output {
-        Output::Table | Output::Wide => plan_text(&shown, &hash, &preview, &step),
+        Output::Table | Output::Wide => {
+            let mut text = plan_text(&shown, &hash, &preview, &step);
+            if let Some(release) = &release {
+                text.push_str(&format!("release: {release}\n"));
+            }
+            text
+        }
         Output::Json => serde_json::to_string_pretty(&json!({
             "cephosd": shown, "templateHash": hash, "plan": preview, "step": step,
+            "release": release,
         }))
         .map(|t| t + "\n")
         .map_err(|e| Failed::not_reached(e.to_string()))?,
         Output::Yaml => serde_saphyr::to_string(&json!({
             "cephosd": shown, "templateHash": hash, "plan": preview, "step": step,
+            "release": release,
         }))
         .map_err(|e| Failed::not_reached(e.to_string()))?,
     };

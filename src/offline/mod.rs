@@ -6,6 +6,7 @@ pub(crate) mod failure_domains;
 pub(crate) mod manifest;
 pub(crate) mod plan_text;
 pub(crate) mod preview;
+pub(crate) mod release_preview;
 pub(crate) mod rollout_preview;
 mod schema_check;
 pub(crate) mod status_text;
