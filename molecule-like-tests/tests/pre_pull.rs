@@ -344,11 +344,12 @@ async fn p1_images_are_pulled_ahead_never_on_a_cordoned_node_and_cleaned_up() ->
         .patch_template_metadata(CR, json!({"labels": {"rev": "2"}}))
         .await?;
     let ahead = s
-        .wait_until("pre-pull pods on w1 and w3, Ready", CONVERGE, || async {
+        .wait_until("pre-pull pods on w1 and w3, pulled", CONVERGE, || async {
             let pods = pre_pull_pods(&s).await?;
-            let mut ready: Vec<String> = pods.iter().filter(|p| is_ready(p)).map(node_of).collect();
-            ready.sort();
-            Ok((ready == [hosts[0].clone(), hosts[2].clone()]).then_some(pods))
+            let mut pulled: Vec<String> =
+                pods.iter().filter(|p| pull_done(p)).map(node_of).collect();
+            pulled.sort();
+            Ok((pulled == [hosts[0].clone(), hosts[2].clone()]).then_some(pods))
         })
         .await?;
     for pod in &ahead {

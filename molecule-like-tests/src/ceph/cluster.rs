@@ -21,7 +21,7 @@ use anyhow::{anyhow, bail, Context as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::ceph::Release;
+use crate::ceph::release::Release;
 use crate::kubernetes::manifests::random_suffix;
 use crate::paths::{output_dir, workspace_root};
 

@@ -3,12 +3,12 @@
 //! (`GateSubject`), and the gate's outcome (`GateOutcome`). Its rules live beside it: `gate`
 //! (stops), `drain` (removals), `verdict` (Ceph's answers read as Proceed / Wait / Halt).
 
+use super::release::ReleaseLook;
 use super::step_end::StepProgress;
 use super::verdict::{Blocker, GateDecision};
 use crate::ceph::{OsdDump, OsdId};
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
-use crate::plan::rules::finalize::ReleaseLook;
 use crate::plan::says::actions::Action;
 use crate::plan::says::events::PlannedEvent;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};

@@ -4,7 +4,8 @@
 //! releases past the cluster's `require_osd_release` and never below it; a jump of more than
 //! two releases is not supported; an OSD whose data a newer release opened cannot go back to an
 //! older one (its store was converted, finalized or not). Every refusal comes before any stop:
-//! it names its reason and clears once the cause is fixed.
+//! it names its reason and clears once the cause is fixed. `ReleaseLook` is what a finalize
+//! request reads (its rule is the planner's `rules::finalize`).
 
 use crate::ceph::{osd_list, ClusterStatus, DaemonReleases, OsdId, Release};
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,6 +47,18 @@ pub(crate) struct ReleaseFacts<'a> {
     /// The OSDs up in the osdmap.
     pub up: &'a BTreeSet<OsdId>,
     pub status: &'a ClusterStatus,
+}
+
+/// What Ceph said for a finalize request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleaseLook {
+    /// `ceph versions`.
+    pub daemons: DaemonReleases,
+    /// Every OSD in the osdmap, with the release it last ran (`osd metadata`; None: it never
+    /// reported one).
+    pub osds: BTreeMap<OsdId, Option<Release>>,
+    /// The osdmap's `require_osd_release`.
+    pub require_osd_release: Option<Release>,
 }
 
 /// Why a step is not started on the target release.

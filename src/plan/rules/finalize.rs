@@ -5,29 +5,17 @@
 //! one: Ceph's own health check and the monitor's command accept it earlier (an older OSD
 //! advertises the newer release's feature bit), and once raised it never goes back.
 
-use crate::ceph::{DaemonReleases, OsdId, Release};
+use crate::ceph::{OsdId, Release};
 use crate::crd::CephOsd;
 use crate::labels;
+use crate::plan::gate::release::ReleaseLook;
 use crate::plan::gate::{CephInput, CephView, GateOff};
 use crate::plan::says::actions::Action;
 use crate::plan::says::conditions::{ConditionReason, StatedCondition};
 use kube::ResourceExt;
-use std::collections::BTreeMap;
 
 /// At most this many OSDs are named in a refusal.
 const NAMED_OSDS: usize = 10;
-
-/// What Ceph said for a finalize request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReleaseLook {
-    /// `ceph versions`.
-    pub daemons: DaemonReleases,
-    /// Every OSD in the osdmap, with the release it last ran (`osd metadata`; None: it never
-    /// reported one).
-    pub osds: BTreeMap<OsdId, Option<Release>>,
-    /// The osdmap's `require_osd_release`.
-    pub require_osd_release: Option<Release>,
-}
 
 /// What becomes of a finalize request.
 #[derive(Clone, Debug, PartialEq, Eq)]

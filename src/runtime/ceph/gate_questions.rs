@@ -11,12 +11,12 @@ use crate::crd::{CephOsd, CephStep};
 use crate::labels;
 use crate::plan::gate::conversation::{self, ReleaseInput, Turn};
 use crate::plan::gate::release::needs_versions;
+use crate::plan::gate::release::ReleaseLook;
 use crate::plan::gate::{
     not_booted, read_stated_ids, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff,
     GateSubject, StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::rules::budget::closed_for_pgs;
-use crate::plan::rules::finalize::ReleaseLook;
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::drain_look::look_at_drain;
 use crate::runtime::memory::Memory;

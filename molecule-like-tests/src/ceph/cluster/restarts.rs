@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::CephCluster;
-use crate::ceph::Release;
+use crate::ceph::release::Release;
 
 impl CephCluster {
     /// Stops the mon and starts it again of `release` on its store; returns once it answers.

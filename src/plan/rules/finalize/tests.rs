@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::ceph::test_data::fixture;
-use crate::ceph::{parse_osd_dump, parse_osd_metadata, parse_versions};
+use crate::ceph::{parse_osd_dump, parse_osd_metadata, parse_versions, OsdMetadata};
 
 const REEF: Release = Release::REEF;
 
@@ -17,8 +17,6 @@ fn look(versions: &str, dump: &str, metadata: &str) -> ReleaseLook {
         require_osd_release: dump.require_osd_release,
     }
 }
-
-use crate::ceph::OsdMetadata;
 
 fn reason(verdict: &Finalize) -> &'static str {
     match verdict {
