@@ -10,7 +10,8 @@
 //! (`Downgrade`) with nothing stopped.
 //!
 //! Beside it, an image whose OSD cannot start: the first host's OSD never comes back, no
-//! second host is touched, `noout` stays on exactly that OSD.
+//! second host is touched, `noout` stays on exactly that OSD; the image fixed, the rollout
+//! goes on from there.
 //!
 //! Needs the local control plane, a built operator, Ceph's daemons and Reef's root
 //! (`molecule-like-tests/ceph-release-root install`).
@@ -223,15 +224,23 @@ async fn an_image_whose_osd_cannot_start_halts_at_the_first_host() -> anyhow::Re
         .filter(|p| p.annotations().get(labels::TEMPLATE_HASH) == Some(&broken_hash))
         .count();
     ensure!(on_broken == 1, "{on_broken} pods on the broken template");
+    // The image fixed: the rollout goes on from there.
+    let t_fix = Instant::now();
+    let fixed = set_image(&g, PACIFIC_IMAGE).await?;
+    g.s.wait_converged(CR, &g.want, &hash_of(&fixed), ROLLOUT)
+        .await?;
+    let fixed_in = t_fix.elapsed();
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
     g.ceph
         .recording()
         .check_one_host_at_a_time(from)
         .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
     eprintln!(
         "==== a broken image: osd.{} stays down {}s, noout only on it, no second host \
-         touched; the gate says {message:?}",
+         touched; the gate says {message:?}; the image fixed, every host rolled in {:.1}s",
         down[0],
-        HALTED_FOR.as_secs()
+        HALTED_FOR.as_secs(),
+        fixed_in.as_secs_f64()
     );
     Ok(())
 }
