@@ -37,12 +37,49 @@ def literal_prefixes(sigdict, concise_sig):
     return prefixes
 
 
-def answer(cluster, sigdict, prefixes, json_command, validate_command, request):
+class Commands:
+    # The monitors' command descriptions, read again when a command does not validate: a
+    # monitor upgraded while the session lives knows commands and values the old one did not
+    # (`osd require-osd-release reef` after Pacific → Reef).
+    def __init__(self, cluster, json_command, parse_json_funcsigs, concise_sig):
+        self.cluster = cluster
+        self.json_command = json_command
+        self.parse = parse_json_funcsigs
+        self.concise_sig = concise_sig
+        self.lock = threading.Lock()
+        self.sigdict, self.prefixes = self.read()
+
+    def read(self):
+        rc, out, outs = self.json_command(self.cluster, prefix="get_command_descriptions")
+        if rc:
+            raise CommandsUnread(outs, -rc)
+        sigdict = self.parse(out.decode("utf-8"), "cli")
+        return sigdict, literal_prefixes(sigdict, self.concise_sig)
+
+    def refresh(self):
+        with self.lock:
+            self.sigdict, self.prefixes = self.read()
+
+    def candidates(self, args):
+        with self.lock:
+            sigdict, prefixes = self.sigdict, self.prefixes
+        return {key: sigdict[key] for words, key in prefixes
+                if tuple(args[:len(words)]) == words}
+
+
+class CommandsUnread(Exception):
+    def __init__(self, outs, rc):
+        super().__init__(outs)
+        self.rc = rc
+
+
+def answer(cluster, commands, json_command, validate_command, request):
     try:
         args = request["args"]
-        candidates = {key: sigdict[key] for words, key in prefixes
-                      if tuple(args[:len(words)]) == words}
-        valid = validate_command(candidates, args)
+        valid = validate_command(commands.candidates(args), args)
+        if not valid:
+            commands.refresh()
+            valid = validate_command(commands.candidates(args), args)
         if not valid:
             rc, out, outs = -errno.EINVAL, b"", "invalid command"
         else:
@@ -75,12 +112,10 @@ def main():
         if settings["keyring"]:
             cluster.conf_set("keyring", settings["keyring"])
         cluster.connect(timeout=settings["connect_timeout"])
-        rc, out, outs = json_command(cluster, prefix="get_command_descriptions")
-        if rc:
-            say({"failed": "cannot read the command descriptions: " + outs, "rc": -rc})
-            return 1
-        sigdict = parse_json_funcsigs(out.decode("utf-8"), "cli")
-        prefixes = literal_prefixes(sigdict, concise_sig)
+        commands = Commands(cluster, json_command, parse_json_funcsigs, concise_sig)
+    except CommandsUnread as e:
+        say({"failed": "cannot read the command descriptions: " + str(e), "rc": e.rc})
+        return 1
     except rados.Error as e:
         say({"failed": str(e), "rc": getattr(e, "errno", None) or errno.EIO})
         return 1
@@ -90,7 +125,7 @@ def main():
             request = json.loads(line)
             threading.Thread(
                 target=answer,
-                args=(cluster, sigdict, prefixes, json_command, validate_command, request),
+                args=(cluster, commands, json_command, validate_command, request),
                 daemon=True,
             ).start()
     return 0

@@ -207,6 +207,14 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
     };
     out.halted = Some(format!("the step on {keys} has not ended: {state}"));
     out.condition.message = format!("a step is under way on {keys}: {state}");
+    if let Some(redone) = replaced_within_the_step(input, open) {
+        out.deletions_allowed = true;
+        out.condition.message.push_str(&format!(
+            "; its pods are replaced on the new template ({}): none of its OSDs came back",
+            redone.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+        out.allowed_keys = Some(redone);
+    }
     // Ceph away, or an OSD down besides the step's: the step cannot end by itself.
     if let Some(StepProgress::Recovering { blockers }) = &input.view.step {
         let category = blockers.first().map(Blocker::category);
@@ -219,6 +227,20 @@ fn step_open(input: &GateInput<'_>, open: &CephStep) -> GateOutcome {
         noout_past_its_limit(&mut out, input, open, held, &state);
     }
     out
+}
+
+/// The open step's own keys proposed again (the template changed while the step was open)
+/// while none of the step's OSDs booted: an image whose OSD cannot start, fixed. Their pods
+/// run no OSD, so replacing them takes nothing more down; the step's answer and its `noout`
+/// cover them. Once any OSD of the step is up, a new template waits for the step to end.
+fn replaced_within_the_step(input: &GateInput<'_>, open: &CephStep) -> Option<BTreeSet<String>> {
+    let Some(StepProgress::Booting { pending }) = &input.view.step else {
+        return None;
+    };
+    let none_booted = (open.osds.iter()).all(|o| pending.contains(&OsdId(o.id)));
+    let keys: BTreeSet<String> = input.proposed.iter().map(|s| s.key.to_string()).collect();
+    let own = !keys.is_empty() && keys.iter().all(|k| open.keys.contains(k));
+    (none_booted && !open.osds.is_empty() && own).then_some(keys)
 }
 
 /// An open step held longer than `max_noout`: its `noout` is cleared so Ceph re-replicates

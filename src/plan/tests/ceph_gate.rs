@@ -302,6 +302,45 @@ fn an_open_step_blocks_every_rollout_deletion_and_says_what_ceph_lacks() {
 }
 
 #[test]
+fn a_step_whose_osds_never_booted_takes_its_own_pods_to_a_new_template() {
+    let (mut cluster, _) = step_open();
+    cluster.ceph = CephViewBuilder::on()
+        .step(StepProgress::Booting {
+            pending: vec![OsdId(3), OsdId(4)],
+        })
+        .build();
+    // The image fixed while w1's new pods never got their OSDs up.
+    let fixed = host_cr("c");
+    let plan = cluster.reconcile(&fixed);
+    let deleted = deletes(&plan);
+    assert!(!deleted.is_empty(), "{:?}", action_kinds(&plan));
+    assert!(
+        deleted.iter().all(|(name, _)| name.contains("w1")),
+        "only the step's own pods: {deleted:?}"
+    );
+    assert!(
+        plan.gate_question.is_none(),
+        "Ceph's answer for the step stands"
+    );
+    assert!(plan.status.ceph_step.is_some(), "the step stays open");
+    let c = condition(&plan, "CephGate");
+    assert!(
+        c.message.contains("replaced on the new template"),
+        "{}",
+        c.message
+    );
+    // One OSD of the step back: a new template waits for the step to end.
+    let (mut cluster, _) = step_open();
+    cluster.ceph = CephViewBuilder::on()
+        .step(StepProgress::Booting {
+            pending: vec![OsdId(4)],
+        })
+        .build();
+    let plan = cluster.reconcile(&host_cr("c"));
+    assert!(deletes(&plan).is_empty(), "{:?}", action_kinds(&plan));
+}
+
+#[test]
 fn done_and_ready_clears_noout_and_the_step_then_the_next_step_is_asked() {
     let (mut cluster, cr) = step_open();
     cluster.ceph = CephViewBuilder::on().step(StepProgress::Done).build();
