@@ -23,16 +23,18 @@ def say(obj):
         sys.stdout.flush()
 
 
-def literal_prefixes(sigdict, concise_sig):
-    # Each command's leading words ("osd ok-to-stop" of "osd ok-to-stop <ids>..."): validating
-    # against all ~600 commands takes ~50 ms, against those these words select well under 1 ms.
+def literal_prefixes(sigdict, prefix_type):
+    # Each command's leading literal words ("osd ok-to-stop" of "osd ok-to-stop <ids>..."):
+    # validating against all ~600 commands takes ~50 ms, against those these words select well
+    # under 1 ms. Only `CephPrefix` arguments are literal: a choice (`octopus|pacific|reef`) is
+    # an argument even where it is printed bare.
     prefixes = []
     for key, command in sigdict.items():
         words = []
-        for word in concise_sig(command["sig"]).split():
-            if word.startswith("<") or word.startswith("[") or word.startswith("{"):
+        for desc in command["sig"]:
+            if desc.t is not prefix_type:
                 break
-            words.append(word)
+            words.append(desc.instance.prefix)
         prefixes.append((tuple(words), key))
     return prefixes
 
@@ -41,11 +43,11 @@ class Commands:
     # The monitors' command descriptions, read again when a command does not validate: a
     # monitor upgraded while the session lives knows commands and values the old one did not
     # (`osd require-osd-release reef` after Pacific → Reef).
-    def __init__(self, cluster, json_command, parse_json_funcsigs, concise_sig):
+    def __init__(self, cluster, json_command, parse_json_funcsigs, prefix_type):
         self.cluster = cluster
         self.json_command = json_command
         self.parse = parse_json_funcsigs
-        self.concise_sig = concise_sig
+        self.prefix_type = prefix_type
         self.lock = threading.Lock()
         self.sigdict, self.prefixes = self.read()
 
@@ -54,7 +56,7 @@ class Commands:
         if rc:
             raise CommandsUnread(outs, -rc)
         sigdict = self.parse(out.decode("utf-8"), "cli")
-        return sigdict, literal_prefixes(sigdict, self.concise_sig)
+        return sigdict, literal_prefixes(sigdict, self.prefix_type)
 
     def refresh(self):
         with self.lock:
@@ -101,7 +103,7 @@ def main():
     settings = json.loads(sys.argv[1])
     try:
         import rados
-        from ceph_argparse import (concise_sig, json_command, parse_json_funcsigs,
+        from ceph_argparse import (CephPrefix, json_command, parse_json_funcsigs,
                                    validate_command)
     except ImportError as e:
         say({"unusable": str(e)})
@@ -112,7 +114,7 @@ def main():
         if settings["keyring"]:
             cluster.conf_set("keyring", settings["keyring"])
         cluster.connect(timeout=settings["connect_timeout"])
-        commands = Commands(cluster, json_command, parse_json_funcsigs, concise_sig)
+        commands = Commands(cluster, json_command, parse_json_funcsigs, CephPrefix)
     except CommandsUnread as e:
         say({"failed": "cannot read the command descriptions: " + str(e), "rc": e.rc})
         return 1

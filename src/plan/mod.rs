@@ -140,8 +140,9 @@ pub fn plan_expanded(
         });
     }
     let finalize = finalize_request(cr, &observed.ceph);
+    // Last: a raise Ceph refuses fails the reconcile after the rollout's own writes.
     gated
-        .first
+        .last
         .extend(finalize.as_ref().and_then(Finalize::action));
     let finalized = finalize.as_ref().map(condition_of);
     let closed = observed.ceph.pgs_unclean.as_deref();
