@@ -50,8 +50,23 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
     };
     let g = Gated::up_with("cephupgrade", &options).await?;
     let from = g.ceph.elapsed();
+    preview_names_the_releases(&g).await?;
+    let (hash, message) = refused_while_the_monitors_run_pacific(&g, from).await?;
+    let rolled = rolled_once_the_monitors_run_reef(&g, from, &hash).await?;
+    let (finalize_took, back) = finalized_and_the_way_back_refused(&g).await?;
+    g.s.assert_one_pod_per_key().await?;
+    eprintln!(
+        "==== refused with {message:?}; after the monitor and manager upgrade the {} OSDs \
+         rolled to Reef in {:.1}s; finalized {:.1}s after; back to Pacific: {back:?}",
+        g.want.len(),
+        rolled.as_secs_f64(),
+        finalize_took.as_secs_f64()
+    );
+    Ok(())
+}
 
-    // The preview of the change says what is checked before the first stop.
+/// `kubectl ceph-osd plan -f` of the Reef template says what is checked before the first stop.
+async fn preview_names_the_releases(g: &Gated) -> anyhow::Result<()> {
     let mut next = g.s.crs.get(CR).await?;
     next.spec.pod_template["spec"]["containers"][0]["image"] = json!(REEF_IMAGE);
     let manifest = g.s.log_path.with_file_name("reef.json");
@@ -70,10 +85,16 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
             && preview.contains("pre-pull pods report"),
         "{code}: {preview}{said}"
     );
+    Ok(())
+}
 
-    // The template to Reef while the monitor and the manager still run Pacific; finalize
-    // asked at once.
-    let cr = set_image(&g, REEF_IMAGE).await?;
+/// The template to Reef while the monitor and the manager still run Pacific, finalize asked
+/// at once: refused before anything stops, said; returns the template hash and the refusal.
+async fn refused_while_the_monitors_run_pacific(
+    g: &Gated,
+    from: Duration,
+) -> anyhow::Result<(String, String)> {
+    let cr = set_image(g, REEF_IMAGE).await?;
     let hash = hash_of(&cr);
     let (code, said, _) = kubectl_ceph_osd(&g.s, &["finalize", CR, "--release", "reef"]).await?;
     ensure!(
@@ -85,14 +106,14 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
         code == 2 && said.contains("not the name of a Ceph release"),
         "{code}: {said}"
     );
-    let message = wait_gate_reason(&g, "MonitorsOlder").await?;
+    let message = wait_gate_reason(g, "MonitorsOlder").await?;
     ensure!(
         message.contains("upgrade the monitors first") && message.contains("pacific"),
         "{message}"
     );
     tokio::time::sleep(REFUSED_FOR).await;
     ensure!(
-        started_since(&g, from) == 0,
+        started_since(g, from) == 0,
         "a daemon was restarted while refused"
     );
     let pods = g.s.owned_pods(CR).await?;
@@ -108,23 +129,30 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
                 .is_some_and(|n| n.contains("upgrade the monitors first"))),
         "no Warning says why"
     );
-    let finalized = condition(&g, "Finalized").await?;
+    let finalized = condition(g, "Finalized").await?;
     ensure!(
         finalized
             .as_ref()
             .is_some_and(|(s, r, _)| s == "False" && r == "MonitorsOlder"),
         "Finalized: {finalized:?}"
     );
+    Ok((hash, message))
+}
 
-    // The admin upgrades the monitor, then the manager: the rollout starts by itself.
+/// The admin upgrades the monitor, then the manager: the rollout starts by itself, host by
+/// host, every OSD on Reef; returns how long it took.
+async fn rolled_once_the_monitors_run_reef(
+    g: &Gated,
+    from: Duration,
+    hash: &str,
+) -> anyhow::Result<Duration> {
     let t_upgrade = Instant::now();
     g.cluster.restart_mon(Release::Reef).await?;
     g.cluster.restart_mgr(Release::Reef).await?;
-    g.s.wait_converged(CR, &g.want, &hash, ROLLOUT * 2).await?;
+    g.s.wait_converged(CR, &g.want, hash, ROLLOUT * 2).await?;
     let rolled = t_upgrade.elapsed();
     g.wait_gate_idle(Duration::from_mins(1)).await?;
     g.cluster.wait_clean(Duration::from_mins(1)).await?;
-
     let report = g.report(from);
     let fail = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{report}");
     g.ceph
@@ -150,11 +178,15 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
         osds.len() == 1 && osds.keys().all(|v| v.contains("18.2.7")),
         "ceph versions: {versions}"
     );
+    Ok(rolled)
+}
 
-    // Finalized once every OSD runs Reef: the flag raised, the way back refused.
+/// Finalized once every OSD runs Reef: the flag raised, the way back refused with nothing
+/// restarted; returns how long finalize took after the rollout and the refusal.
+async fn finalized_and_the_way_back_refused(g: &Gated) -> anyhow::Result<(Duration, String)> {
     let t_finalize = Instant::now();
     g.s.wait_until("Finalized True", Duration::from_mins(1), || async {
-        Ok(condition(&g, "Finalized")
+        Ok(condition(g, "Finalized")
             .await?
             .filter(|(s, r, _)| s == "True" && r == "ReleaseRequired"))
     })
@@ -167,23 +199,15 @@ async fn reef_is_refused_while_the_monitors_run_pacific_then_rolls_once_they_run
         dump["require_osd_release"]
     );
     let t_back = g.ceph.elapsed();
-    set_image(&g, PACIFIC_IMAGE).await?;
-    let back = wait_gate_reason(&g, "Downgrade").await?;
+    set_image(g, PACIFIC_IMAGE).await?;
+    let back = wait_gate_reason(g, "Downgrade").await?;
     ensure!(back.contains("require_osd_release reef"), "{back}");
     tokio::time::sleep(REFUSED_FOR).await;
     ensure!(
-        started_since(&g, t_back) == 0,
+        started_since(g, t_back) == 0,
         "a daemon was restarted on the way back"
     );
-    g.s.assert_one_pod_per_key().await?;
-    eprintln!(
-        "==== refused with {message:?}; after the monitor and manager upgrade the {} OSDs \
-         rolled to Reef in {:.1}s; finalized {:.1}s after; back to Pacific: {back:?}",
-        g.want.len(),
-        rolled.as_secs_f64(),
-        finalize_took.as_secs_f64()
-    );
-    Ok(())
+    Ok((finalize_took, back))
 }
 
 #[tokio::test]
