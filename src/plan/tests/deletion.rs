@@ -201,8 +201,8 @@ fn orphaned_pods_are_left_running_and_only_the_step_is_ended() {
     assert_eq!(plan.finalizer, Some(FinalizerWrite::Remove));
 }
 
-#[test]
-fn pods_deleted_at_once_are_said_and_only_our_noout_is_cleared() {
+/// `step_open`, its status knowing osd.7 on w1 and osd.8 on w2.
+fn step_open_knowing_7_and_8() -> (Cluster, CephOsd) {
     let (mut cluster, rolled) = step_open();
     let mut known = cluster.status.clone().expect("a status");
     known.osd_ids = BTreeMap::from([
@@ -210,6 +210,12 @@ fn pods_deleted_at_once_are_said_and_only_our_noout_is_cleared() {
         ("w2:/dev/sdb".into(), vec![8]),
     ]);
     cluster.status = Some(known);
+    (cluster, rolled)
+}
+
+#[test]
+fn pods_deleted_at_once_are_said_and_only_our_noout_is_cleared() {
+    let (mut cluster, rolled) = step_open_knowing_7_and_8();
     // The disruption budget is managed: it is not written either.
     cluster.disruption = Some(SimulatedDisruption::default());
     // `--cascade=foreground`: every pod is terminating.
@@ -244,13 +250,7 @@ fn pods_deleted_at_once_are_said_and_only_our_noout_is_cleared() {
 
 #[test]
 fn pods_gone_before_the_first_look_at_a_deletion_went_at_once() {
-    let (mut cluster, rolled) = step_open();
-    let mut known = cluster.status.clone().expect("a status");
-    known.osd_ids = BTreeMap::from([
-        ("w1:/dev/sdb".into(), vec![7]),
-        ("w2:/dev/sdb".into(), vec![8]),
-    ]);
-    cluster.status = Some(known);
+    let (mut cluster, rolled) = step_open_knowing_7_and_8();
     // A foreground cascade the garbage collector was through with, its finalizer gone.
     cluster.pods.clear();
     let gone = deleted(&rolled, None);

@@ -552,6 +552,15 @@ fn pacific_metadata() -> BTreeMap<OsdId, OsdMetadata> {
     metadata
 }
 
+/// A healthy look whose osd.3 runs Pacific.
+fn healthy_with_pacific_osds() -> ScriptedCeph {
+    ScriptedCeph::default()
+        .on_status(Ok(healthy()))
+        .on_osd_dump(Ok(dump()))
+        .on_pg_states(Ok(clean()))
+        .on_osd_metadata(Ok(pacific_metadata()))
+}
+
 async fn ask_for_reef(ceph: &ScriptedCeph) -> GateAnswer {
     let (cr, subjects, others) = (cr(), question(), OtherCephOsds::default());
     let asked = Question {
@@ -568,11 +577,7 @@ async fn ask_for_reef(ceph: &ScriptedCeph) -> GateAnswer {
 #[tokio::test]
 async fn a_step_to_a_release_the_monitors_do_not_run_is_refused_before_ok_to_stop() {
     let versions = crate::ceph::test_data::fixture("versions_all_pacific");
-    let ceph = ScriptedCeph::default()
-        .on_status(Ok(healthy()))
-        .on_osd_dump(Ok(dump()))
-        .on_pg_states(Ok(clean()))
-        .on_osd_metadata(Ok(pacific_metadata()))
+    let ceph = healthy_with_pacific_osds()
         .on_versions(Ok(crate::ceph::parse_versions(&versions).unwrap()));
     let answer = ask_for_reef(&ceph).await;
     let GateDecision::Wait { blockers } = &answer.decision else {
@@ -590,11 +595,7 @@ async fn a_step_to_a_release_the_monitors_do_not_run_is_refused_before_ok_to_sto
 #[tokio::test]
 async fn with_the_monitors_and_managers_on_the_release_the_step_is_asked_about() {
     let versions = crate::ceph::test_data::fixture("versions_mons_reef_osds_pacific");
-    let ceph = ScriptedCeph::default()
-        .on_status(Ok(healthy()))
-        .on_osd_dump(Ok(dump()))
-        .on_pg_states(Ok(clean()))
-        .on_osd_metadata(Ok(pacific_metadata()))
+    let ceph = healthy_with_pacific_osds()
         .on_versions(Ok(crate::ceph::parse_versions(&versions).unwrap()))
         .on_ok_to_stop(Ok(OkToStop {
             ok_to_stop: true,
@@ -611,15 +612,10 @@ async fn with_the_monitors_and_managers_on_the_release_the_step_is_asked_about()
 
 #[tokio::test]
 async fn a_release_change_without_ceph_versions_waits() {
-    let ceph = ScriptedCeph::default()
-        .on_status(Ok(healthy()))
-        .on_osd_dump(Ok(dump()))
-        .on_pg_states(Ok(clean()))
-        .on_osd_metadata(Ok(pacific_metadata()))
-        .on_versions(Err(CephError::Timeout {
-            command: "versions".into(),
-            timeout: Duration::from_secs(15),
-        }));
+    let ceph = healthy_with_pacific_osds().on_versions(Err(CephError::Timeout {
+        command: "versions".into(),
+        timeout: Duration::from_secs(15),
+    }));
     let answer = ask_for_reef(&ceph).await;
     assert_eq!(
         answer.decision.blockers()[0].category(),
