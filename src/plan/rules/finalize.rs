@@ -57,6 +57,14 @@ pub(crate) fn finalize_request(cr: &CephOsd, view: &CephView) -> Option<Finalize
     Some(finalize(requested, look))
 }
 
+/// Whether `require_osd_release` is already at the `requested` release (or past it): the
+/// request asks nothing more of Ceph.
+pub(crate) fn is_done(requested: &str, require_osd_release: Option<Release>) -> bool {
+    Release::from_name(requested)
+        .zip(require_osd_release)
+        .is_some_and(|(asked, now)| now >= asked)
+}
+
 /// The `Finalized` condition of `verdict`.
 pub(crate) fn condition_of(verdict: &Finalize) -> StatedCondition {
     let (holds, reason, message) = match verdict {

@@ -3,20 +3,20 @@
 //! failure to ask becomes a `Wait` (fail closed): no pod goes down on no answer.
 
 use crate::ceph::{
-    gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, KeyToMap,
-    OsdDump, OsdId, OsdMetadata, OtherCephOsds, PgsOnOsds, PodRef, Release,
+    gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, DaemonReleases,
+    KeyToMap, OsdDump, OsdId, OsdMetadata, OtherCephOsds, PgsOnOsds, PodRef, Release,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephOsd, CephStep};
 use crate::labels;
 use crate::plan::gate::conversation::{self, ReleaseInput, Turn};
-use crate::plan::gate::release::needs_versions;
-use crate::plan::gate::release::ReleaseLook;
+use crate::plan::gate::release::{needs_versions, ReleaseLook};
 use crate::plan::gate::{
     not_booted, read_stated_ids, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff,
     GateSubject, StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::rules::budget::closed_for_pgs;
+use crate::plan::rules::finalize::is_done;
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::drain_look::look_at_drain;
 use crate::runtime::memory::Memory;
@@ -75,10 +75,9 @@ pub(crate) async fn first_view(
     }
     let (step, looked) = look_at_open_step(ceph, memory, cr, settings, look_every).await;
     let fresh = osd_map_and_pgs(ceph, looked.as_ref()).await;
-    let release_look = if cr.annotations().contains_key(labels::FINALIZE_RELEASE) {
-        Some(look_at_releases(ceph, fresh.as_ref()).await)
-    } else {
-        None
+    let release_look = match cr.annotations().get(labels::FINALIZE_RELEASE) {
+        Some(requested) => Some(look_at_releases(ceph, requested, fresh.as_ref()).await),
+        None => None,
     };
     let view = CephView {
         input: CephInput::NotAsked,
@@ -95,12 +94,22 @@ pub(crate) async fn first_view(
 }
 
 /// The releases of every monitor and OSD (`versions`, `osd metadata`) beside the OSD map of
-/// `fresh`, for a finalize request; Err: what Ceph did not answer.
+/// `fresh`, for a finalize request (`requested`); only the OSD map once it is done. Err: what
+/// Ceph did not answer.
 async fn look_at_releases(
     ceph: &dyn CephClient,
+    requested: &str,
     fresh: Result<&CephFacts, &CephError>,
 ) -> Result<ReleaseLook, String> {
     let facts = fresh.map_err(ToString::to_string)?;
+    let require_osd_release = facts.osds.require_osd_release;
+    if is_done(requested, require_osd_release) {
+        return Ok(ReleaseLook {
+            daemons: DaemonReleases::default(),
+            osds: BTreeMap::new(),
+            require_osd_release,
+        });
+    }
     let (daemons, metadata) = futures::future::try_join(ceph.versions(), ceph.osd_metadata())
         .await
         .map_err(|e| e.to_string())?;

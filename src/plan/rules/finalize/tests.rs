@@ -52,6 +52,24 @@ fn every_osd_and_monitor_on_reef_raises_it_once() {
 }
 
 #[test]
+fn once_done_ceph_is_asked_nothing_more() {
+    assert!(is_done("reef", Some(REEF)));
+    assert!(is_done("pacific", Some(REEF)));
+    assert!(!is_done("reef", Some(Release::PACIFIC)));
+    assert!(!is_done("reeef", Some(REEF)));
+    assert!(!is_done("reef", None));
+    let bare = ReleaseLook {
+        daemons: crate::ceph::DaemonReleases::default(),
+        osds: std::collections::BTreeMap::new(),
+        require_osd_release: Some(REEF),
+    };
+    assert_eq!(
+        finalize("reef", Ok(&bare)),
+        Finalize::Done { release: REEF }
+    );
+}
+
+#[test]
 fn an_osd_still_on_pacific_keeps_it_and_is_named() {
     // Ceph itself says OSD_UPGRADE_FINISHED here and accepts the command.
     let mixed = look(
