@@ -194,11 +194,14 @@ async fn all_pacific(b: &Bench) -> anyhow::Result<()> {
 }
 
 /// An admin upgrades the mon and the mgr; then osd-a's disk, first run by Pacific, boots
-/// under Reef from a v18 image.
-async fn upgrade_to_reef(b: &Bench) -> anyhow::Result<()> {
+/// under Reef from a v18 image. Returns when, on the recorder's clock, the PGs were clean
+/// under the upgraded mgr (the OSD stops are checked in Ceph's view from then on).
+async fn upgrade_to_reef(b: &Bench) -> anyhow::Result<Duration> {
     b.cluster.restart_mon(Release::Reef).await?;
     b.cluster.restart_mgr(Release::Reef).await?;
     anyhow::ensure!(b.count("mon", &b.reef).await? == 1 && b.count("mgr", &b.reef).await? == 1);
+    b.cluster.wait_clean(Duration::from_mins(1)).await?;
+    let from = b.ceph.elapsed();
     b.delete("osd-a").await?;
     b.create(osd_pod("osd-a2", &b.nodes[0], REEF_IMAGE)?)
         .await?;
@@ -211,7 +214,7 @@ async fn upgrade_to_reef(b: &Bench) -> anyhow::Result<()> {
     let version = osd_version(&b.cluster, b.ids[0]).await?;
     anyhow::ensure!(version == b.reef.trim(), "osd.{}: {version}", b.ids[0]);
     anyhow::ensure!(b.count("osd", &b.reef).await? == 1 && b.count("osd", &b.pacific).await? == 2);
-    Ok(())
+    Ok(from)
 }
 
 /// A broken image: no daemon, the OSD stays down, the pod never Ready; deleted at once.
@@ -284,10 +287,13 @@ async fn releases_run_as_their_images_say() -> anyhow::Result<()> {
     b.create(pre_pull_pod("pull-pacific", &b.nodes[1], PACIFIC_IMAGE)?)
         .await?;
     all_pacific(&b).await?;
-    upgrade_to_reef(&b).await?;
+    let from = upgrade_to_reef(&b).await?;
     broken_image(&b).await?;
     pre_pull_reports(&b).await?;
 
+    // Ceph's view of the OSDs stopped: one host down at a time, no PG below min_size, no
+    // noout left.
+    b.ceph.recording().check_one_host_at_a_time(from)?;
     b.bridge.check()?;
     println!("==== releases:\n{}", b.bridge.render());
     b.bridge.stop().await?;
