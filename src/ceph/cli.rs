@@ -261,29 +261,33 @@ impl CliClient {
         }
     }
 
-    /// `osd add-noout`, `rm-noout`, `out`, `in` on `ids` (`osd.N`): a write that must exit 0.
+    /// `osd require-osd-release <name>`: a write that must exit 0.
     async fn raise_release(&self, release: Release) -> Result<(), CephError> {
         let name = release.name().ok_or_else(|| CephError::Failed {
             command: "osd require-osd-release".to_owned(),
             exit_code: None,
             stderr: format!("{release} has no name Ceph knows"),
         })?;
-        let command = command(&["osd", "require-osd-release"], [name.to_owned()]);
-        let finished = self.run(&command).await?;
-        if finished.exit_code == Some(0) {
-            Ok(())
-        } else {
-            Err(failed(&command, &finished))
-        }
+        self.write(&command(&["osd", "require-osd-release"], [name.to_owned()]))
+            .await
     }
 
+    /// `osd add-noout`, `rm-noout`, `out`, `in` on `ids` (`osd.N`): a write that must exit 0.
     async fn mark(&self, verb: &str, ids: &[OsdId]) -> Result<(), CephError> {
-        let command = command(&["osd", verb], ids.iter().map(ToString::to_string));
-        let finished = self.run(&command).await?;
+        self.write(&command(
+            &["osd", verb],
+            ids.iter().map(ToString::to_string),
+        ))
+        .await
+    }
+
+    /// Runs a write `command`: anything but exit 0 is its failure.
+    async fn write(&self, command: &[String]) -> Result<(), CephError> {
+        let finished = self.run(command).await?;
         if finished.exit_code == Some(0) {
             Ok(())
         } else {
-            Err(failed(&command, &finished))
+            Err(failed(command, &finished))
         }
     }
 }
@@ -458,13 +462,11 @@ impl CephClient for CliClient {
         value: &'a str,
     ) -> BoxFuture<'a, Result<(), CephError>> {
         async move {
-            let command = command(&["config-key", "set"], [key.to_owned(), value.to_owned()]);
-            let finished = self.run(&command).await?;
-            if finished.exit_code == Some(0) {
-                Ok(())
-            } else {
-                Err(failed(&command, &finished))
-            }
+            self.write(&command(
+                &["config-key", "set"],
+                [key.to_owned(), value.to_owned()],
+            ))
+            .await
         }
         .boxed()
     }

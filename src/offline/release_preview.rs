@@ -12,7 +12,10 @@ pub(crate) fn osd_image(template: &serde_json::Value) -> Option<&str> {
 /// The release an image's tag names (`…:v18.2.7` → reef), when it names one.
 fn tagged_release(image: &str) -> Option<Release> {
     let tag = image.rsplit_once(':')?.1;
-    (!tag.contains('/')).then_some(())?;
+    if tag.contains('/') {
+        // `registry:5000/ceph`: a port, no tag.
+        return None;
+    }
     Release::of_version(tag.split('-').next()?)
 }
 

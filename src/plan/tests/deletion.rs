@@ -235,17 +235,17 @@ fn pods_deleted_at_once_are_said_and_only_our_noout_is_cleared() {
     let plan = cluster.reconcile(&gone);
     assert!(plan.actions.is_empty());
     assert_eq!(plan.finalizer, Some(FinalizerWrite::Remove));
-    let said = plan
-        .events
-        .iter()
+    let said = went_at_once_warning(&plan);
+    assert!(said.contains("foreground"), "{said}");
+    assert!(said.contains("osd.7") && said.contains("osd.8"), "{said}");
+}
+
+/// The words of `plan`'s Warning that the pods went down at once.
+fn went_at_once_warning(plan: &Plan) -> &str {
+    let said = (plan.events.iter())
         .find(|e| e.warning && e.reason == EventReason::Deleting)
         .expect("a Warning");
-    assert!(said.note.contains("foreground"), "{}", said.note);
-    assert!(
-        said.note.contains("osd.7") && said.note.contains("osd.8"),
-        "{}",
-        said.note
-    );
+    &said.note
 }
 
 #[test]
@@ -258,16 +258,8 @@ fn pods_gone_before_the_first_look_at_a_deletion_went_at_once() {
     assert_eq!(kinds(&plan), ["ClearNoout"], "nothing is marked out");
     assert!(plan.status.ceph_step.is_none());
     assert_eq!(plan.finalizer, Some(FinalizerWrite::Remove));
-    let said = plan
-        .events
-        .iter()
-        .find(|e| e.warning && e.reason == EventReason::Deleting)
-        .expect("a Warning");
-    assert!(
-        said.note.contains("osd.7") && said.note.contains("osd.8"),
-        "{}",
-        said.note
-    );
+    let said = went_at_once_warning(&plan);
+    assert!(said.contains("osd.7") && said.contains("osd.8"), "{said}");
     assert_eq!(plan.status.osd_ids.len(), 2, "kept to say which went");
 }
 

@@ -69,6 +69,18 @@ async fn ask(
     pods: &[Arc<Pod>],
     question: &[GateSubject],
 ) -> GateAnswer {
+    ask_with_image(ceph, cr, observed, pods, question, None).await
+}
+
+/// [`ask`], the template's image having reported `image_release`.
+async fn ask_with_image(
+    ceph: &ScriptedCeph,
+    cr: &CephOsd,
+    observed: &[ObservedPod],
+    pods: &[Arc<Pod>],
+    question: &[GateSubject],
+    image_release: Option<crate::ceph::Release>,
+) -> GateAnswer {
     let others = OtherCephOsds::default();
     let asked = Question {
         cr,
@@ -76,7 +88,7 @@ async fn ask(
         pods,
         subjects: question,
         others: &others,
-        image_release: None,
+        image_release,
     };
     answer(ceph, &asked, None).await
 }
@@ -562,16 +574,8 @@ fn healthy_with_pacific_osds() -> ScriptedCeph {
 }
 
 async fn ask_for_reef(ceph: &ScriptedCeph) -> GateAnswer {
-    let (cr, subjects, others) = (cr(), question(), OtherCephOsds::default());
-    let asked = Question {
-        cr: &cr,
-        observed: &[],
-        pods: &[],
-        subjects: &subjects,
-        others: &others,
-        image_release: Some(crate::ceph::Release::REEF),
-    };
-    answer(ceph, &asked, None).await
+    let reef = Some(crate::ceph::Release::REEF);
+    ask_with_image(ceph, &cr(), &[], &[], &question(), reef).await
 }
 
 #[tokio::test]
