@@ -14,9 +14,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use ceph_osd_operator::OsdKey;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
 use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
 use molecule_like_tests::kubernetes::manifests::{cephosd, storage, CR};
@@ -300,7 +301,9 @@ async fn deleted_with_cascade_foreground_the_step_ends_and_it_is_said() -> anyho
 
 /// 3 hosts, size 3: deleted with `--cascade=orphan` while a step is open: no pod is taken
 /// down after the deletion (the OSDs keep running without the operator), the step's `noout`
-/// is cleared, and the CephOSD goes.
+/// is cleared, and the CephOSD goes. A pod the garbage collector missed (one made while it
+/// worked; here one given the CephOSD's ownerReference back while the operator is frozen) is
+/// let go of by the operator: it outlives the CephOSD.
 #[tokio::test]
 async fn deleted_with_cascade_orphan_the_osds_keep_running() -> anyhow::Result<()> {
     let g = Gated::up("cephdel-orphan").await?;
@@ -309,7 +312,11 @@ async fn deleted_with_cascade_orphan_the_osds_keep_running() -> anyhow::Result<(
     // start counting once the recorder has it (it came before the orphaning delete).
     step_pods_going(&g).await?;
     let seq = g.s.pod_watch_mark().await?;
-    g.s.crs.delete(CR, &DeleteParams::orphan()).await?;
+    let uid = g.s.crs.get(CR).await?.uid().unwrap_or_default();
+    g.s.signal_operator("STOP")?;
+    let missed = orphaned_but_one(&g, &uid).await;
+    g.s.signal_operator("CONT")?;
+    let missed = missed.map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
     g.s.wait_until("the CephOSD is gone", LONG, || async {
         Ok(g.s.crs.get_opt(CR).await?.is_none().then_some(()))
     })
@@ -329,6 +336,15 @@ async fn deleted_with_cascade_orphan_the_osds_keep_running() -> anyhow::Result<(
         "pods deleted after an orphaning delete: {deleted_after:?}\n{}",
         recorder.render()
     );
+    let missed_now = g.s.pods.get_opt(&missed).await?;
+    anyhow::ensure!(
+        missed_now
+            .as_ref()
+            .is_some_and(|p| p.metadata.deletion_timestamp.is_none()
+                && p.owner_references().iter().all(|o| o.uid != uid)),
+        "the pod the garbage collector missed, {missed}, did not outlive the CephOSD on its \
+         own: {missed_now:?}"
+    );
     let running =
         g.s.list_pods()
             .await?
@@ -337,8 +353,48 @@ async fn deleted_with_cascade_orphan_the_osds_keep_running() -> anyhow::Result<(
             .count();
     println!(
         "==== deleted with --cascade=orphan mid-step (noout on {noout:?}): {running} OSD pods \
-         keep running, none deleted after the delete, no noout left\n{}",
+         keep running ({missed} let go of by the operator), none deleted after the delete, no \
+         noout left\n{}",
         g.report(from)
     );
     g.down().await
+}
+
+/// With the operator frozen: `CR` deleted with `--cascade=orphan`, the garbage collector
+/// through (its finalizer off, no live pod naming the CephOSD `uid`), then one live pod given
+/// the CephOSD's controller reference back, as a pod made while the collector worked keeps
+/// it. That pod's name.
+async fn orphaned_but_one(g: &Gated, uid: &str) -> anyhow::Result<String> {
+    g.s.crs.delete(CR, &DeleteParams::orphan()).await?;
+    let names_it = |p: &Pod| p.owner_references().iter().any(|o| o.uid == uid);
+    let live =
+        g.s.wait_until(
+            "the garbage collector through",
+            Duration::from_secs(30),
+            || async {
+                let cr = g.s.crs.get(CR).await?;
+                let orphaning = cr.finalizers().iter().any(|f| f == "orphan");
+                let live: Vec<Pod> = (g.s.list_pods().await?.into_iter())
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .collect();
+                Ok((!orphaning && !live.iter().any(names_it)).then_some(live))
+            },
+        )
+        .await?;
+    let missed = live
+        .first()
+        .map(ResourceExt::name_any)
+        .context("no live pod")?;
+    let reference = json!([{
+        "apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD", "name": CR,
+        "uid": uid, "controller": true, "blockOwnerDeletion": true,
+    }]);
+    g.s.pods
+        .patch(
+            &missed,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"ownerReferences": reference}})),
+        )
+        .await?;
+    Ok(missed)
 }

@@ -158,6 +158,7 @@ pub(crate) fn apply(
             | Action::MarkOut { .. }
             | Action::MarkIn { .. }
             | Action::RequireOsdRelease { .. }
+            | Action::LetGo { .. }
             | Action::WriteBudget { .. }
             | Action::DeleteBudget { .. } => {}
         }

@@ -325,6 +325,15 @@ impl Cluster {
                 | Action::MarkOut { .. }
                 | Action::MarkIn { .. }
                 | Action::RequireOsdRelease { .. } => {}
+                Action::LetGo {
+                    name, owner_uid, ..
+                } => {
+                    if let Some(pod) = self.pod_mut(name) {
+                        if let Some(refs) = pod.metadata.owner_references.as_mut() {
+                            refs.retain(|r| r.uid != *owner_uid);
+                        }
+                    }
+                }
                 Action::LabelDomain { name, value } => {
                     if let Some(pod) = self.pod_mut(name) {
                         pod.labels_mut()

@@ -127,6 +127,15 @@ impl ObservedPod {
         )
     }
 
+    /// A pod of the CephOSD (its owner label) that nothing controls and that is not going:
+    /// one the garbage collector let go of.
+    pub fn is_orphan(&self) -> bool {
+        !self.controlled
+            && self.workload == Workload::Pod
+            && self.deleted.is_none()
+            && !matches!(self.class, PodClass::Foreign(_))
+    }
+
     /// Whether it runs the current template (up to date, or created by us for it).
     pub fn runs_the_template(&self) -> bool {
         matches!(

@@ -6,7 +6,7 @@ use crate::plan::gate::{gate, CephView, GateCondition, GateInput, GateOutcome, G
 use crate::plan::observed::classify::{ObservedPod, PodClass};
 use crate::plan::phases::decide::Decided;
 use crate::plan::phases::seen::Seen;
-use crate::plan::rules::deletion::{open_step_at_deletion, Deletion};
+use crate::plan::rules::deletion::{open_step_at_deletion, Deletion, ORPHANED};
 use crate::plan::says::conditions::ConditionReason;
 use crate::plan::topology::HostBuckets;
 use k8s_openapi::jiff::Timestamp;
@@ -33,8 +33,15 @@ pub(in crate::plan) fn gate_step(
     if let Some(buckets) = &seen.buckets {
         failure_domains(&mut gated, open, buckets);
     }
-    if let Some(Deletion::AtOnce(why)) = seen.deletion {
-        // Kubernetes takes every pod down itself: the operator takes none and asks nothing.
+    let kept = match seen.deletion {
+        // Kubernetes takes every pod down itself.
+        Some(Deletion::AtOnce(why)) => Some(why),
+        // The pods keep running.
+        Some(Deletion::Orphaned) => Some(ORPHANED),
+        _ => None,
+    };
+    if let Some(why) = kept {
+        // The operator takes no pod down and asks nothing.
         gated.deletions_allowed = false;
         gated.question = None;
         gated.halted.get_or_insert_with(|| why.to_owned());

@@ -2,7 +2,8 @@
 //! (the Ceph step recorded, `noout` set), the disruption budget (written before any pod goes),
 //! the deletions that go at once, the creations, the step's deletions the gate lets go, the
 //! marks, the gate's last writes, then the image pre-pull pods' writes. A pod this plan needs
-//! that cannot be built stops every write; a CephOSD deleted at once only ends its Ceph step.
+//! that cannot be built stops every write; a CephOSD deleted at once only ends its Ceph step,
+//! one orphaned also lets go of the pods it still controls.
 
 use crate::crd::osd::OsdKey;
 use crate::crd::CephStep;
@@ -16,6 +17,7 @@ use crate::plan::rules::budget::{label_patches, Keeping};
 use crate::plan::rules::deletion::Deletion;
 use crate::plan::says::actions::Action;
 use crate::plan::says::events::{EventReason, PlannedEvent};
+use kube::ResourceExt;
 use std::collections::HashSet;
 
 /// The plan's writes in order.
@@ -100,11 +102,23 @@ fn marks(seen: &Seen<'_>, decided: &Decided<'_>) -> (Vec<Action>, Vec<PlannedEve
     (marks, tampered)
 }
 
-/// Of `actions`, those a CephOSD deleted at once still writes: Kubernetes removes its objects
-/// itself (a terminating namespace takes no new one), so only its Ceph step is ended.
+/// Of `actions`, those a CephOSD deleted at once or orphaned still writes: only its Ceph
+/// step is ended. Deleted at once, Kubernetes removes its objects itself (a terminating
+/// namespace takes no new one); orphaned, every pod it still controls is let go of.
 fn kept_while_deleted(seen: &Seen<'_>, mut actions: Vec<Action>) -> Vec<Action> {
-    if let Some(Deletion::AtOnce(_)) = seen.deletion {
+    if let Some(Deletion::AtOnce(_) | Deletion::Orphaned) = seen.deletion {
         actions.retain(|a| matches!(a, Action::ClearNoout { .. } | Action::RecordCephStep));
+    }
+    if let (Some(Deletion::Orphaned), Some(owner_uid)) = (seen.deletion, seen.cr.uid()) {
+        actions.extend(
+            (seen.pods.iter())
+                .filter(|p| p.controlled && p.deleted.is_none() && p.workload == Workload::Pod)
+                .map(|p| Action::LetGo {
+                    name: p.name.clone(),
+                    uid: p.uid.clone(),
+                    owner_uid: owner_uid.clone(),
+                }),
+        );
     }
     actions
 }

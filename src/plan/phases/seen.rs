@@ -151,6 +151,7 @@ impl<'a> Seen<'a> {
                 rs.as_workload(osd.map(|o| o.index))
             })
             .partition(|w| w.osd.is_some());
+        let orphans_left = deletion.is_some() && pods.iter().any(ObservedPod::is_orphan);
         if deletion.is_some() {
             pods.retain(|p| p.controlled);
             replica_sets.clear();
@@ -158,7 +159,7 @@ impl<'a> Seen<'a> {
             era_superfluous.clear();
         }
         let previous = cr.status.clone().unwrap_or_default();
-        let deletion = checked_against_pods(deletion, &previous, !pods.is_empty());
+        let deletion = checked_against_pods(deletion, &previous, !pods.is_empty(), orphans_left);
         let held_elsewhere = held_elsewhere(&observed.others, desired);
         let buckets = buckets(spec, desired, pods.iter().chain(&era), &observed.topology);
         Self {

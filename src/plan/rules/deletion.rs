@@ -2,7 +2,8 @@
 //! pods are gone and no Ceph step of it is open. Deleted with kubectl's default (background)
 //! cascade, every key leaves the spec: its pods go one update domain at a time as removals
 //! do. With `--cascade=orphan` the garbage collector first takes the pods' ownerReferences
-//! away: pods that no longer name this CephOSD as controller are not its to take down. With
+//! away: pods that no longer name this CephOSD as controller are not its to take down (one
+//! it missed, created while it worked, the operator lets go of itself). With
 //! `--cascade=foreground`, or its namespace deleted, Kubernetes deletes every pod at once:
 //! the operator only ends its open step (clears its own `noout`) and says what happened.
 
@@ -21,6 +22,9 @@ pub(crate) const FINALIZER: &str = "ceph.elemental.net/osds";
 const ORPHAN: &str = "orphan";
 const FOREGROUND: &str = "foregroundDeletion";
 
+/// What an orphaned deletion leaves.
+pub(crate) const ORPHANED: &str = "it was deleted with --cascade=orphan: its OSD pods keep running";
+
 /// How a CephOSD is being deleted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Deletion {
@@ -29,6 +33,10 @@ pub(crate) enum Deletion {
     /// `--cascade=orphan`: the garbage collector is still taking the pods' ownerReferences
     /// away; nothing is done until it is through.
     Orphaning,
+    /// `--cascade=orphan`, the garbage collector through: it let go of the pods it saw; a pod
+    /// of this CephOSD it missed (created while it worked) the operator lets go of too, so
+    /// every OSD keeps running.
+    Orphaned,
     /// Kubernetes deletes every pod at once (the reason said).
     AtOnce(&'static str),
 }
@@ -68,19 +76,23 @@ pub(crate) fn deletion_of(cr: &CephOsd, namespace_terminating: bool) -> Option<D
     })
 }
 
-/// A deletion the metadata says is a rollout, checked against the pods: at the operator's
-/// first look at the deleted CephOSD (`previous`, the last status, still counts the spec's
-/// running OSDs) none of its pods is left (`pods_left`). The operator's finalizer keeps a
-/// background cascade from taking them, so Kubernetes deleted them all at once: the garbage
-/// collector of a foreground cascade can be through, its finalizer gone, before the operator
-/// looks.
+/// A deletion the metadata says is a rollout, checked against the pods. A live pod of this
+/// CephOSD (its owner label) that nothing controls (`orphans_left`) was let go by the garbage
+/// collector of `--cascade=orphan`, through before the operator looked: the deletion is that
+/// one. At the operator's first look at the deleted CephOSD (`previous`, the last status,
+/// still counts the spec's running OSDs) with none of its pods left (`pods_left`): the
+/// operator's finalizer keeps a background cascade from taking them, so Kubernetes deleted
+/// them all at once (the garbage collector of a foreground cascade can be through, its
+/// finalizer gone, before the operator looks).
 pub(crate) fn checked_against_pods(
     read: Option<Deletion>,
     previous: &CephOsdStatus,
     pods_left: bool,
+    orphans_left: bool,
 ) -> Option<Deletion> {
     let first_look = previous.desired > 0 && previous.current > 0;
     match read {
+        Some(Deletion::Rollout) if orphans_left => Some(Deletion::Orphaned),
         Some(Deletion::Rollout) if first_look && !pods_left => Some(Deletion::AtOnce(
             "its pods were all deleted before the operator saw it deleted, as \
              --cascade=foreground or a namespace's deletion does",
@@ -119,10 +131,10 @@ fn ids_of(ids: &[u32]) -> Vec<OsdId> {
 /// A rollout step (not a drain) open when the deletion began: its OSDs are leaving now. The
 /// step ends with its own `noout` cleared; deleted as a rollout with pods of it left
 /// (`pods_left`), its OSDs are marked out too (a pod of theirs still running is then drained
-/// as every leaving key is; Ceph moves the data of one that is down). Orphaned (the pods are
-/// not ours) or deleted at once (they are gone), only the `noout` goes. Ended, not rewritten:
-/// writes that fail keep the step recorded, so the next plan ends it again. None: the gate's
-/// rules apply (no step, or a drain, which ends once its pods are gone).
+/// as every leaving key is; Ceph moves the data of one that is down). Orphaned (the pods
+/// keep running, not ours) or deleted at once (they are gone), only the `noout` goes. Ended,
+/// not rewritten: writes that fail keep the step recorded, so the next plan ends it again.
+/// None: the gate's rules apply (no step, or a drain, which ends once its pods are gone).
 pub(crate) fn open_step_at_deletion(
     deletion: Deletion,
     open: &CephStep,

@@ -77,6 +77,13 @@ pub enum Action {
     /// Raises the cluster's `require_osd_release` (a finalize an admin asked for), confirmed
     /// by `osd dump`.
     RequireOsdRelease { release: Release },
+    /// Takes this CephOSD's ownerReference (`owner_uid`) off a pod (the one with `uid`): the
+    /// garbage collector of `--cascade=orphan` missed it, and it keeps running on its own.
+    LetGo {
+        name: String,
+        uid: Option<String>,
+        owner_uid: String,
+    },
     /// Sets the label naming a pod's update domain (the disruption budget selects by it).
     LabelDomain { name: String, value: String },
     /// Creates the CephOSD's PodDisruptionBudget (`resource_version: None`), or writes its

@@ -251,6 +251,15 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
             ),
             pod: None,
         }),
+        Action::LetGo { name, .. } => Some(PlannedEvent {
+            warning: false,
+            reason: EventReason::Deleting,
+            note: format!(
+                "let go of pod {name}, made while the garbage collector orphaned the others \
+                 (--cascade=orphan): its OSD keeps running without this CephOSD"
+            ),
+            pod: Some(name.clone()),
+        }),
     }
 }
 

@@ -81,6 +81,7 @@ fn action_kinds(plan: &Plan) -> Vec<&'static str> {
             Action::MarkOut { .. } => "MarkOut",
             Action::MarkIn { .. } => "MarkIn",
             Action::RequireOsdRelease { .. } => "RequireOsdRelease",
+            Action::LetGo { .. } => "LetGo",
             Action::LabelDomain { .. } => "LabelDomain",
             Action::WriteBudget { .. } => "WriteBudget",
             Action::DeleteBudget { .. } => "DeleteBudget",

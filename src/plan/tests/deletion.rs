@@ -201,6 +201,43 @@ fn orphaned_pods_are_left_running_and_only_the_step_is_ended() {
     assert_eq!(plan.finalizer, Some(FinalizerWrite::Remove));
 }
 
+#[test]
+fn a_pod_made_while_the_others_were_orphaned_is_let_go_of_too() {
+    let (mut cluster, rolled) = step_open();
+    cluster.finish_terminations();
+    // The replacement of w1 is created as the garbage collector orphans the other pods: it
+    // missed that one, which still names this CephOSD.
+    let plan = cluster.reconcile(&rolled);
+    let replacement = (plan.actions.iter())
+        .find_map(|a| match a {
+            Action::Create { pod, .. } => Some(pod.name_any()),
+            _ => None,
+        })
+        .expect("the replacement of w1");
+    for pod in cluster
+        .pods
+        .iter_mut()
+        .filter(|p| p.name_any() != replacement)
+    {
+        pod.metadata.owner_references = None;
+    }
+    let gone = deleted(&rolled, None);
+    let plan = cluster.reconcile(&gone);
+    assert_eq!(kinds(&plan), ["ClearNoout", "LetGo"], "nothing marked out");
+    assert!(
+        matches!(&plan.actions[1], Action::LetGo { name, owner_uid, .. }
+            if *name == replacement && Some(owner_uid) == gone.metadata.uid.as_ref())
+    );
+    assert!(plan.gate_question.is_none(), "nothing is ours to stop");
+    assert!(plan.status.ceph_step.is_none());
+    assert_eq!(plan.finalizer, None, "a pod still names it");
+    assert!(event_reasons(&plan).contains(&"Deleting"));
+    let plan = cluster.reconcile(&gone);
+    assert!(plan.actions.is_empty(), "{:?}", kinds(&plan));
+    assert_eq!(plan.finalizer, Some(FinalizerWrite::Remove));
+    assert_eq!(cluster.pods.len(), 3, "every OSD keeps its pod");
+}
+
 /// `step_open`, its status knowing osd.7 on w1 and osd.8 on w2.
 fn step_open_knowing_7_and_8() -> (Cluster, CephOsd) {
     let (mut cluster, rolled) = step_open();
@@ -278,13 +315,32 @@ fn a_deletion_at_once_is_told_from_the_status_before_it() {
     };
     let rollout = Some(Deletion::Rollout);
     assert!(matches!(
-        checked_against_pods(rollout, &running, false),
+        checked_against_pods(rollout, &running, false, false),
         Some(Deletion::AtOnce(_))
     ));
-    assert_eq!(checked_against_pods(rollout, &running, true), rollout);
-    assert_eq!(checked_against_pods(rollout, &leaving, false), rollout);
-    assert_eq!(checked_against_pods(rollout, &never_ran, false), rollout);
-    assert_eq!(checked_against_pods(None, &running, false), None);
+    assert_eq!(
+        checked_against_pods(rollout, &running, true, false),
+        rollout
+    );
+    assert_eq!(
+        checked_against_pods(rollout, &leaving, false, false),
+        rollout
+    );
+    assert_eq!(
+        checked_against_pods(rollout, &never_ran, false, false),
+        rollout
+    );
+    assert_eq!(checked_against_pods(None, &running, false, false), None);
     let orphaning = Some(Deletion::Orphaning);
-    assert_eq!(checked_against_pods(orphaning, &running, false), orphaning);
+    assert_eq!(
+        checked_against_pods(orphaning, &running, false, false),
+        orphaning
+    );
+    // Pods the garbage collector let go of: an orphaning through, whatever else is left.
+    for pods_left in [false, true] {
+        assert_eq!(
+            checked_against_pods(rollout, &running, pods_left, true),
+            Some(Deletion::Orphaned)
+        );
+    }
 }

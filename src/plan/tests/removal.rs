@@ -78,6 +78,7 @@ pub(super) fn kinds(plan: &Plan) -> Vec<&'static str> {
             Action::MarkIn { .. } => "MarkIn",
             Action::SetNoout { .. } => "SetNoout",
             Action::ClearNoout { .. } => "ClearNoout",
+            Action::LetGo { .. } => "LetGo",
             _ => "other",
         })
         .collect()

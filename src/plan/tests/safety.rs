@@ -341,6 +341,7 @@ fn a_conflicting_osd_keeps_its_pod_exactly_as_it_is() {
                 Action::Delete { name, .. }
                 | Action::DeletePrePull { name, .. }
                 | Action::PatchState { name, .. }
+                | Action::LetGo { name, .. }
                 | Action::LabelDomain { name, .. } => *name == sdb,
                 Action::Create { key, .. } => key.to_string() == "node1:/dev/sdb",
                 Action::DeleteReplicaSet { .. }

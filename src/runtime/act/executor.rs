@@ -390,6 +390,11 @@ async fn apply(
             Ok(true)
         }
         Action::LabelDomain { name, value } => label_domain(pods, name, value).await,
+        Action::LetGo {
+            name,
+            uid,
+            owner_uid,
+        } => let_go(pods, name, uid.as_deref(), owner_uid).await,
         Action::WriteBudget {
             budget,
             exists,
@@ -445,6 +450,36 @@ async fn label_domain(pods: &Api<Pod>, name: &str, value: &str) -> Result<bool, 
         Ok(_) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
         Err(source) => Err(ExecuteError::Patch {
+            name: name.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Takes the ownerReference to `owner_uid` off pod `name` (the one with `uid`, when given:
+/// a newer namesake is not touched), as the garbage collector orphans a dependent: a
+/// strategic merge patch deleting that one reference. A pod gone needs nothing.
+async fn let_go(
+    pods: &Api<Pod>,
+    name: &str,
+    uid: Option<&str>,
+    owner_uid: &str,
+) -> Result<bool, ExecuteError> {
+    let mut metadata = json!({"ownerReferences": [{"$patch": "delete", "uid": owner_uid}]});
+    if let Some(uid) = uid {
+        metadata["uid"] = json!(uid);
+    }
+    let patch = json!({ "metadata": metadata });
+    match pods
+        .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+    {
+        Ok(_) => {
+            info!(pod = %name, "let go of the pod: its OSD keeps running without this CephOSD");
+            Ok(true)
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(source) => Err(ExecuteError::LetGo {
             name: name.to_owned(),
             source,
         }),

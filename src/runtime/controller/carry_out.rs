@@ -4,7 +4,7 @@
 
 use crate::crd::CephOsd;
 use crate::plan::rules::cluster_lock::releases;
-use crate::plan::rules::deletion::{Deletion, FinalizerWrite};
+use crate::plan::rules::deletion::{self, Deletion, FinalizerWrite};
 use crate::plan::says::events::EventReason;
 use crate::plan::Plan;
 use crate::runtime::act::executor::{ExecuteError, Executor};
@@ -85,6 +85,7 @@ pub(super) async fn finish(
     if plan.finalizer == Some(FinalizerWrite::Remove) {
         let how = match plan.deletion {
             Some(Deletion::AtOnce(why)) => why,
+            Some(Deletion::Orphaned) => deletion::ORPHANED,
             _ => "its pods went one update domain at a time",
         };
         // A terminating namespace takes no Event: the log says it.

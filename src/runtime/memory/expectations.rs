@@ -65,6 +65,7 @@ impl Expected {
             | Action::MarkOut { .. }
             | Action::MarkIn { .. }
             | Action::RequireOsdRelease { .. }
+            | Action::LetGo { .. }
             | Action::WriteBudget { .. }
             | Action::DeleteBudget { .. } => None,
         }

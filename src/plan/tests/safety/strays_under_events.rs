@@ -77,6 +77,7 @@ proptest! {
                             | Action::MarkIn { .. }
                             | Action::RequireOsdRelease { .. }
                             | Action::LabelDomain { .. }
+                            | Action::LetGo { .. }
                             | Action::WriteBudget { .. }
                             | Action::DeleteBudget { .. }
                             | Action::CreatePrePull { .. }

@@ -37,6 +37,12 @@ pub(crate) enum ExecuteError {
         #[source]
         source: kube::Error,
     },
+    #[error("failed to take this CephOSD's ownerReference off pod {name}: {source}")]
+    LetGo {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
     #[error("failed to write the status of CephOSD {name}: {source}")]
     Status {
         name: String,
@@ -110,6 +116,7 @@ impl ExecuteError {
             | Self::Delete { source, .. }
             | Self::DeleteReplicaSet { source, .. }
             | Self::Patch { source, .. }
+            | Self::LetGo { source, .. }
             | Self::Budget { source, .. }
             | Self::Status { source, .. } => source,
             Self::NoCeph { .. } => return false,
@@ -143,6 +150,11 @@ impl ExecuteError {
             Self::Patch { name, source } => {
                 (format!("set the pod-state of pod {name}"), name, source)
             }
+            Self::LetGo { name, source } => (
+                format!("take this CephOSD's ownerReference off pod {name}"),
+                name,
+                source,
+            ),
             Self::Status { name, source } => {
                 (format!("write the status of CephOSD {name}"), name, source)
             }
@@ -181,7 +193,7 @@ impl ExecuteError {
         match self {
             Self::Create { .. } | Self::CreatePrePull { .. } => Failure::Create,
             Self::Delete { .. } | Self::DeleteReplicaSet { .. } => Failure::Delete,
-            Self::Patch { .. } => Failure::Patch,
+            Self::Patch { .. } | Self::LetGo { .. } => Failure::Patch,
             Self::Status { .. } => Failure::Status,
             Self::Budget { .. } => Failure::Budget,
             Self::NoCeph { .. }
