@@ -207,6 +207,29 @@ pub struct OsdDump {
     /// `require_osd_release`: every OSD runs at least this release; it only moves forward, and
     /// an OSD more than two releases past it does not boot (None: not in the answer).
     pub require_osd_release: Option<Release>,
+    /// What places PGs on OSDs, beside which OSDs are up.
+    pub placement: Placement,
+}
+
+/// What in the osdmap places PGs on OSDs, beside which OSDs are up: the CRUSH map's version,
+/// each OSD's `in` and reweight, and the upmap exceptions. A change of it remaps PGs, and the
+/// PG states the mgr reports trail it by up to its stats period.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    pub crush_version: u64,
+    /// Each OSD's `in` and reweight (as Ceph prints it).
+    pub weights: BTreeMap<OsdId, (bool, String)>,
+    /// `pg_upmap` and `pg_upmap_items`, as Ceph prints them.
+    pub upmaps: String,
+}
+
+impl Placement {
+    /// Whether `other` is this placement under another CRUSH version.
+    pub fn differs_only_in_crush_version(&self, other: &Self) -> bool {
+        self.crush_version != other.crush_version
+            && self.weights == other.weights
+            && self.upmaps == other.upmaps
+    }
 }
 
 /// One OSD in the osdmap.
@@ -230,6 +253,12 @@ struct RawOsdDump {
     osds: Vec<RawOsd>,
     #[serde(default)]
     require_osd_release: Option<String>,
+    #[serde(default)]
+    crush_version: u64,
+    #[serde(default)]
+    pg_upmap: serde_json::Value,
+    #[serde(default)]
+    pg_upmap_items: serde_json::Value,
 }
 
 #[derive(Deserialize)]
@@ -238,12 +267,21 @@ struct RawOsd {
     up: u8,
     #[serde(rename = "in")]
     is_in: u8,
+    #[serde(default)]
+    weight: serde_json::Value,
     up_from: u64,
     state: Vec<String>,
 }
 
 pub fn parse_osd_dump(json: &[u8]) -> Result<OsdDump, ParseError> {
     let raw: RawOsdDump = parse(json)?;
+    let placement = Placement {
+        crush_version: raw.crush_version,
+        weights: (raw.osds.iter())
+            .map(|o| (OsdId(o.osd), (o.is_in != 0, o.weight.to_string())))
+            .collect(),
+        upmaps: format!("{} {}", raw.pg_upmap, raw.pg_upmap_items),
+    };
     let osds = by_id(
         raw.osds.into_iter().map(|osd| OsdInfo {
             id: OsdId(osd.osd),
@@ -268,6 +306,7 @@ pub fn parse_osd_dump(json: &[u8]) -> Result<OsdDump, ParseError> {
         epoch: raw.epoch,
         osds,
         require_osd_release,
+        placement,
     })
 }
 

@@ -6,6 +6,7 @@ use super::answers::{ClusterStatus, OsdDump, PgBrief, PgStates};
 use super::client::{CephClient, CephError};
 use super::osd_id::OsdId;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// What Ceph said in one look.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,6 +15,9 @@ pub struct CephFacts {
     pub osds: OsdDump,
     /// `None` when no mgr is available, or the look had no use for them (not waited for).
     pub pgs: Option<PgStates>,
+    /// How much longer the PG states may trail a change of the OSD map's placement that was
+    /// first seen less than the mgr's stats period ago (None: they cannot, or not known).
+    pub pgs_trail_placement: Option<Duration>,
 }
 
 /// Asks `status`, `osd dump` and `pg stat` in parallel. Fails with the first error, except that
@@ -47,7 +51,12 @@ async fn gather_facts_wanting_pgs(
     } else {
         None
     };
-    Ok(CephFacts { status, osds, pgs })
+    Ok(CephFacts {
+        status,
+        osds,
+        pgs,
+        pgs_trail_placement: None,
+    })
 }
 
 /// The PGs on each of `ids` as reported (`pg ls-by-osd`), asked at once; an id whose

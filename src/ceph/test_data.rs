@@ -52,6 +52,7 @@ pub(crate) fn osd_dump(osds: &[(u32, bool)]) -> OsdDump {
             .map(|&(id, up)| (OsdId(id), info(id, up)))
             .collect(),
         require_osd_release: None,
+        placement: crate::ceph::Placement::default(),
     }
 }
 

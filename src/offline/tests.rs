@@ -451,6 +451,7 @@ fn out_osds_are_named_in_the_header_and_marked_on_their_pods() {
         .into_iter()
         .collect(),
         require_osd_release: None,
+        placement: crate::ceph::Placement::default(),
     };
     let observed = Observed {
         ceph: CephView {

@@ -97,6 +97,7 @@ impl CephFactsBuilder {
                 status: parse_status(&fixture("status_healthy")).expect("status"),
                 osds: parse_osd_dump(&fixture("osd_dump_all_up")).expect("osd dump"),
                 pgs: Some(parse_pg_stat(&fixture("pg_stat_clean")).expect("pg stat")),
+                pgs_trail_placement: None,
             },
         }
     }

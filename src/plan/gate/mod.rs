@@ -18,6 +18,7 @@ pub(crate) mod conversation;
 pub(crate) mod drain;
 mod drain_end;
 mod io;
+pub(crate) mod placement;
 pub(crate) mod release;
 mod stated_ids;
 mod step_end;

@@ -30,6 +30,11 @@ pub enum Blocker {
         counted: u64,
         num_pgs: u64,
     },
+    /// Every PG is active+clean by states that may predate a placement change (CRUSH, an
+    /// OSD's in or weight, upmaps) first seen less than the mgr's stats period ago.
+    PgStatesTrailPlacement {
+        wait: std::time::Duration,
+    },
     /// Some PGs are not active+clean (Rook's definition).
     PgsNotClean {
         not_clean: u64,
@@ -122,6 +127,7 @@ impl Blocker {
             | Self::MgrUnavailable { .. }
             | Self::PgStatesNotKnown
             | Self::PgCountsInconsistent { .. }
+            | Self::PgStatesTrailPlacement { .. }
             | Self::PgsNotClean { .. }
             | Self::OtherOsdDown { .. }
             | Self::OsdDown { .. }
@@ -142,7 +148,7 @@ impl Blocker {
                 "CephUnavailable"
             }
             Self::PgStatesNotKnown | Self::PgCountsInconsistent { .. } => "CephPgStatesUnknown",
-            Self::PgsNotClean { .. } => "CephPgsNotClean",
+            Self::PgsNotClean { .. } | Self::PgStatesTrailPlacement { .. } => "CephPgsNotClean",
             Self::OtherOsdDown { .. } | Self::OsdDown { .. } => "CephOsdDown",
             Self::IdUnknown { .. } => "CephOsdIdUnknown",
             Self::StatedIdsRefuted { .. } => "CephOsdIdsRefuted",
@@ -181,6 +187,12 @@ impl fmt::Display for Blocker {
             Self::PgCountsInconsistent { counted, num_pgs } => write!(
                 f,
                 "pg stat counts {counted} PGs by state but {num_pgs} in all"
+            ),
+            Self::PgStatesTrailPlacement { wait } => write!(
+                f,
+                "CRUSH, an OSD's in or weight, or the upmaps changed just now: the PG states \
+                 may not show the remapping yet (trusted in {}s)",
+                wait.as_secs_f64().ceil()
             ),
             Self::PgsNotClean {
                 not_clean,
@@ -332,6 +344,9 @@ pub(crate) fn cluster_blockers(facts: &CephFacts) -> Vec<Blocker> {
     match &facts.pgs {
         Some(pgs) if pgs.ready => blockers.extend(pg_blockers(pgs)),
         _ => blockers.push(Blocker::PgStatesNotKnown),
+    }
+    if let (true, Some(wait)) = (blockers.is_empty(), facts.pgs_trail_placement) {
+        blockers.push(Blocker::PgStatesTrailPlacement { wait });
     }
     blockers
 }

@@ -19,6 +19,7 @@ use crate::plan::rules::budget::closed_for_pgs;
 use crate::plan::rules::finalize::is_done;
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::drain_look::look_at_drain;
+pub(crate) use crate::runtime::ceph::placement::PlacementClock;
 use crate::runtime::memory::Memory;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;
@@ -74,7 +75,21 @@ pub(crate) async fn first_view(
         return (view_off(GateOff::Skipped, max_noout), None);
     }
     let (step, looked) = look_at_open_step(ceph, memory, cr, settings, look_every).await;
-    let fresh = osd_map_and_pgs(ceph, looked.as_ref()).await;
+    let clock = PlacementClock {
+        memory,
+        key: &cr.object_key(),
+        lag: settings.pg_stats_lag,
+    };
+    let at = Instant::now();
+    let fresh = match osd_map_and_pgs(ceph, looked.as_ref()).await {
+        Ok(facts) => Ok(clock.stamp(ceph, facts, at).await),
+        Err(error) => Err(error),
+    };
+    // The same look, when one was taken for the open step.
+    let looked = looked.map(|mut facts| {
+        facts.pgs_trail_placement = fresh.as_ref().ok().and_then(|f| f.pgs_trail_placement);
+        facts
+    });
     let release_look = match cr.annotations().get(labels::FINALIZE_RELEASE) {
         Some(requested) => Some(look_at_releases(ceph, requested, fresh.as_ref()).await),
         None => None,
@@ -201,9 +216,18 @@ async fn look_at_rollout_step(
         .step_watch(key, Some(open), pg_stats_lag, |w| w.recent(at, recent_look))
         .flatten();
     let mut looked = None;
+    let clock = PlacementClock {
+        memory,
+        key,
+        lag: pg_stats_lag,
+    };
     let progress = match recent {
         Some(progress) => Ok(Some(progress)),
-        None => (look_at_step_osds(ceph, open).await).map(|(facts, pgs_on)| {
+        None => match look_at_step_osds(ceph, open).await {
+            Ok((facts, pgs_on)) => Ok((clock.stamp(ceph, facts, at).await, pgs_on)),
+            Err(error) => Err(error),
+        }
+        .map(|(facts, pgs_on)| {
             let progress = memory.step_watch(key, Some(open), pg_stats_lag, |w| {
                 w.observe(at, &facts, &pgs_on)
             });
@@ -355,6 +379,8 @@ pub(crate) struct Question<'a> {
     pub others: &'a OtherCephOsds,
     /// The release the template's image reported (its pre-pull pods), when one did.
     pub image_release: Option<Release>,
+    /// Stamps a look the answer takes itself (None: left unstamped).
+    pub placement: Option<PlacementClock<'a>>,
 }
 
 /// Asks Ceph about `question` (the keys a plan of `observed` proposes to take down): one look at the
@@ -374,6 +400,7 @@ pub(crate) async fn answer(
         subjects: question,
         others,
         image_release,
+        placement,
     } = *asked;
     let keys = keys_to_map(cr, observed, pods, question);
     let unreadable_statements = keys
@@ -386,10 +413,15 @@ pub(crate) async fn answer(
         })
         .collect();
     let facts = async {
-        match looked {
-            Some(facts) => Ok(facts),
-            None => gather_facts(ceph).await,
+        if let Some(facts) = looked {
+            return Ok(facts);
         }
+        let at = Instant::now();
+        let facts = gather_facts(ceph).await?;
+        Ok(match placement {
+            Some(clock) => clock.stamp(ceph, facts, at).await,
+            None => facts,
+        })
     };
     let (facts, metadata) = match futures::future::try_join(facts, ceph.osd_metadata()).await {
         Ok(looked) => looked,

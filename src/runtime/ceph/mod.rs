@@ -9,3 +9,4 @@ pub(crate) mod gate_questions;
 pub(crate) mod lock_place;
 pub(crate) mod metered_ceph;
 pub(crate) mod out_look;
+pub(crate) mod placement;

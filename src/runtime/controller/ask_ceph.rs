@@ -9,7 +9,7 @@ use crate::plan::gate::{CephInput, CephView, GateAnswer};
 use crate::plan::rules::cluster_lock::LockState;
 use crate::plan::Plan;
 use crate::runtime::ceph::cluster_lock::answer_holding_the_lock;
-use crate::runtime::ceph::gate_questions::{decision_label, Question};
+use crate::runtime::ceph::gate_questions::{decision_label, PlacementClock, Question};
 use crate::runtime::controller::context::Context;
 use crate::runtime::controller::plan_inputs::PlanInputs;
 use crate::runtime::controller::reconcile_error::ReconcileError;
@@ -101,8 +101,10 @@ fn answering(
             let image_release = plan.image_release;
             let others = other_cephosds(&cr, &ctx.crs.state(), &ctx.memory);
             let locks = ctx.ceph_locks.clone();
+            let (memory, lag) = (ctx.memory.clone(), ctx.settings.gate.pg_stats_lag);
             async move {
                 let locks = locks.as_deref();
+                let key = cr.object_key();
                 let asked = Question {
                     cr: &cr,
                     observed: &observed,
@@ -110,6 +112,11 @@ fn answering(
                     subjects: &question,
                     others: &others,
                     image_release,
+                    placement: Some(PlacementClock {
+                        memory: &memory,
+                        key: &key,
+                        lag,
+                    }),
                 };
                 Box::pin(answer_holding_the_lock(locks, &*ceph, &asked, looked)).await
             }

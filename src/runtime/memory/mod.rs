@@ -16,6 +16,7 @@ pub(crate) mod locked;
 
 use crate::ceph::OsdId;
 use crate::crd::{CephOsd, CephOsdStatus, CephStep};
+use crate::plan::gate::placement::PlacementSeen;
 use crate::plan::gate::StepWatch;
 use crate::plan::rules::expanded_spec::ExpandedSpec;
 use crate::runtime::memory::expectations::Expectations;
@@ -43,6 +44,8 @@ pub(crate) struct Remembered {
     retry_at: Option<Instant>,
     /// The open Ceph step's watch, with the step it follows (see `step_identity`).
     step_watch: Option<(String, StepWatch)>,
+    /// The placement the last look at Ceph showed, and since when.
+    placement: Option<PlacementSeen>,
 }
 
 impl Remembered {
@@ -54,6 +57,7 @@ impl Remembered {
             && self.failures == 0
             && self.retry_at.is_none()
             && self.step_watch.is_none()
+            && self.placement.is_none()
     }
 }
 
@@ -176,6 +180,16 @@ impl Memory {
             }
             r.step_watch.as_mut().map(|(_, watch)| f(watch))
         })
+    }
+
+    /// The placement a look at Ceph for the CephOSD `key` last showed, and since when.
+    pub(crate) fn placement_seen(&self, key: &str) -> Option<PlacementSeen> {
+        self.with(key, |r| r.placement.clone())
+    }
+
+    /// Remembers what a look at Ceph for the CephOSD `key` showed.
+    pub(crate) fn remember_placement(&self, key: &str, seen: PlacementSeen) {
+        self.with(key, |r| r.placement = Some(seen));
     }
 
     /// Records a failed reconcile of `key` at `now`; returns how long until the next attempt,

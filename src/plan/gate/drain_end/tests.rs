@@ -7,6 +7,7 @@ fn facts(pg_stat: &str) -> CephFacts {
         status: healthy_status(),
         osds: OsdDump::default(),
         pgs: Some(parse_pg_stat(&fixture(pg_stat)).unwrap()),
+        pgs_trail_placement: None,
     }
 }
 

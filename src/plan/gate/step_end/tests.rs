@@ -15,6 +15,7 @@ fn look(osds: &str, pg: &str) -> CephFacts {
         status: healthy_status(),
         osds: dump(osds),
         pgs: Some(pgs(pg)),
+        pgs_trail_placement: None,
     }
 }
 
@@ -370,5 +371,25 @@ fn a_look_that_failed_keeps_the_step_open_and_says_why() {
                 error: "ceph timed out after 5s".into()
             }]
         }
+    );
+}
+
+#[test]
+fn clean_reports_do_not_end_a_step_while_pg_states_may_trail_a_crush_move() {
+    let t0 = Instant::now();
+    let mut w = watch();
+    let mut moved = up_again_at_23();
+    moved.pgs_trail_placement = Some(Duration::from_secs(3));
+    let reports = on_osd_1("pg_ls_by_osd_clean_after_boot");
+    let StepProgress::Recovering { blockers } = w.observe(t0, &moved, &reports) else {
+        panic!("ended on PG states from before the move")
+    };
+    assert!(matches!(
+        blockers[..],
+        [Blocker::PgStatesTrailPlacement { .. }]
+    ));
+    assert_eq!(
+        w.observe(t0 + Duration::from_secs(3), &up_again_at_23(), &reports),
+        StepProgress::Done
     );
 }

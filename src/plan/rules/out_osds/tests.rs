@@ -33,6 +33,7 @@ fn dump(osds: &[(u32, bool, bool)]) -> OsdDump {
             })
             .collect(),
         require_osd_release: None,
+        placement: crate::ceph::Placement::default(),
     }
 }
 

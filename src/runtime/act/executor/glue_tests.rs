@@ -402,6 +402,7 @@ fn dump(with_noout: &[u32]) -> crate::ceph::OsdDump {
         epoch: 9,
         osds,
         require_osd_release: None,
+        placement: crate::ceph::Placement::default(),
     }
 }
 

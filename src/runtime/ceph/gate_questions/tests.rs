@@ -44,6 +44,7 @@ fn dump() -> OsdDump {
         epoch: 20,
         osds: BTreeMap::from([(OsdId(3), info)]),
         require_osd_release: None,
+        placement: crate::ceph::Placement::default(),
     }
 }
 
@@ -89,6 +90,7 @@ async fn ask_with_image(
         subjects: question,
         others: &others,
         image_release,
+        placement: None,
     };
     answer(ceph, &asked, None).await
 }
@@ -303,6 +305,7 @@ async fn an_answer_starts_from_a_look_just_taken() {
         status: healthy(),
         osds: dump(),
         pgs: Some(clean()),
+        pgs_trail_placement: None,
     };
     let (cr, subjects, others) = (cr(), question(), OtherCephOsds::default());
     let asked = Question {
@@ -312,6 +315,7 @@ async fn an_answer_starts_from_a_look_just_taken() {
         subjects: &subjects,
         others: &others,
         image_release: None,
+        placement: None,
     };
     let answer = answer(&ceph, &asked, Some(looked)).await;
     assert!(matches!(answer.decision, GateDecision::Proceed { .. }));

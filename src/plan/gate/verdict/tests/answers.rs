@@ -372,3 +372,27 @@ fn severities_and_categories_of_every_blocker() {
         assert!(!b.to_string().is_empty());
     }
 }
+
+#[test]
+fn clean_pg_states_that_may_trail_a_placement_change_wait() {
+    let mut facts = CephFactsBuilder::healthy().build();
+    facts.pgs_trail_placement = Some(std::time::Duration::from_millis(4200));
+    let d = precheck(&facts, &[known("a", &[1])]);
+    assert!(matches!(d, GateDecision::Wait { .. }));
+    assert_eq!(
+        messages(&d),
+        [
+            "CRUSH, an OSD's in or weight, or the upmaps changed just now: the PG states may not \
+          show the remapping yet (trusted in 5s)"
+        ]
+    );
+    assert_eq!(d.blockers()[0].category(), "CephPgsNotClean");
+    // PGs already not clean say so, and only that.
+    let mut facts = CephFactsBuilder::healthy().pgs("pg_stat_peering").build();
+    facts.pgs_trail_placement = Some(std::time::Duration::from_secs(5));
+    let d = precheck(&facts, &[known("a", &[1])]);
+    assert_eq!(
+        messages(&d),
+        ["33 of 33 PGs are not active+clean: 33 peering"]
+    );
+}

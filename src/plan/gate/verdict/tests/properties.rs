@@ -78,6 +78,7 @@ fn arb_osds() -> impl Strategy<Value = OsdDump> {
             })
             .collect(),
         require_osd_release: None,
+        placement: crate::ceph::Placement::default(),
     })
 }
 
@@ -94,7 +95,12 @@ fn arb_facts() -> impl Strategy<Value = CephFacts> {
                 status.quorum.clear();
             }
             status.mgr_available = mgr_available;
-            CephFacts { status, osds, pgs }
+            CephFacts {
+                status,
+                osds,
+                pgs,
+                pgs_trail_placement: None,
+            }
         })
 }
 
