@@ -7,7 +7,9 @@
 //! (restarted from the Reef root), the same CephOSD rolls on its own, host by host: each OSD
 //! boots 18.2.7 on the data Pacific made, every step on clean PGs, one host down at most; then
 //! `require_osd_release` becomes reef, and the template back to the Pacific image is refused
-//! (`Downgrade`) with nothing stopped.
+//! (`Downgrade`) with nothing stopped. `status.releases` follows: the target reef with
+//! rollback possible before anything restarts; every OSD on reef, required, no rollback
+//! after finalize.
 //!
 //! Beside it, an image whose OSD cannot start: the first host's OSD never comes back, no
 //! second host is touched, `noout` stays on exactly that OSD; the image fixed, the rollout
@@ -18,10 +20,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
-use ceph_osd_operator::crd::CephOsd;
+use ceph_osd_operator::crd::{CephOsd, ReleasesStatus};
 use ceph_osd_operator::labels;
 use kube::ResourceExt;
 use molecule_like_tests::ceph::Release;
@@ -136,6 +139,15 @@ async fn refused_while_the_monitors_run_pacific(
             .is_some_and(|(s, r, _)| s == "False" && r == "MonitorsOlder"),
         "Finalized: {finalized:?}"
     );
+    // Nothing restarted yet: the template can still go back.
+    let pacific = BTreeMap::from([("pacific".to_owned(), osds(g))]);
+    wait_releases(g, "the upgrade under way, rollback possible", |r| {
+        r.target.as_deref() == Some("reef")
+            && r.require_osd_release.as_deref() == Some("pacific")
+            && r.running == pacific
+            && r.rollback_possible == Some(true)
+    })
+    .await?;
     Ok((hash, message))
 }
 
@@ -192,6 +204,13 @@ async fn finalized_and_the_way_back_refused(g: &Gated) -> anyhow::Result<(Durati
     })
     .await?;
     let finalize_took = t_finalize.elapsed();
+    let reef = BTreeMap::from([("reef".to_owned(), osds(g))]);
+    wait_releases(g, "finalized, no rollback", |r| {
+        r.require_osd_release.as_deref() == Some("reef")
+            && r.running == reef
+            && r.rollback_possible == Some(false)
+    })
+    .await?;
     let dump = g.cluster.cli_json(&["osd", "dump"]).await?;
     ensure!(
         dump["require_osd_release"] == "reef",
@@ -296,6 +315,31 @@ fn started_since(g: &Gated, from: Duration) -> usize {
     (g.bridge.events().into_iter())
         .filter(|e| e.at > from && matches!(e.kind, BridgeEventKind::Started { .. }))
         .count()
+}
+
+/// How many OSDs the CephOSD runs.
+fn osds(g: &Gated) -> i64 {
+    i64::try_from(g.want.len()).unwrap_or(i64::MAX)
+}
+
+/// Waits until the CephOSD's `status.releases` is `what` says (`holds`).
+async fn wait_releases(
+    g: &Gated,
+    what: &str,
+    holds: impl Fn(&ReleasesStatus) -> bool,
+) -> anyhow::Result<()> {
+    let holds = &holds;
+    let waited =
+        g.s.wait_until(what, Duration::from_secs(30), || async move {
+            let releases = g.s.cr_status(CR).await?.and_then(|s| s.releases);
+            Ok(releases.filter(|r| holds(r)).map(drop))
+        })
+        .await;
+    if waited.is_err() {
+        let now = g.s.cr_status(CR).await?.and_then(|s| s.releases);
+        anyhow::bail!("status.releases is not {what}: {now:?}");
+    }
+    Ok(())
 }
 
 /// The condition `type_` of the CephOSD: (status, reason, message).

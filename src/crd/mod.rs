@@ -140,6 +140,14 @@ pub struct CephOsdSpec {
     /// so it never releases a newer template.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub promoted_template_hash: Option<String>,
+    /// Opt-in automatic finalize: once this CephOSD's OSDs have all run one release past the
+    /// cluster's `require_osd_release` for this many seconds (a soak), the operator raises
+    /// `require_osd_release` to it by itself, as `kubectl ceph-osd finalize` asks, and only
+    /// when every OSD and monitor of the Ceph cluster runs it. After it no older release
+    /// boots. Unset (default): finalize only when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub finalize_after_seconds: Option<i64>,
 }
 
 impl CephOsdSpec {
@@ -164,6 +172,7 @@ impl CephOsdSpec {
             partition: None,
             canary: None,
             promoted_template_hash: None,
+            finalize_after_seconds: None,
         }
     }
 
@@ -481,6 +490,38 @@ pub struct CephOsdStatus {
     /// Measurements of the latest rollout, from which its remaining time is estimated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutProgress>,
+    /// The Ceph releases a release upgrade involves, as Ceph last said them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub releases: Option<ReleasesStatus>,
+}
+
+/// The Ceph releases of this CephOSD's OSDs, of its template's image and of the cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleasesStatus {
+    /// This CephOSD's OSDs by the release their daemon last reported (`osd metadata`), as
+    /// last read (at each rollout step and finalize); `unknown`: never reported one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub running: BTreeMap<String, i64>,
+    /// The release the template's image reports (`ceph-osd --version` in its pre-pull pod).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The template hash `target` was reported for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_template_hash: Option<String>,
+    /// The Ceph cluster's `require_osd_release`: no older release boots; it never goes back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_osd_release: Option<String>,
+    /// Whether the template can go back to the release the OSDs run: true only while an
+    /// upgrade to `target` is under way and no OSD of this CephOSD runs a release newer than
+    /// `requireOsdRelease` (data a newer release opened, an older one cannot); no release
+    /// older than `requireOsdRelease` boots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_possible: Option<bool>,
+    /// Since when this CephOSD's OSDs all run one release past `requireOsdRelease` (the soak
+    /// of `spec.finalizeAfterSeconds` counts from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgraded_since: Option<Time>,
 }
 
 /// The latest rollout as measured: one record per template hash, replaced when the

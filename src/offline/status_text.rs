@@ -2,7 +2,7 @@
 //! pods of those being replaced or next (by failure domain: under a line per bucket, those in
 //! none known last); long runs of alike hosts fold into one line.
 
-use crate::crd::{CephOsdStatus, CephStep, UpdateDomain};
+use crate::crd::{CephOsdStatus, CephStep, ReleasesStatus, UpdateDomain};
 use crate::offline::eta::human;
 use crate::offline::status_view::{HostState, HostView, PodView, StatusView};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -135,6 +135,9 @@ fn header(view: &StatusView) -> String {
     {
         let _ = writeln!(out, "release   {} ({})", gate.message, gate.reason);
     }
+    if let Some(releases) = &status.releases {
+        let _ = writeln!(out, "releases  {}", releases_line(releases));
+    }
     if let Some(finalized) = status.conditions.iter().find(|c| c.type_ == "Finalized") {
         let _ = writeln!(
             out,
@@ -163,6 +166,30 @@ fn header(view: &StatusView) -> String {
         let _ = writeln!(out, "time      {}", time.join(" · "));
     }
     out
+}
+
+/// `running pacific 2, reef 1 · target reef · require_osd_release pacific · rollback
+/// possible` (each part when known).
+fn releases_line(releases: &ReleasesStatus) -> String {
+    let mut parts = Vec::new();
+    if !releases.running.is_empty() {
+        let running: Vec<String> = (releases.running.iter())
+            .map(|(release, n)| format!("{release} {n}"))
+            .collect();
+        parts.push(format!("running {}", running.join(", ")));
+    }
+    if let Some(target) = &releases.target {
+        parts.push(format!("target {target}"));
+    }
+    if let Some(require) = &releases.require_osd_release {
+        parts.push(format!("require_osd_release {require}"));
+    }
+    match releases.rollback_possible {
+        Some(true) => parts.push("rollback possible".to_owned()),
+        Some(false) => parts.push("no rollback".to_owned()),
+        None => {}
+    }
+    parts.join(" · ")
 }
 
 /// The `CephGate` reasons of Ceph's release rules.

@@ -301,6 +301,29 @@ fn status_says_a_release_refusal_and_where_finalize_stands() {
     );
 }
 
+#[test]
+fn status_says_the_releases_as_ceph_last_said_them() {
+    let driven = small_rollout();
+    let (mut view, _) = driven.view();
+    assert!(!status_text(&view, &TextOptions::default()).contains("\nreleases "));
+    view.status.releases = Some(crate::crd::ReleasesStatus {
+        running: [("pacific".to_owned(), 1), ("reef".to_owned(), 2)].into(),
+        target: Some("reef".into()),
+        target_template_hash: Some("h".into()),
+        require_osd_release: Some("pacific".into()),
+        rollback_possible: Some(false),
+        upgraded_since: None,
+    });
+    let text = status_text(&view, &TextOptions::default());
+    assert!(
+        text.contains(
+            "\nreleases  running pacific 1, reef 2 · target reef · require_osd_release pacific · \
+             no rollback\n"
+        ),
+        "{text}"
+    );
+}
+
 /// `hosts` hosts of two OSDs by rack (three hosts a rack, read from the zone label), rolled to
 /// `marker`.
 fn by_rack(hosts: usize, marker: &str) -> CephOsd {

@@ -139,7 +139,7 @@ pub fn plan_expanded(
             ids: out.mark_in.clone(),
         });
     }
-    let finalize = finalize_request(cr, &observed.ceph);
+    let finalize = finalize_request(cr, &observed.ceph, now);
     // Last: a raise Ceph refuses fails the reconcile after the rollout's own writes.
     gated
         .last

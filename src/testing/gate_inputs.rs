@@ -415,7 +415,7 @@ pub(crate) fn asked(turn: Turn) -> Asking {
 /// The answer a conversation reached (a panic when it asks again instead).
 pub(crate) fn answered(turn: Turn) -> Answered {
     match turn {
-        Turn::Answered(answered) => answered,
+        Turn::Answered(answered) => *answered,
         Turn::Ask(asking) => panic!("asks again: {:?}", asking.ids()),
     }
 }

@@ -19,7 +19,7 @@ pub(crate) enum Turn {
     /// carrying `noout`: `asked_together`), and hand its reply to `Asking::heard`.
     Ask(Asking),
     /// Nothing more to ask.
-    Answered(Answered),
+    Answered(Box<Answered>),
 }
 
 /// The end of a conversation.
@@ -211,10 +211,10 @@ impl Conversation {
                 }
             }
         }
-        Turn::Answered(Answered {
+        Turn::Answered(Box::new(Answered {
             answer: self.answer,
             refused_together: self.refused_together,
-        })
+        }))
     }
 
     /// Ceph's release rules on restarting `step` on the template's release.

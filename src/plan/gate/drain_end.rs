@@ -8,6 +8,7 @@ use super::verdict::cluster_blockers;
 use crate::ceph::{osd_list, CephError, CephFacts, OsdId, PgStates, PgsOnOsds, SafeToDestroy};
 use std::collections::BTreeSet;
 use std::fmt;
+use std::time::{Duration, Instant};
 
 /// Where a drain stands after a look.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +21,37 @@ pub enum DrainProgress {
     Stuck { why: String },
     /// Ceph could not be asked, or cannot tell.
     NoAnswer { why: String },
+}
+
+/// How far apart two looks must both find a drain safe before its pods stop: one look's
+/// `safe-to-destroy` and PG states may be the mgr's of a moment ago.
+pub const DRAIN_CONFIRM_GAP: Duration = Duration::from_secs(1);
+
+/// A drain's `progress` at `at`, confirmed: `Safe` only once a look at least `gap` before
+/// (`safe_since`, the first of the looks in a row that found it safe) found it safe too;
+/// until then `Moving`, saying so. Also when it was first found safe (None: not safe now).
+pub fn confirmed(
+    progress: DrainProgress,
+    safe_since: Option<Instant>,
+    at: Instant,
+    gap: Duration,
+) -> (DrainProgress, Option<Instant>) {
+    match progress {
+        DrainProgress::Safe => {
+            let since = safe_since.unwrap_or(at);
+            if at.saturating_duration_since(since) >= gap {
+                (DrainProgress::Safe, Some(since))
+            } else {
+                let why = format!(
+                    "no PG needs the leaving OSDs and every PG is clean: confirmed by a look {}s \
+                     later before their pods stop",
+                    gap.as_secs_f64()
+                );
+                (DrainProgress::Moving { why }, Some(since))
+            }
+        }
+        other => (other, None),
+    }
 }
 
 /// PG state words of data on its way: peering, recovery or backfill under way or queued.

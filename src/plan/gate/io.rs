@@ -6,7 +6,7 @@
 use super::release::ReleaseLook;
 use super::step_end::StepProgress;
 use super::verdict::{Blocker, GateDecision};
-use crate::ceph::{OsdDump, OsdId};
+use crate::ceph::{OsdDump, OsdId, Release};
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
 use crate::plan::says::actions::Action;
@@ -71,6 +71,9 @@ pub struct GateAnswer {
     /// Ceph's verdict on the whole first update domain, when it refused it and was asked
     /// about a part of it next.
     pub refused_whole: Option<Box<RefusedWhole>>,
+    /// The release each OSD of the Ceph cluster last reported (`osd metadata`), when the
+    /// answer read it.
+    pub releases: Option<BTreeMap<OsdId, Release>>,
 }
 
 /// An update domain Ceph did not let stop as a whole.
@@ -122,6 +125,7 @@ impl Default for GateAnswer {
             unreadable_statements: BTreeMap::new(),
             out: BTreeSet::new(),
             refused_whole: None,
+            releases: None,
         }
     }
 }

@@ -26,7 +26,9 @@ mod verdict;
 
 use asking::is_part_of_a_domain;
 pub(crate) use asking::step_sets;
-pub use drain_end::{asks_safe_to_destroy, judge_drain, DrainProgress};
+pub use drain_end::{
+    asks_safe_to_destroy, confirmed, judge_drain, DrainProgress, DRAIN_CONFIRM_GAP,
+};
 #[cfg(test)]
 pub(crate) use io::RefusedWhole;
 pub(crate) use io::{

@@ -4,9 +4,10 @@
 pub(crate) mod progress;
 pub(crate) mod status;
 
+use crate::ceph::{osd_list, OsdId};
 use crate::crd::FailureDomainsStatus;
 use crate::crd::{CephOsdStatus, RolloutProgress};
-use crate::plan::gate::{osd_ids, CephInput, CephView, GateOutcome};
+use crate::plan::gate::{osd_ids, CephInput, CephView, GateOutcome, StepProgress};
 use crate::plan::observed::classify::{ObservedPod, PodClass, Workload};
 use crate::plan::phases::budget::Budgeted;
 use crate::plan::phases::decide::Decided;
@@ -16,7 +17,9 @@ use crate::plan::phases::report::progress::{next_progress, ProgressInput};
 use crate::plan::phases::report::status::{compute_status, StatusInput, Summary};
 use crate::plan::phases::seen::Seen;
 use crate::plan::rules::deletion::{finalizer_write, went_at_once, Deletion, FinalizerWrite};
+use crate::plan::rules::finalize::auto_finalize_due;
 use crate::plan::rules::out_osds::OutOutcome;
+use crate::plan::rules::releases::{osd_releases_read, releases_status, ReleasesRead};
 use crate::plan::rules::rollout::{deadlines, Deadlines, Hold};
 use crate::plan::says::conditions::{ConditionReason, ConditionType, SpecProblem, StatedCondition};
 use crate::plan::says::events::{
@@ -67,8 +70,11 @@ pub(in crate::plan) fn report(
     said: &CephSaid<'_>,
     now: Timestamp,
 ) -> Report {
-    let watch = watch(seen, phases.decided, now);
-    let requeue_after = requeue_after(seen, phases, said, &watch);
+    let mut watch = watch(seen, phases.decided, now);
+    watch.stalled = watch
+        .stalled
+        .map(|stalled| with_cephs_word(stalled, said.view));
+    let requeue_after = requeue_after(seen, phases, said, &watch, now);
     let current_update = current_update(phases);
     let (rollout, finished_domain_seconds) = progress(seen, phases.decided, &current_update, now);
     let halt = halt(seen, phases.decided, phases.gated);
@@ -104,6 +110,17 @@ pub(in crate::plan) fn report(
     });
     complete_status(&mut status, seen, phases.decided, said);
     status.rollout = rollout;
+    status.releases = releases_status(&ReleasesRead {
+        previous: seen.previous.releases.as_ref(),
+        template_hash: seen.template_hash.as_str(),
+        image: phases.pre_pull.and_then(|p| p.image_release),
+        osds: osd_releases_read(said.view),
+        osd_map: said.view.osds.as_ref(),
+        own: (status.osd_ids.values().flatten().copied())
+            .map(OsdId)
+            .collect(),
+        now,
+    });
     let finalizer = finalizer_write(
         seen.cr,
         seen.deletion,
@@ -137,6 +154,7 @@ fn requeue_after(
     phases: &Phases<'_>,
     said: &CephSaid<'_>,
     watch: &Deadlines,
+    now: Timestamp,
 ) -> Option<SignedDuration> {
     let watched = if phases.decided.deferred {
         Some(SignedDuration::from_secs(1))
@@ -149,9 +167,16 @@ fn requeue_after(
         phases.pre_pull.and_then(|p| p.requeue_after),
         crush_looks(seen, phases.decided, said.view),
         said.out.requeue_after,
+        finalize_falls_due(seen, now),
     ]
     .into_iter()
     .fold(watched, earliest)
+}
+
+/// How long until an automatic finalize falls due (nothing else reconciles at that moment).
+fn finalize_falls_due(seen: &Seen<'_>, now: Timestamp) -> Option<SignedDuration> {
+    let due = auto_finalize_due(seen.cr)?;
+    (due > now).then(|| due.duration_since(now))
 }
 
 /// Domains still down from the update under way, plus those this step starts.
@@ -244,6 +269,19 @@ fn watch(seen: &Seen<'_>, decided: &Decided<'_>, now: Timestamp) -> Deadlines {
         decided.current.iter().copied().chain(blocking_terminations),
         now,
     )
+}
+
+/// A stall (`stalled`) with what Ceph says of the open step's OSDs, when their new daemons
+/// have not booted: the rollout stays halted on that step, its `noout` on.
+fn with_cephs_word(stalled: String, view: &CephView) -> String {
+    match &view.step {
+        Some(StepProgress::Booting { pending }) if !pending.is_empty() => format!(
+            "{stalled}; Ceph: {} of the open step has not booted a new daemon (down in the \
+             OSD map): no other update domain stops, and noout stays on the step's OSDs",
+            osd_list(pending)
+        ),
+        _ => stalled,
+    }
 }
 
 fn halt(seen: &Seen<'_>, decided: &Decided<'_>, gated: &GateOutcome) -> Halt {

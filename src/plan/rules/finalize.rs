@@ -10,8 +10,10 @@ use crate::crd::CephOsd;
 use crate::labels;
 use crate::plan::gate::release::ReleaseLook;
 use crate::plan::gate::{CephInput, CephView, GateOff};
+use crate::plan::rules::releases::upgraded_to;
 use crate::plan::says::actions::Action;
 use crate::plan::says::conditions::{ConditionReason, StatedCondition};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 
 /// At most this many OSDs are named in a refusal.
@@ -41,10 +43,46 @@ impl Finalize {
     }
 }
 
-/// The finalize the CephOSD `cr` asks for (its annotation), on `view`: None when it asks for
-/// none.
-pub(crate) fn finalize_request(cr: &CephOsd, view: &CephView) -> Option<Finalize> {
-    let requested = cr.annotations().get(labels::FINALIZE_RELEASE)?;
+/// The release the CephOSD `cr` asks to finalize at `now`: its annotation's; else, with
+/// `spec.finalizeAfterSeconds`, the one release all its OSDs run past `require_osd_release`
+/// once they have run it that long (`status.releases.upgradedSince`), and while none waits
+/// the release required already (the request stands, done).
+pub(crate) fn requested_release(cr: &CephOsd, now: Timestamp) -> Option<String> {
+    if let Some(asked) = cr.annotations().get(labels::FINALIZE_RELEASE) {
+        return Some(asked.clone());
+    }
+    cr.spec.finalize_after_seconds?;
+    let releases = cr.status.as_ref()?.releases.as_ref()?;
+    let require = releases.require_osd_release.as_deref();
+    match upgraded_to(&releases.running, require) {
+        Some(release) => (auto_finalize_due(cr).is_some_and(|due| now >= due))
+            .then(|| release.name().map(str::to_owned))
+            .flatten(),
+        None => require.map(str::to_owned),
+    }
+}
+
+/// When the automatic finalize of `cr` falls due: `spec.finalizeAfterSeconds` after its OSDs
+/// all first ran a release past `require_osd_release` (None: it opted out, or none waits).
+pub(crate) fn auto_finalize_due(cr: &CephOsd) -> Option<Timestamp> {
+    let soak = cr.spec.finalize_after_seconds?;
+    let since = cr
+        .status
+        .as_ref()?
+        .releases
+        .as_ref()?
+        .upgraded_since
+        .as_ref()?;
+    since
+        .0
+        .checked_add(SignedDuration::from_secs(soak.max(0)))
+        .ok()
+}
+
+/// The finalize the CephOSD `cr` asks for at `now` (`requested_release`), on `view`: None
+/// when it asks for none.
+pub(crate) fn finalize_request(cr: &CephOsd, view: &CephView, now: Timestamp) -> Option<Finalize> {
+    let requested = &requested_release(cr, now)?;
     let look = match (&view.input, &view.release_look) {
         (CephInput::Off { why }, _) => Err(match why {
             GateOff::NotConfigured => "the operator has no Ceph configured (--ceph-conf)",

@@ -9,4 +9,5 @@ pub(crate) mod expanded_spec;
 pub(crate) mod finalize;
 pub(crate) mod lock_place;
 pub(crate) mod out_osds;
+pub(crate) mod releases;
 pub(in crate::plan) mod rollout;

@@ -303,6 +303,38 @@ fn an_open_step_blocks_every_rollout_deletion_and_says_what_ceph_lacks() {
 }
 
 #[test]
+fn past_the_progress_deadline_a_step_whose_osd_never_booted_is_named_as_ceph_says() {
+    let (mut cluster, cr) = step_open();
+    cluster.ceph = CephViewBuilder::on()
+        .step(StepProgress::Booting {
+            pending: vec![OsdId(4)],
+        })
+        .build();
+    cluster.clock += 3600;
+    let plan = cluster.reconcile(&cr);
+    let c = condition(&plan, "Progressing");
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "ProgressDeadlineExceeded")
+    );
+    assert!(
+        c.message.contains("has not become Ready")
+            && c.message
+                .contains("Ceph: osd.4 of the open step has not booted a new daemon"),
+        "{}",
+        c.message
+    );
+    assert_eq!(condition(&plan, "Stalled").status, "True");
+    assert!(deletes(&plan).is_empty(), "no other update domain stops");
+    assert!(plan.status.ceph_step.is_some(), "noout stays on the step");
+    // Ceph's word only while it says so.
+    cluster.ceph = CephViewBuilder::on().step(StepProgress::Done).build();
+    let plan = cluster.reconcile(&cr);
+    let c = condition(&plan, "Progressing");
+    assert!(!c.message.contains("Ceph:"), "{}", c.message);
+}
+
+#[test]
 fn a_step_whose_osds_never_booted_takes_its_own_pods_to_a_new_template() {
     let (mut cluster, _) = step_open();
     cluster.ceph = CephViewBuilder::on()

@@ -5,16 +5,21 @@
 use crate::ceph::{gather_step_facts, CephClient, CephFacts, OsdId};
 use crate::crd::CephStep;
 use crate::plan::gate::{asks_safe_to_destroy, judge_drain, DrainProgress};
+use crate::runtime::ceph::placement::PlacementClock;
 use std::collections::BTreeSet;
+use std::time::Instant;
 
-/// Where the drain `open` stands, with the facts of the look when one was taken.
+/// Where the drain `open` stands, with the facts of the look when one was taken (stamped by
+/// `clock`: PG states that may trail the `out` are not clean yet).
 pub(crate) async fn look_at_drain(
     ceph: &dyn CephClient,
     open: &CephStep,
+    clock: &PlacementClock<'_>,
 ) -> (DrainProgress, Option<CephFacts>) {
     let ids: Vec<OsdId> = open.osds.iter().map(|o| OsdId(o.id)).collect();
+    let at = Instant::now();
     let (facts, pgs_on) = match gather_step_facts(ceph, &ids, &|_| true).await {
-        Ok(looked) => looked,
+        Ok((facts, pgs_on)) => (clock.stamp(ceph, facts, at).await, pgs_on),
         Err(error) => return (DrainProgress::unanswered(&error), None),
     };
     let answer = if asks_safe_to_destroy(&facts, &ids) {

@@ -13,10 +13,11 @@ use crate::plan::gate::conversation::{self, ReleaseInput, Turn};
 use crate::plan::gate::release::{needs_versions, ReleaseLook};
 use crate::plan::gate::{
     not_booted, read_stated_ids, Blocker, CephInput, CephView, GateAnswer, GateDecision, GateOff,
-    GateSubject, StepProgress, DEFAULT_MAX_NOOUT, QUICK_LOOKS, SLOW_LOOKS,
+    GateSubject, StepProgress, DEFAULT_MAX_NOOUT, DRAIN_CONFIRM_GAP, QUICK_LOOKS, SLOW_LOOKS,
 };
 use crate::plan::rules::budget::closed_for_pgs;
-use crate::plan::rules::finalize::is_done;
+use crate::plan::rules::finalize::{is_done, requested_release};
+use crate::plan::rules::releases::upgrade_under_way;
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::drain_look::look_at_drain;
 pub(crate) use crate::runtime::ceph::placement::PlacementClock;
@@ -75,9 +76,10 @@ pub(crate) async fn first_view(
         return (view_off(GateOff::Skipped, max_noout), None);
     }
     let (step, looked) = look_at_open_step(ceph, memory, cr, settings, look_every).await;
+    let key = cr.object_key();
     let clock = PlacementClock {
         memory,
-        key: &cr.object_key(),
+        key: &key,
         lag: settings.pg_stats_lag,
     };
     let at = Instant::now();
@@ -90,8 +92,21 @@ pub(crate) async fn first_view(
         facts.pgs_trail_placement = fresh.as_ref().ok().and_then(|f| f.pgs_trail_placement);
         facts
     });
-    let release_look = match cr.annotations().get(labels::FINALIZE_RELEASE) {
-        Some(requested) => Some(look_at_releases(ceph, requested, fresh.as_ref()).await),
+    let requested = requested_release(cr, k8s_openapi::jiff::Timestamp::now());
+    let release_look = match requested.as_deref() {
+        Some(requested) => {
+            let done = fresh
+                .as_ref()
+                .is_ok_and(|f| is_done(requested, f.osds.require_osd_release));
+            Some(look_at_releases(ceph, done, fresh.as_ref()).await)
+        }
+        // An upgrade under way: read as a step ends (its OSDs booted), and now and then.
+        None if upgrade_under_way(cr.status.as_ref().and_then(|s| s.releases.as_ref()))
+            && (matches!(step, Some(StepProgress::Done))
+                || memory.releases_read_due(&key, Instant::now(), RELEASES_READ_EVERY)) =>
+        {
+            Some(look_at_releases(ceph, false, fresh.as_ref()).await)
+        }
         None => None,
     };
     let view = CephView {
@@ -108,17 +123,21 @@ pub(crate) async fn first_view(
     (view, looked)
 }
 
+/// How often the OSDs' releases are read for the status while an upgrade is under way (its
+/// steps' questions and finalize read them besides).
+const RELEASES_READ_EVERY: Duration = Duration::from_secs(30);
+
 /// The releases of every monitor and OSD (`versions`, `osd metadata`) beside the OSD map of
-/// `fresh`, for a finalize request (`requested`); only the OSD map once it is done. Err: what
-/// Ceph did not answer.
+/// `fresh`, for a finalize request or the status of an upgrade under way; only the OSD map
+/// once the finalize is `done`. Err: what Ceph did not answer.
 async fn look_at_releases(
     ceph: &dyn CephClient,
-    requested: &str,
+    done: bool,
     fresh: Result<&CephFacts, &CephError>,
 ) -> Result<ReleaseLook, String> {
     let facts = fresh.map_err(ToString::to_string)?;
     let require_osd_release = facts.osds.require_osd_release;
-    if is_done(requested, require_osd_release) {
+    if done {
         return Ok(ReleaseLook {
             daemons: DaemonReleases::default(),
             osds: BTreeMap::new(),
@@ -171,7 +190,14 @@ async fn look_at_open_step(
             (None, None)
         }
         Some(open) if open.drain.is_some() => {
-            let (progress, facts) = look_at_drain(ceph, open).await;
+            let clock = PlacementClock {
+                memory,
+                key: &key,
+                lag: settings.pg_stats_lag,
+            };
+            let (progress, facts) = look_at_drain(ceph, open, &clock).await;
+            let progress =
+                memory.drain_confirmed(&key, open, progress, Instant::now(), DRAIN_CONFIRM_GAP);
             tracing::debug!(cephosd = %key, ?progress, "looked at the open drain");
             (Some(StepProgress::Draining(progress)), facts)
         }
@@ -442,7 +468,7 @@ pub(crate) async fn answer(
             .filter(|p| p.runs_the_template())
             .filter_map(|p| p.key.clone())
             .collect(),
-        osds: osd_releases,
+        osds: osd_releases.clone(),
         daemons,
     };
     let mapped = map_osd_ids(&keys, &metadata, &facts.osds, others);
@@ -472,7 +498,10 @@ pub(crate) async fn answer(
                 for refused in &answered.refused_together {
                     tracing::info!(cephosd = %cr.object_key(), domains = refused.domains, decision = %refused.decision, "Ceph does not let these update domains stop together: asking about fewer");
                 }
-                return answered.answer;
+                return GateAnswer {
+                    releases: Some(osd_releases),
+                    ..answered.answer
+                };
             }
         }
     }

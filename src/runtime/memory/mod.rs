@@ -17,7 +17,7 @@ pub(crate) mod locked;
 use crate::ceph::OsdId;
 use crate::crd::{CephOsd, CephOsdStatus, CephStep};
 use crate::plan::gate::placement::PlacementSeen;
-use crate::plan::gate::StepWatch;
+use crate::plan::gate::{confirmed, DrainProgress, StepWatch};
 use crate::plan::rules::expanded_spec::ExpandedSpec;
 use crate::runtime::memory::expectations::Expectations;
 use crate::runtime::memory::locked::locked;
@@ -46,6 +46,10 @@ pub(crate) struct Remembered {
     step_watch: Option<(String, StepWatch)>,
     /// The placement the last look at Ceph showed, and since when.
     placement: Option<PlacementSeen>,
+    /// When the OSDs' releases were last read for the status of an upgrade under way.
+    releases_read: Option<Instant>,
+    /// The open drain (see `step_identity`) and since when the looks in a row found it safe.
+    drain_safe_since: Option<(String, Instant)>,
 }
 
 impl Remembered {
@@ -58,6 +62,8 @@ impl Remembered {
             && self.retry_at.is_none()
             && self.step_watch.is_none()
             && self.placement.is_none()
+            && self.releases_read.is_none()
+            && self.drain_safe_since.is_none()
     }
 }
 
@@ -157,7 +163,8 @@ impl Memory {
 
     /// Runs `f` on the watch of `step`, the open Ceph step of the CephOSD `key`: the one kept
     /// when it follows that step, else a new one from the `up_from`s the status recorded (after
-    /// a restart, or for a new step). `None` drops the kept watch (no step open).
+    /// a restart, or for a new step). `None` drops the kept watch and a drain's confirmation
+    /// (no step open).
     pub(crate) fn step_watch<T>(
         &self,
         key: &str,
@@ -168,6 +175,7 @@ impl Memory {
         self.with(key, |r| {
             let Some(step) = step else {
                 r.step_watch = None;
+                r.drain_safe_since = None;
                 return None;
             };
             let identity = step_identity(step);
@@ -185,6 +193,41 @@ impl Memory {
     /// The placement a look at Ceph for the CephOSD `key` last showed, and since when.
     pub(crate) fn placement_seen(&self, key: &str) -> Option<PlacementSeen> {
         self.with(key, |r| r.placement.clone())
+    }
+
+    /// Whether the OSDs' releases are due to be read again for the CephOSD `key` at `now`
+    /// (read at most `every`); when they are, the read is remembered as made.
+    pub(crate) fn releases_read_due(&self, key: &str, now: Instant, every: Duration) -> bool {
+        self.with(key, |r| {
+            let due = r
+                .releases_read
+                .is_none_or(|at| now.saturating_duration_since(at) >= every);
+            if due {
+                r.releases_read = Some(now);
+            }
+            due
+        })
+    }
+
+    /// The look at the open drain `step` of the CephOSD `key`, taken at `at`, confirmed
+    /// (`confirmed`): safe only once looks in a row at least `gap` apart found it safe.
+    pub(crate) fn drain_confirmed(
+        &self,
+        key: &str,
+        step: &CephStep,
+        progress: DrainProgress,
+        at: Instant,
+        gap: Duration,
+    ) -> DrainProgress {
+        let identity = step_identity(step);
+        self.with(key, |r| {
+            let since = (r.drain_safe_since.as_ref())
+                .filter(|(kept, _)| *kept == identity)
+                .map(|(_, since)| *since);
+            let (progress, since) = confirmed(progress, since, at, gap);
+            r.drain_safe_since = since.map(|since| (identity, since));
+            progress
+        })
     }
 
     /// Remembers what a look at Ceph for the CephOSD `key` showed.

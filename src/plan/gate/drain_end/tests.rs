@@ -159,3 +159,25 @@ fn safe_to_destroy_is_asked_only_with_a_mgr_and_ids_to_ask_about() {
         "Ceph gave no usable answer: timed out"
     );
 }
+
+#[test]
+fn a_safe_drain_is_confirmed_by_a_look_at_least_the_gap_later() {
+    let t0 = Instant::now();
+    let gap = Duration::from_secs(1);
+    let (first, since) = confirmed(DrainProgress::Safe, None, t0, gap);
+    assert!(matches!(&first, DrainProgress::Moving { why } if why.contains("confirmed")));
+    assert_eq!(since, Some(t0));
+    // A look 50 ms later (another event's reconcile) confirms nothing yet.
+    let (soon, since) = confirmed(DrainProgress::Safe, since, t0 + gap / 20, gap);
+    assert!(matches!(soon, DrainProgress::Moving { .. }));
+    assert_eq!(since, Some(t0));
+    let (later, since) = confirmed(DrainProgress::Safe, since, t0 + gap, gap);
+    assert_eq!(later, DrainProgress::Safe);
+    assert_eq!(since, Some(t0));
+    // A look that is not safe starts the count again.
+    let moving = DrainProgress::Moving {
+        why: "3 PGs".into(),
+    };
+    let (again, since) = confirmed(moving.clone(), since, t0 + gap * 2, gap);
+    assert_eq!((again, since), (moving, None));
+}

@@ -116,6 +116,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         osds_out: Vec::new(),
         expected_updated_domains: None,
         rollout: None,
+        releases: None,
     }
 }
 

@@ -143,3 +143,59 @@ fn many_older_osds_are_named_ten_at_most() {
     };
     assert!(message.contains("and 5 more"), "{message}");
 }
+
+/// A CephOSD with `spec.finalizeAfterSeconds: soak` (None: unset) whose OSDs all run
+/// `running` past `require` since second 1000.
+fn soaking(soak: Option<i64>, running: &str, require: &str) -> CephOsd {
+    let mut cr = crate::testing::CephOsdBuilder::new("osds")
+        .build()
+        .expect("a CephOSD");
+    cr.spec.finalize_after_seconds = soak;
+    cr.status = Some(crate::crd::CephOsdStatus {
+        releases: Some(crate::crd::ReleasesStatus {
+            running: [(running.to_owned(), 3)].into(),
+            require_osd_release: Some(require.to_owned()),
+            upgraded_since: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                second(1000),
+            )),
+            ..crate::crd::ReleasesStatus::default()
+        }),
+        ..crate::crd::CephOsdStatus::default()
+    });
+    cr
+}
+
+fn second(s: i64) -> Timestamp {
+    Timestamp::from_second(s).expect("a time")
+}
+
+#[test]
+fn an_automatic_finalize_asks_for_the_release_once_the_soak_is_over() {
+    let cr = soaking(Some(600), "reef", "pacific");
+    assert_eq!(auto_finalize_due(&cr), Some(second(1600)));
+    assert_eq!(requested_release(&cr, second(1599)), None, "still soaking");
+    assert_eq!(
+        requested_release(&cr, second(1600)).as_deref(),
+        Some("reef")
+    );
+    // Opted out: only an admin's request counts.
+    let manual = soaking(None, "reef", "pacific");
+    assert_eq!(auto_finalize_due(&manual), None);
+    assert_eq!(requested_release(&manual, second(9999)), None);
+    let mut asked = manual;
+    asked
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(labels::FINALIZE_RELEASE.to_owned(), "reef".to_owned());
+    assert_eq!(
+        requested_release(&asked, second(0)).as_deref(),
+        Some("reef")
+    );
+    // Nothing past require_osd_release: the request stands, done.
+    let done = soaking(Some(0), "reef", "reef");
+    assert_eq!(
+        requested_release(&done, second(9999)).as_deref(),
+        Some("reef")
+    );
+}

@@ -519,6 +519,15 @@ fn drain_step() -> crate::crd::CephStep {
     }
 }
 
+/// A placement clock whose PG states never trail (no lag).
+fn settled(memory: &Memory) -> PlacementClock<'_> {
+    PlacementClock {
+        memory,
+        key: "ceph/ceph-osds",
+        lag: Duration::ZERO,
+    }
+}
+
 #[tokio::test]
 async fn an_open_drain_is_looked_at_with_safe_to_destroy_for_exactly_its_ids() {
     let safe = crate::ceph::SafeToDestroy {
@@ -530,8 +539,10 @@ async fn an_open_drain_is_looked_at_with_safe_to_destroy_for_exactly_its_ids() {
         .on_osd_dump(Ok(dump()))
         .on_pg_states(Ok(clean()))
         .on_pgs_on_osd(Ok(Vec::new()))
-        .on_safe_to_destroy(Ok(safe));
-    let (progress, facts) = look_at_drain(&ceph, &drain_step()).await;
+        .on_safe_to_destroy(Ok(safe))
+        .on_crush_tree(Ok(crate::ceph::CrushTree::default()));
+    let memory = Memory::default();
+    let (progress, facts) = look_at_drain(&ceph, &drain_step(), &settled(&memory)).await;
     assert_eq!(progress, crate::plan::gate::DrainProgress::Safe);
     assert!(facts.is_some());
     assert!(ceph.calls().contains(&Call::SafeToDestroy(vec![OsdId(3)])));
@@ -547,8 +558,10 @@ async fn an_open_drain_without_a_mgr_is_not_asked_and_says_so() {
         .on_osd_dump(Ok(dump()))
         .on_pg_states_hang()
         .on_pgs_on_osd_hang()
-        .on_safe_to_destroy_hang();
-    let (progress, _) = look_at_drain(&ceph, &drain_step()).await;
+        .on_safe_to_destroy_hang()
+        .on_crush_tree(Ok(crate::ceph::CrushTree::default()));
+    let memory = Memory::default();
+    let (progress, _) = look_at_drain(&ceph, &drain_step(), &settled(&memory)).await;
     assert!(
         matches!(&progress, crate::plan::gate::DrainProgress::NoAnswer { why } if why.contains("no mgr")),
         "{progress:?}"
