@@ -110,8 +110,9 @@ struct CephArgs {
     /// Ceph re-replicates, and the rollout stays halted.
     #[arg(long, default_value_t = 1800)]
     ceph_max_noout_seconds: u64,
-    /// Seconds PG states may trail the osdmap (Ceph's `mgr_stats_period` and a margin): a
-    /// step ends only on clean PGs seen this long after its OSDs were back.
+    /// Seconds PG states may trail the osdmap (Ceph's `mgr_stats_period` and a margin): clean
+    /// PGs count only this long after a placement change was first seen, and without `pg
+    /// ls-by-osd` a step ends only on clean PGs seen this long after its OSDs were back.
     #[arg(long, default_value_t = DEFAULT_PG_STATS_LAG.as_secs())]
     ceph_pg_stats_lag_seconds: u64,
     /// Namespace of the step lock of the Ceph cluster (a Lease `ceph-osd-step-<fsid>`): one
