@@ -20,7 +20,7 @@ use crate::plan::rules::finalize::{is_done, requested_release};
 use crate::plan::rules::releases::upgrade_under_way;
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::drain_look::look_at_drain;
-pub(crate) use crate::runtime::ceph::placement::PlacementClock;
+use crate::runtime::ceph::placement::PlacementClock;
 use crate::runtime::memory::Memory;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;
