@@ -2,7 +2,8 @@
 //! them. Each part is read at its own pace and kept until read again: the OSD map (every
 //! reconcile with Ceph) gives `require_osd_release`; the template's image reports its release
 //! through its pre-pull pods (kept for that template); the OSDs' releases come from `osd
-//! metadata`, read at each rollout step's question and each finalize look.
+//! metadata`, read at each rollout step's question, each finalize look, and while an upgrade
+//! is under way as a step ends and every 30 s.
 
 use crate::ceph::{OsdDump, OsdId, Release};
 use crate::crd::ReleasesStatus;
@@ -36,6 +37,7 @@ pub(crate) struct ReleasesRead<'a> {
     pub osd_map: Option<&'a OsdDump>,
     /// This CephOSD's OSD ids.
     pub own: Vec<OsdId>,
+    /// When this reconcile planned (an `upgradedSince` that starts now).
     pub now: Timestamp,
 }
 
