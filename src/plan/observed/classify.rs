@@ -98,6 +98,9 @@ pub struct ObservedPod {
     pub deleted: Option<Timestamp>,
     /// Whether its controller ownerReference is this CephOSD (false: adopted from elsewhere).
     pub controlled: bool,
+    /// Whether any ownerReference names this CephOSD, controller or not (the Ansible
+    /// operator's pods name it without `controller`).
+    pub referenced: bool,
     /// A pod, or a ReplicaSet of the Ansible operator standing for one.
     pub workload: Workload,
     /// Why the scheduler cannot place it (its `PodScheduled` condition is False).
@@ -127,10 +130,11 @@ impl ObservedPod {
         )
     }
 
-    /// A pod of the CephOSD (its owner label) that nothing controls and that is not going:
-    /// one the garbage collector let go of.
+    /// A pod of the CephOSD (its owner label) that names no owner and is not going: one the
+    /// garbage collector let go of.
     pub fn is_orphan(&self) -> bool {
         !self.controlled
+            && !self.referenced
             && self.workload == Workload::Pod
             && self.deleted.is_none()
             && !matches!(self.class, PodClass::Foreign(_))
@@ -177,6 +181,15 @@ pub(crate) enum ControlledBy {
     Other(Controller),
 }
 
+/// Whether `reference` names the CephOSD `owner`.
+fn names(reference: &OwnerReference, owner: &Owner<'_>) -> bool {
+    is_cephosd(reference)
+        && match owner.uid {
+            Some(uid) => reference.uid == uid,
+            None => reference.name == owner.name,
+        }
+}
+
 /// The controller of an object with these ownerReferences, relative to `owner`.
 pub(crate) fn controlled_by(
     references: Option<&Vec<OwnerReference>>,
@@ -189,12 +202,7 @@ pub(crate) fn controlled_by(
     else {
         return ControlledBy::Nobody;
     };
-    let same_cr = is_cephosd(reference)
-        && match owner.uid {
-            Some(uid) => reference.uid == uid,
-            None => reference.name == owner.name,
-        };
-    if same_cr {
+    if names(reference, owner) {
         ControlledBy::ThisCephOsd
     } else {
         ControlledBy::Other(Controller {
@@ -322,6 +330,7 @@ fn observe(pod: &Pod, owner: &Owner<'_>, desired: &DesiredOsds) -> (ObservedPod,
         deleted: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
         soaking_since: None,
         controlled: matches!(controller, ControlledBy::ThisCephOsd),
+        referenced: (pod.metadata.owner_references.iter().flatten()).any(|r| names(r, owner)),
         workload: Workload::Pod,
         unschedulable: unschedulable(pod),
         tampered: identity.tampered,

@@ -66,6 +66,7 @@ impl ObservedReplicaSet {
             soaking_since: None,
             deleted: None,
             controlled: false,
+            referenced: false,
             workload: Workload::ReplicaSet,
             unschedulable: None,
             also_holds: Vec::new(),

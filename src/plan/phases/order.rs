@@ -104,7 +104,7 @@ fn marks(seen: &Seen<'_>, decided: &Decided<'_>) -> (Vec<Action>, Vec<PlannedEve
 
 /// Of `actions`, those a CephOSD deleted at once or orphaned still writes: only its Ceph
 /// step is ended. Deleted at once, Kubernetes removes its objects itself (a terminating
-/// namespace takes no new one); orphaned, every pod it still controls is let go of.
+/// namespace takes no new one); orphaned, every pod that still names it is let go of.
 fn kept_while_deleted(seen: &Seen<'_>, mut actions: Vec<Action>) -> Vec<Action> {
     if let Some(Deletion::AtOnce(_) | Deletion::Orphaned) = seen.deletion {
         actions.retain(|a| matches!(a, Action::ClearNoout { .. } | Action::RecordCephStep));
@@ -112,7 +112,7 @@ fn kept_while_deleted(seen: &Seen<'_>, mut actions: Vec<Action>) -> Vec<Action> 
     if let (Some(Deletion::Orphaned), Some(owner_uid)) = (seen.deletion, seen.cr.uid()) {
         actions.extend(
             (seen.pods.iter())
-                .filter(|p| p.controlled && p.deleted.is_none() && p.workload == Workload::Pod)
+                .filter(|p| p.deleted.is_none() && p.workload == Workload::Pod)
                 .map(|p| Action::LetGo {
                     name: p.name.clone(),
                     uid: p.uid.clone(),

@@ -113,7 +113,9 @@ pub(in crate::plan) struct Seen<'a> {
 
 impl<'a> Seen<'a> {
     /// What `observed` shows of `cr` (whose spec expands to `expanded`) at `now`. Deleted:
-    /// every key leaves the spec, and only the pods it controls are its own.
+    /// every key leaves the spec, and only the pods that name it as owner are its own (those it
+    /// controls, and those the Ansible operator made, which name it without `controller`: the
+    /// garbage collector would take them all at once once it is gone).
     pub(in crate::plan) fn new(
         cr: &'a CephOsd,
         expanded: &'a ExpandedSpec,
@@ -153,7 +155,7 @@ impl<'a> Seen<'a> {
             .partition(|w| w.osd.is_some());
         let orphans_left = deletion.is_some() && pods.iter().any(ObservedPod::is_orphan);
         if deletion.is_some() {
-            pods.retain(|p| p.controlled);
+            pods.retain(|p| p.controlled || p.referenced);
             replica_sets.clear();
             era.clear();
             era_superfluous.clear();

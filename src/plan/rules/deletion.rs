@@ -1,9 +1,10 @@
 //! Deletion is a rollout too, pure. The operator's finalizer keeps a deleted CephOSD until its
 //! pods are gone and no Ceph step of it is open. Deleted with kubectl's default (background)
-//! cascade, every key leaves the spec: its pods go one update domain at a time as removals
-//! do. With `--cascade=orphan` the garbage collector first takes the pods' ownerReferences
-//! away: pods that no longer name this CephOSD as controller are not its to take down (one
-//! it missed, created while it worked, the operator lets go of itself). With
+//! cascade, every key leaves the spec: its pods (those that name it as owner, the Ansible
+//! operator's too) go one update domain at a time as removals do. With `--cascade=orphan` the
+//! garbage collector first takes the pods' ownerReferences away: pods that no longer name this
+//! CephOSD are not its to take down (one it missed, created while it worked, the operator
+//! lets go of itself). With
 //! `--cascade=foreground`, or its namespace deleted, Kubernetes deletes every pod at once:
 //! the operator only ends its open step (clears its own `noout`) and says what happened.
 

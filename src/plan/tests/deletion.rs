@@ -238,6 +238,24 @@ fn a_pod_made_while_the_others_were_orphaned_is_let_go_of_too() {
     assert_eq!(cluster.pods.len(), 3, "every OSD keeps its pod");
 }
 
+/// The garbage collector takes every pod that names a CephOSD once it is gone, whether or not
+/// the reference says `controller`: the operator takes them down as its own.
+#[test]
+fn pods_that_name_the_cephosd_without_controlling_go_one_domain_at_a_time() {
+    let mut cluster = converged(&spec("a"));
+    // As the Ansible operator's pods name their CephOSD: no `controller`.
+    for pod in &mut cluster.pods {
+        for reference in pod.metadata.owner_references.iter_mut().flatten() {
+            reference.controller = None;
+        }
+    }
+    let plan = cluster.reconcile(&deleted(&spec("a"), None));
+    assert_eq!(plan.deletion, Some(Deletion::Rollout), "no orphaning");
+    assert!(!kinds(&plan).contains(&"LetGo"));
+    assert_eq!(deletes(&plan).len(), 1, "one update domain at a time");
+    assert_eq!(plan.finalizer, None, "its pods are left");
+}
+
 /// `step_open`, its status knowing osd.7 on w1 and osd.8 on w2.
 fn step_open_knowing_7_and_8() -> (Cluster, CephOsd) {
     let (mut cluster, rolled) = step_open();

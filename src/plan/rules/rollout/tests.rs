@@ -30,6 +30,7 @@ fn pod(host: &str, data: &str, class: PodClass) -> ObservedPod {
         soaking_since: None,
         deleted: None,
         controlled: true,
+        referenced: true,
         workload: Workload::Pod,
         unschedulable: None,
         also_holds: Vec::new(),
