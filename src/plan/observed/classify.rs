@@ -96,11 +96,8 @@ pub struct ObservedPod {
     pub soaking_since: Option<Timestamp>,
     /// The pod's deletionTimestamp (when its graceful termination should have ended).
     pub deleted: Option<Timestamp>,
-    /// Whether its controller ownerReference is this CephOSD (false: adopted from elsewhere).
-    pub controlled: bool,
-    /// Whether any ownerReference names this CephOSD, controller or not (the Ansible
-    /// operator's pods name it without `controller`).
-    pub referenced: bool,
+    /// How its ownerReferences name this CephOSD.
+    pub ownership: Ownership,
     /// A pod, or a ReplicaSet of the Ansible operator standing for one.
     pub workload: Workload,
     /// Why the scheduler cannot place it (its `PodScheduled` condition is False).
@@ -122,6 +119,11 @@ impl ObservedPod {
         }
     }
 
+    /// Whether its controller ownerReference is this CephOSD (false: adopted).
+    pub fn controlled(&self) -> bool {
+        self.ownership == Ownership::Controller
+    }
+
     /// A live pod (one that counts as the OSD's pod).
     pub fn is_live(&self) -> bool {
         matches!(
@@ -133,8 +135,7 @@ impl ObservedPod {
     /// A pod of the CephOSD (its owner label) that names no owner and is not going: one the
     /// garbage collector let go of.
     pub fn is_orphan(&self) -> bool {
-        !self.controlled
-            && !self.referenced
+        self.ownership == Ownership::None
             && self.workload == Workload::Pod
             && self.deleted.is_none()
             && !matches!(self.class, PodClass::Foreign(_))
@@ -179,6 +180,18 @@ pub(crate) enum ControlledBy {
     ThisCephOsd,
     Nobody,
     Other(Controller),
+}
+
+/// How a pod's ownerReferences name this CephOSD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// As its controller.
+    Controller,
+    /// Without `controller`: the Ansible operator's pods (adopted) name their CephOSD so. The
+    /// garbage collector takes them with it all the same.
+    Owner,
+    /// Not at all: adopted from elsewhere, or let go of.
+    None,
 }
 
 /// Whether `reference` names the CephOSD `owner`.
@@ -329,8 +342,13 @@ fn observe(pod: &Pod, owner: &Owner<'_>, desired: &DesiredOsds) -> (ObservedPod,
         created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
         deleted: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
         soaking_since: None,
-        controlled: matches!(controller, ControlledBy::ThisCephOsd),
-        referenced: (pod.metadata.owner_references.iter().flatten()).any(|r| names(r, owner)),
+        ownership: if matches!(controller, ControlledBy::ThisCephOsd) {
+            Ownership::Controller
+        } else if (pod.metadata.owner_references.iter().flatten()).any(|r| names(r, owner)) {
+            Ownership::Owner
+        } else {
+            Ownership::None
+        },
         workload: Workload::Pod,
         unschedulable: unschedulable(pod),
         tampered: identity.tampered,
@@ -382,7 +400,7 @@ fn keeper_per_disk(claims: &[Claim], observed: &[(ObservedPod, Option<PodClass>)
 fn keeps_over(candidate: &ObservedPod, current: &ObservedPod) -> bool {
     fn rank(p: &ObservedPod) -> (bool, bool, bool, bool, Option<Timestamp>, &str) {
         (
-            !p.controlled,
+            !p.controlled(),
             p.osd.is_none(),
             !p.ready,
             p.created.is_none(),

@@ -12,7 +12,7 @@
 use crate::crd::osd::{DeviceId, OsdKey};
 use crate::labels;
 use crate::plan::observed::classify::{
-    controlled_by, ControlledBy, Controller, ObservedPod, Owner, PodClass, Workload,
+    controlled_by, ControlledBy, Controller, ObservedPod, Owner, Ownership, PodClass, Workload,
 };
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::jiff::Timestamp;
@@ -65,8 +65,7 @@ impl ObservedReplicaSet {
             created: self.created,
             soaking_since: None,
             deleted: None,
-            controlled: false,
-            referenced: false,
+            ownership: Ownership::None,
             workload: Workload::ReplicaSet,
             unschedulable: None,
             also_holds: Vec::new(),

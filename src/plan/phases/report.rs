@@ -462,7 +462,7 @@ fn pod_events(
                 pod: Some(pod.name.clone()),
             });
         }
-        if seen.cr.status.is_none() && !pod.controlled && pod.workload == Workload::Pod {
+        if seen.cr.status.is_none() && !pod.controlled() && pod.workload == Workload::Pod {
             events.push(PlannedEvent {
                 warning: false,
                 reason: EventReason::Adopted,

@@ -9,7 +9,7 @@ use crate::hash::TemplateHash;
 use crate::labels::{self, PodState};
 use crate::plan::gate::CephView;
 use crate::plan::observed::classify::{classify, Owner, Timing};
-use crate::plan::observed::classify::{ObservedPod, PodClass};
+use crate::plan::observed::classify::{ObservedPod, Ownership, PodClass};
 use crate::plan::observed::replica_sets::{
     classify_replica_sets, ObservedReplicaSet, ReplicaSetClass,
 };
@@ -155,7 +155,7 @@ impl<'a> Seen<'a> {
             .partition(|w| w.osd.is_some());
         let orphans_left = deletion.is_some() && pods.iter().any(ObservedPod::is_orphan);
         if deletion.is_some() {
-            pods.retain(|p| p.controlled || p.referenced);
+            pods.retain(|p| p.ownership != Ownership::None);
             replica_sets.clear();
             era.clear();
             era_superfluous.clear();

@@ -1,7 +1,7 @@
 use super::*;
 use crate::crd::update_domain::{domain_id, UpdateDomains};
 use crate::crd::UpdateDomain;
-use crate::plan::observed::classify::Workload;
+use crate::plan::observed::classify::{Ownership, Workload};
 use serde_json::json;
 
 fn spec(domain: UpdateDomain) -> CephOsdSpec {
@@ -29,8 +29,7 @@ fn pod(host: &str, data: &str, class: PodClass) -> ObservedPod {
         created: Some(at(0)),
         soaking_since: None,
         deleted: None,
-        controlled: true,
-        referenced: true,
+        ownership: Ownership::Controller,
         workload: Workload::Pod,
         unschedulable: None,
         also_holds: Vec::new(),
