@@ -20,6 +20,11 @@ fn label(release: Release) -> String {
         .map_or_else(|| release.0.to_string(), str::to_owned)
 }
 
+/// The release `status.releases` names so (the inverse of `label`).
+fn unlabel(name: &str) -> Option<Release> {
+    Release::from_name(name).or_else(|| name.parse().ok().map(Release))
+}
+
 /// What says an OSD never reported a release.
 const UNKNOWN: &str = "unknown";
 
@@ -99,11 +104,11 @@ pub(crate) fn upgraded_to(
     running: &BTreeMap<String, i64>,
     require: Option<&str>,
 ) -> Option<Release> {
-    let require = Release::from_name(require?)?;
+    let require = unlabel(require?)?;
     let [only] = running.keys().collect::<Vec<_>>()[..] else {
         return None;
     };
-    Release::from_name(only).filter(|r| *r > require)
+    unlabel(only).filter(|r| *r > require)
 }
 
 /// Whether a release upgrade is under way by `status`: the template's image reports a
@@ -117,13 +122,8 @@ pub(crate) fn upgrade_under_way(status: Option<&ReleasesStatus>) -> bool {
     let past_require = status
         .target
         .as_deref()
-        .and_then(Release::from_name)
-        .zip(
-            status
-                .require_osd_release
-                .as_deref()
-                .and_then(Release::from_name),
-        )
+        .and_then(unlabel)
+        .zip(status.require_osd_release.as_deref().and_then(unlabel))
         .is_some_and(|(target, require)| target > require);
     past_require || status.running.len() > 1
 }
@@ -137,16 +137,15 @@ fn rollback_possible(
     target: Option<&str>,
     require: Option<&str>,
 ) -> Option<bool> {
-    let read = |name: &str| Release::from_name(name).or_else(|| name.parse().ok().map(Release));
-    let require = read(require?)?;
+    let require = unlabel(require?)?;
     if running.is_empty() {
         return None;
     }
     let mut none_past = true;
     for name in running.keys() {
-        none_past &= read(name)? <= require;
+        none_past &= unlabel(name)? <= require;
     }
-    let upgrading = target.and_then(read).is_some_and(|t| t > require);
+    let upgrading = target.and_then(unlabel).is_some_and(|t| t > require);
     Some(upgrading && none_past)
 }
 
