@@ -21,7 +21,7 @@ use molecule_like_tests::journeys::milestones::Milestones;
 use molecule_like_tests::journeys::racks::{
     self, by_rack_spec, expect, racks_of, Expect, Layout, HOST_POOL, RACK_POOL,
 };
-use molecule_like_tests::journeys::scenario::hold;
+use molecule_like_tests::journeys::scenario::{describe_events, hold};
 use molecule_like_tests::journeys::steps::clean_after;
 use molecule_like_tests::kubernetes::manifests::CR;
 use molecule_like_tests::kubernetes::nodes::label_node;
@@ -154,15 +154,17 @@ async fn a_rack_ceph_refuses_whole_rolls_in_the_parts_ceph_allows() -> anyhow::R
             "{rack}: {steps} steps, Ceph refused it whole: {split}\n{report}"
         );
     }
-    let said = g.gate.samples().into_iter().find_map(|s| {
-        let (_, _, message) = s.condition?;
-        let names_rack = refused.iter().any(|r| message.contains(r.as_str()));
-        let has_number = message.chars().any(|c| c.is_ascii_digit());
-        (names_rack && message.contains("PG") && has_number).then_some(message)
+    // Said in the condition as the step starts, and in an event that stays.
+    let events = g.s.cr_events(CR).await?;
+    let said = (events.iter().filter_map(|e| e.note.clone())).find(|note| {
+        let names_rack = refused.iter().any(|r| note.contains(r.as_str()));
+        let has_number = note.chars().any(|c| c.is_ascii_digit());
+        names_rack && note.contains("does not let all of") && note.contains("PG") && has_number
     });
     anyhow::ensure!(
         said.is_some(),
-        "no CephGate message named a refused rack {refused:?} with Ceph's PG numbers\n{report}"
+        "no CephGate event named a refused rack {refused:?} with Ceph's PG numbers\n{}\n{report}",
+        describe_events(&events)
     );
     println!(
         "==== refused whole: {refused:?}; steps per rack {steps_per_rack:?}; said: {}\n{report}",

@@ -60,7 +60,9 @@ pub(crate) fn is_part_of_a_domain(set: &[GateSubject], proposed: &[GateSubject])
 /// Which update domains go together: every proposed domain is asked about at once, then
 /// fewer of them, the first ones, down to the first alone, then fewer of the first one's
 /// hosts (`step_sets`). The first set Ceph lets go is the step; when Ceph lets none go, its
-/// answer about the smallest set stands.
+/// answer about the smallest set stands. An answer that PGs are inactive already ends the
+/// questions: the cluster is not clean now (PGs peering since it was looked at), and a smaller
+/// set would only dodge those PGs; the whole proposal waits and is asked about again.
 #[derive(Debug)]
 pub(crate) struct DomainChoice {
     left: std::vec::IntoIter<Vec<GateSubject>>,
@@ -74,12 +76,14 @@ impl DomainChoice {
     }
 
     /// The next set to ask about, given Ceph's verdict on the last one (`None` before the
-    /// first): none once Ceph let a set go, or after the smallest.
+    /// first): none once Ceph let a set go or found PGs inactive already, or after the
+    /// smallest.
     pub(crate) fn next(&mut self, last: Option<&GateDecision>) -> Option<Vec<GateSubject>> {
-        if matches!(last, Some(GateDecision::Proceed { .. })) {
-            return None;
+        match last {
+            Some(GateDecision::Proceed { .. }) => None,
+            Some(decision) if decision.finds_pgs_inactive() => None,
+            _ => self.left.next(),
         }
-        self.left.next()
     }
 }
 

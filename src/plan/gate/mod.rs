@@ -9,12 +9,14 @@
 //! it answered. `verdict` reads a look and an `ok-to-stop` answer as Proceed / Wait / Halt,
 //! `asking` says which update domains are asked about together and when `ok-to-stop` must
 //! confirm a precheck, `conversation` strings them into the questions the runtime asks next,
-//! `step_end` and `drain_end` say when an open step or drain is over,
+//! `step_end` and `drain_end` say when an open step or drain is over, `crashes` when a new
+//! daemon's crash halts the rollout,
 //! `drain` holds the rules of removals, `stated_ids` reads an admin's `osd-ids` annotation,
 //! `io` the gate's input and outcome as data.
 
 mod asking;
 pub(crate) mod conversation;
+pub(crate) mod crashes;
 pub(crate) mod drain;
 mod drain_end;
 mod io;
@@ -392,6 +394,18 @@ fn proposal_outcome(input: &GateInput<'_>) -> GateOutcome {
     let (proposed, draining) = drain::next_subjects(input.proposed);
     let proposed = proposed.as_slice();
     let verb = if draining { "be drained" } else { "stop" };
+    if let Some(crash) = input.crashed.filter(|_| !draining) {
+        // Nothing is asked: no further update domain stops.
+        let message = crash.to_string();
+        let mut out = GateOutcome::new(says(
+            false,
+            ConditionReason::CephBlocked("OsdCrashed"),
+            message.clone(),
+        ));
+        out.halted = Some(message);
+        out.requeue_after = Some(crashes::CRASH_LOOKS);
+        return out;
+    }
     let answer = match &input.view.input {
         CephInput::Answered(answer) => Some(answer),
         _ => None,
@@ -468,6 +482,13 @@ fn proceed(
                  allows: {said}",
                 refused.domain, refused.decision
             );
+            // The condition says it only until the step's next look: an event keeps it.
+            out.events.push(PlannedEvent {
+                warning: false,
+                reason: EventReason::CephGate,
+                note: said.clone(),
+                pod: None,
+            });
         }
     } else if step.subjects.len() < input.proposed.len() {
         out.allowed_domains = Some(step.subjects.iter().map(|s| s.domain.clone()).collect());

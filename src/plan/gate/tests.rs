@@ -487,6 +487,12 @@ fn ceph_letting_part_of_a_failure_domain_go_starts_a_step_on_that_part_only() {
         message.ends_with("Ceph says a:/dev/sdb, b:/dev/sdb may stop (ok to stop osd.1, osd.2)"),
         "{message}"
     );
+    // The condition says it until the step's next look; a Normal event keeps it.
+    let notes: Vec<(bool, &str)> = (out.events.iter())
+        .filter(|e| e.reason == EventReason::CephGate)
+        .map(|e| (e.warning, e.note.as_str()))
+        .collect();
+    assert_eq!(notes, [(false, message.as_str())]);
 }
 
 mod asked_together;

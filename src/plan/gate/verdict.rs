@@ -299,6 +299,14 @@ impl GateDecision {
         }
     }
 
+    /// Whether Ceph's `ok-to-stop` found PGs of the asked OSDs inactive already: the cluster
+    /// is not clean now, whichever of them stop.
+    pub fn finds_pgs_inactive(&self) -> bool {
+        self.blockers().iter().any(|b| {
+            matches!(b, Blocker::NotOkToStop { answer } if !answer.bad_already_inactive.is_empty())
+        })
+    }
+
     pub fn blockers(&self) -> &[Blocker] {
         match self {
             Self::Proceed { .. } => &[],

@@ -6,7 +6,7 @@ use super::*;
 use crate::ceph::test_data::ids;
 use crate::ceph::OsdId;
 use crate::crd::osd::OsdKey;
-use crate::plan::gate::GateDecision;
+use crate::plan::gate::{Blocker, GateDecision};
 use crate::testing::gate_inputs::{known, CephFactsBuilder, GateSubjectBuilder};
 
 fn healthy() -> CephFacts {
@@ -126,4 +126,38 @@ fn a_failure_domain_shrinks_by_hosts_and_never_reaches_into_the_next() {
         },
     ];
     assert_eq!(step_sets(&two_disks).len(), 1);
+}
+
+#[test]
+fn pgs_inactive_already_end_the_questions_where_a_refusal_asks_fewer() {
+    use crate::ceph::OkToStop;
+    let subject = |host: &str| {
+        GateSubjectBuilder::new(host, "/dev/sdb")
+            .domain("rack-a")
+            .build()
+    };
+    let proposed = vec![subject("a"), subject("b")];
+    let not_ok = |become_inactive: &[&str], already_inactive: &[&str]| GateDecision::Wait {
+        blockers: vec![Blocker::NotOkToStop {
+            answer: OkToStop {
+                osds: ids(&[1, 2]),
+                num_not_ok_pgs: 1,
+                bad_become_inactive: become_inactive.iter().map(|p| (*p).to_owned()).collect(),
+                bad_already_inactive: already_inactive.iter().map(|p| (*p).to_owned()).collect(),
+                ..OkToStop::default()
+            },
+        }],
+    };
+    // Refused whole (PGs would become inactive): the rack's first host is asked next.
+    let mut choice = DomainChoice::new(&proposed);
+    assert_eq!(choice.next(None).expect("the rack").len(), 2);
+    let refused = not_ok(&["2.1"], &[]);
+    assert!(!refused.finds_pgs_inactive());
+    assert_eq!(choice.next(Some(&refused)).expect("a part").len(), 1);
+    // PGs peering since the look: no part is asked, the rack waits whole.
+    let mut choice = DomainChoice::new(&proposed);
+    choice.next(None);
+    let peering = not_ok(&["2.1"], &["2.7"]);
+    assert!(peering.finds_pgs_inactive());
+    assert!(choice.next(Some(&peering)).is_none());
 }
