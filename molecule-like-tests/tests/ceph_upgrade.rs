@@ -13,7 +13,8 @@
 //!
 //! Beside it, an image whose OSD cannot start: the first host's OSD never comes back, no
 //! second host is touched, `noout` stays on exactly that OSD; the image fixed, the rollout
-//! goes on from there.
+//! goes on from there. And a new daemon that crashes and comes back: Ceph's crash report
+//! halts the rollout, with every PG clean, until the report is archived.
 //!
 //! Needs the local control plane, a built operator, Ceph's daemons and Reef's root
 //! (`molecule-like-tests/ceph-release-root install`).
@@ -26,8 +27,10 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context};
 use ceph_osd_operator::crd::{CephOsd, ReleasesStatus};
 use ceph_osd_operator::labels;
+use ceph_osd_operator::OsdKey;
+use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use molecule_like_tests::ceph::Release;
+use molecule_like_tests::ceph::{OsdStart, Release};
 use molecule_like_tests::journeys::bridge::BridgeEventKind;
 use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
 use molecule_like_tests::journeys::plugin::kubectl_ceph_osd;
@@ -288,6 +291,107 @@ async fn an_image_whose_osd_cannot_start_halts_at_the_first_host() -> anyhow::Re
     Ok(())
 }
 
+/// A new daemon that crashes halts the rollout at once, whatever the template change: the
+/// first host's new OSD aborts (Ceph's handler writes its crash report, posted as the host's
+/// `ceph-crash` posts it) and comes back; with every OSD up and every PG clean the rollout
+/// still goes no further (`Stalled`, `CephGate` `OsdCrashed`, naming the OSD and the report)
+/// until the report is archived; then it finishes, one host at a time.
+#[tokio::test]
+async fn a_new_daemon_that_crashed_halts_the_rollout_until_its_report_is_archived(
+) -> anyhow::Result<()> {
+    let g = Gated::up("cephcrash").await?;
+    let from = g.ceph.elapsed();
+    // The first host rolls alone: the partition holds the other two.
+    g.s.patch_spec(CR, json!({"partition": 2})).await?;
+    let (_, hash) =
+        g.s.patch_template_metadata(CR, json!({"labels": {"rev": "crash"}}))
+            .await?;
+    let new_pod =
+        g.s.wait_until(
+            "the first host on the new template, held by the partition",
+            Duration::from_mins(2),
+            || async {
+                let status = g.s.cr_status(CR).await?.unwrap_or_default();
+                let held = (status.conditions.iter())
+                    .any(|c| c.type_ == "Progressing" && c.reason == "Partitioned");
+                let pods = g.s.owned_pods(CR).await?;
+                let new: Vec<Pod> = (pods.into_iter())
+                    .filter(|p| p.annotations().get(labels::TEMPLATE_HASH) == Some(&hash))
+                    .collect();
+                Ok((held && new.len() == 1).then(|| new[0].clone()))
+            },
+        )
+        .await?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    let annotation = |name: &str| new_pod.annotations().get(name).cloned().unwrap_or_default();
+    let key = OsdKey::new(annotation(labels::HOST), annotation(labels::DATA));
+    let osd = *g.table.get(&key).context("the new pod's OSD")?;
+
+    // Its daemon crashes, and comes back as its container would.
+    let crash_ids = g.cluster.osd_crash(osd).await?;
+    ensure!(crash_ids.len() == 1, "crash reports posted: {crash_ids:?}");
+    let crash_id = &crash_ids[0];
+    let node = new_pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    let (name, namespace) = (new_pod.name_any(), new_pod.namespace().unwrap_or_default());
+    let start = OsdStart {
+        host: &node,
+        pod_name: Some(&name),
+        pod_namespace: Some(&namespace),
+        node_name: Some(&node),
+        container_image: None,
+        release: Release::Pacific,
+    };
+    g.cluster.osd_start(osd, &start).await?;
+    g.cluster.wait_clean(Duration::from_mins(2)).await?;
+
+    // The partition lifted: nothing more stops while the report is new.
+    let halted_at = g.ceph.elapsed();
+    g.s.patch_spec(CR, json!({"partition": null})).await?;
+    let stalled =
+        g.s.wait_until("Stalled OsdCrashed", Duration::from_mins(1), || async {
+            let status = g.s.cr_status(CR).await?.unwrap_or_default();
+            Ok((status.conditions.iter())
+                .find(|c| c.type_ == "Stalled" && c.status == "True" && c.reason == "OsdCrashed")
+                .map(|c| c.message.clone()))
+        })
+        .await?;
+    let osd_name = format!("osd.{osd}");
+    ensure!(
+        stalled.contains(&format!("{osd_name} crashed")) && stalled.contains(crash_id.as_str()),
+        "{stalled}"
+    );
+    let gate = wait_gate_reason(&g, "OsdCrashed").await?;
+    ensure!(gate.contains(crash_id.as_str()), "{gate}");
+    tokio::time::sleep(REFUSED_FOR).await;
+    let stopped = stopped_since(&g, halted_at);
+    ensure!(
+        stopped == 0,
+        "{stopped} daemon(s) stopped while {osd_name}'s crash is new: {stalled}"
+    );
+
+    // Archived: the rollout finishes.
+    let t_archive = Instant::now();
+    g.cluster.cli(&["crash", "archive", crash_id]).await?;
+    g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
+    let finished_in = t_archive.elapsed();
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    g.ceph
+        .recording()
+        .check_one_host_at_a_time(from)
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
+    eprintln!(
+        "==== a crashed new daemon: {osd_name} halted the rollout ({stalled:?}), nothing \
+         stopped for {}s with every PG clean; archived, the other hosts rolled in {:.1}s",
+        REFUSED_FOR.as_secs(),
+        finished_in.as_secs_f64()
+    );
+    Ok(())
+}
+
 /// Sets the image of the template's first container; returns the CephOSD as stored.
 async fn set_image(g: &Gated, image: &str) -> anyhow::Result<CephOsd> {
     let mut template = g.s.crs.get(CR).await?.spec.pod_template;
@@ -308,6 +412,13 @@ async fn wait_gate_reason(g: &Gated, reason: &str) -> anyhow::Result<String> {
         },
     )
     .await
+}
+
+/// How many daemons the bridge stopped since `from`.
+fn stopped_since(g: &Gated, from: Duration) -> usize {
+    (g.bridge.events().into_iter())
+        .filter(|e| e.at > from && matches!(e.kind, BridgeEventKind::Stopping { .. }))
+        .count()
 }
 
 /// How many daemons the bridge started since `from`.

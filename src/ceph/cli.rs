@@ -11,6 +11,7 @@ use super::answers::{
     PgBrief, PgStates, SafeToDestroy,
 };
 use super::client::{CephClient, CephError};
+use super::crashes::{parse_new_crashes, CrashReport};
 use super::crush::{
     parse_crush_rules, parse_crush_tree, parse_pool_rules, CrushRule, CrushTree, PoolRule,
 };
@@ -406,6 +407,14 @@ impl CephClient for CliClient {
                 ids.iter().map(|id| id.0.to_string()),
             );
             self.ask(&command, parse_safe_to_destroy).await
+        }
+        .boxed()
+    }
+
+    fn new_crashes(&self) -> BoxFuture<'_, Result<Vec<CrashReport>, CephError>> {
+        async move {
+            self.ask(&command(&["crash", "ls-new"], []), parse_new_crashes)
+                .await
         }
         .boxed()
     }

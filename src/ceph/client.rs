@@ -5,6 +5,7 @@
 use super::answers::{
     ClusterStatus, OkToStop, OsdDump, OsdMetadata, ParseError, PgBrief, PgStates, SafeToDestroy,
 };
+use super::crashes::CrashReport;
 use super::crush::{CrushRule, CrushTree, PoolRule};
 use super::osd_id::OsdId;
 use super::release::Release;
@@ -66,6 +67,9 @@ pub trait CephClient: Send + Sync {
         &'a self,
         ids: &'a [OsdId],
     ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>>;
+
+    /// `crash ls-new`: the crash reports no one has archived yet (the mgr's crash module).
+    fn new_crashes(&self) -> BoxFuture<'_, Result<Vec<CrashReport>, CephError>>;
 
     /// `osd crush tree`: the CRUSH buckets and which bucket each is in.
     fn crush_tree(&self) -> BoxFuture<'_, Result<CrushTree, CephError>>;

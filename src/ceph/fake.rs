@@ -6,6 +6,7 @@ use super::answers::{
     ClusterStatus, OkToStop, OsdDump, OsdMetadata, PgBrief, PgStates, SafeToDestroy,
 };
 use super::client::{CephClient, CephError};
+use super::crashes::CrashReport;
 use super::crush::{CrushRule, CrushTree, PoolRule};
 use super::osd_id::OsdId;
 use super::release::Release;
@@ -31,6 +32,7 @@ pub(crate) enum Call {
     OsdOut(Vec<OsdId>),
     OsdIn(Vec<OsdId>),
     SafeToDestroy(Vec<OsdId>),
+    NewCrashes,
     CrushTree,
     CrushRules,
     PoolRules,
@@ -61,6 +63,7 @@ pub(crate) struct ScriptedCeph {
     osd_out: Queue<()>,
     osd_in: Queue<()>,
     safe_to_destroy: Queue<SafeToDestroy>,
+    new_crashes: Queue<Vec<CrashReport>>,
     crush_tree: Queue<CrushTree>,
     crush_rules: Queue<BTreeMap<i64, CrushRule>>,
     pool_rules: Queue<Vec<PoolRule>>,
@@ -159,6 +162,11 @@ impl ScriptedCeph {
 
     pub(crate) fn on_safe_to_destroy_hang(self) -> Self {
         push(&self.safe_to_destroy, Scripted::Hang);
+        self
+    }
+
+    pub(crate) fn on_new_crashes(self, answer: Result<Vec<CrashReport>, CephError>) -> Self {
+        push(&self.new_crashes, Scripted::Answer(answer));
         self
     }
 
@@ -265,6 +273,15 @@ impl CephClient for ScriptedCeph {
         ids: &'a [OsdId],
     ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>> {
         self.answer(Call::SafeToDestroy(ids.to_vec()), &self.safe_to_destroy)
+    }
+
+    /// Crash reports: none, and the call not recorded, unless a test scripts them (most
+    /// tests are not about crashes).
+    fn new_crashes(&self) -> BoxFuture<'_, Result<Vec<CrashReport>, CephError>> {
+        if self.new_crashes.lock().unwrap().is_empty() {
+            return futures::future::ready(Ok(Vec::new())).boxed();
+        }
+        self.answer(Call::NewCrashes, &self.new_crashes)
     }
 
     fn crush_tree(&self) -> BoxFuture<'_, Result<CrushTree, CephError>> {

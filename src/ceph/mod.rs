@@ -9,6 +9,7 @@ mod by_node;
 mod clean;
 mod cli;
 mod client;
+mod crashes;
 mod crush;
 mod facts;
 #[cfg(test)]
@@ -35,6 +36,7 @@ pub use by_node::OtherCephOsds;
 pub use clean::is_clean_state;
 pub use cli::{CephUser, CliClient, CliSettings, DEFAULT_CALL_TIMEOUT};
 pub use client::{CephClient, CephError};
+pub use crashes::{parse_new_crashes, CrashReport};
 pub use crush::{
     parse_crush_rules, parse_crush_tree, parse_pool_rules, CrushBucket, CrushRule, CrushTree,
     PoolRule, RuleStep, HOST_TYPE,

@@ -250,6 +250,13 @@ impl CephViewBuilder {
         self
     }
 
+    /// Ceph's new crash reports, as read while a rollout is under way.
+    #[must_use]
+    pub(crate) fn crashes(mut self, crashes: Vec<crate::ceph::CrashReport>) -> Self {
+        self.view.crashes = Some(crashes);
+        self
+    }
+
     #[must_use]
     pub(crate) fn look_every(mut self, every: SignedDuration) -> Self {
         self.view.look_every = every;
@@ -277,6 +284,7 @@ impl<'a> GateInputBuilder<'a> {
                 settled: false,
                 untouched: false,
                 returned: BTreeSet::new(),
+                crashed: None,
                 now: at(1010),
             },
         }

@@ -467,6 +467,21 @@ impl CephCluster {
         self.run(&args, Duration::from_mins(1)).await.map(drop)
     }
 
+    /// Crashes OSD `id`'s daemon (`osd-crash`: SIGABRT, Ceph's handler writes its crash
+    /// report, posted as the host's `ceph-crash` posts it); returns the crash ids posted.
+    pub async fn osd_crash(&self, id: u32) -> anyhow::Result<Vec<String>> {
+        let id = id.to_string();
+        let out = self
+            .run(&["osd-crash", id.as_str()], Duration::from_mins(1))
+            .await?;
+        Ok(out
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// Stops the mgr (`mgr-stop`): by default the mon is told at once (`mgr fail`: `status`
     /// says no mgr available); `silent` leaves it to find out after its beacon grace (30 s).
     pub async fn mgr_stop(&self, silent: bool) -> anyhow::Result<()> {

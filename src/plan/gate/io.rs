@@ -3,10 +3,11 @@
 //! (`GateSubject`), and the gate's outcome (`GateOutcome`). Its rules live beside it: `gate`
 //! (stops), `drain` (removals), `verdict` (Ceph's answers read as Proceed / Wait / Halt).
 
+use super::crashes::CrashHalt;
 use super::release::ReleaseLook;
 use super::step_end::StepProgress;
 use super::verdict::{Blocker, GateDecision};
-use crate::ceph::{OsdDump, OsdId, Release};
+use crate::ceph::{CrashReport, OsdDump, OsdId, Release};
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephStep, StepOsd};
 use crate::plan::says::actions::Action;
@@ -154,6 +155,8 @@ pub struct CephView {
     pub osds: Option<OsdDump>,
     /// The releases Ceph reports, looked at for a finalize request (Err: why not answered).
     pub release_look: Option<Result<ReleaseLook, String>>,
+    /// Ceph's crash reports not archived yet, read while a rollout is under way.
+    pub crashes: Option<Vec<CrashReport>>,
 }
 
 impl Default for CephView {
@@ -170,6 +173,7 @@ impl Default for CephView {
             lock_lost: None,
             osds: None,
             release_look: None,
+            crashes: None,
         }
     }
 }
@@ -202,6 +206,8 @@ pub(crate) struct GateInput<'a> {
     pub untouched: bool,
     /// The open step's keys that the spec lists (again).
     pub returned: BTreeSet<String>,
+    /// A new daemon's crash that halts the rollout: no rollout step starts.
+    pub crashed: Option<&'a CrashHalt>,
     pub now: Timestamp,
 }
 
@@ -226,6 +232,8 @@ pub(crate) struct GateOutcome {
     pub question: Option<Vec<GateSubject>>,
     /// Why the rollout does not move, if the gate holds it.
     pub halted: Option<String>,
+    /// A new daemon's crash that halts the rollout (the `Stalled` condition says it).
+    pub crashed: Option<CrashHalt>,
     pub condition: GateCondition,
     pub events: Vec<PlannedEvent>,
     pub requeue_after: Option<SignedDuration>,
@@ -242,6 +250,7 @@ impl GateOutcome {
             step: None,
             question: None,
             halted: None,
+            crashed: None,
             condition,
             events: Vec::new(),
             requeue_after: None,

@@ -2,6 +2,7 @@
 //! with what a CephOSD being deleted changes.
 
 use crate::crd::CephStep;
+use crate::plan::gate::crashes::crash_halt;
 use crate::plan::gate::{gate, CephView, GateCondition, GateInput, GateOutcome, GateSubject};
 use crate::plan::observed::classify::{ObservedPod, PodClass};
 use crate::plan::phases::decide::Decided;
@@ -22,6 +23,8 @@ pub(in crate::plan) fn gate_step(
     now: Timestamp,
 ) -> GateOutcome {
     let open = seen.previous.ceph_step.as_ref();
+    let crashed = (ceph.crashes.as_deref())
+        .and_then(|crashes| crash_halt(&seen.pods, &seen.previous.osd_ids, crashes));
     let mut gated = match (seen.deletion, open) {
         (Some(deleting), Some(open)) => {
             let live = seen.pods.iter().any(ObservedPod::is_live);
@@ -29,7 +32,14 @@ pub(in crate::plan) fn gate_step(
         }
         _ => None,
     }
-    .unwrap_or_else(|| gate(&gate_input(seen, ceph, decided, subjects, now)));
+    .unwrap_or_else(|| {
+        let mut input = gate_input(seen, ceph, decided, subjects, now);
+        input.crashed = crashed.as_ref();
+        gate(&input)
+    });
+    if seen.deletion.is_none() {
+        gated.crashed = crashed;
+    }
     if let Some(buckets) = &seen.buckets {
         failure_domains(&mut gated, open, buckets);
     }
@@ -113,6 +123,7 @@ fn gate_input<'i>(
         proposed: subjects,
         settled: open.is_some_and(|s| step_settled(seen, s)),
         untouched: open.is_some_and(|s| s.keys.iter().all(|k| standing.contains(k))),
+        crashed: None,
         returned: open
             .filter(|s| s.drain.is_some())
             .map(|s| {

@@ -14,7 +14,7 @@ use crate::plan::phases::decide::Decided;
 use crate::plan::phases::order::Ordered;
 use crate::plan::phases::pre_pull::PrePullOutcome;
 use crate::plan::phases::report::progress::{next_progress, ProgressInput};
-use crate::plan::phases::report::status::{compute_status, StatusInput, Summary};
+use crate::plan::phases::report::status::{compute_status, Stall, StatusInput, Summary};
 use crate::plan::phases::seen::Seen;
 use crate::plan::rules::deletion::{finalizer_write, went_at_once, Deletion, FinalizerWrite};
 use crate::plan::rules::finalize::auto_finalize_due;
@@ -34,7 +34,8 @@ pub(in crate::plan) struct Report {
     /// Why no rollout step started although pods wait for one, if so.
     pub(in crate::plan) halted: Option<String>,
     pub(in crate::plan) spec_problems: Vec<SpecProblem>,
-    /// A replacement past its progress deadline, described.
+    /// Why the rollout is stalled (a new daemon's crash, a replacement past its progress
+    /// deadline), described.
     pub(in crate::plan) stalled: Option<String>,
     pub(in crate::plan) events: Vec<PlannedEvent>,
     pub(in crate::plan) status: CephOsdStatus,
@@ -74,6 +75,12 @@ pub(in crate::plan) fn report(
     watch.stalled = watch
         .stalled
         .map(|stalled| with_cephs_word(stalled, said.view));
+    // A new daemon's crash is said before a deadline: it is the likelier cause.
+    let stall = match (&phases.gated.crashed, &watch.stalled) {
+        (Some(crash), _) => Some((ConditionReason::OsdCrashed, crash.to_string())),
+        (None, Some(stalled)) => Some((ConditionReason::ProgressDeadlineExceeded, stalled.clone())),
+        (None, None) => None,
+    };
     let requeue_after = requeue_after(seen, phases, said, &watch, now);
     let current_update = current_update(phases);
     let (rollout, finished_domain_seconds) = progress(seen, phases.decided, &current_update, now);
@@ -92,7 +99,10 @@ pub(in crate::plan) fn report(
         halted: halt.halted.as_deref(),
         halted_by_budget: halt.by_budget,
         held_by: halt.held_by,
-        stalled: watch.stalled.as_deref(),
+        stalled: stall.as_ref().map(|(reason, message)| Stall {
+            reason: *reason,
+            message,
+        }),
         spec_problems: &spec_problems,
         pending_actions: !phases.ordered.actions.is_empty() || phases.decided.unbuildable.is_some(),
         current_update: current_update.into_iter().collect(),
@@ -137,7 +147,7 @@ pub(in crate::plan) fn report(
         summary,
         halted: halt.halted,
         spec_problems,
-        stalled: watch.stalled,
+        stalled: stall.map(|(_, message)| message),
         events,
         status,
         requeue_after,

@@ -76,6 +76,8 @@ pub enum ConditionReason {
     Reconciling,
     // Stalled
     WithinDeadline,
+    /// A daemon of the current template crashed (Ceph's new crash report names it).
+    OsdCrashed,
     // InvalidSpec
     SpecValid,
     InvalidStorage,
@@ -159,6 +161,7 @@ impl ConditionReason {
             Self::InvalidRolloutControl => "InvalidRolloutControl",
             Self::Reconciling => "Reconciling",
             Self::WithinDeadline => "WithinDeadline",
+            Self::OsdCrashed => "OsdCrashed",
             Self::SpecValid => "SpecValid",
             Self::InvalidStorage => "InvalidStorage",
             Self::ConflictingDevices => "ConflictingDevices",

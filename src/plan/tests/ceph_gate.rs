@@ -703,3 +703,63 @@ fn an_unreadable_osd_ids_annotation_is_a_warning_naming_the_pod_and_its_value() 
         "the step goes on: the annotation is ignored"
     );
 }
+
+#[test]
+fn a_new_daemon_that_crashed_halts_the_rollout_until_its_report_is_archived() {
+    use crate::ceph::CrashReport;
+    let (mut cluster, cr) = step_open();
+    cluster.make_all_ready();
+    cluster.ceph = CephViewBuilder::on().step(StepProgress::Done).build();
+    let plan = cluster.reconcile(&cr);
+    assert!(plan.status.ceph_step.is_none(), "the step on w1 ended");
+    let status = cluster.status.as_mut().expect("a status");
+    status.osd_ids.extend([
+        ("w1:/dev/sdb".to_owned(), vec![3]),
+        ("w1:/dev/sdc".to_owned(), vec![4]),
+    ]);
+    // osd.4 of w1's new pods crashed after they started; osd.9 is no OSD of this CephOSD.
+    let crashed = |osd: u32, seconds: i64| CrashReport {
+        id: format!("crash-{osd}-{seconds}"),
+        entity: format!("osd.{osd}"),
+        at: at(cluster.clock + seconds),
+    };
+    let crashes = vec![crashed(9, 1), crashed(4, 2)];
+    cluster.clock += 5;
+    cluster.ceph = CephViewBuilder::on().crashes(crashes).build();
+    for _ in 0..2 {
+        let plan = cluster.reconcile(&cr);
+        assert!(deletes(&plan).is_empty(), "w2 does not stop");
+        assert!(plan.gate_question.is_none(), "Ceph is not even asked");
+        let stalled = condition(&plan, "Stalled");
+        assert_eq!(
+            (stalled.status.as_str(), stalled.reason.as_str()),
+            ("True", "OsdCrashed")
+        );
+        for part in [
+            "osd.4 crashed",
+            "w1:/dev/sdc",
+            "ceph crash archive crash-4-",
+        ] {
+            assert!(
+                stalled.message.contains(part),
+                "{part}: {}",
+                stalled.message
+            );
+        }
+        let gate = condition(&plan, "CephGate");
+        assert_eq!(
+            (gate.status.as_str(), gate.reason.as_str()),
+            ("False", "OsdCrashed")
+        );
+        assert_eq!(condition(&plan, "Progressing").reason, "OsdCrashed");
+        assert!(plan.requeue_after.is_some(), "an archive brings no event");
+    }
+    // Archived: the next step is asked about.
+    cluster.ceph = CephViewBuilder::on().crashes(Vec::new()).build();
+    let plan = cluster.reconcile(&cr);
+    let question: Vec<String> = (plan.gate_question.iter().flatten())
+        .map(|s| s.key.to_string())
+        .collect();
+    assert_eq!(question, ["w2:/dev/sdb", "w2:/dev/sdc"]);
+    assert_eq!(condition(&plan, "Stalled").status, "False");
+}

@@ -2,8 +2,8 @@
 //! (`ceph_osd_operator_ceph_commands_total`, `…_ceph_command_seconds_total`), by command.
 
 use crate::ceph::{
-    CephClient, CephError, ClusterStatus, CrushRule, CrushTree, DaemonReleases, OkToStop, OsdDump,
-    OsdId, OsdMetadata, PgBrief, PgStates, PoolRule, Release, SafeToDestroy,
+    CephClient, CephError, ClusterStatus, CrashReport, CrushRule, CrushTree, DaemonReleases,
+    OkToStop, OsdDump, OsdId, OsdMetadata, PgBrief, PgStates, PoolRule, Release, SafeToDestroy,
 };
 use crate::runtime::serve::metrics::Metrics;
 use futures::future::BoxFuture;
@@ -91,6 +91,10 @@ impl CephClient for MeteredCeph {
         ids: &'a [OsdId],
     ) -> BoxFuture<'a, Result<SafeToDestroy, CephError>> {
         self.timed("osd safe-to-destroy", self.inner.safe_to_destroy(ids))
+    }
+
+    fn new_crashes(&self) -> BoxFuture<'_, Result<Vec<CrashReport>, CephError>> {
+        self.timed("crash ls-new", self.inner.new_crashes())
     }
 
     fn crush_tree(&self) -> BoxFuture<'_, Result<CrushTree, CephError>> {

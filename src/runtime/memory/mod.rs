@@ -14,7 +14,7 @@
 pub(crate) mod expectations;
 pub(crate) mod locked;
 
-use crate::ceph::OsdId;
+use crate::ceph::{CrashReport, OsdId};
 use crate::crd::{CephOsd, CephOsdStatus, CephStep};
 use crate::plan::gate::placement::PlacementSeen;
 use crate::plan::gate::{confirmed, DrainProgress, StepWatch};
@@ -48,6 +48,8 @@ pub(crate) struct Remembered {
     placement: Option<PlacementSeen>,
     /// When the OSDs' releases were last read for the status of an upgrade under way.
     releases_read: Option<Instant>,
+    /// Ceph's new crash reports as last read during a rollout, and when.
+    crashes: Option<(Instant, Vec<CrashReport>)>,
     /// The open drain (see `step_identity`) and since when the looks in a row found it safe.
     drain_safe_since: Option<(String, Instant)>,
 }
@@ -63,6 +65,7 @@ impl Remembered {
             && self.step_watch.is_none()
             && self.placement.is_none()
             && self.releases_read.is_none()
+            && self.crashes.is_none()
             && self.drain_safe_since.is_none()
     }
 }
@@ -207,6 +210,26 @@ impl Memory {
             }
             due
         })
+    }
+
+    /// Ceph's new crash reports as read for the CephOSD `key` less than `every` before `now`;
+    /// None when they are due to be read again.
+    pub(crate) fn recent_crashes(
+        &self,
+        key: &str,
+        now: Instant,
+        every: Duration,
+    ) -> Option<Vec<CrashReport>> {
+        self.with(key, |r| {
+            (r.crashes.as_ref())
+                .filter(|(at, _)| now.saturating_duration_since(*at) < every)
+                .map(|(_, crashes)| crashes.clone())
+        })
+    }
+
+    /// Remembers Ceph's new crash reports as read for the CephOSD `key` at `at`.
+    pub(crate) fn remember_crashes(&self, key: &str, at: Instant, crashes: Vec<CrashReport>) {
+        self.with(key, |r| r.crashes = Some((at, crashes)));
     }
 
     /// The look at the open drain `step` of the CephOSD `key`, taken at `at`, confirmed

@@ -37,6 +37,13 @@ pub struct Summary {
     pub superfluous: usize,
 }
 
+/// A stalled rollout: why (`ProgressDeadlineExceeded`, `OsdCrashed`), in words.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stall<'a> {
+    pub reason: Reason,
+    pub message: &'a str,
+}
+
 /// Everything the status is computed from.
 pub(crate) struct StatusInput<'a> {
     pub previous: &'a CephOsdStatus,
@@ -51,8 +58,9 @@ pub(crate) struct StatusInput<'a> {
     pub halted_by_budget: bool,
     /// The hold `halted` reports, when the rollout is at its cut.
     pub held_by: Option<Hold>,
-    /// A replacement past its progress deadline.
-    pub stalled: Option<&'a str>,
+    /// Why the rollout is stalled: a replacement past its progress deadline, or a new
+    /// daemon's crash.
+    pub stalled: Option<Stall<'a>>,
     /// Problems in the spec, the most severe first.
     pub spec_problems: &'a [SpecProblem],
     /// Whether this reconcile still had writes to make.
@@ -237,8 +245,8 @@ fn gate_progress(input: &StatusInput<'_>) -> Option<Reason> {
 fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
     let s = input.summary;
     let waiting = s.out_of_date + s.superfluous;
-    if let Some(stalled) = input.stalled {
-        Says::no(Reason::ProgressDeadlineExceeded, stalled)
+    if let Some(stall) = input.stalled {
+        Says::no(stall.reason, stall.message)
     } else if input.paused && waiting > 0 {
         Says::no(Reason::Paused, "the rollout is paused (spec.paused)")
     } else if converged {
@@ -297,9 +305,9 @@ fn progressing(input: &StatusInput<'_>, converged: bool) -> Says {
     }
 }
 
-fn stalled(stalled: Option<&str>) -> Says {
+fn stalled(stalled: Option<Stall<'_>>) -> Says {
     match stalled {
-        Some(message) => Says::yes(Reason::ProgressDeadlineExceeded, message),
+        Some(stall) => Says::yes(stall.reason, stall.message),
         None => Says::no(
             Reason::WithinDeadline,
             "no replacement is past its progress deadline",

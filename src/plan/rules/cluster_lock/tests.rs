@@ -292,6 +292,7 @@ fn a_busy_cluster_halts_the_proposal_naming_the_holder() {
         settled: false,
         untouched: false,
         returned: std::collections::BTreeSet::new(),
+        crashed: None,
         now: at(1000),
     });
     assert!(!out.deletions_allowed && out.step.is_none() && out.first.is_empty());

@@ -272,7 +272,10 @@ fn the_phase_follows_spec_problems_then_stalls_then_pause() {
     }];
     let mut all = input(&previous, &hash, &summary);
     all.spec_problems = &problems;
-    all.stalled = Some("late");
+    all.stalled = Some(Stall {
+        reason: Reason::ProgressDeadlineExceeded,
+        message: "late",
+    });
     all.paused = true;
     let status = compute_status(&all);
     assert_eq!(status.phase, Some(Phase::Error));
@@ -291,6 +294,14 @@ fn the_phase_follows_spec_problems_then_stalls_then_pause() {
         of(&status, "Stalled"),
         pair("True", "ProgressDeadlineExceeded")
     );
+    // A new daemon's crash: its own reason on both.
+    all.stalled = Some(Stall {
+        reason: Reason::OsdCrashed,
+        message: "osd.3 crashed",
+    });
+    let status = compute_status(&all);
+    assert_eq!(of(&status, "Stalled"), pair("True", "OsdCrashed"));
+    assert_eq!(of(&status, "Progressing"), pair("False", "OsdCrashed"));
     all.stalled = None;
     let status = compute_status(&all);
     assert_eq!(status.phase, Some(Phase::Paused));

@@ -1,0 +1,44 @@
+//! Ceph's new crash reports for a CephOSD whose rollout is under way (`crashes_matter`), read
+//! at most every `CRASH_LOOKS` (the last read stands in between). Unreadable (a key without
+//! the `crash ls-new` cap, no mgr): none known, said in the log; the rollout then halts on a
+//! crashed daemon only by its progress deadline.
+
+use crate::ceph::{CephClient, CrashReport};
+use crate::crd::CephOsd;
+use crate::plan::gate::crashes::{crashes_matter, CRASH_LOOKS};
+use crate::runtime::memory::Memory;
+use std::time::{Duration, Instant};
+
+/// The new crash reports the plan of `cr` judges; None when they do not matter to it.
+pub(crate) async fn look_at_crashes(
+    ceph: &dyn CephClient,
+    memory: &Memory,
+    cr: &CephOsd,
+) -> Option<Vec<CrashReport>> {
+    if !crashes_matter(cr.status.as_ref()) {
+        return None;
+    }
+    let key = cr.object_key();
+    let now = Instant::now();
+    let every = Duration::try_from(CRASH_LOOKS).unwrap_or(Duration::from_secs(10));
+    if let Some(known) = memory.recent_crashes(&key, now, every) {
+        return Some(known);
+    }
+    let crashes = match ceph.new_crashes().await {
+        Ok(crashes) => crashes,
+        Err(error) => {
+            tracing::warn!(
+                cephosd = %key,
+                %error,
+                "Ceph's crash reports are not readable: a crashing daemon halts the rollout \
+                 only by its progress deadline"
+            );
+            Vec::new()
+        }
+    };
+    memory.remember_crashes(&key, now, crashes.clone());
+    Some(crashes)
+}
+
+#[cfg(test)]
+mod tests;
