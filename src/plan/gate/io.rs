@@ -75,6 +75,9 @@ pub struct GateAnswer {
     /// The release each OSD of the Ceph cluster last reported (`osd metadata`), when the
     /// answer read it.
     pub releases: Option<BTreeMap<OsdId, Release>>,
+    /// Ceph's crash reports not archived yet, read again with a `Proceed` (the view's may be
+    /// seconds old).
+    pub crashes: Option<Vec<CrashReport>>,
 }
 
 /// An update domain Ceph did not let stop as a whole.
@@ -127,6 +130,7 @@ impl Default for GateAnswer {
             out: BTreeSet::new(),
             refused_whole: None,
             releases: None,
+            crashes: None,
         }
     }
 }

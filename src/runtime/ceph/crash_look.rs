@@ -1,7 +1,8 @@
-//! Ceph's new crash reports for a CephOSD whose rollout is under way (`crashes_matter`), read
-//! at most every `CRASH_LOOKS` (the last read stands in between). Unreadable (a key without
-//! the `crash ls-new` cap, no mgr): none known, said in the log; the rollout then halts on a
-//! crashed daemon only by its progress deadline.
+//! Ceph's new crash reports for a CephOSD whose rollout is under way (`crashes_matter`): read
+//! for each plan at most every `CRASH_LOOKS` (the last read stands in between), and afresh
+//! with each answer that may start a step. Unreadable (a key without the `crash ls-new` cap,
+//! no mgr): none known, said in the log; the rollout then halts on a crashed daemon only by
+//! its progress deadline.
 
 use crate::ceph::{CephClient, CrashReport};
 use crate::crd::CephOsd;
@@ -9,11 +10,21 @@ use crate::plan::gate::crashes::{crashes_matter, CRASH_LOOKS};
 use crate::runtime::memory::Memory;
 use std::time::{Duration, Instant};
 
+/// How a look at the crash reports may use the last read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CrashRead {
+    /// The last read when it is recent (`CRASH_LOOKS`): for each plan.
+    Recent,
+    /// Read now: for an answer that may start a step.
+    Now,
+}
+
 /// The new crash reports the plan of `cr` judges; None when they do not matter to it.
 pub(crate) async fn look_at_crashes(
     ceph: &dyn CephClient,
     memory: &Memory,
     cr: &CephOsd,
+    read: CrashRead,
 ) -> Option<Vec<CrashReport>> {
     if !crashes_matter(cr.status.as_ref()) {
         return None;
@@ -21,7 +32,7 @@ pub(crate) async fn look_at_crashes(
     let key = cr.object_key();
     let now = Instant::now();
     let every = Duration::try_from(CRASH_LOOKS).unwrap_or(Duration::from_secs(10));
-    if let Some(known) = memory.recent_crashes(&key, now, every) {
+    if let (CrashRead::Recent, Some(known)) = (read, memory.recent_crashes(&key, now, every)) {
         return Some(known);
     }
     let crashes = match ceph.new_crashes().await {

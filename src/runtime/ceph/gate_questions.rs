@@ -19,7 +19,7 @@ use crate::plan::rules::budget::closed_for_pgs;
 use crate::plan::rules::finalize::{is_done, requested_release};
 use crate::plan::rules::releases::upgrade_under_way;
 use crate::plan::ObservedPod;
-use crate::runtime::ceph::crash_look::look_at_crashes;
+use crate::runtime::ceph::crash_look::{look_at_crashes, CrashRead};
 use crate::runtime::ceph::drain_look::look_at_drain;
 use crate::runtime::ceph::placement::PlacementClock;
 use crate::runtime::memory::Memory;
@@ -120,7 +120,7 @@ pub(crate) async fn first_view(
         lock_lost: None,
         osds: fresh.ok().map(|facts| facts.osds),
         release_look,
-        crashes: look_at_crashes(ceph, memory, cr).await,
+        crashes: look_at_crashes(ceph, memory, cr, CrashRead::Recent).await,
     };
     (view, looked)
 }

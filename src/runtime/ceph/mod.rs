@@ -3,7 +3,7 @@
 //! counted in the metrics.
 
 pub(crate) mod cluster_lock;
-mod crash_look;
+pub(crate) mod crash_look;
 pub(crate) mod crush_look;
 mod drain_look;
 pub(crate) mod gate_questions;

@@ -5,10 +5,11 @@
 
 use crate::ceph::CephFacts;
 use crate::crd::CephOsd;
-use crate::plan::gate::{CephInput, CephView, GateAnswer};
+use crate::plan::gate::{CephInput, CephView, GateAnswer, GateDecision};
 use crate::plan::rules::cluster_lock::LockState;
 use crate::plan::Plan;
 use crate::runtime::ceph::cluster_lock::answer_holding_the_lock;
+use crate::runtime::ceph::crash_look::{look_at_crashes, CrashRead};
 use crate::runtime::ceph::gate_questions::{decision_label, Question};
 use crate::runtime::ceph::placement::PlacementClock;
 use crate::runtime::controller::context::Context;
@@ -119,7 +120,13 @@ fn answering(
                         lag,
                     }),
                 };
-                Box::pin(answer_holding_the_lock(locks, &*ceph, &asked, looked)).await
+                let (mut answer, locked) =
+                    Box::pin(answer_holding_the_lock(locks, &*ceph, &asked, looked)).await;
+                if matches!(answer.decision, GateDecision::Proceed { .. }) {
+                    // A crash reported since the plan's look halts this step too.
+                    answer.crashes = look_at_crashes(&*ceph, &memory, &cr, CrashRead::Now).await;
+                }
+                (answer, locked)
             }
         });
     async move {
@@ -143,6 +150,7 @@ pub(super) fn with_answer(
             ctx.metrics.gate_decided(label);
             info!(cephosd = %cr.object_key(), decision = %answer.decision, category = label, "asked Ceph before a rollout step");
             CephView {
+                crashes: answer.crashes.clone().or(view.crashes),
                 input: CephInput::Answered(answer),
                 ..view
             }

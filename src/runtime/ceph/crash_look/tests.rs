@@ -30,18 +30,33 @@ async fn read_while_a_rollout_is_under_way_and_at_most_every_ten_seconds() {
     let ceph = ScriptedCeph::default().on_new_crashes(Ok(vec![crash()]));
     let memory = Memory::default();
     // Settled: not read.
-    assert_eq!(look_at_crashes(&ceph, &memory, &cr(0)).await, None);
+    assert_eq!(
+        look_at_crashes(&ceph, &memory, &cr(0), CrashRead::Recent).await,
+        None
+    );
     assert!(ceph.calls().is_empty());
     assert_eq!(
-        look_at_crashes(&ceph, &memory, &cr(2)).await,
+        look_at_crashes(&ceph, &memory, &cr(2), CrashRead::Recent).await,
         Some(vec![crash()])
     );
     // At once again: the read stands (asked again, the fake would answer none).
     assert_eq!(
-        look_at_crashes(&ceph, &memory, &cr(2)).await,
+        look_at_crashes(&ceph, &memory, &cr(2), CrashRead::Recent).await,
         Some(vec![crash()])
     );
     assert_eq!(ceph.calls(), [Call::NewCrashes]);
+    // For an answer that may start a step: read now (archived meanwhile: none).
+    let ceph = ScriptedCeph::default().on_new_crashes(Ok(Vec::new()));
+    assert_eq!(
+        look_at_crashes(&ceph, &memory, &cr(2), CrashRead::Now).await,
+        Some(Vec::new())
+    );
+    assert_eq!(ceph.calls(), [Call::NewCrashes]);
+    assert_eq!(
+        look_at_crashes(&ceph, &memory, &cr(2), CrashRead::Recent).await,
+        Some(Vec::new()),
+        "the fresh read stands for the next plans"
+    );
 }
 
 #[tokio::test]
@@ -54,7 +69,7 @@ async fn reports_not_readable_are_none_known() {
     let ceph = ScriptedCeph::default().on_new_crashes(Err(denied));
     let memory = Memory::default();
     assert_eq!(
-        look_at_crashes(&ceph, &memory, &cr(1)).await,
+        look_at_crashes(&ceph, &memory, &cr(1), CrashRead::Recent).await,
         Some(Vec::new())
     );
     assert_eq!(ceph.calls(), [Call::NewCrashes]);
