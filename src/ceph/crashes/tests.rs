@@ -57,3 +57,20 @@ fn an_answer_not_understood_names_where() {
         br#"[{"crash_id": "x", "entity_name": "osd.x", "timestamp": "2026-01-02T03:04:05Z"}]"#;
     assert_eq!(parse_new_crashes(json).unwrap()[0].osd(), None);
 }
+
+#[test]
+fn a_report_as_pacific_answers_it() {
+    // Recorded: osd.0 aborted (SIGABRT), its report posted, `ceph crash ls-new -f json`.
+    let crashes = parse_new_crashes(&crate::ceph::test_data::fixture("crash_ls_new")).unwrap();
+    assert_eq!(crashes.len(), 1);
+    let crash = &crashes[0];
+    assert_eq!(
+        crash.id,
+        "2026-11-29T19:35:19.852188Z_0e9aa221-663d-461c-9f23-0bb0ca31793c"
+    );
+    assert_eq!(crash.osd(), Some(OsdId(0)));
+    assert_eq!(
+        crash.at,
+        "2026-11-29T19:35:19.852188Z".parse::<Timestamp>().unwrap()
+    );
+}
