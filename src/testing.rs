@@ -114,4 +114,6 @@ fn json_of(value: impl Serialize) -> Value {
 #[cfg(test)]
 pub(crate) mod gate_inputs;
 #[cfg(test)]
+pub(crate) mod observed_pods;
+#[cfg(test)]
 mod tests;

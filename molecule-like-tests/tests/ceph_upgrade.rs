@@ -273,14 +273,8 @@ async fn an_image_whose_osd_cannot_start_halts_at_the_first_host() -> anyhow::Re
     // The image fixed: the rollout goes on from there.
     let t_fix = Instant::now();
     let fixed = set_image(&g, PACIFIC_IMAGE).await?;
-    g.s.wait_converged(CR, &g.want, &hash_of(&fixed), ROLLOUT)
-        .await?;
+    converged_one_host_at_a_time(&g, &hash_of(&fixed), from).await?;
     let fixed_in = t_fix.elapsed();
-    g.wait_gate_idle(Duration::from_mins(1)).await?;
-    g.ceph
-        .recording()
-        .check_one_host_at_a_time(from)
-        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
     eprintln!(
         "==== a broken image: osd.{} stays down {}s, noout only on it, no second host \
          touched; the gate says {message:?}; the image fixed, every host rolled in {:.1}s",
@@ -376,13 +370,8 @@ async fn a_new_daemon_that_crashed_halts_the_rollout_until_its_report_is_archive
     // Archived: the rollout finishes.
     let t_archive = Instant::now();
     g.cluster.cli(&["crash", "archive", crash_id]).await?;
-    g.s.wait_converged(CR, &g.want, &hash, ROLLOUT).await?;
+    converged_one_host_at_a_time(&g, &hash, from).await?;
     let finished_in = t_archive.elapsed();
-    g.wait_gate_idle(Duration::from_mins(1)).await?;
-    g.ceph
-        .recording()
-        .check_one_host_at_a_time(from)
-        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))?;
     eprintln!(
         "==== a crashed new daemon: {osd_name} halted the rollout ({stalled:?}), nothing \
          stopped for {}s with every PG clean; archived, the other hosts rolled in {:.1}s",
@@ -390,6 +379,17 @@ async fn a_new_daemon_that_crashed_halts_the_rollout_until_its_report_is_archive
         finished_in.as_secs_f64()
     );
     Ok(())
+}
+
+/// Waits until every pod runs the template `hash` and the gate is idle; Ceph's view since
+/// `from` had one host down at a time.
+async fn converged_one_host_at_a_time(g: &Gated, hash: &str, from: Duration) -> anyhow::Result<()> {
+    g.s.wait_converged(CR, &g.want, hash, ROLLOUT).await?;
+    g.wait_gate_idle(Duration::from_mins(1)).await?;
+    g.ceph
+        .recording()
+        .check_one_host_at_a_time(from)
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", g.report(from)))
 }
 
 /// Sets the image of the template's first container; returns the CephOSD as stored.

@@ -1,33 +1,14 @@
 use super::*;
 use crate::crd::osd::OsdKey;
-use crate::plan::observed::classify::{Ownership, PodClass, Workload};
+use crate::plan::observed::classify::PodClass;
+use crate::testing::observed_pods::observed_pod;
 
 fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(seconds).expect("time")
 }
 
 fn pod(host: &str, class: PodClass, created: i64) -> ObservedPod {
-    let key = OsdKey::new(host, "/dev/sdb");
-    ObservedPod {
-        name: format!("{}x", key.name_prefix()),
-        uid: None,
-        device: Some(key.device_id()),
-        osd: Some(0),
-        key: Some(key),
-        ready: true,
-        class,
-        state: None,
-        created: Some(at(created)),
-        soaking_since: None,
-        deleted: None,
-        ownership: Ownership::Controller,
-        workload: Workload::Pod,
-        unschedulable: None,
-        also_holds: Vec::new(),
-        tampered: None,
-        duplicate: false,
-        domain_label: None,
-    }
+    observed_pod(OsdKey::new(host, "/dev/sdb"), class, at(created))
 }
 
 fn crash(entity: &str, at_second: i64) -> CrashReport {

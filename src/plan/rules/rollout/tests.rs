@@ -1,7 +1,7 @@
 use super::*;
 use crate::crd::update_domain::{domain_id, UpdateDomains};
 use crate::crd::UpdateDomain;
-use crate::plan::observed::classify::{Ownership, Workload};
+use crate::testing::observed_pods::observed_pod;
 use serde_json::json;
 
 fn spec(domain: UpdateDomain) -> CephOsdSpec {
@@ -13,30 +13,7 @@ fn at(seconds: i64) -> Timestamp {
 }
 
 fn pod(host: &str, data: &str, class: PodClass) -> ObservedPod {
-    let key = OsdKey::new(host, data);
-    ObservedPod {
-        name: format!("{}x", key.name_prefix()),
-        uid: None,
-        device: Some(key.device_id()),
-        osd: Some(0),
-        key: Some(key),
-        ready: matches!(
-            class,
-            PodClass::UpToDate | PodClass::OutOfDate | PodClass::Ready
-        ),
-        class,
-        state: None,
-        created: Some(at(0)),
-        soaking_since: None,
-        deleted: None,
-        ownership: Ownership::Controller,
-        workload: Workload::Pod,
-        unschedulable: None,
-        also_holds: Vec::new(),
-        tampered: None,
-        duplicate: false,
-        domain_label: None,
-    }
+    observed_pod(OsdKey::new(host, data), class, at(0))
 }
 
 /// The keys `step` takes down.
