@@ -170,6 +170,11 @@ impl ScriptedCeph {
         self
     }
 
+    pub(crate) fn on_new_crashes_hang(self) -> Self {
+        push(&self.new_crashes, Scripted::Hang);
+        self
+    }
+
     pub(crate) fn on_crush_tree(self, answer: Result<CrushTree, CephError>) -> Self {
         push(&self.crush_tree, Scripted::Answer(answer));
         self

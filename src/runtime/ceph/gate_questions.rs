@@ -110,6 +110,8 @@ pub(crate) async fn first_view(
         }
         None => None,
     };
+    let mgr_available = fresh.as_ref().is_ok_and(|f| f.status.mgr_available);
+    let crashes = look_at_crashes(ceph, memory, cr, CrashRead::Recent, mgr_available).await;
     let view = CephView {
         input: CephInput::NotAsked,
         step,
@@ -120,7 +122,7 @@ pub(crate) async fn first_view(
         lock_lost: None,
         osds: fresh.ok().map(|facts| facts.osds),
         release_look,
-        crashes: look_at_crashes(ceph, memory, cr, CrashRead::Recent).await,
+        crashes,
     };
     (view, looked)
 }

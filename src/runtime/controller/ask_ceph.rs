@@ -124,7 +124,9 @@ fn answering(
                     Box::pin(answer_holding_the_lock(locks, &*ceph, &asked, looked)).await;
                 if matches!(answer.decision, GateDecision::Proceed { .. }) {
                     // A crash reported since the plan's look halts this step too.
-                    answer.crashes = look_at_crashes(&*ceph, &memory, &cr, CrashRead::Now).await;
+                    // Ceph just answered ok-to-stop: its mgr is there.
+                    answer.crashes =
+                        look_at_crashes(&*ceph, &memory, &cr, CrashRead::Now, true).await;
                 }
                 (answer, locked)
             }
