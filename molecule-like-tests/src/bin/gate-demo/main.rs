@@ -6,7 +6,9 @@
 //! before each rollout step. Then it changes the pod template and prints, as it happens, what
 //! the operator asked Ceph, what it wrote in the CephOSD's status and Events, and what Ceph
 //! itself shows (OSDs down and booted, `noout`, PG states). It fails (exit 1) when the rollout
-//! did not go through the gate (see `verdict`).
+//! did not go through the gate (see `verdict`). Last, it previews the image going to a new
+//! Ceph release (`kubectl ceph-osd plan -f`): the releases and what is checked before the
+//! first stop.
 //!
 //!   gate-demo [--once]    --once: stop everything once the rollout is done (else at Ctrl-C)
 
@@ -20,9 +22,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use molecule_like_tests::journeys::gated::Gated;
+use molecule_like_tests::journeys::plugin::kubectl_ceph_osd;
 use molecule_like_tests::journeys::scenario::{cr_events, ROLLOUT};
 use molecule_like_tests::kubernetes::manifests::CR;
 use narrator::{Line, Narrator};
+
+/// The image a preview rolls to: Reef.
+const REEF_IMAGE: &str = "quay.io/ceph/ceph:v18.2.7";
 
 /// How often the demo looks for changes (Ceph's view is sampled every 0.25 s).
 const LOOK_EVERY: Duration = Duration::from_millis(250);
@@ -70,6 +76,10 @@ async fn run(once: bool) -> anyhow::Result<()> {
         _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
     };
     let rollout = rolling.elapsed();
+    let rolled = match rolled {
+        Ok(()) => preview_release(&g).await,
+        failed => failed,
+    };
     if rolled.is_ok() && !once {
         look_around(&g);
         let _ = tokio::signal::ctrl_c().await;
@@ -89,6 +99,30 @@ async fn run(once: bool) -> anyhow::Result<()> {
     );
     rolled?;
     down
+}
+
+/// The image of the template to Reef, previewed (`kubectl ceph-osd plan -f`, nothing changes):
+/// the releases involved and what the gate checks before the first stop.
+async fn preview_release(g: &Gated) -> anyhow::Result<()> {
+    say("the image to a new Ceph release, previewed: kubectl ceph-osd plan -f (nothing changes)");
+    let mut next = g.s.crs.get(CR).await?;
+    next.spec.pod_template["spec"]["containers"][0]["image"] = serde_json::json!(REEF_IMAGE);
+    let manifest = g.s.log_path.with_file_name("reef.json");
+    let cephosd = serde_json::json!({
+        "apiVersion": "ceph.elemental.net/v1alpha1", "kind": "CephOSD",
+        "metadata": {"name": CR}, "spec": next.spec,
+    });
+    std::fs::write(&manifest, serde_json::to_vec(&cephosd)?)?;
+    let manifest = manifest.to_string_lossy().into_owned();
+    let (code, preview, said) = kubectl_ceph_osd(&g.s, &["plan", "-f", &manifest]).await?;
+    let note = (preview.lines()).find(|l| l.contains("the OSD image changes"));
+    match note {
+        Some(note) if code == 0 => {
+            println!("  {}", note.trim());
+            Ok(())
+        }
+        _ => anyhow::bail!("the preview names no release change (exit {code}): {preview}{said}"),
+    }
 }
 
 /// What runs before the rollout: the operator's Ceph flags, each OSD pod with its daemon, and
