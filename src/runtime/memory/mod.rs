@@ -229,7 +229,9 @@ impl Memory {
 
     /// Ceph's new crash reports as last read for the CephOSD `key`, however long ago.
     pub(crate) fn last_crashes(&self, key: &str) -> Option<Vec<CrashReport>> {
-        self.with(key, |r| r.crashes.as_ref().map(|(_, crashes)| crashes.clone()))
+        self.with(key, |r| {
+            r.crashes.as_ref().map(|(_, crashes)| crashes.clone())
+        })
     }
 
     /// Remembers Ceph's new crash reports as read for the CephOSD `key` at `at`.
