@@ -87,10 +87,12 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Whether the plan takes down a pod that may run an OSD daemon in its domain's turn:
-    /// such a plan must be decided on a view of the cluster no older than the decision.
+    /// Whether the plan takes down a pod that may run an OSD daemon in its domain's turn, or
+    /// removes the finalizer of a deleted CephOSD (the garbage collector then deletes every
+    /// pod still naming it, one the cache does not show yet too): such a plan must be decided
+    /// on a view of the cluster no older than the decision.
     pub fn disrupts(&self) -> bool {
-        !self.replacing.is_empty()
+        !self.replacing.is_empty() || self.finalizer == Some(FinalizerWrite::Remove)
     }
 }
 
