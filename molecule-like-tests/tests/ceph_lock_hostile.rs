@@ -285,7 +285,9 @@ async fn check_told(g: &Gated, other: &Other, told: &Told<'_>, report: &str) -> 
     // What this round did: the Lease deleted, or another holder (then, once that one let it
     // go, emptied).
     let words: &[&str] = match tamper {
-        Tamper::Delete => &["its Lease was deleted"],
+        // Deleted: the other CephOSD, waiting for the lock, may take it before the holder
+        // looks again; the holder then finds it another's.
+        Tamper::Delete => &["its Lease was deleted", "its Lease names"],
         Tamper::OverwriteHolder => &["its Lease names", "its Lease was emptied"],
     };
     let told = said
