@@ -2,7 +2,7 @@
 //! with what a CephOSD being deleted changes.
 
 use crate::crd::CephStep;
-use crate::plan::gate::crashes::crash_halt;
+use crate::plan::gate::crashes::{crash_halt, CrashHalt};
 use crate::plan::gate::{gate, CephView, GateCondition, GateInput, GateOutcome, GateSubject};
 use crate::plan::observed::classify::{ObservedPod, PodClass};
 use crate::plan::phases::decide::Decided;
@@ -33,9 +33,14 @@ pub(in crate::plan) fn gate_step(
         _ => None,
     }
     .unwrap_or_else(|| {
-        let mut input = gate_input(seen, ceph, decided, subjects, now);
-        input.crashed = crashed.as_ref();
-        gate(&input)
+        gate(&gate_input(
+            seen,
+            ceph,
+            decided,
+            subjects,
+            crashed.as_ref(),
+            now,
+        ))
     });
     if seen.deletion.is_none() {
         gated.crashed = crashed;
@@ -106,12 +111,14 @@ fn failure_domains(gated: &mut GateOutcome, open: Option<&CephStep>, buckets: &H
     };
 }
 
-/// What the gate is given about the rollout step of `decided`.
+/// What the gate is given about the rollout step of `decided` (`crashed`: a new daemon's crash
+/// that halts the rollout).
 fn gate_input<'i>(
     seen: &'i Seen<'_>,
     ceph: &'i CephView,
     decided: &'i Decided<'_>,
     subjects: &'i [GateSubject],
+    crashed: Option<&'i CrashHalt>,
     now: Timestamp,
 ) -> GateInput<'i> {
     let open = seen.previous.ceph_step.as_ref();
@@ -123,7 +130,7 @@ fn gate_input<'i>(
         proposed: subjects,
         settled: open.is_some_and(|s| step_settled(seen, s)),
         untouched: open.is_some_and(|s| s.keys.iter().all(|k| standing.contains(k))),
-        crashed: None,
+        crashed,
         returned: open
             .filter(|s| s.drain.is_some())
             .map(|s| {
