@@ -19,6 +19,17 @@ pub const UPDATE_DOMAIN: &str = "ceph.elemental.net/update-domain";
 /// cluster's `require_osd_release` is to be raised to once every OSD and monitor runs it.
 pub const FINALIZE_RELEASE: &str = "ceph.elemental.net/finalize-release";
 
+/// On a CephOSD, set by an admin (`kubectl ceph-osd replace`): the OSDs whose disk is to be
+/// replaced keeping their id, and the confirmation that the new disk is in (see
+/// `crd::replacement`).
+pub const REPLACE: &str = "ceph.elemental.net/replace";
+/// On an OSD pod created to prepare a new disk: the OSD id to prepare it with (also in the
+/// containers' [`OSD_ID_ENV`]).
+pub const PREPARE_OSD_ID: &str = "ceph.elemental.net/prepare-osd-id";
+/// The env variable of every container of such a pod: the template's prepare step passes it
+/// as `ceph-volume lvm prepare --osd-id "$OSD_ID"`.
+pub const OSD_ID_ENV: &str = "OSD_ID";
+
 /// Label on the operator's image pre-pull pods (value `true`): they run no OSD and carry no
 /// owner label, so nothing that selects OSD pods selects them; their CephOSD controls them.
 pub const PRE_PULL: &str = "ceph.elemental.net/pre-pull";

@@ -412,6 +412,14 @@ pub struct SafeToDestroy {
     pub stored_pgs: BTreeSet<OsdId>,
 }
 
+/// A `safe-to-destroy` asked after the OSD map of epoch `epoch` was read (Err: why Ceph did
+/// not answer): a destroy on it is made only at that epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DestroyLook {
+    pub epoch: u64,
+    pub answer: Result<SafeToDestroy, String>,
+}
+
 pub fn parse_safe_to_destroy(json: &[u8]) -> Result<SafeToDestroy, ParseError> {
     parse(json)
 }

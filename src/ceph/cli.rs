@@ -397,6 +397,17 @@ impl CephClient for CliClient {
         self.mark("in", ids).boxed()
     }
 
+    fn osd_destroy(&self, id: OsdId) -> BoxFuture<'_, Result<(), CephError>> {
+        async move {
+            let command = command(
+                &["osd", "destroy"],
+                [id.0.to_string(), "--yes-i-really-mean-it".to_owned()],
+            );
+            self.write(&command).await
+        }
+        .boxed()
+    }
+
     fn safe_to_destroy<'a>(
         &'a self,
         ids: &'a [OsdId],

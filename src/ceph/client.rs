@@ -60,6 +60,11 @@ pub trait CephClient: Send + Sync {
     /// `osd in <ids>`: undoes `osd out`; idempotent; read `osd dump` back.
     fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>>;
 
+    /// `osd destroy <id> --yes-i-really-mean-it`: the id, its CRUSH place and weight stay (for a
+    /// new disk with the same id); its keys go. The flag skips the mgr's own check: ask
+    /// `safe_to_destroy` right before. Ceph refuses while the OSD is up.
+    fn osd_destroy(&self, id: OsdId) -> BoxFuture<'_, Result<(), CephError>>;
+
     /// `osd safe-to-destroy <ids>`: which of them no PG needs any more. Fails (rc 11, EAGAIN)
     /// while the mgr does not know every PG's state. Ceph says "safe" for ids that do not
     /// exist: ask only about mapped, existing ids. `ids` must not be empty.

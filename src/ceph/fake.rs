@@ -32,6 +32,7 @@ pub(crate) enum Call {
     OsdOut(Vec<OsdId>),
     OsdIn(Vec<OsdId>),
     SafeToDestroy(Vec<OsdId>),
+    OsdDestroy(OsdId),
     NewCrashes,
     CrushTree,
     CrushRules,
@@ -63,6 +64,7 @@ pub(crate) struct ScriptedCeph {
     osd_out: Queue<()>,
     osd_in: Queue<()>,
     safe_to_destroy: Queue<SafeToDestroy>,
+    osd_destroy: Queue<()>,
     new_crashes: Queue<Vec<CrashReport>>,
     crush_tree: Queue<CrushTree>,
     crush_rules: Queue<BTreeMap<i64, CrushRule>>,
@@ -152,6 +154,11 @@ impl ScriptedCeph {
 
     pub(crate) fn on_osd_in(self, answer: Result<(), CephError>) -> Self {
         push(&self.osd_in, Scripted::Answer(answer));
+        self
+    }
+
+    pub(crate) fn on_osd_destroy(self, answer: Result<(), CephError>) -> Self {
+        push(&self.osd_destroy, Scripted::Answer(answer));
         self
     }
 
@@ -271,6 +278,10 @@ impl CephClient for ScriptedCeph {
 
     fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
         self.answer(Call::OsdIn(ids.to_vec()), &self.osd_in)
+    }
+
+    fn osd_destroy(&self, id: OsdId) -> BoxFuture<'_, Result<(), CephError>> {
+        self.answer(Call::OsdDestroy(id), &self.osd_destroy)
     }
 
     fn safe_to_destroy<'a>(

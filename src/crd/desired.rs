@@ -68,6 +68,25 @@ impl DesiredOsds {
     }
 }
 
+impl DesiredOsds {
+    /// These OSDs less `keys`, numbered again (a disk being replaced leaves the spec for a
+    /// while); the problems and blocked keys stay.
+    pub(crate) fn without(&self, keys: &BTreeSet<OsdKey>) -> Self {
+        let mut osds: BTreeMap<OsdKey, DesiredOsd> = (self.osds.iter())
+            .filter(|(key, _)| !keys.contains(*key))
+            .map(|(key, osd)| (key.clone(), osd.clone()))
+            .collect();
+        let disks = number(&mut osds);
+        Self {
+            osds,
+            problems: self.problems.clone(),
+            blocked: self.blocked.clone(),
+            disks,
+            by_prefix: OnceLock::new(),
+        }
+    }
+}
+
 /// Expands `spec.storage` (see the module docs).
 pub(crate) fn desired_osds(spec: &CephOsdSpec) -> DesiredOsds {
     let mut osds = BTreeMap::new();

@@ -8,6 +8,7 @@
 
 pub(crate) mod desired;
 pub(crate) mod osd;
+pub mod replacement;
 pub(crate) mod rollout_controls;
 pub(crate) mod server_numbers;
 pub(crate) mod storage_rules;
@@ -493,6 +494,10 @@ pub struct CephOsdStatus {
     /// The Ceph releases a release upgrade involves, as Ceph last said them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub releases: Option<ReleasesStatus>,
+    /// Disk replacements keeping the OSD id (the `ceph.elemental.net/replace` annotation),
+    /// each with its phase; a finished one stays while the annotation still names its key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replacements: Vec<replacement::Replacement>,
 }
 
 /// The Ceph releases of this CephOSD's OSDs, of its template's image and of the cluster.

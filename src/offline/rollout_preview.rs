@@ -157,6 +157,7 @@ pub(crate) fn apply(
             | Action::ClearNoout { .. }
             | Action::MarkOut { .. }
             | Action::MarkIn { .. }
+            | Action::DestroyOsd { .. }
             | Action::RequireOsdRelease { .. }
             | Action::LetGo { .. }
             | Action::WriteBudget { .. }

@@ -30,6 +30,7 @@ use crate::plan::phases::decide::decide;
 use crate::plan::phases::gate_step::gate_step;
 use crate::plan::phases::order::order;
 use crate::plan::phases::pre_pull::pre_pull;
+use crate::plan::phases::replacing::replacing;
 use crate::plan::phases::report::status::Summary;
 use crate::plan::phases::report::{report, CephSaid, Phases};
 pub use crate::plan::phases::seen::Observed;
@@ -123,7 +124,16 @@ pub fn plan_expanded(
     suffixes: &mut dyn SuffixSource,
     now: Timestamp,
 ) -> Plan {
-    let seen = Seen::new(cr, expanded, observed, now);
+    let replaced = replacing(cr, expanded, observed, now);
+    let withheld;
+    let expanded = if replaced.withheld.is_empty() {
+        expanded
+    } else {
+        withheld = expanded.without(&replaced.withheld);
+        &withheld
+    };
+    let mut seen = Seen::new(cr, expanded, observed, now);
+    seen.prepare_ids.clone_from(&replaced.preparing);
     let (mut decided, mut proposed) = decide(&seen, suffixes);
     let continuing = &decided.previous_update;
     let rollout = &mut decided.rollout;
@@ -136,11 +146,16 @@ pub fn plan_expanded(
         now,
     );
     let out = out_osds_of(&seen, &observed.ceph, &gated, now);
-    if !out.mark_in.is_empty() {
-        gated.first.push(Action::MarkIn {
-            ids: out.mark_in.clone(),
-        });
+    let replacement_marks_in = marked_in_by(&replaced.actions);
+    let mark_in: Vec<_> = (out.mark_in.iter())
+        .filter(|id| !replacement_marks_in.contains(&id.0))
+        .copied()
+        .collect();
+    if !mark_in.is_empty() {
+        gated.first.push(Action::MarkIn { ids: mark_in });
     }
+    // A replacement's Ceph writes go first: a destroy is made at the epoch it was asked at.
+    gated.first.splice(0..0, replaced.actions.iter().cloned());
     let finalize = finalize_request(cr, &observed.ceph, now);
     // Last: a raise Ceph refuses fails the reconcile after the rollout's own writes.
     gated
@@ -171,6 +186,7 @@ pub fn plan_expanded(
             view: &observed.ceph,
             out: &out,
             finalized: finalized.as_ref(),
+            replaced: &replaced,
         },
         now,
     );

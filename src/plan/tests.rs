@@ -324,6 +324,7 @@ impl Cluster {
                 | Action::ClearNoout { .. }
                 | Action::MarkOut { .. }
                 | Action::MarkIn { .. }
+                | Action::DestroyOsd { .. }
                 | Action::RequireOsdRelease { .. } => {}
                 Action::LetGo {
                     name, owner_uid, ..

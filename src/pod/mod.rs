@@ -9,3 +9,4 @@ pub(crate) mod owner_reference;
 pub(crate) mod pod_additions;
 pub(crate) mod pod_record;
 pub(crate) mod pod_status;
+pub(crate) mod prepare_id;

@@ -36,3 +36,36 @@ pub(crate) fn ready_since(pod: &Pod) -> Option<Timestamp> {
         .map(|t| t.0)
         .or(Some(Timestamp::UNIX_EPOCH))
 }
+
+/// Why the pod failed, if it did: it ended `Failed`, or one of its containers (init ones too)
+/// exited non-zero now or before its last restart.
+pub(crate) fn failure(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    let statuses = (status.init_container_statuses.iter().flatten())
+        .chain(status.container_statuses.iter().flatten());
+    for container in statuses {
+        let ended = [container.state.as_ref(), container.last_state.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.terminated.as_ref())
+            .find(|t| t.exit_code != 0);
+        if let Some(t) = ended {
+            let words = (t.message.as_deref())
+                .or(t.reason.as_deref())
+                .map_or_else(String::new, |m| format!(": {}", m.trim()));
+            return Some(format!(
+                "container {} exited with code {}{words}",
+                container.name, t.exit_code
+            ));
+        }
+    }
+    (status.phase.as_deref() == Some("Failed")).then(|| {
+        let why = (status.message.as_deref())
+            .or(status.reason.as_deref())
+            .unwrap_or("no reason given");
+        format!("the pod failed: {why}")
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -161,6 +161,11 @@ pub struct CephView {
     pub release_look: Option<Result<ReleaseLook, String>>,
     /// Ceph's crash reports not archived yet, read while a rollout is under way.
     pub crashes: Option<Vec<CrashReport>>,
+    /// Ceph's PG states of this reconcile, when read.
+    pub pgs: Option<crate::ceph::PgStates>,
+    /// `safe-to-destroy` of the OSDs a disk replacement destroys next, asked in this
+    /// reconcile after the OSD map was read.
+    pub destroy_look: Option<crate::ceph::DestroyLook>,
 }
 
 impl Default for CephView {
@@ -178,6 +183,8 @@ impl Default for CephView {
             osds: None,
             release_look: None,
             crashes: None,
+            pgs: None,
+            destroy_look: None,
         }
     }
 }

@@ -6,5 +6,6 @@ pub(in crate::plan) mod decide;
 pub(in crate::plan) mod gate_step;
 pub(in crate::plan) mod order;
 pub(crate) mod pre_pull;
+pub(in crate::plan) mod replacing;
 pub(crate) mod report;
 pub(in crate::plan) mod seen;

@@ -20,6 +20,7 @@ use crate::plan::rules::deletion::{finalizer_write, went_at_once, Deletion, Fina
 use crate::plan::rules::finalize::auto_finalize_due;
 use crate::plan::rules::out_osds::OutOutcome;
 use crate::plan::rules::releases::{osd_releases_read, releases_status, ReleasesRead};
+use crate::plan::rules::replacement::ReplaceOutcome;
 use crate::plan::rules::rollout::{deadlines, Deadlines, Hold};
 use crate::plan::says::conditions::{ConditionReason, ConditionType, SpecProblem, StatedCondition};
 use crate::plan::says::events::{
@@ -89,6 +90,10 @@ pub(in crate::plan) fn report(
     let unschedulable_pods = unschedulable_pods(&phases.decided.current);
     let summary = summarize(seen, &phases.decided.current, foreign_pods.len());
     let spec_problems = spec_problems(seen, phases.decided);
+    let marking_in = match (&said.out.marking_in, &said.replaced.under_way) {
+        (Some(a), Some(b)) => Some(format!("{b}; {a}")),
+        (a, b) => b.clone().or_else(|| a.clone()),
+    };
     let mut status = compute_status(&StatusInput {
         previous: &seen.previous,
         generation: seen.cr.metadata.generation,
@@ -116,7 +121,7 @@ pub(in crate::plan) fn report(
         ceph_step: phases.ordered.ceph_step.clone(),
         osds_in: said.out.condition.as_ref(),
         finalized: said.finalized,
-        marking_in: said.out.marking_in.as_deref(),
+        marking_in: marking_in.as_deref(),
     });
     complete_status(&mut status, seen, phases.decided, said);
     status.rollout = rollout;
@@ -142,6 +147,8 @@ pub(in crate::plan) fn report(
     events.extend(foreign_pod_events(&seen.previous, &foreign_pods));
     events.extend(unschedulable_events(&seen.previous, &unschedulable_pods));
     events.extend(phase_events(seen, phases));
+    events.extend(said.replaced.events.iter().cloned());
+    events.extend(unreadable_requests(&said.replaced.unreadable));
     Report {
         status_changed: seen.cr.status.as_ref() != Some(&status),
         summary,
@@ -177,6 +184,7 @@ fn requeue_after(
         phases.pre_pull.and_then(|p| p.requeue_after),
         crush_looks(seen, phases.decided, said.view),
         said.out.requeue_after,
+        said.replaced.requeue_after,
         finalize_falls_due(seen, now),
     ]
     .into_iter()
@@ -234,6 +242,7 @@ fn complete_status(
     said: &CephSaid<'_>,
 ) {
     osds_out(status, seen, said);
+    status.replacements.clone_from(&said.replaced.records);
     status.failure_domains = seen.buckets.as_ref().map(FailureDomainsStatus::from);
     status.expected_updated_domains = i64::try_from(
         seen.domain_count()
@@ -244,6 +253,21 @@ fn complete_status(
         // Kept to say which OSDs went down at once.
         status.osd_ids.clone_from(&seen.previous.osd_ids);
     }
+}
+
+/// A Warning for each entry of the `replace` annotation that cannot be read.
+fn unreadable_requests(entries: &[String]) -> Vec<PlannedEvent> {
+    (entries.iter())
+        .map(|entry| PlannedEvent {
+            warning: true,
+            reason: EventReason::DiskReplacement,
+            note: format!(
+                "the annotation {} has an entry that is not read: {entry}",
+                crate::labels::REPLACE
+            ),
+            pod: None,
+        })
+        .collect()
 }
 
 /// A deletion at once, said from the first plan that sees it (the garbage collector may be
@@ -352,6 +376,8 @@ pub(in crate::plan) struct CephSaid<'a> {
     pub(in crate::plan) out: &'a OutOutcome,
     /// The `Finalized` condition, when the CephOSD asks for a finalize.
     pub(in crate::plan) finalized: Option<&'a StatedCondition>,
+    /// The disk replacements after this plan.
+    pub(in crate::plan) replaced: &'a ReplaceOutcome,
 }
 
 /// The out OSDs in `status`; without Ceph's OSD map (the gate on) the `OsdsIn` the last

@@ -24,6 +24,7 @@ use crate::plan::topology::{host_buckets, HostBuckets, TopologyView};
 use crate::pod::identity::held_disks;
 use crate::pod::osd_pod::render_pod;
 use crate::pod::pod_additions::{PodIdentity, RenderError};
+use crate::pod::prepare_id::set_prepare_id;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
@@ -109,6 +110,8 @@ pub(in crate::plan) struct Seen<'a> {
     pub(in crate::plan) buckets: Option<HostBuckets>,
     /// The image pre-pull pods this CephOSD controls (never classified as OSD pods).
     pub(in crate::plan) pre_pull: Vec<&'a Pod>,
+    /// The OSDs whose pod is built to prepare a new disk with their id (a disk replacement).
+    pub(in crate::plan) prepare_ids: BTreeMap<OsdKey, u32>,
 }
 
 impl<'a> Seen<'a> {
@@ -183,6 +186,7 @@ impl<'a> Seen<'a> {
             cr_name,
             buckets,
             pre_pull,
+            prepare_ids: BTreeMap::new(),
         }
     }
 
@@ -318,6 +322,9 @@ impl<'a> Seen<'a> {
                 source,
             }
         })?;
+        if let Some(id) = self.prepare_ids.get(&osd.key) {
+            set_prepare_id(&mut pod, *id);
+        }
         let domain = labels::update_domain_label_value(&self.domain_of(&osd.key));
         (pod.metadata.labels.get_or_insert_with(BTreeMap::new))
             .insert(labels::UPDATE_DOMAIN.to_owned(), domain);

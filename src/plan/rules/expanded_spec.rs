@@ -4,10 +4,12 @@
 //! (`runtime/memory/mod.rs` keeps the expansions).
 
 use crate::crd::desired::{desired_osds, DesiredOsds};
+use crate::crd::osd::OsdKey;
 use crate::crd::template_rules::template_problems;
 use crate::crd::CephOsdSpec;
 use crate::hash::TemplateHash;
 use crate::plan::says::conditions::{ConditionReason, SpecProblem};
+use std::collections::BTreeSet;
 
 /// A spec, expanded.
 #[derive(Debug)]
@@ -26,6 +28,15 @@ impl ExpandedSpec {
             template_hash: TemplateHash::of(&spec.pod_template),
             desired,
             problems,
+        }
+    }
+
+    /// This expansion less `keys` (disks being replaced, withheld from the spec for a while).
+    pub(crate) fn without(&self, keys: &BTreeSet<OsdKey>) -> Self {
+        Self {
+            template_hash: self.template_hash.clone(),
+            desired: self.desired.without(keys),
+            problems: self.problems.clone(),
         }
     }
 }

@@ -10,4 +10,5 @@ pub(crate) mod finalize;
 pub(crate) mod lock_place;
 pub(crate) mod out_osds;
 pub(crate) mod releases;
+pub(crate) mod replacement;
 pub(in crate::plan) mod rollout;

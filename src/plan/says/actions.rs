@@ -74,6 +74,10 @@ pub enum Action {
     MarkOut { ids: Vec<OsdId> },
     /// Marks these OSDs in again (their key is back in the spec), confirmed by `osd dump`.
     MarkIn { ids: Vec<OsdId> },
+    /// Destroys OSD `id` for a disk replacement (`osd destroy`: its id, CRUSH place and weight
+    /// stay), only while the OSD map is still at `epoch`, the one its `safe-to-destroy` passed
+    /// at: any change since asks again.
+    DestroyOsd { id: OsdId, epoch: u64 },
     /// Raises the cluster's `require_osd_release` (a finalize an admin asked for), confirmed
     /// by `osd dump`.
     RequireOsdRelease { release: Release },

@@ -70,6 +70,8 @@ pub enum EventReason {
     OsdsOut,
     /// A finalize an admin asked for: `require_osd_release` raised, or why not yet.
     Finalize,
+    /// A disk replacement keeping the OSD id: asked for, refused, or a phase reached.
+    DiskReplacement,
     /// An API call failed.
     Failed(Failure),
 }
@@ -102,6 +104,7 @@ impl EventReason {
             Self::Drain => "Drain",
             Self::Deleting => "Deleting",
             Self::Finalize => "Finalize",
+            Self::DiskReplacement => "DiskReplacement",
             Self::Failed(failure) => failure.as_str(),
         }
     }
@@ -239,6 +242,16 @@ pub(crate) fn event_for(action: &Action) -> Option<PlannedEvent> {
             note: format!(
                 "marked {} in again: back in the spec, the operator had marked them out",
                 crate::ceph::osd_list(ids)
+            ),
+            pod: None,
+        }),
+        Action::DestroyOsd { id, epoch } => Some(PlannedEvent {
+            warning: false,
+            reason: EventReason::DiskReplacement,
+            note: format!(
+                "destroyed osd.{} for its new disk (safe to destroy at OSD map epoch {epoch}): \
+                 its id, CRUSH place and weight stay",
+                id.0
             ),
             pod: None,
         }),

@@ -80,6 +80,7 @@ fn action_kinds(plan: &Plan) -> Vec<&'static str> {
             Action::ClearNoout { .. } => "ClearNoout",
             Action::MarkOut { .. } => "MarkOut",
             Action::MarkIn { .. } => "MarkIn",
+            Action::DestroyOsd { .. } => "DestroyOsd",
             Action::RequireOsdRelease { .. } => "RequireOsdRelease",
             Action::LetGo { .. } => "LetGo",
             Action::LabelDomain { .. } => "LabelDomain",

@@ -351,6 +351,7 @@ fn a_conflicting_osd_keeps_its_pod_exactly_as_it_is() {
                 | Action::RequireOsdRelease { .. }
                 | Action::MarkOut { .. }
                 | Action::MarkIn { .. }
+                | Action::DestroyOsd { .. }
                 | Action::WriteBudget { .. }
                 | Action::DeleteBudget { .. }
                 | Action::CreatePrePull { .. } => false,

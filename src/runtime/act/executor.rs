@@ -29,7 +29,7 @@ use tracing::{info, warn};
 mod execute_error;
 mod osd_writes;
 pub(crate) use execute_error::ExecuteError;
-use osd_writes::{mark, noout, open_noout, raise_release};
+use osd_writes::{destroy, mark, noout, open_noout, raise_release};
 
 /// Field manager of our server-side-applied status.
 pub(crate) const FIELD_MANAGER: &str = "ceph-osd-operator";
@@ -324,6 +324,9 @@ async fn apply(
             .await
             .map(|()| true),
         Action::MarkIn { ids } => mark((executor.ceph, executor.cr), ids, false)
+            .await
+            .map(|()| true),
+        Action::DestroyOsd { id, epoch } => destroy((executor.ceph, executor.cr), *id, *epoch)
             .await
             .map(|()| true),
         Action::RequireOsdRelease { release } => {

@@ -20,6 +20,7 @@ use crate::plan::rules::finalize::{is_done, requested_release};
 use crate::plan::rules::releases::upgrade_under_way;
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::crash_look::{look_at_crashes, CrashRead};
+use crate::runtime::ceph::destroy_look::look_before_destroy;
 use crate::runtime::ceph::drain_look::look_at_drain;
 use crate::runtime::ceph::placement::PlacementClock;
 use crate::runtime::memory::Memory;
@@ -112,6 +113,9 @@ pub(crate) async fn first_view(
     };
     let mgr_available = fresh.as_ref().is_ok_and(|f| f.status.mgr_available);
     let crashes = look_at_crashes(ceph, memory, cr, CrashRead::Recent, mgr_available).await;
+    let osd_map = fresh.as_ref().ok().map(|facts| &facts.osds);
+    let destroy_look = look_before_destroy(ceph, cr, osd_map).await;
+    let pgs = fresh.as_ref().ok().and_then(|facts| facts.pgs.clone());
     let view = CephView {
         input: CephInput::NotAsked,
         step,
@@ -123,6 +127,8 @@ pub(crate) async fn first_view(
         osds: fresh.ok().map(|facts| facts.osds),
         release_look,
         crashes,
+        pgs,
+        destroy_look,
     };
     (view, looked)
 }

@@ -86,6 +86,10 @@ impl CephClient for MeteredCeph {
         self.timed("osd in", self.inner.osd_in(ids))
     }
 
+    fn osd_destroy(&self, id: OsdId) -> BoxFuture<'_, Result<(), CephError>> {
+        self.timed("osd destroy", self.inner.osd_destroy(id))
+    }
+
     fn safe_to_destroy<'a>(
         &'a self,
         ids: &'a [OsdId],

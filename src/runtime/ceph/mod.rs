@@ -5,6 +5,7 @@
 pub(crate) mod cluster_lock;
 pub(crate) mod crash_look;
 pub(crate) mod crush_look;
+pub(crate) mod destroy_look;
 mod drain_look;
 pub(crate) mod gate_questions;
 pub(crate) mod lock_place;

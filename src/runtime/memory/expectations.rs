@@ -64,6 +64,7 @@ impl Expected {
             | Action::ClearNoout { .. }
             | Action::MarkOut { .. }
             | Action::MarkIn { .. }
+            | Action::DestroyOsd { .. }
             | Action::RequireOsdRelease { .. }
             | Action::LetGo { .. }
             | Action::WriteBudget { .. }

@@ -125,6 +125,7 @@ pub(crate) fn compute_status(input: &StatusInput<'_>) -> CephOsdStatus {
         expected_updated_domains: None,
         rollout: None,
         releases: None,
+        replacements: Vec::new(),
     }
 }
 

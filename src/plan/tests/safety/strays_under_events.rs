@@ -75,6 +75,7 @@ proptest! {
                             | Action::ClearNoout { .. }
                             | Action::MarkOut { .. }
                             | Action::MarkIn { .. }
+                            | Action::DestroyOsd { .. }
                             | Action::RequireOsdRelease { .. }
                             | Action::LabelDomain { .. }
                             | Action::LetGo { .. }

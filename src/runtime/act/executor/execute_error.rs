@@ -61,6 +61,14 @@ pub(crate) enum ExecuteError {
         release: Release,
         now: Option<Release>,
     },
+    #[error(
+        "osd.{} was not destroyed: Ceph's OSD map moved from epoch {asked_at} (where \
+         safe-to-destroy passed) to {now}; Ceph is asked again",
+        id.0
+    )]
+    EpochMoved { id: OsdId, asked_at: u64, now: u64 },
+    #[error("osd.{} was destroyed but `ceph osd dump` does not show it destroyed", id.0)]
+    DestroyNotConfirmed { id: OsdId },
     #[error("the plan needs Ceph (to {what}) but the operator has no Ceph configured")]
     NoCeph { what: &'static str },
     #[error("failed to {what} on {}: {source}", osd_list(ids))]
@@ -125,6 +133,8 @@ impl ExecuteError {
             | Self::NooutNotCleared { .. }
             | Self::StepsCrossed { .. }
             | Self::MarkNotConfirmed { .. }
+            | Self::EpochMoved { .. }
+            | Self::DestroyNotConfirmed { .. }
             | Self::ReleaseNotRaised { .. } => return true,
         };
         !matches!(source, kube::Error::Api(status)
@@ -167,6 +177,8 @@ impl ExecuteError {
             | Self::NooutNotCleared { .. }
             | Self::StepsCrossed { .. }
             | Self::MarkNotConfirmed { .. }
+            | Self::EpochMoved { .. }
+            | Self::DestroyNotConfirmed { .. }
             | Self::ReleaseNotRaised { .. } => return self.to_string(),
         };
         let why = match source {
@@ -199,6 +211,8 @@ impl ExecuteError {
             Self::NoCeph { .. }
             | Self::Ceph { .. }
             | Self::MarkNotConfirmed { .. }
+            | Self::EpochMoved { .. }
+            | Self::DestroyNotConfirmed { .. }
             | Self::ReleaseNotRaised { .. } => Failure::Ceph,
             Self::NooutNotSet { .. } | Self::NooutNotCleared { .. } => Failure::NooutNotConfirmed,
             Self::StepsCrossed { .. } => Failure::StepsCrossed,

@@ -125,6 +125,46 @@ pub(super) async fn mark(
     Ok(())
 }
 
+/// Destroys `id` only while the OSD map is at `epoch` (where its `safe-to-destroy` passed),
+/// confirmed by `osd dump`. An id destroyed already is left as it is.
+pub(super) async fn destroy(
+    (ceph, cr): Writer<'_>,
+    id: OsdId,
+    epoch: u64,
+) -> Result<(), ExecuteError> {
+    let what = "destroy";
+    let ceph = ceph.ok_or(ExecuteError::NoCeph { what })?;
+    let ceph_error = |what, source| ExecuteError::Ceph {
+        what,
+        ids: vec![id],
+        source,
+    };
+    let before = (ceph.osd_dump().await)
+        .map_err(|source| ceph_error("read the OSD map before destroying", source))?;
+    if is_destroyed(&before, id) {
+        return Ok(());
+    }
+    if before.epoch != epoch {
+        return Err(ExecuteError::EpochMoved {
+            id,
+            asked_at: epoch,
+            now: before.epoch,
+        });
+    }
+    (ceph.osd_destroy(id).await).map_err(|source| ceph_error(what, source))?;
+    let after =
+        (ceph.osd_dump().await).map_err(|source| ceph_error("read the destroy back", source))?;
+    if !is_destroyed(&after, id) {
+        return Err(ExecuteError::DestroyNotConfirmed { id });
+    }
+    info!(cephosd = %cr.object_key(), osd = id.0, epoch, "destroyed for a disk replacement: confirmed by osd dump");
+    Ok(())
+}
+
+fn is_destroyed(dump: &OsdDump, id: OsdId) -> bool {
+    (dump.osds.get(&id)).is_some_and(|o| o.state.iter().any(|s| s == "destroyed"))
+}
+
 /// Raises `require_osd_release` to `release`, confirmed by `osd dump`.
 pub(super) async fn raise_release(
     (ceph, cr): Writer<'_>,
