@@ -16,6 +16,7 @@ use super::crush::{
     parse_crush_rules, parse_crush_tree, parse_pool_rules, CrushRule, CrushTree, PoolRule,
 };
 use super::finished::Finished;
+use super::osd_df::{parse_osd_df, parse_recovery_rate, OsdUsage};
 use super::osd_id::OsdId;
 use super::release::Release;
 use super::session::{python_of, Launch, Session, SessionError};
@@ -395,6 +396,18 @@ impl CephClient for CliClient {
 
     fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
         self.mark("in", ids).boxed()
+    }
+
+    fn osd_df(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdUsage>, CephError>> {
+        async move { self.ask(&command(&["osd", "df"], []), parse_osd_df).await }.boxed()
+    }
+
+    fn recovery_rate(&self) -> BoxFuture<'_, Result<u64, CephError>> {
+        async move {
+            self.ask(&command(&["status"], []), parse_recovery_rate)
+                .await
+        }
+        .boxed()
     }
 
     fn osd_destroy(&self, id: OsdId) -> BoxFuture<'_, Result<(), CephError>> {

@@ -7,6 +7,7 @@ use super::answers::{
 };
 use super::crashes::CrashReport;
 use super::crush::{CrushRule, CrushTree, PoolRule};
+use super::osd_df::OsdUsage;
 use super::osd_id::OsdId;
 use super::release::Release;
 use super::versions::DaemonReleases;
@@ -59,6 +60,12 @@ pub trait CephClient: Send + Sync {
 
     /// `osd in <ids>`: undoes `osd out`; idempotent; read `osd dump` back.
     fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>>;
+
+    /// `osd df`: each OSD's bytes and PGs (what a disk replacement moves).
+    fn osd_df(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdUsage>, CephError>>;
+
+    /// The bytes per second Ceph recovers now (`status`'s pgmap; 0 while nothing moves).
+    fn recovery_rate(&self) -> BoxFuture<'_, Result<u64, CephError>>;
 
     /// `osd destroy <id> --yes-i-really-mean-it`: the id, its CRUSH place and weight stay (for a
     /// new disk with the same id); its keys go. The flag skips the mgr's own check: ask

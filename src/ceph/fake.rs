@@ -8,6 +8,7 @@ use super::answers::{
 use super::client::{CephClient, CephError};
 use super::crashes::CrashReport;
 use super::crush::{CrushRule, CrushTree, PoolRule};
+use super::osd_df::OsdUsage;
 use super::osd_id::OsdId;
 use super::release::Release;
 use super::versions::DaemonReleases;
@@ -33,6 +34,8 @@ pub(crate) enum Call {
     OsdIn(Vec<OsdId>),
     SafeToDestroy(Vec<OsdId>),
     OsdDestroy(OsdId),
+    OsdDf,
+    RecoveryRate,
     NewCrashes,
     CrushTree,
     CrushRules,
@@ -65,6 +68,8 @@ pub(crate) struct ScriptedCeph {
     osd_in: Queue<()>,
     safe_to_destroy: Queue<SafeToDestroy>,
     osd_destroy: Queue<()>,
+    osd_df: Queue<BTreeMap<OsdId, OsdUsage>>,
+    recovery_rate: Queue<u64>,
     new_crashes: Queue<Vec<CrashReport>>,
     crush_tree: Queue<CrushTree>,
     crush_rules: Queue<BTreeMap<i64, CrushRule>>,
@@ -278,6 +283,14 @@ impl CephClient for ScriptedCeph {
 
     fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
         self.answer(Call::OsdIn(ids.to_vec()), &self.osd_in)
+    }
+
+    fn osd_df(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdUsage>, CephError>> {
+        self.answer(Call::OsdDf, &self.osd_df)
+    }
+
+    fn recovery_rate(&self) -> BoxFuture<'_, Result<u64, CephError>> {
+        self.answer(Call::RecoveryRate, &self.recovery_rate)
     }
 
     fn osd_destroy(&self, id: OsdId) -> BoxFuture<'_, Result<(), CephError>> {

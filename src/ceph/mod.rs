@@ -18,6 +18,7 @@ mod finished;
 mod key_ids;
 mod node_names;
 mod osd_devices;
+mod osd_df;
 mod osd_id;
 mod pod_map;
 mod release;
@@ -47,6 +48,7 @@ pub use key_ids::{
     UnknownReason,
 };
 pub use osd_devices::ReportedDevices;
+pub use osd_df::{parse_osd_df, parse_recovery_rate, OsdUsage};
 pub(crate) use osd_id::list as osd_list;
 pub use osd_id::OsdId;
 pub use pod_map::map_osd_ids;

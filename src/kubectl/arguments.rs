@@ -3,7 +3,8 @@
 use crate::kubectl::choices::{Output, Until};
 use crate::kubectl::cluster::Cluster;
 use crate::kubectl::failed::Failed;
-use crate::kubectl::{finalizing, steering, watching};
+use crate::kubectl::replacing::{CephAccess, ReplaceVerb};
+use crate::kubectl::{finalizing, replacing, steering, watching};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -89,6 +90,33 @@ pub enum PluginCommand {
         #[arg(long)]
         release: String,
     },
+    /// Replace the disk of one OSD keeping its id: drained, destroyed, then the new disk is
+    /// prepared with the same id once confirmed (`--disk-swapped`).
+    Replace {
+        /// The CephOSD.
+        name: String,
+        /// The OSD key, HOST:DATA (e.g. node-a:/dev/sdb).
+        key: String,
+        /// Confirm that the new disk is in (after the old id was destroyed, or to retry a
+        /// failed prepare).
+        #[arg(long, conflicts_with = "cancel")]
+        disk_swapped: bool,
+        /// Call the replacement off (only before its id is destroyed), or forget a done one.
+        #[arg(long)]
+        cancel: bool,
+        /// Write nothing: say what would be done (with --ceph-conf, what moves and for how long).
+        #[arg(long)]
+        dry_run: bool,
+        /// A Ceph configuration for `--dry-run`'s figures (`osd df`, `status`).
+        #[arg(long)]
+        ceph_conf: Option<PathBuf>,
+        /// The Ceph user id for `--dry-run` (e.g. admin).
+        #[arg(long)]
+        ceph_id: Option<String>,
+        /// The keyring of that user.
+        #[arg(long)]
+        ceph_keyring: Option<PathBuf>,
+    },
     /// Mark a pod `up-to-date` so the rollout goes on without waiting for it.
     Override {
         pod: String,
@@ -157,6 +185,28 @@ pub(crate) async fn dispatch(cli: PluginCli) -> Result<(), Failed> {
         PluginCommand::Restart { name } => steering::restart(&cluster, name).await,
         PluginCommand::Finalize { name, release } => {
             finalizing::finalize(&cluster, name, &release).await
+        }
+        PluginCommand::Replace {
+            name,
+            key,
+            disk_swapped,
+            cancel,
+            dry_run,
+            ceph_conf,
+            ceph_id,
+            ceph_keyring,
+        } => {
+            let verb = match (disk_swapped, cancel) {
+                (true, _) => ReplaceVerb::DiskSwapped,
+                (false, true) => ReplaceVerb::Cancel,
+                (false, false) => ReplaceVerb::Start,
+            };
+            let ceph = CephAccess {
+                conf: ceph_conf,
+                keyring: ceph_keyring,
+                id: ceph_id,
+            };
+            replacing::replace(&cluster, &name, &key, verb, dry_run, &ceph).await
         }
         PluginCommand::Override { pod, reason, force } => {
             steering::override_pod(&cluster, &pod, &reason, force).await

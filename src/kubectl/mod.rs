@@ -8,6 +8,7 @@ mod choices;
 mod cluster;
 mod failed;
 mod finalizing;
+mod replacing;
 mod steering;
 mod watching;
 

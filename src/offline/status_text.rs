@@ -2,10 +2,13 @@
 //! pods of those being replaced or next (by failure domain: under a line per bucket, those in
 //! none known last); long runs of alike hosts fold into one line.
 
+use crate::crd::replacement::Replacement;
 use crate::crd::{CephOsdStatus, CephStep, ReleasesStatus, UpdateDomain};
 use crate::offline::eta::human;
 use crate::offline::status_view::{HostState, HostView, PodView, StatusView};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::jiff::Timestamp;
 use std::fmt::Write as _;
 
 /// Runs of at least this many alike hosts fold (unless every host is asked for).
@@ -130,6 +133,9 @@ fn header(view: &StatusView) -> String {
     if let Some(step) = &status.ceph_step {
         let _ = writeln!(out, "ceph      {}", ceph_step_line(step, status));
     }
+    for r in &status.replacements {
+        let _ = writeln!(out, "replace   {}", replacement_line(r, view.now));
+    }
     if let Some(gate) = (status.conditions.iter())
         .find(|c| c.type_ == "CephGate" && RELEASE_REFUSALS.contains(&c.reason.as_str()))
     {
@@ -166,6 +172,23 @@ fn header(view: &StatusView) -> String {
         let _ = writeln!(out, "time      {}", time.join(" · "));
     }
     out
+}
+
+/// `osd.5 w3:/dev/sdb AwaitingDisk for 4m (started 12m ago) · 3 PGs to move: <message>`.
+fn replacement_line(r: &Replacement, now: Option<Timestamp>) -> String {
+    let ago = |t: &Time| now.map(|now| human(now.duration_since(t.0).as_secs().max(0)));
+    let mut line = format!("osd.{} {} {}", r.id, r.key, r.phase);
+    if let Some(since) = ago(&r.since) {
+        let _ = write!(line, " for {since}");
+    }
+    if let Some(started) = ago(&r.started).filter(|_| r.started != r.since) {
+        let _ = write!(line, " (started {started} ago)");
+    }
+    if let Some(pgs) = r.pgs_remaining.filter(|n| *n > 0) {
+        let _ = write!(line, " · {pgs} PGs to move");
+    }
+    let _ = write!(line, ": {}", r.message);
+    line
 }
 
 /// `running pacific 2, reef 1 · target reef · require_osd_release pacific · rollback

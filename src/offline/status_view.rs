@@ -53,6 +53,9 @@ pub(crate) struct StatusView {
     pub(crate) eta_seconds: Option<(i64, i64)>,
     pub(crate) step: StepEstimate,
     pub(crate) hosts: Vec<HostView>,
+    /// When it was read (how long ago a replacement entered its phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) now: Option<Timestamp>,
 }
 
 /// One host in rollout order.
@@ -226,6 +229,7 @@ pub(crate) fn status_view(
         step,
         hosts: host_views,
         status,
+        now: Some(now),
     }
 }
 

@@ -507,3 +507,31 @@ fn out_osds_are_named_in_the_header_and_marked_on_their_pods() {
     );
     assert_ne!(view.status.phase, Some(crate::crd::Phase::Ready), "{text}");
 }
+
+#[test]
+fn each_replacement_is_shown_with_its_phase_how_long_and_what_it_waits_for() {
+    use crate::crd::replacement::{Replacement, ReplacementPhase};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    let driven = small_rollout();
+    let (mut view, _) = driven.view();
+    assert!(!status_text(&view, &TextOptions::default()).contains("\nreplace "));
+    view.now = Some(at(900));
+    view.status.replacements = vec![Replacement {
+        key: "node002:/dev/sdb".into(),
+        id: 4,
+        phase: ReplacementPhase::Backfilling,
+        started: Time(at(0)),
+        since: Time(at(660)),
+        message: "data moves back: 3 PGs active+remapped+backfilling".into(),
+        pgs_remaining: Some(3),
+        disk_swapped: Some("swapped".into()),
+    }];
+    let text = status_text(&view, &TextOptions::default());
+    assert!(
+        text.contains(
+            "\nreplace   osd.4 node002:/dev/sdb Backfilling for 4m00s (started 15m00s ago) · 3 PGs to \
+             move: data moves back: 3 PGs active+remapped+backfilling\n"
+        ),
+        "{text}"
+    );
+}

@@ -34,6 +34,7 @@ mod crush_looks;
 mod deletion;
 mod migration;
 mod removal;
+mod replacement;
 mod rollout_controls;
 mod rules;
 mod safety;

@@ -19,6 +19,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// No key withheld for a disk replacement.
+static NO_KEYS: BTreeSet<String> = BTreeSet::new();
+
 /// The instant `seconds` after the epoch.
 pub(crate) fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(seconds).expect("time")
@@ -285,6 +288,7 @@ impl<'a> GateInputBuilder<'a> {
                 untouched: false,
                 returned: BTreeSet::new(),
                 crashed: None,
+                replacing: &NO_KEYS,
                 now: at(1010),
             },
         }

@@ -735,6 +735,7 @@ fn reap_orphans() {
     }
 }
 
+mod disks;
 mod restarts;
 #[cfg(test)]
 mod tests;

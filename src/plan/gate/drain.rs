@@ -145,14 +145,23 @@ pub(crate) fn drain_open(input: &GateInput<'_>, open: &CephStep, drain: &StepDra
             ConditionReason::CephIdle,
             format!("the drain of {keys} is done; {IDLE}"),
         );
-        out.events.push(PlannedEvent {
-            warning: false,
-            reason: EventReason::Drain,
-            note: format!(
+        let replaced = (step.keys.iter()).all(|k| input.replacing.contains(k));
+        let note = if replaced {
+            format!(
+                "{ids} ({keys}) drained and stopped for a disk replacement: destroyed next, \
+                 keeping the id, its CRUSH place and weight (never purged)"
+            )
+        } else {
+            format!(
                 "{ids} ({keys}) drained and stopped: they stay down and out in Ceph; \
                  `ceph osd purge <id> --yes-i-really-mean-it` removes each (the operator never \
                  purges)"
-            ),
+            )
+        };
+        out.events.push(PlannedEvent {
+            warning: false,
+            reason: EventReason::Drain,
+            note,
             pod: None,
         });
         return out;

@@ -219,6 +219,8 @@ pub(crate) struct GateInput<'a> {
     pub returned: BTreeSet<String>,
     /// A new daemon's crash that halts the rollout: no rollout step starts.
     pub crashed: Option<&'a CrashHalt>,
+    /// The keys withheld for a disk replacement: their drain ends in a destroy, not a purge.
+    pub replacing: &'a BTreeSet<String>,
     pub now: Timestamp,
 }
 

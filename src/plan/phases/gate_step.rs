@@ -131,6 +131,7 @@ fn gate_input<'i>(
         settled: open.is_some_and(|s| step_settled(seen, s)),
         untouched: open.is_some_and(|s| s.keys.iter().all(|k| standing.contains(k))),
         crashed,
+        replacing: &seen.replacing,
         returned: open
             .filter(|s| s.drain.is_some())
             .map(|s| {

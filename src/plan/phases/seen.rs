@@ -112,6 +112,8 @@ pub(in crate::plan) struct Seen<'a> {
     pub(in crate::plan) pre_pull: Vec<&'a Pod>,
     /// The OSDs whose pod is built to prepare a new disk with their id (a disk replacement).
     pub(in crate::plan) prepare_ids: BTreeMap<OsdKey, u32>,
+    /// The keys withheld from the spec for a disk replacement (`host:data`).
+    pub(in crate::plan) replacing: BTreeSet<String>,
 }
 
 impl<'a> Seen<'a> {
@@ -187,6 +189,7 @@ impl<'a> Seen<'a> {
             buckets,
             pre_pull,
             prepare_ids: BTreeMap::new(),
+            replacing: BTreeSet::new(),
         }
     }
 

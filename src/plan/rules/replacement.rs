@@ -22,7 +22,7 @@
 //! destroy gives the OSD back (its key returns to the spec); after it, the replacement goes on
 //! until the new disk is in.
 
-use crate::ceph::{DestroyLook, OsdDump, OsdId, PgStates};
+use crate::ceph::{DestroyLook, OsdDump, OsdId, OsdInfo, PgStates};
 use crate::crd::osd::OsdKey;
 use crate::crd::replacement::{ReplaceRequest, Replacement, ReplacementPhase};
 use crate::crd::CephStep;
@@ -312,6 +312,33 @@ fn refused(previous: Option<&Replacement>, key: &str, why: String, now: Timestam
     }
 }
 
+/// What one record is judged from in this plan.
+struct Look<'a> {
+    input: &'a ReplaceInput<'a>,
+    id: OsdId,
+    osd: &'a OsdInfo,
+    destroyed: bool,
+    pods: KeyPods,
+    /// The annotation's confirmation of the new disk, if any.
+    confirmation: Option<String>,
+}
+
+impl Look<'_> {
+    /// Moves `record` to `phase` saying `message` (its `since` only on a change of phase).
+    fn to(&self, record: &mut Replacement, phase: ReplacementPhase, message: String) {
+        if record.phase != phase {
+            record.since = Time(self.input.now);
+        }
+        record.phase = phase;
+        record.message = message;
+    }
+}
+
+/// `record` stays in its phase, saying `message`.
+fn says(record: &mut Replacement, message: String) {
+    record.message = message;
+}
+
 /// `record` after this plan; Ceph writes into `actions`.
 fn advance(
     input: &ReplaceInput<'_>,
@@ -319,150 +346,140 @@ fn advance(
     request: Option<&ReplaceRequest>,
     actions: &mut Vec<Action>,
 ) -> Replacement {
-    use ReplacementPhase as P;
-    let key = parse_key(&record.key);
     let id = OsdId(record.id);
-    let pods = input.pods.get(&key).cloned().unwrap_or_default();
-    let osd = input.osds.and_then(|d| d.osds.get(&id));
-    let confirmation = request.and_then(|r| r.swapped.clone());
-    let new_confirmation = confirmation
-        .clone()
-        .filter(|c| record.disk_swapped.as_ref() != Some(c));
-    let to = |record: &mut Replacement, phase: ReplacementPhase, message: String| {
-        if record.phase != phase {
-            record.since = Time(input.now);
-        }
-        record.phase = phase;
-        record.message = message;
-    };
-    let Some(osd) = osd else {
+    let Some(osd) = input.osds.and_then(|d| d.osds.get(&id)) else {
         if input.osds.is_some() && !record.phase.is_over() {
-            let phase = record.phase;
-            to(
-                &mut record,
-                phase,
-                format!(
-                    "Ceph has no osd.{} any more (purged?): nothing to keep",
-                    id.0
-                ),
+            record.message = format!(
+                "Ceph has no osd.{} any more (purged?): nothing to keep",
+                id.0
             );
         }
         return record;
     };
-    let destroyed = osd.state.iter().any(|s| s == "destroyed");
+    let look = Look {
+        input,
+        id,
+        osd,
+        destroyed: osd.state.iter().any(|s| s == "destroyed"),
+        pods: (input.pods.get(&parse_key(&record.key)).cloned()).unwrap_or_default(),
+        confirmation: request.and_then(|r| r.swapped.clone()),
+    };
     match record.phase {
-        P::Draining => {
-            // A confirmation before the destroy may be the old disk's: spent, not taken.
-            if confirmation.is_some() {
-                record.disk_swapped = confirmation;
-            }
-            if osd.is_in && !osd.up {
-                actions.push(Action::MarkOut { ids: vec![id] });
-            }
-            if destroyed {
-                to(&mut record, P::AwaitingDisk, awaiting(id));
-            } else if !pods.any
-                && !osd.is_in
-                && !input.step.is_some_and(|s| s.keys.contains(&record.key))
-            {
-                let message = destroying(input, id, osd.up, actions);
-                to(&mut record, P::Destroying, message);
-            } else {
-                let message = if osd.up {
-                    "marked out in its update domain's turn; its pod stops once Ceph says no \
-                     PG needs it"
-                } else {
-                    "down and marked out: its pod stops once Ceph has recovered its PGs elsewhere"
-                };
-                let phase = record.phase;
-                to(&mut record, phase, message.to_owned());
-                record.pgs_remaining = remaining(input.pgs);
-            }
+        ReplacementPhase::Draining => draining(&look, &mut record, actions),
+        ReplacementPhase::Destroying => destroying_phase(&look, &mut record, actions),
+        ReplacementPhase::AwaitingDisk | ReplacementPhase::PrepareFailed => {
+            awaiting_disk(&look, &mut record);
         }
-        P::Destroying => {
-            if confirmation.is_some() {
-                record.disk_swapped = confirmation;
-            }
-            if destroyed {
-                to(&mut record, P::AwaitingDisk, awaiting(id));
-            } else {
-                let message = destroying(input, id, osd.up, actions);
-                let phase = record.phase;
-                to(&mut record, phase, message);
-            }
-        }
-        P::AwaitingDisk | P::PrepareFailed => {
-            if let Some(word) = new_confirmation.filter(|_| destroyed) {
-                record.disk_swapped = Some(word);
-                to(
-                    &mut record,
-                    P::Preparing,
-                    format!(
-                        "new disk confirmed: its pod prepares it with OSD_ID={}",
-                        id.0
-                    ),
-                );
-            } else if record.phase == P::AwaitingDisk {
-                let phase = record.phase;
-                to(&mut record, phase, awaiting(id));
-            }
-        }
-        P::Preparing => {
-            if let Some(why) = pods.failed {
-                let message = format!(
-                    "the prepare failed ({why}): osd.{} stays destroyed; confirm the disk again \
-                     to retry (`=swapped-<token>`, another than {:?})",
-                    id.0,
-                    record.disk_swapped.as_deref().unwrap_or_default()
-                );
-                to(&mut record, P::PrepareFailed, message);
-            } else if osd.up && !destroyed {
-                if !osd.is_in {
-                    actions.push(Action::MarkIn { ids: vec![id] });
-                }
-                to(
-                    &mut record,
-                    P::Backfilling,
-                    format!("osd.{} is up on the new disk: data moves back", id.0),
-                );
-                record.pgs_remaining = remaining(input.pgs);
-            } else {
-                let phase = record.phase;
-                let message = format!(
-                    "waiting for the pod to prepare the new disk and its daemon to boot as osd.{}",
-                    id.0
-                );
-                to(&mut record, phase, message);
-            }
-        }
-        P::Backfilling => {
-            if osd.up && !osd.is_in {
-                actions.push(Action::MarkIn { ids: vec![id] });
-            }
-            record.pgs_remaining = remaining(input.pgs);
-            match input.pgs {
-                Some(pgs) if pgs.ready && pgs.all_clean() && osd.up && osd.is_in => {
-                    record.pgs_remaining = Some(0);
-                    to(
-                        &mut record,
-                        P::Done,
-                        format!("osd.{} serves the new disk; every PG is clean", id.0),
-                    );
-                }
-                Some(pgs) => {
-                    let phase = record.phase;
-                    to(
-                        &mut record,
-                        phase,
-                        format!("data moves back: {}", pgs.describe_not_clean()),
-                    );
-                }
-                None => {}
-            }
-        }
-        P::Done | P::Refused => {}
+        ReplacementPhase::Preparing => preparing(&look, &mut record, actions),
+        ReplacementPhase::Backfilling => backfilling(&look, &mut record, actions),
+        ReplacementPhase::Done | ReplacementPhase::Refused => {}
     }
     record
+}
+
+/// Draining: out (a down OSD at once, an up one by its drain), until its pod is gone.
+fn draining(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Action>) {
+    let (osd, id) = (look.osd, look.id);
+    // A confirmation before the destroy may be the old disk's: spent, not taken.
+    if look.confirmation.is_some() {
+        record.disk_swapped.clone_from(&look.confirmation);
+    }
+    if osd.is_in && !osd.up {
+        actions.push(Action::MarkOut { ids: vec![id] });
+    }
+    let stepping = (look.input.step).is_some_and(|s| s.keys.contains(&record.key));
+    if look.destroyed {
+        look.to(record, ReplacementPhase::AwaitingDisk, awaiting(id));
+    } else if !look.pods.any && !osd.is_in && !stepping {
+        let message = destroying(look.input, id, osd.up, actions);
+        look.to(record, ReplacementPhase::Destroying, message);
+    } else {
+        let message = if osd.up {
+            "marked out in its update domain's turn; its pod stops once Ceph says no PG needs it"
+        } else {
+            "down and marked out: its pod stops once Ceph has recovered its PGs elsewhere"
+        };
+        says(record, message.to_owned());
+        record.pgs_remaining = remaining(look.input.pgs);
+    }
+}
+
+/// Destroying: once the pod is gone, at the epoch of a passing `safe-to-destroy`.
+fn destroying_phase(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Action>) {
+    if look.confirmation.is_some() {
+        record.disk_swapped.clone_from(&look.confirmation);
+    }
+    if look.destroyed {
+        look.to(record, ReplacementPhase::AwaitingDisk, awaiting(look.id));
+    } else {
+        let message = destroying(look.input, look.id, look.osd.up, actions);
+        says(record, message);
+    }
+}
+
+/// AwaitingDisk and PrepareFailed: a confirmation not spent yet prepares the new disk.
+fn awaiting_disk(look: &Look<'_>, record: &mut Replacement) {
+    let fresh = (look.confirmation.clone()).filter(|c| record.disk_swapped.as_ref() != Some(c));
+    if let Some(word) = fresh.filter(|_| look.destroyed) {
+        record.disk_swapped = Some(word);
+        let message = format!(
+            "new disk confirmed: its pod prepares it with OSD_ID={}",
+            look.id.0
+        );
+        look.to(record, ReplacementPhase::Preparing, message);
+    } else if record.phase == ReplacementPhase::AwaitingDisk {
+        says(record, awaiting(look.id));
+    }
+}
+
+/// Preparing: until the daemon is up with the id, or the pod failed.
+fn preparing(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Action>) {
+    let (osd, id) = (look.osd, look.id);
+    if let Some(why) = &look.pods.failed {
+        let message = format!(
+            "the prepare failed ({why}): osd.{} stays destroyed; confirm the disk again to \
+             retry (`=swapped-<token>`, another than {:?})",
+            id.0,
+            record.disk_swapped.as_deref().unwrap_or_default()
+        );
+        look.to(record, ReplacementPhase::PrepareFailed, message);
+    } else if osd.up && !look.destroyed {
+        if !osd.is_in {
+            actions.push(Action::MarkIn { ids: vec![id] });
+        }
+        let message = format!("osd.{} is up on the new disk: data moves back", id.0);
+        look.to(record, ReplacementPhase::Backfilling, message);
+        record.pgs_remaining = remaining(look.input.pgs);
+    } else {
+        says(
+            record,
+            format!(
+                "waiting for the pod to prepare the new disk and its daemon to boot as osd.{}",
+                id.0
+            ),
+        );
+    }
+}
+
+/// Backfilling: in, until every PG is clean.
+fn backfilling(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Action>) {
+    let (osd, id) = (look.osd, look.id);
+    if osd.up && !osd.is_in {
+        actions.push(Action::MarkIn { ids: vec![id] });
+    }
+    record.pgs_remaining = remaining(look.input.pgs);
+    match look.input.pgs {
+        Some(pgs) if pgs.ready && pgs.all_clean() && osd.up && osd.is_in => {
+            record.pgs_remaining = Some(0);
+            let message = format!("osd.{} serves the new disk; every PG is clean", id.0);
+            look.to(record, ReplacementPhase::Done, message);
+        }
+        Some(pgs) => says(
+            record,
+            format!("data moves back: {}", pgs.describe_not_clean()),
+        ),
+        None => {}
+    }
 }
 
 /// The destroy of `id` if this plan's `safe-to-destroy` allows it, and what the phase says.

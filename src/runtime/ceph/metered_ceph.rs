@@ -3,7 +3,8 @@
 
 use crate::ceph::{
     CephClient, CephError, ClusterStatus, CrashReport, CrushRule, CrushTree, DaemonReleases,
-    OkToStop, OsdDump, OsdId, OsdMetadata, PgBrief, PgStates, PoolRule, Release, SafeToDestroy,
+    OkToStop, OsdDump, OsdId, OsdMetadata, OsdUsage, PgBrief, PgStates, PoolRule, Release,
+    SafeToDestroy,
 };
 use crate::runtime::serve::metrics::Metrics;
 use futures::future::BoxFuture;
@@ -84,6 +85,14 @@ impl CephClient for MeteredCeph {
 
     fn osd_in<'a>(&'a self, ids: &'a [OsdId]) -> BoxFuture<'a, Result<(), CephError>> {
         self.timed("osd in", self.inner.osd_in(ids))
+    }
+
+    fn osd_df(&self) -> BoxFuture<'_, Result<BTreeMap<OsdId, OsdUsage>, CephError>> {
+        self.timed("osd df", self.inner.osd_df())
+    }
+
+    fn recovery_rate(&self) -> BoxFuture<'_, Result<u64, CephError>> {
+        self.timed("status", self.inner.recovery_rate())
     }
 
     fn osd_destroy(&self, id: OsdId) -> BoxFuture<'_, Result<(), CephError>> {

@@ -151,6 +151,14 @@ impl Bridge {
                     }
                 }
             }
+            Done::Wiped { disk, osd, result } => self.wiped(disk, osd, result),
+            Done::Prepared {
+                disk,
+                uid,
+                pod,
+                osd,
+                result,
+            } => self.prepared(disk, &pod, &uid, osd, result),
             Done::Other => {}
         }
     }

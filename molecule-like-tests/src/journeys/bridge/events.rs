@@ -45,6 +45,20 @@ pub enum BridgeEventKind {
     Broken {
         image: String,
     },
+    /// The disk failed ([`CephBridge::fail_disk`]): the daemon of the event's pod was killed
+    /// (pod `-`: none ran) and `disk`'s data wiped; its pods so far get no daemon again.
+    DiskFailed {
+        disk: String,
+    },
+    /// The pod's prepare step prepared its `OSD_ID` (the event's OSD) on its blank disk
+    /// (`osd-prepare`): its daemon starts next.
+    Prepared,
+    /// The pod's prepare step failed (no `OSD_ID`, Ceph refused the id, or
+    /// [`CephBridge::fail_prepare`]): no daemon; the pod is ended as `Failed`, its first
+    /// container terminated with exit code 1 and `reason` as its message.
+    PrepareFailed {
+        reason: String,
+    },
     /// A pre-pull pod's `ceph-release` container was given the `ceph-osd --version` of its
     /// image's release (the annotation KWOK ends that container with).
     ReleaseReported {
@@ -81,7 +95,10 @@ pub struct Daemon {
     pub started: Option<Duration>,
     pub booted: Option<(Duration, u64)>,
     pub stopping: Option<Duration>,
+    /// When it exited: stopped, or killed as its disk failed.
     pub stopped: Option<Duration>,
+    /// When it was killed as its disk failed ([`CephBridge::fail_disk`]).
+    pub disk_failed: Option<Duration>,
     pub gone: Option<Duration>,
 }
 
@@ -107,6 +124,10 @@ pub(super) fn daemons(events: &[BridgeEvent]) -> BTreeMap<u32, Vec<Daemon>> {
             BridgeEventKind::Booted { up_from } => d.booted = Some((e.at, *up_from)),
             BridgeEventKind::Stopping { .. } => d.stopping = d.stopping.or(Some(e.at)),
             BridgeEventKind::Stopped => d.stopped = Some(e.at),
+            BridgeEventKind::DiskFailed { .. } => {
+                d.stopped = Some(e.at);
+                d.disk_failed = Some(e.at);
+            }
             BridgeEventKind::Gone => d.gone = Some(e.at),
             _ => {}
         }

@@ -1,6 +1,7 @@
 //! The bridge's loop: it plays the kubelet's part for the OSD pods. It follows the pod watch,
 //! starts a daemon for each pod that runs and stops it when the pod goes, one daemon per OSD
-//! id, and deletes a terminated pod once its daemon has exited.
+//! id, and deletes a terminated pod once its daemon has exited. A failed disk's next pod runs
+//! its prepare step first (`disks`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,12 +13,13 @@ use kube::runtime::watcher;
 use kube::ResourceExt;
 use tokio::sync::{mpsc, watch};
 
+use super::disks::{DiskState, Request};
 use super::events::{locked, BridgeEvent, BridgeEventKind};
 use super::image::{daemon_image, daemon_release};
 use super::readiness::ready_early;
 use super::slots::{Done, Phase};
 use super::state::Bridge;
-use super::table::running;
+use super::table::{running, Disk};
 
 impl Bridge {
     pub(super) fn record(&self, osd: Option<u32>, pod: &str, uid: &str, kind: BridgeEventKind) {
@@ -51,9 +53,11 @@ impl Bridge {
             Result<watcher::Event<Pod>, watcher::Error>,
         >,
         mut ops_rx: mpsc::UnboundedReceiver<Done>,
+        mut requests: mpsc::UnboundedReceiver<Request>,
         mut shutdown: watch::Receiver<bool>,
     ) {
         let mut relisted: Option<BTreeMap<String, Pod>> = None;
+        let mut asking = true;
         loop {
             tokio::select! {
                 event = stream.next() => match event {
@@ -87,6 +91,10 @@ impl Bridge {
                     }
                 },
                 Some(done) = ops_rx.recv() => self.finish(done),
+                request = requests.recv(), if asking => match request {
+                    Some(request) => self.request(request),
+                    None => asking = false,
+                },
                 Ok(()) = self.faults.changed() => {}
                 changed = self.ceph.changed() => {
                     if changed.is_err() {
@@ -144,8 +152,11 @@ impl Bridge {
     /// Starts and stops daemons as the pods say (see the module docs).
     pub(super) fn reconcile(&mut self) {
         self.note_boots();
+        self.fail_disks();
         // Pods that want a daemon, by OSD id, oldest first.
         let mut claims: BTreeMap<u32, Vec<Pod>> = BTreeMap::new();
+        // Pods of blank disks (their prepare step to run), by disk, oldest first.
+        let mut blank: BTreeMap<Disk, Vec<Pod>> = BTreeMap::new();
         let live: Vec<Pod> = self.pods.values().cloned().collect();
         for pod in live {
             let uid = pod.uid().unwrap_or_default();
@@ -156,11 +167,20 @@ impl Bridge {
             let withheld = self.faults.borrow().is_withheld(disk.as_ref());
             let id = disk.as_ref().and_then(|d| self.table.osd(d));
             let broken = id.is_some() && daemon_release(&pod).broken;
-            if withheld && !self.slots.holds(&uid) {
+            let holds = self.slots.holds(&uid);
+            // A failed disk (see `disks`): no daemon starts until its next pod prepared it.
+            let failed = (disk.as_ref())
+                .and_then(|d| self.disks.get(d).map(|s| (d.clone(), s.clone())))
+                .filter(|_| !holds);
+            if withheld && !holds {
                 self.record_once("withheld", id, &pod, BridgeEventKind::Withheld);
-            } else if broken && !self.slots.holds(&uid) {
+            } else if broken && !holds {
                 let image = daemon_image(&pod).unwrap_or_default().to_owned();
                 self.record_once("broken", id, &pod, BridgeEventKind::Broken { image });
+            } else if let Some((disk, state)) = failed {
+                if state == DiskState::Blank {
+                    blank.entry(disk).or_default().push(pod);
+                }
             } else if let Some(id) = id {
                 claims.entry(id).or_default().push(pod);
             } else {
@@ -168,8 +188,13 @@ impl Bridge {
                 self.record_once("unmapped", None, &pod, BridgeEventKind::Unmapped { disk });
             }
         }
-        for list in claims.values_mut() {
+        for list in claims.values_mut().chain(blank.values_mut()) {
             list.sort_by_key(|p| (p.creation_timestamp().map(|t| t.0), p.name_any()));
+        }
+        for (disk, pods) in blank {
+            if let Some(next) = pods.first() {
+                self.prepare(next, &disk);
+            }
         }
         let ids = self.slots.ids();
         for id in ids {
@@ -226,8 +251,9 @@ impl Bridge {
         self.mark_booted();
     }
 
-    /// Deletes (grace 0) terminating OSD pods that have no daemon (their disk withheld, or
-    /// their image broken), as a kubelet does with a pod none of whose containers runs.
+    /// Deletes (grace 0) terminating OSD pods that have no daemon (their disk withheld, their
+    /// image broken, their disk failed under them or their prepare step failed), as a kubelet
+    /// does with a pod none of whose containers runs.
     pub(super) fn remove_withheld(&mut self) {
         let faults = self.faults.borrow().clone();
         let doomed: Vec<Pod> = self
@@ -239,7 +265,9 @@ impl Bridge {
                 let broken = self.table.osd_of(&uid).is_some() && daemon_release(p).broken;
                 !self.slots.holds(&uid)
                     && !self.removed.contains(&uid)
-                    && (broken || faults.is_withheld(self.table.disk(&uid)))
+                    && (broken
+                        || faults.is_withheld(self.table.disk(&uid))
+                        || self.faulted.contains(&uid))
             })
             .cloned()
             .collect();

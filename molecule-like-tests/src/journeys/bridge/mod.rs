@@ -34,6 +34,23 @@
 //!   it: no pod reported, `NODE_NAME` its node and `CONTAINER_IMAGE` its image (so Ceph takes
 //!   the node as `hostname`, as a hostNetwork pod's daemon reports it).
 //!
+//! - A disk that fails, replaced keeping its OSD id (`disks`): [`CephBridge::fail_disk`] kills
+//!   the disk's daemon (SIGKILL) and wipes its data (`osd-wipe`; `DiskFailed` recorded) once
+//!   that daemon neither starts nor stops; its pods so far stay as they are (Running, no
+//!   daemon, never one again; a `ready: ceph` pod stays Ready; once terminating, deleted at
+//!   once). The disk is then blank: its next pod (a new uid), once Running and bound, runs its
+//!   template's prepare step first: the `OSD_ID` env of its first container ([`OSD_ID_ENV`], a
+//!   value or a `fieldRef` to one of its annotations) is prepared on the disk as `ceph-volume
+//!   lvm prepare --osd-id N` does (`osd-prepare N --host <node>`: Ceph takes N only when it is
+//!   destroyed or absent; `Prepared` recorded); the table's disk → id is N from then on and the
+//!   pod gets its daemon as any other. Without an `OSD_ID`, when Ceph refuses, or once after
+//!   [`CephBridge::fail_prepare`], `PrepareFailed` is recorded with the reason, the disk stays
+//!   blank, and the pod ends as a pod whose prepare step exited 1: its status (subresource)
+//!   phase `Failed`, Ready and ContainersReady False (`PodFailed`), every container
+//!   `state.terminated` with exit code 1 and reason `Error`, the first one's message the reason
+//!   (no KWOK stage matches a Failed pod: the status stays). The API server removes a deleted
+//!   Failed pod at once (a terminal pod has no grace period).
+//!
 //! - Releases: a pod's daemon runs the Ceph release its first container's image names
 //!   ([`image_release`]: tag `v18…` Reef, anything else the machine's Pacific; recorded in its
 //!   `Started` event); a `…-broken` image's daemon is never started (as a container that exits
@@ -43,15 +60,18 @@
 //!   stage).
 //!
 //! [`CephBridge::check`] replays the events: no violation or error, every pod that ran got its
-//! daemon, every pod gone had its daemon stopped first.
+//! daemon, every pod gone had its daemon stopped first (a daemon killed as its disk failed
+//! counts as stopped then; a pod whose prepare step failed had no daemon to stop).
 //!
 //! Its parts, one type each: `table` (the disks' OSD ids, each pod's disk), `slots` (who
-//! holds each OSD id), `daemons` (starts and stops), `faults` (asked for by disk), `readiness`
+//! holds each OSD id), `daemons` (starts and stops), `faults` (asked for by disk), `disks`
+//! (failed disks, prepare steps), `readiness`
 //! (Ready by Ceph), `image` (an image's release), `pre_pull` (pre-pull pods' release reports),
 //! `events` (the record and its rules), `state` (what the loop keeps),
 //! `kubelet` (the loop over the pod watch).
 
 mod daemons;
+mod disks;
 mod events;
 mod faults;
 mod image;
@@ -76,6 +96,8 @@ use tokio::sync::{mpsc, watch};
 
 use crate::ceph::CephCluster;
 use crate::recording::ceph::CephRecorder;
+use disks::Request;
+pub use disks::OSD_ID_ENV;
 use events::{check, daemons, locked, render, Log};
 pub use events::{BridgeEvent, BridgeEventKind, Daemon};
 use faults::Faults;
@@ -91,6 +113,7 @@ use table::{disk_of, Table};
 pub struct CephBridge {
     log: Log,
     faults: watch::Sender<Faults>,
+    requests: mpsc::UnboundedSender<Request>,
     shutdown: watch::Sender<bool>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -136,6 +159,7 @@ impl CephBridge {
         }
         let (ops, ops_rx) = mpsc::unbounded_channel();
         let (faults, faults_rx) = watch::channel(Faults::default());
+        let (requests, requests_rx) = mpsc::unbounded_channel();
         let mut bridge = Bridge {
             api: pods,
             cluster,
@@ -150,15 +174,19 @@ impl CephBridge {
             busy: 0,
             faults: faults_rx,
             removed: BTreeSet::new(),
+            disks: BTreeMap::new(),
+            faulted: BTreeSet::new(),
+            failing_prepares: BTreeMap::new(),
         };
         for pod in initial {
             bridge.apply(pod);
         }
         bridge.reconcile();
-        let task = tokio::spawn(bridge.run(stream, ops_rx, shutdown_rx));
+        let task = tokio::spawn(bridge.run(stream, ops_rx, requests_rx, shutdown_rx));
         Ok(Self {
             log,
             faults,
+            requests,
             shutdown,
             task: Some(task),
         })
@@ -187,6 +215,21 @@ impl CephBridge {
     /// no pod and the node as `hostname`.
     pub fn like_reference_pods(&self) {
         self.faults.send_modify(Faults::run_like_reference_pods);
+    }
+
+    /// `key`'s disk fails: its daemon (once it neither starts nor stops) is killed and its
+    /// data wiped, its pods so far stay as they are without a daemon; the disk is blank until
+    /// a next pod prepares its `OSD_ID` on it (see the module docs). Returns at once: the
+    /// `DiskFailed` event says when it is done ([`Self::wait_for_event`]).
+    pub fn fail_disk(&self, key: &OsdKey) {
+        let _ = self.requests.send(Request::FailDisk(disk_of(key)));
+    }
+
+    /// The next prepare step on `key`'s disk fails (exit code 1), even with a valid `OSD_ID`:
+    /// `PrepareFailed` recorded, the pod ended `Failed`. Once per call; a later pod prepares
+    /// as usual.
+    pub fn fail_prepare(&self, key: &OsdKey) {
+        let _ = self.requests.send(Request::FailPrepare(disk_of(key)));
     }
 
     /// Every event so far.

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::table::Disk;
 use crate::ceph::Release;
 
 /// Who holds an OSD id: the pod whose daemon starts, runs or stops.
@@ -23,6 +24,8 @@ pub(super) enum Phase {
     Starting,
     Running,
     Stopping,
+    /// Killed, its disk wiped ([`super::CephBridge::fail_disk`]).
+    Failing,
 }
 
 /// Who holds each OSD id (one daemon per id), and the pods whose daemon ran and stopped.
@@ -71,6 +74,11 @@ impl Slots {
         self.held_by(uid).next().is_some()
     }
 
+    /// `id` is an OSD id of the table (free unless held already).
+    pub(super) fn add(&mut self, id: u32) {
+        self.holders.entry(id).or_insert(None);
+    }
+
     pub(super) fn hold(&mut self, id: u32, holder: Holder) {
         self.holders.insert(id, Some(holder));
     }
@@ -107,6 +115,20 @@ pub(super) enum Done {
         osd: u32,
         result: Result<(), String>,
         remove: bool,
+    },
+    /// `osd-wipe` of a failed disk.
+    Wiped {
+        disk: Disk,
+        osd: u32,
+        result: Result<(), String>,
+    },
+    /// `osd-prepare` of a blank disk's next pod.
+    Prepared {
+        disk: Disk,
+        uid: String,
+        pod: String,
+        osd: u32,
+        result: Result<(), String>,
     },
     Other,
 }

@@ -1,4 +1,5 @@
-//! What the bridge's loop keeps: the pods, the table, the daemons, the faults asked for.
+//! What the bridge's loop keeps: the pods, the table, the daemons, the faults asked for, the
+//! failed disks.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -8,10 +9,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use tokio::sync::{mpsc, watch};
 
+use super::disks::DiskState;
 use super::events::Log;
 use super::faults::Faults;
 use super::slots::{Done, Slots};
-use super::table::Table;
+use super::table::{Disk, Table};
 use crate::ceph::CephCluster;
 use crate::recording::ceph::CephState;
 
@@ -34,4 +36,11 @@ pub(super) struct Bridge {
     pub(super) faults: watch::Receiver<Faults>,
     /// Pods (uid) without a daemon the bridge deleted (grace 0) once terminating.
     pub(super) removed: BTreeSet<String>,
+    /// Disks failed ([`super::CephBridge::fail_disk`]) until their next pod prepared an id.
+    pub(super) disks: BTreeMap<Disk, DiskState>,
+    /// Pods (uid) left without a daemon by a disk's fault (their disk failed under them, or
+    /// their prepare step failed): deleted at once once terminating.
+    pub(super) faulted: BTreeSet<String>,
+    /// Prepares still to fail, by disk ([`super::CephBridge::fail_prepare`]).
+    pub(super) failing_prepares: BTreeMap<Disk, u32>,
 }

@@ -50,6 +50,19 @@ impl Table {
         self.osds.get(disk).copied()
     }
 
+    /// From now on `disk`'s OSD id is `id` (a blank disk prepared with that id).
+    pub(super) fn set_osd(&mut self, disk: &Disk, id: u32) {
+        self.osds.insert(disk.clone(), id);
+    }
+
+    /// The pods (uid) seen bound on `disk`.
+    pub(super) fn pods_on(&self, disk: &Disk) -> Vec<String> {
+        (self.pods.iter())
+            .filter(|(_, d)| d.as_ref() == Some(disk))
+            .map(|(uid, _)| uid.clone())
+            .collect()
+    }
+
     /// The OSD id of pod `uid`'s disk.
     pub(super) fn osd_of(&self, uid: &str) -> Option<u32> {
         self.disk(uid).and_then(|d| self.osd(d))

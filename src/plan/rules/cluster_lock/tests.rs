@@ -293,6 +293,7 @@ fn a_busy_cluster_halts_the_proposal_naming_the_holder() {
         untouched: false,
         returned: std::collections::BTreeSet::new(),
         crashed: None,
+        replacing: &std::collections::BTreeSet::new(),
         now: at(1000),
     });
     assert!(!out.deletions_allowed && out.step.is_none() && out.first.is_empty());

@@ -697,3 +697,66 @@ async fn a_raised_release_is_confirmed_by_osd_dump_and_said() {
     );
     assert!(!api.event_reasons().contains(&"Finalize".to_owned()));
 }
+
+/// Destroys osd.3 as planned at OSD map epoch 9, Ceph's `osd dump` at `epoch_now` before, and
+/// showing it destroyed after.
+async fn destroyed_at(
+    epoch_now: u64,
+) -> (
+    ScriptedApi,
+    crate::ceph::fake::ScriptedCeph,
+    Result<(), ExecuteError>,
+) {
+    let (api, client) = ScriptedApi::client(|_, _| (StatusCode::OK, ""));
+    let before = crate::ceph::OsdDump {
+        epoch: epoch_now,
+        ..dump(&[])
+    };
+    let mut after = before.clone();
+    for info in after.osds.values_mut().filter(|o| o.id == OsdId(3)) {
+        info.state.push("destroyed".to_owned());
+    }
+    let ceph = crate::ceph::fake::ScriptedCeph::default()
+        .on_osd_dump(Ok(before))
+        .on_osd_destroy(Ok(()))
+        .on_osd_dump(Ok(after));
+    let fixture = Fixture::new(&client, cr());
+    let executor = Executor {
+        ceph: Some(&ceph),
+        ..fixture.executor()
+    };
+    let result = executor
+        .apply_actions(
+            &[Action::DestroyOsd {
+                id: OsdId(3),
+                epoch: 9,
+            }],
+            &CephOsdStatus::default(),
+            &|_| {},
+        )
+        .await;
+    (api, ceph, result)
+}
+
+#[tokio::test]
+async fn a_destroy_is_made_only_at_the_epoch_its_safe_to_destroy_passed_at() {
+    use crate::ceph::fake::Call;
+    let (api, ceph, result) = destroyed_at(9).await;
+    result.expect("destroyed");
+    assert_eq!(
+        ceph.calls(),
+        [Call::OsdDump, Call::OsdDestroy(OsdId(3)), Call::OsdDump]
+    );
+    assert!(api.event_reasons().contains(&"DiskReplacement".to_owned()));
+    // The map moved on between the answer and the destroy: nothing destroyed, asked again.
+    let (_, ceph, result) = destroyed_at(10).await;
+    let error = result.expect_err("the epoch moved");
+    assert!(
+        error
+            .summary()
+            .contains("moved from epoch 9 (where safe-to-destroy passed) to 10"),
+        "{}",
+        error.summary()
+    );
+    assert_eq!(ceph.calls(), [Call::OsdDump]);
+}
