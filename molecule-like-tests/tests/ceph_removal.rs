@@ -21,7 +21,6 @@ use molecule_like_tests::journeys::gated::{Gated, GatedOptions};
 use molecule_like_tests::journeys::milestones::Milestones;
 use molecule_like_tests::journeys::scenario::{hold, ROLLOUT};
 use molecule_like_tests::kubernetes::manifests::{storage, CR};
-use molecule_like_tests::kubernetes::operator::OperatorOptions;
 use molecule_like_tests::recording::ceph::{CephRecording, Observed};
 use serde_json::json;
 
@@ -349,19 +348,7 @@ async fn new_leader_keeps_the_drain(
 ) -> anyhow::Result<()> {
     let looks = |log: &str| log.matches("osd safe-to-destroy").count();
     let before = looks(&g.s.operator_log());
-    g.s.stop_operator();
-    let args = g.operator_args.clone();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    // As `Gated` starts it: each `ceph` call in its log.
-    let log_filter = format!(
-        "{},ceph_osd_operator::ceph::cli=debug",
-        molecule_like_tests::kubernetes::operator::operator_log_filter()
-    );
-    g.s.start_operator_with_env(
-        &OperatorOptions::default(),
-        &args,
-        &[("RUST_LOG", &log_filter)],
-    )?;
+    g.restart_operator()?;
     g.s.wait_until(
         "the new leader looks at the drain",
         Duration::from_mins(1),

@@ -52,6 +52,25 @@ pub fn map_osd_ids(
     mapped
 }
 
+/// The one OSD whose daemon, now down, last reported `k`'s pod (namespace, name and node),
+/// when no up daemon reports it: the id of a disk that failed under a pod still standing (a
+/// disk replacement learns it so). None when none or several did.
+pub fn reported_by_down_daemon(
+    k: &KeyToMap,
+    metadata: &BTreeMap<OsdId, OsdMetadata>,
+    dump: &OsdDump,
+) -> Option<OsdId> {
+    let pod = k.pod.as_ref()?;
+    let reporting: Vec<OsdId> = (metadata.values())
+        .filter(|m| reported_pod(m).as_ref() == Some(pod))
+        .map(|m| m.id)
+        .collect();
+    match reporting.as_slice() {
+        [id] if dump.osds.contains_key(id) && !is_up(dump, *id) => Some(*id),
+        _ => None,
+    }
+}
+
 /// The pod a daemon reported, when it reported all three of namespace, name and node.
 fn reported_pod(m: &OsdMetadata) -> Option<PodRef> {
     Some(PodRef {

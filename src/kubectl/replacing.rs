@@ -13,6 +13,7 @@ use crate::crd::CephOsd;
 use crate::kubectl::cluster::Cluster;
 use crate::kubectl::failed::Failed;
 use crate::labels;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use serde_json::json;
@@ -55,7 +56,10 @@ pub(crate) async fn replace(
         return Ok(());
     };
     if dry_run {
-        print!("{}", dry_run_text(name, cr, &key, verb, ceph).await?);
+        print!(
+            "{}",
+            dry_run_text(name, cr, &snapshot.pods, &key, verb, ceph).await?
+        );
         return Ok(());
     }
     let value = replace_annotation(&next);
@@ -132,7 +136,6 @@ fn next_requests(
                     "{key} is not in the spec of cephosd {name}"
                 )));
             }
-            id_of(cr, key)?;
             if let Some(busy) = (cr.status.iter())
                 .flat_map(|s| &s.replacements)
                 .find(|r| r.key != key.to_string() && !r.phase.is_over())
@@ -237,11 +240,26 @@ fn done_text(name: &str, key: &OsdKey, verb: ReplaceVerb, id: Option<u32>) -> St
 async fn dry_run_text(
     name: &str,
     cr: &CephOsd,
+    pods: &[Pod],
     key: &OsdKey,
     verb: ReplaceVerb,
     ceph: &CephAccess,
 ) -> Result<String, Failed> {
-    let id = id_of(cr, key)?;
+    let known = id_of(cr, key);
+    let client = ceph.conf.as_ref().map(|conf| {
+        CliClient::new(CliSettings {
+            conf: Some(conf.clone()),
+            keyring: ceph.keyring.clone(),
+            user: ceph.id.clone().map(CephUser::Id),
+            keep_connected: false,
+            ..CliSettings::default()
+        })
+    });
+    let id = match (known, &client) {
+        (Ok(id), _) => id,
+        (Err(_), Some(client)) => id_in_metadata(client, pods, key).await?,
+        (Err(unknown), None) => return Err(unknown),
+    };
     let mut text = format!(
         "cephosd {name}: would {} the disk of osd.{id}\n  host:   {}\n  device: {}\n",
         match verb {
@@ -259,20 +277,13 @@ async fn dry_run_text(
         "  phases: Draining (out, data moves) → Destroying (id kept) → AwaitingDisk (swap it) → \
          Preparing (OSD_ID) → Backfilling → Done\n",
     );
-    let Some(conf) = &ceph.conf else {
+    let Some(client) = client else {
         text.push_str(
             "  moves:  not asked (give --ceph-conf, and --ceph-id/--ceph-keyring of a key \
              allowed `osd df` and `status`)\n",
         );
         return Ok(text);
     };
-    let client = CliClient::new(CliSettings {
-        conf: Some(conf.clone()),
-        keyring: ceph.keyring.clone(),
-        user: ceph.id.clone().map(CephUser::Id),
-        keep_connected: false,
-        ..CliSettings::default()
-    });
     let usage =
         (client.osd_df().await).map_err(|e| Failed::not_reached(format!("ceph osd df: {e}")))?;
     let Some(osd) = usage.get(&OsdId(id)) else {
@@ -290,6 +301,30 @@ async fn dry_run_text(
     ));
     text.push_str(&format!("  time:   {}\n", eta_text(osd.bytes_used, rate)));
     Ok(text)
+}
+
+/// The id of the OSD whose daemon reports `key`'s pod in Ceph's metadata.
+async fn id_in_metadata(client: &CliClient, pods: &[Pod], key: &OsdKey) -> Result<u32, Failed> {
+    let pod = (pods.iter())
+        .find(|p| {
+            let a = p.annotations();
+            a.get(labels::HOST) == Some(&key.host) && a.get(labels::DATA) == Some(&key.data)
+        })
+        .ok_or_else(|| Failed::usage(format!("{key}: no pod runs it, and the status has no id")))?;
+    let metadata = (client.osd_metadata().await)
+        .map_err(|e| Failed::not_reached(format!("ceph osd metadata: {e}")))?;
+    (metadata.values())
+        .find(|m| {
+            m.pod_name.as_deref() == Some(&pod.name_any())
+                && m.pod_namespace.as_deref() == pod.namespace().as_deref()
+        })
+        .map(|m| m.id.0)
+        .ok_or_else(|| {
+            Failed::usage(format!(
+                "{key}: no OSD daemon reports its pod {} in `ceph osd metadata`",
+                pod.name_any()
+            ))
+        })
 }
 
 /// `1.5 KiB`: one decimal, in the largest unit that keeps the number at least 1.

@@ -81,6 +81,9 @@ pub struct Plan {
     pub starting: Vec<String>,
     /// Seconds each update domain that finished in this plan took.
     pub finished_domain_seconds: Vec<i64>,
+    /// A disk replacement waits for its OSD's id: the runtime learns the ids from Ceph and
+    /// plans again.
+    pub wants_osd_ids: bool,
     /// How the CephOSD is being deleted, if it is.
     pub(crate) deletion: Option<Deletion>,
     /// The operator's finalizer to add or remove, after the actions went through.
@@ -210,6 +213,7 @@ pub fn plan_expanded(
         held,
         starting: budgeted.starting,
         finished_domain_seconds: report.finished_domain_seconds,
+        wants_osd_ids: replaced.wants_osd_ids && observed.ceph.learned_ids.is_none(),
         deletion: seen.deletion,
         finalizer: report.finalizer,
     }

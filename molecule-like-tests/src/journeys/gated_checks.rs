@@ -17,6 +17,22 @@ use crate::kubernetes::pods::{names_by_key, rollout_order};
 use crate::recording::ceph::CephState;
 
 impl Gated {
+    /// Kills the operator (SIGKILL: no graceful shutdown) and starts it again as `Gated` does,
+    /// each `ceph` call in its log.
+    pub fn restart_operator(&mut self) -> anyhow::Result<()> {
+        self.s.stop_operator();
+        let args: Vec<&str> = self.operator_args.iter().map(String::as_str).collect();
+        let log_filter = format!(
+            "{},ceph_osd_operator::ceph::cli=debug",
+            crate::kubernetes::operator::operator_log_filter()
+        );
+        self.s.start_operator_with_env(
+            &crate::kubernetes::operator::OperatorOptions::default(),
+            &args,
+            &[("RUST_LOG", &log_filter)],
+        )
+    }
+
     /// Holds for `duration` that every converged pod still stands (none deleted, none
     /// replaced); `while_what` says what should hold the rollout still.
     pub async fn converged_pods_stand(

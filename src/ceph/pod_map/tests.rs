@@ -307,3 +307,44 @@ fn ids_are_kept_even_when_absent_from_the_osdmap() {
         KeyIds::Known { .. }
     ));
 }
+
+#[test]
+fn a_down_daemon_that_last_reported_the_pod_names_its_id_only_alone_and_down() {
+    let p = pod("osd-a-sdb-x", "a");
+    let k = key("a:/dev/sdb", Some(p.clone()));
+    let other = pod("osd-b-sdb-y", "b");
+    assert_eq!(
+        reported_by_down_daemon(
+            &k,
+            &reports(&[(3, &p), (4, &other)]),
+            &dump(&[(3, false), (4, true)])
+        ),
+        Some(OsdId(3))
+    );
+    // Up: the mapping's own business; two daemons named the pod: no telling which.
+    assert_eq!(
+        reported_by_down_daemon(&k, &reports(&[(3, &p)]), &dump(&[(3, true)])),
+        None
+    );
+    assert_eq!(
+        reported_by_down_daemon(
+            &k,
+            &reports(&[(3, &p), (5, &p)]),
+            &dump(&[(3, false), (5, false)])
+        ),
+        None
+    );
+    // Gone from the OSD map, or no pod to look for.
+    assert_eq!(
+        reported_by_down_daemon(&k, &reports(&[(3, &p)]), &dump(&[])),
+        None
+    );
+    assert_eq!(
+        reported_by_down_daemon(
+            &key("a:/dev/sdb", None),
+            &reports(&[(3, &p)]),
+            &dump(&[(3, false)])
+        ),
+        None
+    );
+}

@@ -161,11 +161,14 @@ pub struct CephView {
     pub release_look: Option<Result<ReleaseLook, String>>,
     /// Ceph's crash reports not archived yet, read while a rollout is under way.
     pub crashes: Option<Vec<CrashReport>>,
-    /// Ceph's PG states of this reconcile, when read.
+    /// Ceph's PG states of this reconcile, when read and not trailing a placement change.
     pub pgs: Option<crate::ceph::PgStates>,
     /// `safe-to-destroy` of the OSDs a disk replacement destroys next, asked in this
     /// reconcile after the OSD map was read.
     pub destroy_look: Option<crate::ceph::DestroyLook>,
+    /// Ids learnt from Ceph's metadata for every key the operator runs, asked outside a
+    /// question (a disk replacement of a key whose id was never learnt).
+    pub learned_ids: Option<BTreeMap<OsdKey, BTreeSet<OsdId>>>,
 }
 
 impl Default for CephView {
@@ -185,6 +188,7 @@ impl Default for CephView {
             crashes: None,
             pgs: None,
             destroy_look: None,
+            learned_ids: None,
         }
     }
 }

@@ -58,14 +58,18 @@ pub(in crate::plan) fn replacing(
         } => Some("spec.cephGate is Skipped"),
         _ => None,
     };
-    let empty = BTreeMap::new();
     let status = cr.status.as_ref();
+    // The ids the status keeps, and those learnt for this plan.
+    let mut known_ids = status.map(|s| s.osd_ids.clone()).unwrap_or_default();
+    for (key, ids) in observed.ceph.learned_ids.iter().flatten() {
+        known_ids.insert(key.to_string(), ids.iter().map(|id| id.0).collect());
+    }
     let mut outcome = replacements(&ReplaceInput {
         previous,
         requests: &requests,
         spec_keys: &spec_keys,
         blocked: &expanded.desired.blocked,
-        known_ids: status.map_or(&empty, |s| &s.osd_ids),
+        known_ids: &known_ids,
         pods: &pods,
         gate_off,
         osds: observed.ceph.osds.as_ref(),

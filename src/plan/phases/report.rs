@@ -394,13 +394,18 @@ fn osds_out(status: &mut CephOsdStatus, seen: &Seen<'_>, said: &CephSaid<'_>) {
 /// The OSD ids of each key as the status keeps them: those recorded, updated with what Ceph
 /// told, for the keys still listed or run.
 fn known_osd_ids(seen: &Seen<'_>, ceph: &CephView) -> BTreeMap<String, Vec<u32>> {
-    let learned = match &ceph.input {
+    let mut learned = match &ceph.input {
         CephInput::Answered(answer) => answer.learned.clone(),
         _ => BTreeMap::new(),
     };
+    for (key, ids) in ceph.learned_ids.iter().flatten() {
+        learned.entry(key.clone()).or_insert_with(|| ids.clone());
+    }
+    // A key withheld for its disk's replacement keeps its id.
     let kept: BTreeSet<String> = (seen.desired.osds.keys())
         .chain(seen.pods.iter().filter_map(|p| p.key.as_ref()))
         .map(ToString::to_string)
+        .chain(seen.replacing.iter().cloned())
         .collect();
     osd_ids(&seen.previous.osd_ids, &learned, &kept)
 }

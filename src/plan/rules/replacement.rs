@@ -82,6 +82,8 @@ pub(crate) struct ReplaceOutcome {
     pub requeue_after: Option<SignedDuration>,
     /// Entries of the annotation that cannot be read, each named.
     pub unreadable: Vec<String>,
+    /// A request waits for its key's OSD id: the runtime learns the ids from Ceph's metadata.
+    pub wants_osd_ids: bool,
 }
 
 /// The replacements after this plan (see the module docs).
@@ -125,6 +127,8 @@ pub(crate) fn replacements(input: &ReplaceInput<'_>) -> ReplaceOutcome {
         .map(|r| r.key.clone());
     for request in input.requests {
         let key = request.key.to_string();
+        let known = input.known_ids.get(&key).is_some_and(|ids| !ids.is_empty());
+        out.wants_osd_ids |= !known && input.gate_off.is_none();
         let previous = input.previous.iter().find(|r| r.key == key);
         let record = match previous {
             Some(r) if r.phase != ReplacementPhase::Refused => r.clone(),

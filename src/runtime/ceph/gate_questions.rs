@@ -3,8 +3,9 @@
 //! failure to ask becomes a `Wait` (fail closed): no pod goes down on no answer.
 
 use crate::ceph::{
-    gather_facts, gather_step_facts, map_osd_ids, CephClient, CephError, CephFacts, DaemonReleases,
-    KeyToMap, OsdDump, OsdId, OsdMetadata, OtherCephOsds, PgsOnOsds, PodRef, Release,
+    gather_facts, gather_step_facts, map_osd_ids, reported_by_down_daemon, CephClient, CephError,
+    CephFacts, DaemonReleases, KeyIds, KeyToMap, OsdDump, OsdId, OsdMetadata, OtherCephOsds,
+    PgsOnOsds, PodRef, Release,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephOsd, CephStep};
@@ -115,7 +116,10 @@ pub(crate) async fn first_view(
     let crashes = look_at_crashes(ceph, memory, cr, CrashRead::Recent, mgr_available).await;
     let osd_map = fresh.as_ref().ok().map(|facts| &facts.osds);
     let destroy_look = look_before_destroy(ceph, cr, osd_map).await;
-    let pgs = fresh.as_ref().ok().and_then(|facts| facts.pgs.clone());
+    // PG states that may still trail a placement change (an OSD just marked in) are not read.
+    let pgs = (fresh.as_ref().ok())
+        .filter(|facts| facts.pgs_trail_placement.is_none())
+        .and_then(|facts| facts.pgs.clone());
     let view = CephView {
         input: CephInput::NotAsked,
         step,
@@ -129,6 +133,7 @@ pub(crate) async fn first_view(
         crashes,
         pgs,
         destroy_look,
+        learned_ids: None,
     };
     (view, looked)
 }
@@ -515,6 +520,49 @@ pub(crate) async fn answer(
             }
         }
     }
+}
+
+/// The ids Ceph's `osd metadata` shows for each key the operator runs (as a question maps
+/// them, asking nothing else): for a disk replacement whose key's id was never learnt (no
+/// rollout step asked Ceph since). Empty when Ceph does not answer.
+pub(crate) async fn ids_in_metadata(
+    ceph: &dyn CephClient,
+    asked: &Question<'_>,
+) -> BTreeMap<OsdKey, BTreeSet<OsdId>> {
+    let keys = keys_to_map(asked.cr, asked.observed, asked.pods, &[]);
+    let Ok((dump, metadata)) =
+        futures::future::try_join(ceph.osd_dump(), ceph.osd_metadata()).await
+    else {
+        return BTreeMap::new();
+    };
+    let runs: BTreeMap<String, &OsdKey> = (asked.observed.iter())
+        .filter_map(|p| p.key.as_ref())
+        .map(|k| (k.to_string(), k))
+        .collect();
+    let mapped = map_osd_ids(&keys, &metadata, &dump, asked.others);
+    let mut learned: BTreeMap<OsdKey, BTreeSet<OsdId>> = BTreeMap::new();
+    for m in mapped {
+        let (Some(key), Some(k)) = (runs.get(&m.key), keys.iter().find(|k| k.key == m.key)) else {
+            continue;
+        };
+        let ids = match m.ids {
+            KeyIds::Known { ids, source } if source.learnt() => ids,
+            // A failed disk: its daemon is down, and was the last to report the pod.
+            KeyIds::Unknown(_) => match reported_by_down_daemon(k, &metadata, &dump) {
+                Some(id) => BTreeSet::from([id]),
+                None => continue,
+            },
+            KeyIds::Known { .. } => continue,
+        };
+        learned.insert((*key).clone(), ids);
+    }
+    // An id two keys came to is neither's.
+    let mut seen: BTreeMap<OsdId, usize> = BTreeMap::new();
+    for id in learned.values().flatten() {
+        *seen.entry(*id).or_default() += 1;
+    }
+    learned.retain(|_, ids| ids.iter().all(|id| seen[id] == 1));
+    learned
 }
 
 /// The metric label of a decision: `Proceed`, or its first blocker's category.

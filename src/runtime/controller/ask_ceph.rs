@@ -3,20 +3,22 @@
 //! its objects read again (a cache may be seconds behind, and a domain it shows available be
 //! down), and from Ceph's answer, asked meanwhile.
 
-use crate::ceph::CephFacts;
+use crate::ceph::{CephFacts, OsdId};
+use crate::crd::osd::OsdKey;
 use crate::crd::CephOsd;
 use crate::plan::gate::{CephInput, CephView, GateAnswer, GateDecision};
 use crate::plan::rules::cluster_lock::LockState;
 use crate::plan::Plan;
 use crate::runtime::ceph::cluster_lock::answer_holding_the_lock;
 use crate::runtime::ceph::crash_look::{look_at_crashes, CrashRead};
-use crate::runtime::ceph::gate_questions::{decision_label, Question};
+use crate::runtime::ceph::gate_questions::{decision_label, ids_in_metadata, Question};
 use crate::runtime::ceph::placement::PlacementClock;
 use crate::runtime::controller::context::Context;
 use crate::runtime::controller::plan_inputs::PlanInputs;
 use crate::runtime::controller::reconcile_error::ReconcileError;
 use crate::runtime::observe::other_cephosds::other_cephosds;
 use crate::runtime::observe::owned_objects::Observation;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::ops::ControlFlow;
 use tracing::{info, warn};
@@ -137,6 +139,30 @@ fn answering(
             None => None,
         }
     }
+}
+
+/// The ids of the keys `cr` runs as Ceph's metadata shows them, when `plan` wants them (a
+/// disk replacement of a key whose id was never learnt) and Ceph is configured.
+pub(super) async fn learn_ids(
+    ctx: &Context,
+    cr: &CephOsd,
+    observation: &Observation,
+    plan: &Plan,
+) -> Option<BTreeMap<OsdKey, BTreeSet<OsdId>>> {
+    let ceph = ctx.ceph.as_deref().filter(|_| plan.wants_osd_ids)?;
+    let others = other_cephosds(cr, &ctx.crs.state(), &ctx.memory);
+    let asked = Question {
+        cr,
+        observed: &plan.pods,
+        pods: &observation.pods,
+        subjects: &[],
+        others: &others,
+        image_release: None,
+        placement: None,
+    };
+    let learned = ids_in_metadata(ceph, &asked).await;
+    info!(cephosd = %cr.object_key(), keys = learned.len(), "learnt the OSD ids of a disk replacement from Ceph's metadata");
+    Some(learned)
 }
 
 /// The view of Ceph with its answer, when one was asked.

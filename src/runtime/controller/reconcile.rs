@@ -9,7 +9,7 @@ use crate::runtime::ceph::gate_questions::first_view;
 use crate::runtime::ceph::out_look::out_changed_in_ceph;
 use crate::runtime::controller::admit::admit;
 use crate::runtime::controller::ask_ceph::{
-    ask_ceph_and_read_again, keep_step_lock, with_answer, Asked,
+    ask_ceph_and_read_again, keep_step_lock, learn_ids, with_answer, Asked,
 };
 use crate::runtime::controller::carry_out::{carry_out, changes, finish};
 use crate::runtime::controller::context::{in_scope, Context};
@@ -79,6 +79,11 @@ pub(super) async fn reconcile(
     let (mut view, looked) = first_view(ceph, &ctx.memory, &inputs.cr, &ctx.settings.gate).await;
     view.lock_lost = lock_lost;
     let mut plan = inputs.plan(&observation, &view);
+    // A disk replacement of a key whose id was never learnt: learnt, then planned again.
+    if let Some(learned) = learn_ids(&ctx, &inputs.cr, &observation, &plan).await {
+        view.learned_ids = Some(learned);
+        plan = inputs.plan(&observation, &view);
+    }
     // Ask Ceph, reading again.
     let asked = ask_ceph_and_read_again(&ctx, &mut inputs, &mut observation, &plan, looked);
     let Asked {

@@ -126,9 +126,16 @@ struct WatchedStatus {
     conditions: Option<Vec<PodCondition>>,
     #[serde(default, rename = "containerStatuses")]
     container_statuses: Option<Vec<WatchedContainerStatus>>,
+    #[serde(default, rename = "initContainerStatuses")]
+    init_container_statuses: Option<Vec<WatchedContainerStatus>>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
 }
 
-/// A container's name, image and state (kept for pre-pull pods only).
+/// A container's name, image and states (kept for pre-pull pods, and for OSD pods that
+/// prepare a new disk: whether their prepare failed).
 #[derive(Clone, Debug, Deserialize)]
 struct WatchedContainerStatus {
     name: String,
@@ -136,6 +143,20 @@ struct WatchedContainerStatus {
     image: String,
     #[serde(default)]
     state: Option<ContainerState>,
+    #[serde(default, rename = "lastState")]
+    last_state: Option<ContainerState>,
+}
+
+impl WatchedContainerStatus {
+    fn into_status(self) -> ContainerStatus {
+        ContainerStatus {
+            name: self.name,
+            image: self.image,
+            state: self.state,
+            last_state: self.last_state,
+            ..ContainerStatus::default()
+        }
+    }
 }
 
 /// Every field of `ObjectMeta` but `managedFields` (which serde then skips unread).
@@ -199,21 +220,25 @@ where
 impl WatchedPod {
     /// The pod the cache keeps: metadata, phase, and of the conditions only Ready (True) and
     /// PodScheduled (False), without probe times; an OSD pod's data device (as its first
-    /// container's env); a pre-pull pod's containers (names and images) and their states.
+    /// container's env); a pre-pull pod's containers (names and images) and their states; an
+    /// OSD pod that prepares a new disk: its containers' states, its reason and message.
     pub(crate) fn into_pod(self) -> Pod {
         let pre_pull = (self.metadata.labels.as_ref())
             .is_some_and(|l| l.get(crate::labels::PRE_PULL).is_some_and(|v| v == "true"));
-        let status = self.status.map(|status| PodStatus {
-            container_statuses: status.container_statuses.filter(|_| pre_pull).map(|all| {
-                (all.into_iter())
-                    .map(|c| ContainerStatus {
-                        name: c.name,
-                        image: c.image,
-                        state: c.state,
-                        ..ContainerStatus::default()
-                    })
+        let prepares = (self.metadata.annotations.as_ref())
+            .is_some_and(|a| a.contains_key(crate::labels::PREPARE_OSD_ID));
+        let states = |all: Option<Vec<WatchedContainerStatus>>| {
+            all.map(|all| {
+                all.into_iter()
+                    .map(WatchedContainerStatus::into_status)
                     .collect()
-            }),
+            })
+        };
+        let status = self.status.map(|status| PodStatus {
+            container_statuses: states(status.container_statuses.filter(|_| pre_pull || prepares)),
+            init_container_statuses: states(status.init_container_statuses.filter(|_| prepares)),
+            reason: status.reason.filter(|_| prepares),
+            message: status.message.filter(|_| prepares),
             phase: status.phase,
             conditions: status.conditions.map(|conditions| {
                 conditions

@@ -115,7 +115,8 @@ pub(super) fn failed_prepare_status(pod: &Pod, reason: &str, now: &Time) -> Valu
         .collect();
     json!({
         "metadata": {"uid": pod.uid()},
-        "status": {"phase": "Failed", "conditions": conditions, "containerStatuses": statuses},
+        "status": {"phase": "Failed", "reason": "Error", "message": reason,
+            "conditions": conditions, "containerStatuses": statuses},
     })
 }
 

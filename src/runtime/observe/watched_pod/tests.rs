@@ -230,3 +230,35 @@ fn an_osd_pod_keeps_only_its_data_device_of_its_containers() {
     let env = containers[0].env.as_ref().expect("env");
     assert_eq!(env[0].value.as_deref(), Some("/dev/sdb"));
 }
+
+#[test]
+fn a_pod_that_prepares_a_new_disk_keeps_why_its_prepare_failed_another_does_not() {
+    let pod = |annotations: serde_json::Value| {
+        decoded(&json!({
+            "metadata": {"name": "osd-a-sdb-x", "annotations": annotations},
+            "spec": {"containers": [{"name": "osd", "image": "ceph:v1"}]},
+            "status": {
+                "phase": "Running",
+                "reason": "Error",
+                "message": "ceph-volume failed",
+                "initContainerStatuses": [{"name": "prepare", "image": "ceph:v1", "imageID": "",
+                    "ready": false, "restartCount": 1,
+                    "lastState": {"terminated": {"exitCode": 1, "message": "id 3 not destroyed"}}}],
+                "containerStatuses": [{"name": "osd", "image": "ceph:v1", "imageID": "",
+                    "ready": false, "restartCount": 0,
+                    "state": {"waiting": {"reason": "PodInitializing"}}}],
+            },
+        }))
+        .1
+    };
+    let preparing = pod(json!({"ceph.elemental.net/prepare-osd-id": "3"}));
+    assert_eq!(
+        crate::pod::pod_status::failure(&preparing).as_deref(),
+        Some("container prepare exited with code 1: id 3 not destroyed")
+    );
+    let status = preparing.status.expect("status");
+    assert_eq!(status.message.as_deref(), Some("ceph-volume failed"));
+    let running = pod(json!({})).status.expect("status");
+    assert!(running.init_container_statuses.is_none() && running.container_statuses.is_none());
+    assert!(running.message.is_none() && running.reason.is_none());
+}
