@@ -32,6 +32,12 @@ pub struct Replacement {
     /// PGs still to move (degraded, misplaced or backfilling), when Ceph said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pgs_remaining: Option<u64>,
+    /// The most PGs to move seen in this phase (what the ETA measures progress against).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgs_at_most: Option<u64>,
+    /// When the data of this phase should be moved, at the pace since the phase began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta: Option<Time>,
     /// The admin's confirmation of the new disk acted on (the annotation's `swapped…` value): a
     /// prepare that failed is retried only for another one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

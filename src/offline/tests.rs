@@ -524,6 +524,8 @@ fn each_replacement_is_shown_with_its_phase_how_long_and_what_it_waits_for() {
         since: Time(at(660)),
         message: "data moves back: 3 PGs active+remapped+backfilling".into(),
         pgs_remaining: Some(3),
+        pgs_at_most: None,
+        eta: None,
         disk_swapped: Some("swapped".into()),
     }];
     let text = status_text(&view, &TextOptions::default());

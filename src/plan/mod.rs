@@ -138,6 +138,7 @@ pub fn plan_expanded(
     let mut seen = Seen::new(cr, expanded, observed, now);
     seen.prepare_ids.clone_from(&replaced.preparing);
     seen.replacing = replaced.withheld.iter().map(ToString::to_string).collect();
+    seen.replacement_hold.clone_from(&replaced.holds_rollout);
     let (mut decided, mut proposed) = decide(&seen, suffixes);
     let continuing = &decided.previous_update;
     let rollout = &mut decided.rollout;

@@ -36,6 +36,8 @@ fn record(key: &str, phase: ReplacementPhase, swapped: Option<&str>) -> Replacem
         since: Time(Timestamp::UNIX_EPOCH),
         message: String::new(),
         pgs_remaining: None,
+        pgs_at_most: None,
+        eta: None,
         disk_swapped: swapped.map(str::to_owned),
     }
 }

@@ -67,9 +67,13 @@ pub(in crate::plan) fn decide<'s>(
     let (mut limits, limit_problems) = seen.limits(&previous_update);
     // Failure domains that cannot be told hold every step, before the budget does.
     let membership_halt = seen.buckets.as_ref().and_then(HostBuckets::halt);
-    limits.start_blocked = membership_halt.as_deref().or(budget_blocks.as_deref());
+    // A disk replacement destroying its id or preparing its new disk holds every step too.
+    let replacing = seen.replacement_hold.as_deref();
+    limits.start_blocked = (membership_halt.as_deref())
+        .or(replacing)
+        .or(budget_blocks.as_deref());
     let (mut rollout, step) = rollout(seen, &current, &removals, &created.missing, &limits);
-    rollout.waits_for_budget &= membership_halt.is_none();
+    rollout.waits_for_budget &= membership_halt.is_none() && replacing.is_none();
     // A pod is replaced only once its successor can be built.
     let unbuildable = created
         .unbuildable

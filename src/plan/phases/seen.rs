@@ -114,6 +114,8 @@ pub(in crate::plan) struct Seen<'a> {
     pub(in crate::plan) prepare_ids: BTreeMap<OsdKey, u32>,
     /// The keys withheld from the spec for a disk replacement (`host:data`).
     pub(in crate::plan) replacing: BTreeSet<String>,
+    /// Why no rollout step starts while a disk replacement destroys or prepares.
+    pub(in crate::plan) replacement_hold: Option<String>,
 }
 
 impl<'a> Seen<'a> {
@@ -190,6 +192,7 @@ impl<'a> Seen<'a> {
             pre_pull,
             prepare_ids: BTreeMap::new(),
             replacing: BTreeSet::new(),
+            replacement_hold: None,
         }
     }
 

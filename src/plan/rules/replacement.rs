@@ -84,6 +84,8 @@ pub(crate) struct ReplaceOutcome {
     pub unreadable: Vec<String>,
     /// A request waits for its key's OSD id: the runtime learns the ids from Ceph's metadata.
     pub wants_osd_ids: bool,
+    /// Why no rollout step starts: a replacement destroys its id or prepares its new disk.
+    pub holds_rollout: Option<String>,
 }
 
 /// The replacements after this plan (see the module docs).
@@ -164,6 +166,20 @@ pub(crate) fn replacements(input: &ReplaceInput<'_>) -> ReplaceOutcome {
         .filter(|r| !r.phase.is_over())
         .map(|r| format!("osd.{} ({}) {}: {}", r.id, r.key, r.phase, r.message))
         .collect();
+    out.holds_rollout = (out.records.iter())
+        .find(|r| {
+            matches!(
+                r.phase,
+                ReplacementPhase::Destroying | ReplacementPhase::Preparing
+            )
+        })
+        .map(|r| {
+            format!(
+                "the disk replacement of osd.{} ({}) is {}: no rollout step starts until its new \
+                 daemon is up",
+                r.id, r.key, r.phase
+            )
+        });
     if !under_way.is_empty() {
         out.under_way = Some(format!("replacing the disk of {}", under_way.join("; ")));
         out.requeue_after = Some(REPLACEMENT_LOOKS);
@@ -297,6 +313,8 @@ fn start(
         since: Time(input.now),
         message,
         pgs_remaining: None,
+        pgs_at_most: None,
+        eta: None,
         disk_swapped: None,
     })
 }
@@ -312,6 +330,8 @@ fn refused(previous: Option<&Replacement>, key: &str, why: String, now: Timestam
         since: started,
         message: why,
         pgs_remaining: None,
+        pgs_at_most: None,
+        eta: None,
         disk_swapped: None,
     }
 }
@@ -332,6 +352,7 @@ impl Look<'_> {
     fn to(&self, record: &mut Replacement, phase: ReplacementPhase, message: String) {
         if record.phase != phase {
             record.since = Time(self.input.now);
+            (record.pgs_at_most, record.eta) = (None, None);
         }
         record.phase = phase;
         record.message = message;
@@ -395,7 +416,7 @@ fn draining(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Action>
     if look.destroyed {
         look.to(record, ReplacementPhase::AwaitingDisk, awaiting(id));
     } else if !look.pods.any && !osd.is_in && !stepping {
-        let message = destroying(look.input, id, osd.up, actions);
+        let message = destroying(look, &record.key, actions);
         look.to(record, ReplacementPhase::Destroying, message);
     } else {
         let message = if osd.up {
@@ -404,7 +425,7 @@ fn draining(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Action>
             "down and marked out: its pod stops once Ceph has recovered its PGs elsewhere"
         };
         says(record, message.to_owned());
-        record.pgs_remaining = remaining(look.input.pgs);
+        moving(record, remaining(look.input.pgs), look.input.now);
     }
 }
 
@@ -416,7 +437,7 @@ fn destroying_phase(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec
     if look.destroyed {
         look.to(record, ReplacementPhase::AwaitingDisk, awaiting(look.id));
     } else {
-        let message = destroying(look.input, look.id, look.osd.up, actions);
+        let message = destroying(look, &record.key, actions);
         says(record, message);
     }
 }
@@ -453,7 +474,7 @@ fn preparing(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Action
         }
         let message = format!("osd.{} is up on the new disk: data moves back", id.0);
         look.to(record, ReplacementPhase::Backfilling, message);
-        record.pgs_remaining = remaining(look.input.pgs);
+        moving(record, remaining(look.input.pgs), look.input.now);
     } else {
         says(
             record,
@@ -471,7 +492,7 @@ fn backfilling(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Acti
     if osd.up && !osd.is_in {
         actions.push(Action::MarkIn { ids: vec![id] });
     }
-    record.pgs_remaining = remaining(look.input.pgs);
+    moving(record, remaining(look.input.pgs), look.input.now);
     match look.input.pgs {
         Some(pgs) if pgs.ready && pgs.all_clean() && osd.up && osd.is_in => {
             record.pgs_remaining = Some(0);
@@ -487,17 +508,24 @@ fn backfilling(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Acti
 }
 
 /// The destroy of `id` if this plan's `safe-to-destroy` allows it, and what the phase says.
-fn destroying(input: &ReplaceInput<'_>, id: OsdId, up: bool, actions: &mut Vec<Action>) -> String {
-    if up {
+fn destroying(look: &Look<'_>, key: &str, actions: &mut Vec<Action>) -> String {
+    let (input, id) = (look.input, look.id);
+    if look.osd.up {
         return format!(
             "osd.{} is still up: destroyed once its daemon is down",
             id.0
         );
     }
-    let Some(look) = input.destroy_look else {
+    if look.pods.any {
+        return format!(
+            "a pod of {key} is still there: osd.{} is destroyed once it is gone",
+            id.0
+        );
+    }
+    let Some(asked) = input.destroy_look else {
         return format!("asking Ceph whether osd.{} is safe to destroy", id.0);
     };
-    match &look.answer {
+    match &asked.answer {
         Err(why) => format!(
             "Ceph did not say whether osd.{} is safe to destroy: {why}",
             id.0
@@ -505,12 +533,12 @@ fn destroying(input: &ReplaceInput<'_>, id: OsdId, up: bool, actions: &mut Vec<A
         Ok(answer) if answer.safe_to_destroy.contains(&id) => {
             actions.push(Action::DestroyOsd {
                 id,
-                epoch: look.epoch,
+                epoch: asked.epoch,
             });
             format!(
                 "safe to destroy at OSD map epoch {}: destroying osd.{} (its id, CRUSH place and \
                  weight stay)",
-                look.epoch, id.0
+                asked.epoch, id.0
             )
         }
         Ok(_) => format!(
@@ -526,6 +554,24 @@ fn awaiting(id: OsdId) -> String {
          --disk-swapped`)",
         id.0
     )
+}
+
+/// `record` with `left` PGs to move at `now`: the most seen in its phase, and when the rest
+/// should be moved at the pace since then (None before any progress, or with nothing left).
+fn moving(record: &mut Replacement, left: Option<u64>, now: Timestamp) {
+    record.pgs_remaining = left;
+    let Some(left) = left else {
+        return;
+    };
+    let most = record.pgs_at_most.map_or(left, |m| m.max(left));
+    record.pgs_at_most = Some(most);
+    let moved = most - left;
+    let elapsed = u64::try_from(now.duration_since(record.since.0).as_secs()).unwrap_or(0);
+    record.eta = (moved > 0 && left > 0 && elapsed > 0).then(|| {
+        let rest = elapsed.saturating_mul(left) / moved;
+        let rest = SignedDuration::from_secs(i64::try_from(rest).unwrap_or(i64::MAX));
+        Time(now.saturating_add(rest).unwrap_or(now))
+    });
 }
 
 /// PGs not clean, when Ceph said.

@@ -163,4 +163,21 @@ fn a_disk_is_drained_destroyed_kept_away_and_prepared_again_with_its_id() {
         .collect();
     assert_eq!(created.len(), 1, "{:?}", kinds(&plan));
     assert_eq!(prepared_id(created[0]).as_deref(), Some("5"));
+
+    // While it prepares, a template change starts no rollout step.
+    let rolled = asking(
+        &cr(UpdateDomain::Host, &HOSTS, &["/dev/sdb"], "b"),
+        &format!("{KEY}=swapped"),
+    );
+    let plan = cluster.reconcile(&rolled);
+    assert!(
+        plan.gate_question.is_none() && deletes(&plan).is_empty(),
+        "{:?} {:?} {:?} {:?}",
+        kinds(&plan),
+        plan.gate_question,
+        plan.halted,
+        plan.status.replacements
+    );
+    let halted = plan.halted.clone().unwrap_or_default();
+    assert!(halted.contains("disk replacement of osd.5"), "{halted}");
 }

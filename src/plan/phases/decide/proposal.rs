@@ -103,8 +103,8 @@ pub(in crate::plan) fn rollout(
     (rollout, proposed)
 }
 
-/// The pods that go in their update domain's turn, with why: the out-of-date ones, then the
-/// removals.
+/// The pods that go in their update domain's turn, with why: the out-of-date ones (but a
+/// pod preparing a new disk), then the removals.
 fn candidates<'p>(
     seen: &Seen<'_>,
     current: &[&'p ObservedPod],
@@ -114,6 +114,12 @@ fn candidates<'p>(
         .iter()
         .copied()
         .filter(|p| p.class == PodClass::OutOfDate && !seen.is_blocked(p.key.as_ref()))
+        // A pod preparing a new disk is not stopped mid-prepare: it is rolled once it is up.
+        .filter(|p| {
+            p.key
+                .as_ref()
+                .is_none_or(|k| !seen.prepare_ids.contains_key(k))
+        })
         .filter_map(|pod| {
             let domain = seen.domain_of(pod.key.as_ref()?);
             Some((Candidate::replacing(pod, domain), DeleteReason::Replace))

@@ -99,6 +99,8 @@ fn record(phase: ReplacementPhase, swapped: Option<&str>) -> Replacement {
         since: Time(at(0)),
         message: String::new(),
         pgs_remaining: None,
+        pgs_at_most: None,
+        eta: None,
         disk_swapped: swapped.map(str::to_owned),
     }
 }
@@ -566,4 +568,53 @@ proptest! {
         }
         prop_assert!(out.records.len() <= 1);
     }
+}
+
+#[test]
+fn the_eta_follows_the_pace_since_the_phase_began() {
+    let mut r = record(P::Backfilling, Some(SWAPPED));
+    r.since = Time(at(0));
+    moving(&mut r, Some(30), at(10));
+    assert_eq!(
+        (r.pgs_at_most, r.eta.clone()),
+        (Some(30), None),
+        "no progress yet"
+    );
+    moving(&mut r, Some(20), at(20));
+    assert_eq!(r.eta, Some(Time(at(60))), "10 PGs in 20 s: 20 more in 40 s");
+    moving(&mut r, Some(40), at(30));
+    assert_eq!(
+        r.pgs_at_most,
+        Some(40),
+        "the count grows as the out takes effect"
+    );
+    moving(&mut r, Some(0), at(40));
+    assert_eq!(r.eta, None, "nothing left");
+}
+
+#[test]
+fn destroying_or_preparing_holds_every_rollout_step() {
+    let destroyed = Osd3 {
+        up: false,
+        is_in: false,
+        destroyed: true,
+    };
+    let preparing = World {
+        previous: vec![record(P::Preparing, Some(SWAPPED))],
+        requests: vec![request(Some(SWAPPED))],
+        osd3: destroyed,
+        pod: None,
+        ..World::default()
+    };
+    let hold = preparing.judge().holds_rollout.expect("a hold");
+    assert!(
+        hold.contains("osd.3") && hold.contains("Preparing"),
+        "{hold}"
+    );
+    let awaiting = World {
+        previous: vec![record(P::AwaitingDisk, None)],
+        requests: vec![request(None)],
+        ..preparing
+    };
+    assert_eq!(awaiting.judge().holds_rollout, None, "a disk may take days");
 }
