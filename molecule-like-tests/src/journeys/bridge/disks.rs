@@ -23,6 +23,7 @@ use kube::api::{Patch, PatchParams};
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
+use super::disk_state::DiskState;
 use super::events::BridgeEventKind;
 use super::slots::{Done, Phase};
 use super::state::Bridge;
@@ -39,19 +40,6 @@ pub(super) enum Request {
     FailDisk(Disk),
     /// [`CephBridge::fail_prepare`](super::CephBridge::fail_prepare).
     FailPrepare(Disk),
-}
-
-/// A disk that failed, until its next pod has prepared an id on it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum DiskState {
-    /// To fail once its daemon neither starts nor stops.
-    Failing,
-    /// Its daemon being killed and its data wiped.
-    Wiping,
-    /// Wiped: its next pod prepares an id.
-    Blank,
-    /// The prepare step of pod (uid) runs.
-    Preparing(String),
 }
 
 /// The OSD id `pod`'s prepare step keeps: its first container's `OSD_ID`, a value or a

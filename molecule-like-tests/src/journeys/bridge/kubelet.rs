@@ -13,7 +13,8 @@ use kube::runtime::watcher;
 use kube::ResourceExt;
 use tokio::sync::{mpsc, watch};
 
-use super::disks::{DiskState, Request};
+use super::disk_state::DiskState;
+use super::disks::Request;
 use super::events::{locked, BridgeEvent, BridgeEventKind};
 use super::image::{daemon_image, daemon_release};
 use super::readiness::ready_early;

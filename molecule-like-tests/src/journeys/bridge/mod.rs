@@ -71,6 +71,7 @@
 //! `kubelet` (the loop over the pod watch).
 
 mod daemons;
+mod disk_state;
 mod disks;
 mod events;
 mod faults;

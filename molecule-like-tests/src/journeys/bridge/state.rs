@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use tokio::sync::{mpsc, watch};
 
-use super::disks::DiskState;
+use super::disk_state::DiskState;
 use super::events::Log;
 use super::faults::Faults;
 use super::slots::{Done, Slots};
