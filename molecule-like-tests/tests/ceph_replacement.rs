@@ -59,10 +59,22 @@ async fn up_sets(cluster: &CephCluster) -> anyhow::Result<BTreeMap<String, Vec<u
         .collect())
 }
 
-/// The mgr's balancer off: only the replacement moves data (the balancer may remap PGs of
-/// its own whenever the distribution changes).
-async fn balancer_off(cluster: &CephCluster) -> anyhow::Result<()> {
-    cluster.cli(&["balancer", "off"]).await.map(drop)
+/// 4 hosts × 1 OSD converged, the gate idle, the mgr's balancer off (only the replacement
+/// moves data: the balancer may remap PGs of its own whenever the distribution changes): the
+/// last disk in rollout order, its OSD id, and each PG's up set.
+async fn four_hosts(
+    name: &str,
+) -> anyhow::Result<(Gated, OsdKey, u32, BTreeMap<String, Vec<u64>>)> {
+    let options = GatedOptions {
+        hosts: &HOSTS,
+        expect_idle: true,
+        ..GatedOptions::default()
+    };
+    let g = Gated::up_with(name, &options).await?;
+    let (key, id) = g.last_in_rollout_order();
+    g.cluster.cli(&["balancer", "off"]).await?;
+    let before = up_sets(&g.cluster).await?;
+    Ok((g, key, id, before))
 }
 
 /// OSD `id` in `ceph osd tree`: its host and CRUSH weight, and whether it is destroyed.
@@ -309,18 +321,7 @@ fn one_failed_prepare_then_one_done(g: &Gated) -> anyhow::Result<()> {
 /// confirmation) and brings it up with the same id: every PG maps where it did before.
 #[tokio::test]
 async fn a_failed_disk_is_replaced_with_its_id_and_every_pg_maps_back() -> anyhow::Result<()> {
-    let g = Gated::up_with(
-        "cephrepl-failed",
-        &GatedOptions {
-            hosts: &HOSTS,
-            expect_idle: true,
-            ..GatedOptions::default()
-        },
-    )
-    .await?;
-    let (key, id) = g.last_in_rollout_order();
-    balancer_off(&g.cluster).await?;
-    let before = up_sets(&g.cluster).await?;
+    let (g, key, id, before) = four_hosts("cephrepl-failed").await?;
     let (host, weight, _) = in_tree(&g.cluster, id).await?;
     let writer = Writer::start(&g.cluster);
     let from = g.ceph.elapsed();
@@ -473,18 +474,7 @@ fn stopped_once_drained_and_moved_only_its_pgs(
 /// or bringing a pod back; no PG that never lived on the OSD moves at any time.
 #[tokio::test]
 async fn a_planned_swap_moves_only_its_pgs_and_survives_restarts() -> anyhow::Result<()> {
-    let mut g = Gated::up_with(
-        "cephrepl-planned",
-        &GatedOptions {
-            hosts: &HOSTS,
-            expect_idle: true,
-            ..GatedOptions::default()
-        },
-    )
-    .await?;
-    let (key, id) = g.last_in_rollout_order();
-    balancer_off(&g.cluster).await?;
-    let before = up_sets(&g.cluster).await?;
+    let (mut g, key, id, before) = four_hosts("cephrepl-planned").await?;
     let from = g.ceph.elapsed();
     let crs = g.s.crs.clone();
     let annotate = |value: String| {
