@@ -51,6 +51,6 @@ pub use osd_devices::ReportedDevices;
 pub use osd_df::{parse_osd_df, parse_recovery_rate, OsdUsage};
 pub(crate) use osd_id::list as osd_list;
 pub use osd_id::OsdId;
-pub use pod_map::{map_osd_ids, reported_by_down_daemon};
+pub use pod_map::{ids_learnt, map_osd_ids, reported_by_down_daemon};
 pub use release::Release;
 pub use versions::{parse_versions, DaemonReleases};

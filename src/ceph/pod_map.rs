@@ -71,6 +71,38 @@ pub fn reported_by_down_daemon(
     }
 }
 
+/// What a disk replacement learns of each key's ids from `mapped` (as `map_osd_ids` mapped
+/// `keys`): those learnt from Ceph for the key, else the one down daemon that last reported its
+/// pod (`reported_by_down_daemon`); an id two keys came to is neither's.
+pub fn ids_learnt(
+    keys: &[KeyToMap],
+    mapped: Vec<MappedKey>,
+    metadata: &BTreeMap<OsdId, OsdMetadata>,
+    dump: &OsdDump,
+) -> BTreeMap<String, BTreeSet<OsdId>> {
+    let mut learnt: BTreeMap<String, BTreeSet<OsdId>> = BTreeMap::new();
+    for m in mapped {
+        let ids = match m.ids {
+            KeyIds::Known { ids, source } if source.learnt() => ids,
+            KeyIds::Unknown(_) => {
+                let key = keys.iter().find(|k| k.key == m.key);
+                match key.and_then(|k| reported_by_down_daemon(k, metadata, dump)) {
+                    Some(id) => BTreeSet::from([id]),
+                    None => continue,
+                }
+            }
+            KeyIds::Known { .. } => continue,
+        };
+        learnt.insert(m.key, ids);
+    }
+    let mut claims: BTreeMap<OsdId, usize> = BTreeMap::new();
+    for id in learnt.values().flatten() {
+        *claims.entry(*id).or_default() += 1;
+    }
+    learnt.retain(|_, ids| ids.iter().all(|id| claims[id] == 1));
+    learnt
+}
+
 /// The pod a daemon reported, when it reported all three of namespace, name and node.
 fn reported_pod(m: &OsdMetadata) -> Option<PodRef> {
     Some(PodRef {

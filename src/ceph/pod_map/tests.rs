@@ -348,3 +348,25 @@ fn a_down_daemon_that_last_reported_the_pod_names_its_id_only_alone_and_down() {
         None
     );
 }
+
+#[test]
+fn a_replacement_learns_up_daemons_ids_and_a_failed_disks_last_reporter_once_each() {
+    let (a, b, c) = (pod("osd-a", "a"), pod("osd-b", "b"), pod("osd-c", "c"));
+    let keys = vec![
+        key("a:/dev/sdb", Some(a.clone())),
+        key("b:/dev/sdb", Some(b.clone())),
+        key("c:/dev/sdb", Some(c.clone())),
+    ];
+    // osd.1 up on a; osd.2 down, last reported b; osd.3 and osd.4 down, both reported c.
+    let metadata = reports(&[(1, &a), (2, &b), (3, &c), (4, &c)]);
+    let d = dump(&[(1, true), (2, false), (3, false), (4, false)]);
+    let mapped = map_osd_ids(&keys, &metadata, &d, &OtherCephOsds::default());
+    let learnt = ids_learnt(&keys, mapped, &metadata, &d);
+    assert_eq!(learnt.get("a:/dev/sdb"), Some(&ids(&[1])));
+    assert_eq!(learnt.get("b:/dev/sdb"), Some(&ids(&[2])));
+    assert_eq!(
+        learnt.get("c:/dev/sdb"),
+        None,
+        "two down daemons named its pod"
+    );
+}

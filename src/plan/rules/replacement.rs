@@ -108,11 +108,16 @@ pub(crate) fn replacements(input: &ReplaceInput<'_>) -> ReplaceOutcome {
         if destroyed {
             keep(&mut out, input, record.clone(), None);
             if let Some(kept) = out.records.last_mut() {
-                kept.message = format!(
+                let withdrawn = format!(
                     "the request was withdrawn, but osd.{} is destroyed: no pod runs on the old \
-                     disk; put the entry back (`=swapped` once the new disk is in); {}",
-                    kept.id, kept.message
+                     disk; put the entry back (`=swapped` once the new disk is in); ",
+                    kept.id
                 );
+                let said = kept
+                    .message
+                    .strip_prefix(&withdrawn)
+                    .unwrap_or(&kept.message);
+                kept.message = format!("{withdrawn}{said}");
             }
         } else if !record.phase.is_over() {
             out.events.push(event(
@@ -129,8 +134,6 @@ pub(crate) fn replacements(input: &ReplaceInput<'_>) -> ReplaceOutcome {
         .map(|r| r.key.clone());
     for request in input.requests {
         let key = request.key.to_string();
-        let known = input.known_ids.get(&key).is_some_and(|ids| !ids.is_empty());
-        out.wants_osd_ids |= !known && input.gate_off.is_none();
         let previous = input.previous.iter().find(|r| r.key == key);
         let record = match previous {
             Some(r) if r.phase != ReplacementPhase::Refused => r.clone(),
@@ -147,7 +150,13 @@ pub(crate) fn replacements(input: &ReplaceInput<'_>) -> ReplaceOutcome {
                     record
                 }
                 Err(why) => {
-                    let refused = refused(previous, &key, why, input.now);
+                    let known = input.known_ids.get(&key).is_some_and(|ids| !ids.is_empty());
+                    out.wants_osd_ids |= !known && input.gate_off.is_none();
+                    let id = match input.known_ids.get(&key).map(Vec::as_slice) {
+                        Some([id]) => Some(*id),
+                        _ => None,
+                    };
+                    let refused = refused(previous, &key, id, why, input.now);
                     if previous.is_none_or(|p| p.message != refused.message) {
                         out.events.push(event(true, refused.message.clone()));
                     }
@@ -319,9 +328,16 @@ fn start(
     })
 }
 
-/// A refused record, keeping when it was first refused.
-fn refused(previous: Option<&Replacement>, key: &str, why: String, now: Timestamp) -> Replacement {
-    let (started, id) = previous.map_or((Time(now), 0), |p| (p.started.clone(), p.id));
+/// A refused record of `key` (OSD `id` when known: else 0), keeping when it was first refused.
+fn refused(
+    previous: Option<&Replacement>,
+    key: &str,
+    id: Option<u32>,
+    why: String,
+    now: Timestamp,
+) -> Replacement {
+    let started = previous.map_or(Time(now), |p| p.started.clone());
+    let id = id.unwrap_or(0);
     Replacement {
         key: key.to_owned(),
         id,

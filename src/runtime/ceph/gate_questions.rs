@@ -3,9 +3,9 @@
 //! failure to ask becomes a `Wait` (fail closed): no pod goes down on no answer.
 
 use crate::ceph::{
-    gather_facts, gather_step_facts, map_osd_ids, reported_by_down_daemon, CephClient, CephError,
-    CephFacts, DaemonReleases, KeyIds, KeyToMap, OsdDump, OsdId, OsdMetadata, OtherCephOsds,
-    PgsOnOsds, PodRef, Release,
+    gather_facts, gather_step_facts, ids_learnt, map_osd_ids, CephClient, CephError, CephFacts,
+    DaemonReleases, KeyToMap, OsdDump, OsdId, OsdMetadata, OtherCephOsds, PgsOnOsds, PodRef,
+    Release,
 };
 use crate::crd::osd::OsdKey;
 use crate::crd::{CephOsd, CephStep};
@@ -540,29 +540,9 @@ pub(crate) async fn ids_in_metadata(
         .map(|k| (k.to_string(), k))
         .collect();
     let mapped = map_osd_ids(&keys, &metadata, &dump, asked.others);
-    let mut learned: BTreeMap<OsdKey, BTreeSet<OsdId>> = BTreeMap::new();
-    for m in mapped {
-        let (Some(key), Some(k)) = (runs.get(&m.key), keys.iter().find(|k| k.key == m.key)) else {
-            continue;
-        };
-        let ids = match m.ids {
-            KeyIds::Known { ids, source } if source.learnt() => ids,
-            // A failed disk: its daemon is down, and was the last to report the pod.
-            KeyIds::Unknown(_) => match reported_by_down_daemon(k, &metadata, &dump) {
-                Some(id) => BTreeSet::from([id]),
-                None => continue,
-            },
-            KeyIds::Known { .. } => continue,
-        };
-        learned.insert((*key).clone(), ids);
-    }
-    // An id two keys came to is neither's.
-    let mut seen: BTreeMap<OsdId, usize> = BTreeMap::new();
-    for id in learned.values().flatten() {
-        *seen.entry(*id).or_default() += 1;
-    }
-    learned.retain(|_, ids| ids.iter().all(|id| seen[id] == 1));
-    learned
+    (ids_learnt(&keys, mapped, &metadata, &dump).into_iter())
+        .filter_map(|(key, ids)| Some(((*runs.get(&key)?).clone(), ids)))
+        .collect()
 }
 
 /// The metric label of a decision: `Proceed`, or its first blocker's category.

@@ -618,3 +618,42 @@ fn destroying_or_preparing_holds_every_rollout_step() {
     };
     assert_eq!(awaiting.judge().holds_rollout, None, "a disk may take days");
 }
+
+#[test]
+fn a_withdrawn_request_says_so_once_however_many_plans_follow() {
+    let destroyed = Osd3 {
+        up: false,
+        is_in: false,
+        destroyed: true,
+    };
+    let mut world = World {
+        previous: vec![record(P::PrepareFailed, Some(SWAPPED))],
+        requests: Vec::new(),
+        osd3: destroyed,
+        pod: None,
+        ..World::default()
+    };
+    world.previous[0].message = "the prepare failed (exit 1)".to_owned();
+    let first = only(&world.judge()).message.clone();
+    world.previous = vec![only(&world.judge()).clone()];
+    let second = only(&world.judge()).message.clone();
+    assert_eq!(first, second);
+    assert_eq!(first.matches("withdrawn").count(), 1, "{first}");
+    assert!(first.ends_with("the prepare failed (exit 1)"), "{first}");
+}
+
+#[test]
+fn only_a_request_that_cannot_start_for_want_of_its_id_asks_for_ids() {
+    let unknown = World {
+        known: BTreeMap::new(),
+        ..World::default()
+    };
+    assert!(unknown.judge().wants_osd_ids);
+    let under_way = World {
+        previous: vec![record(P::Draining, None)],
+        known: BTreeMap::new(),
+        ..World::default()
+    };
+    assert!(!under_way.judge().wants_osd_ids, "the record keeps its id");
+    assert!(!World::default().judge().wants_osd_ids);
+}
