@@ -94,41 +94,7 @@ pub(crate) fn replacements(input: &ReplaceInput<'_>) -> ReplaceOutcome {
     let requested: BTreeMap<String, &ReplaceRequest> = (input.requests.iter())
         .map(|r| (r.key.to_string(), r))
         .collect();
-    // Records whose request is gone: dropped, unless the id is destroyed already.
-    for record in input.previous {
-        if requested.contains_key(&record.key) {
-            continue;
-        }
-        let destroyed = matches!(
-            record.phase,
-            ReplacementPhase::AwaitingDisk
-                | ReplacementPhase::Preparing
-                | ReplacementPhase::PrepareFailed
-        );
-        if destroyed {
-            keep(&mut out, input, record.clone(), None);
-            if let Some(kept) = out.records.last_mut() {
-                let withdrawn = format!(
-                    "the request was withdrawn, but osd.{} is destroyed: no pod runs on the old \
-                     disk; put the entry back (`=swapped` once the new disk is in); ",
-                    kept.id
-                );
-                let said = kept
-                    .message
-                    .strip_prefix(&withdrawn)
-                    .unwrap_or(&kept.message);
-                kept.message = format!("{withdrawn}{said}");
-            }
-        } else if !record.phase.is_over() {
-            out.events.push(event(
-                false,
-                format!(
-                    "osd.{} ({}): the replacement was called off in {}: its OSD is given back",
-                    record.id, record.key, record.phase
-                ),
-            ));
-        }
-    }
+    withdrawn(&mut out, input, &requested);
     let mut busy = (out.records.iter())
         .find(|r| !r.phase.is_over())
         .map(|r| r.key.clone());
@@ -170,6 +136,56 @@ pub(crate) fn replacements(input: &ReplaceInput<'_>) -> ReplaceOutcome {
         }
         keep(&mut out, input, record, Some(request));
     }
+    summarize(&mut out);
+    out
+}
+
+/// The records whose request is gone: dropped (the OSD given back), unless the id is
+/// destroyed already: then kept, saying so.
+fn withdrawn(
+    out: &mut ReplaceOutcome,
+    input: &ReplaceInput<'_>,
+    requested: &BTreeMap<String, &ReplaceRequest>,
+) {
+    // Records whose request is gone: dropped, unless the id is destroyed already.
+    for record in input.previous {
+        if requested.contains_key(&record.key) {
+            continue;
+        }
+        let destroyed = matches!(
+            record.phase,
+            ReplacementPhase::AwaitingDisk
+                | ReplacementPhase::Preparing
+                | ReplacementPhase::PrepareFailed
+        );
+        if destroyed {
+            keep(out, input, record.clone(), None);
+            if let Some(kept) = out.records.last_mut() {
+                let withdrawn = format!(
+                    "the request was withdrawn, but osd.{} is destroyed: no pod runs on the old \
+                     disk; put the entry back (`=swapped` once the new disk is in); ",
+                    kept.id
+                );
+                let said = kept
+                    .message
+                    .strip_prefix(&withdrawn)
+                    .unwrap_or(&kept.message);
+                kept.message = format!("{withdrawn}{said}");
+            }
+        } else if !record.phase.is_over() {
+            out.events.push(event(
+                false,
+                format!(
+                    "osd.{} ({}): the replacement was called off in {}: its OSD is given back",
+                    record.id, record.key, record.phase
+                ),
+            ));
+        }
+    }
+}
+
+/// The records in key order, and what the replacements under way hold and say.
+fn summarize(out: &mut ReplaceOutcome) {
     out.records.sort_by(|a, b| a.key.cmp(&b.key));
     let under_way: Vec<String> = (out.records.iter())
         .filter(|r| !r.phase.is_over())
@@ -193,7 +209,6 @@ pub(crate) fn replacements(input: &ReplaceInput<'_>) -> ReplaceOutcome {
         out.under_way = Some(format!("replacing the disk of {}", under_way.join("; ")));
         out.requeue_after = Some(REPLACEMENT_LOOKS);
     }
-    out
 }
 
 /// Moves `record` on as far as this plan's view lets it, and keeps it in `out`.
