@@ -420,6 +420,13 @@ pub struct DestroyLook {
     pub answer: Result<SafeToDestroy, String>,
 }
 
+/// The PGs on a replaced disk's new daemon (`pg ls-by-osd`; Err: why Ceph did not answer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackfillLook {
+    pub id: OsdId,
+    pub pgs: Result<Vec<PgBrief>, String>,
+}
+
 pub fn parse_safe_to_destroy(json: &[u8]) -> Result<SafeToDestroy, ParseError> {
     parse(json)
 }

@@ -30,8 +30,9 @@ mod versions;
 
 pub use answers::{
     parse_ok_to_stop, parse_osd_dump, parse_osd_metadata, parse_pg_stat, parse_pgs_on_osd,
-    parse_safe_to_destroy, parse_status, ClusterStatus, DestroyLook, OkToStop, OsdDump, OsdInfo,
-    OsdMetadata, ParseError, PgBrief, PgStateCount, PgStates, Placement, SafeToDestroy,
+    parse_safe_to_destroy, parse_status, BackfillLook, ClusterStatus, DestroyLook, OkToStop,
+    OsdDump, OsdInfo, OsdMetadata, ParseError, PgBrief, PgStateCount, PgStates, Placement,
+    SafeToDestroy,
 };
 pub use by_node::OtherCephOsds;
 pub use clean::is_clean_state;

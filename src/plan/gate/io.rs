@@ -166,6 +166,8 @@ pub struct CephView {
     /// `safe-to-destroy` of the OSDs a disk replacement destroys next, asked in this
     /// reconcile after the OSD map was read.
     pub destroy_look: Option<crate::ceph::DestroyLook>,
+    /// The PGs of a disk replacement's new daemon, looked at while it backfills.
+    pub backfill_look: Option<crate::ceph::BackfillLook>,
     /// Ids learnt from Ceph's metadata for every key the operator runs, asked outside a
     /// question (a disk replacement of a key whose id was never learnt).
     pub learned_ids: Option<BTreeMap<OsdKey, BTreeSet<OsdId>>>,
@@ -188,6 +190,7 @@ impl Default for CephView {
             crashes: None,
             pgs: None,
             destroy_look: None,
+            backfill_look: None,
             learned_ids: None,
         }
     }

@@ -75,6 +75,7 @@ pub(in crate::plan) fn replacing(
         osds: observed.ceph.osds.as_ref(),
         pgs: observed.ceph.pgs.as_ref(),
         destroy_look: observed.ceph.destroy_look.as_ref(),
+        backfill_look: observed.ceph.backfill_look.as_ref(),
         step: status.and_then(|s| s.ceph_step.as_ref()),
         now,
     });

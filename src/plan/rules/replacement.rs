@@ -22,7 +22,7 @@
 //! destroy gives the OSD back (its key returns to the spec); after it, the replacement goes on
 //! until the new disk is in.
 
-use crate::ceph::{DestroyLook, OsdDump, OsdId, OsdInfo, PgStates};
+use crate::ceph::{is_clean_state, BackfillLook, DestroyLook, OsdDump, OsdId, OsdInfo, PgStates};
 use crate::crd::osd::OsdKey;
 use crate::crd::replacement::{ReplaceRequest, Replacement, ReplacementPhase};
 use crate::crd::CephStep;
@@ -60,6 +60,8 @@ pub(crate) struct ReplaceInput<'a> {
     pub osds: Option<&'a OsdDump>,
     pub pgs: Option<&'a PgStates>,
     pub destroy_look: Option<&'a DestroyLook>,
+    /// The PGs of the new daemon of a replacement in `Backfilling`.
+    pub backfill_look: Option<&'a BackfillLook>,
     /// This CephOSD's open Ceph step.
     pub step: Option<&'a CephStep>,
     pub now: Timestamp,
@@ -526,9 +528,17 @@ fn backfilling(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Acti
     moving(record, remaining(look.input.pgs), look.input.now);
     match look.input.pgs {
         Some(pgs) if pgs.ready && pgs.all_clean() && osd.up && osd.is_in => {
-            record.pgs_remaining = Some(0);
-            let message = format!("osd.{} serves the new disk; every PG is clean", id.0);
-            look.to(record, ReplacementPhase::Done, message);
+            match counted_by_the_mgr(look) {
+                Ok(held) => {
+                    record.pgs_remaining = Some(0);
+                    let message = format!(
+                        "osd.{} serves the new disk ({held} PGs); every PG is clean",
+                        id.0
+                    );
+                    look.to(record, ReplacementPhase::Done, message);
+                }
+                Err(why) => says(record, why),
+            }
         }
         Some(pgs) => says(
             record,
@@ -536,6 +546,33 @@ fn backfilling(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Acti
         ),
         None => {}
     }
+}
+
+/// How many PGs the new daemon holds, all clean and reported since it booted: the mgr's PG
+/// states count it (right after its boot they may still say clean of the placement without
+/// it); or why not yet.
+fn counted_by_the_mgr(look: &Look<'_>) -> Result<usize, String> {
+    let id = look.id;
+    let Some(asked) = look.input.backfill_look.filter(|l| l.id == id) else {
+        return Err(format!("looking at the PGs of osd.{}", id.0));
+    };
+    let pgs = (asked.pgs.as_ref())
+        .map_err(|why| format!("Ceph did not list the PGs of osd.{}: {why}", id.0))?;
+    let reported = |p: &&crate::ceph::PgBrief| p.reported_epoch >= look.osd.up_from;
+    let settled = pgs
+        .iter()
+        .filter(reported)
+        .filter(|p| is_clean_state(&p.state))
+        .count();
+    if pgs.is_empty() || settled < pgs.len() {
+        return Err(format!(
+            "every PG is clean, but the mgr does not count osd.{} yet ({settled} of {} PGs on it \
+             reported clean since it booted)",
+            id.0,
+            pgs.len()
+        ));
+    }
+    Ok(settled)
 }
 
 /// The destroy of `id` if this plan's `safe-to-destroy` allows it, and what the phase says.

@@ -21,9 +21,9 @@ use crate::plan::rules::finalize::{is_done, requested_release};
 use crate::plan::rules::releases::upgrade_under_way;
 use crate::plan::ObservedPod;
 use crate::runtime::ceph::crash_look::{look_at_crashes, CrashRead};
-use crate::runtime::ceph::destroy_look::look_before_destroy;
 use crate::runtime::ceph::drain_look::look_at_drain;
 use crate::runtime::ceph::placement::PlacementClock;
+use crate::runtime::ceph::replacement_looks::{look_at_backfill, look_before_destroy};
 use crate::runtime::memory::Memory;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;
@@ -116,6 +116,7 @@ pub(crate) async fn first_view(
     let crashes = look_at_crashes(ceph, memory, cr, CrashRead::Recent, mgr_available).await;
     let osd_map = fresh.as_ref().ok().map(|facts| &facts.osds);
     let destroy_look = look_before_destroy(ceph, cr, osd_map).await;
+    let backfill_look = look_at_backfill(ceph, cr, osd_map).await;
     // PG states that may still trail a placement change (an OSD just marked in) are not read.
     let pgs = (fresh.as_ref().ok())
         .filter(|facts| facts.pgs_trail_placement.is_none())
@@ -133,6 +134,7 @@ pub(crate) async fn first_view(
         crashes,
         pgs,
         destroy_look,
+        backfill_look,
         learned_ids: None,
     };
     (view, looked)

@@ -5,10 +5,10 @@
 pub(crate) mod cluster_lock;
 pub(crate) mod crash_look;
 pub(crate) mod crush_look;
-pub(crate) mod destroy_look;
 mod drain_look;
 pub(crate) mod gate_questions;
 pub(crate) mod lock_place;
 pub(crate) mod metered_ceph;
 pub(crate) mod out_look;
 pub(crate) mod placement;
+pub(crate) mod replacement_looks;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::ceph::{OsdInfo, PgStateCount, SafeToDestroy};
+use crate::ceph::{OsdInfo, PgBrief, PgStateCount, SafeToDestroy};
 use crate::crd::replacement::SWAPPED;
 use proptest::prelude::*;
 use ReplacementPhase as P;
@@ -83,6 +83,22 @@ fn safe(ids: &[u32], epoch: u64) -> DestroyLook {
     }
 }
 
+/// osd.3's PGs as `pg ls-by-osd` lists them: (state, the epoch each was reported in).
+fn on_osd3(pgs: &[(&str, u64)]) -> BackfillLook {
+    BackfillLook {
+        id: OsdId(3),
+        pgs: Ok(pgs
+            .iter()
+            .enumerate()
+            .map(|(i, (state, epoch))| PgBrief {
+                pgid: format!("1.{i}"),
+                state: (*state).to_owned(),
+                reported_epoch: *epoch,
+            })
+            .collect()),
+    }
+}
+
 fn request(swapped: Option<&str>) -> ReplaceRequest {
     ReplaceRequest {
         key: key(),
@@ -107,6 +123,7 @@ fn record(phase: ReplacementPhase, swapped: Option<&str>) -> Replacement {
 
 /// A world to judge: everything a test does not set is a healthy cluster with osd.3 up and
 /// in on KEY, its pod there.
+#[derive(Clone)]
 struct World {
     previous: Vec<Replacement>,
     requests: Vec<ReplaceRequest>,
@@ -115,6 +132,7 @@ struct World {
     pod: Option<KeyPods>,
     pgs: PgStates,
     look: Option<DestroyLook>,
+    backfill: Option<BackfillLook>,
     gate_off: Option<&'static str>,
     known: BTreeMap<String, Vec<u32>>,
     step: Option<CephStep>,
@@ -137,6 +155,7 @@ impl Default for World {
             }),
             pgs: pgs(64, 0),
             look: None,
+            backfill: None,
             gate_off: None,
             known: [
                 (KEY.to_owned(), vec![3]),
@@ -168,6 +187,7 @@ impl World {
             osds: Some(&osds),
             pgs: Some(&self.pgs),
             destroy_look: self.look.as_ref(),
+            backfill_look: self.backfill.as_ref(),
             step: self.step.as_ref(),
             now: at(60),
         })
@@ -398,12 +418,33 @@ fn the_new_daemon_up_is_marked_in_and_the_replacement_ends_once_pgs_are_clean() 
     let out = moving.judge();
     assert_eq!(only(&out).phase, P::Backfilling);
     assert_eq!(only(&out).pgs_remaining, Some(24));
+    // Every PG clean, but the mgr's states do not count the new daemon yet: no PG on it, or
+    // reports from before its boot (up_from 5).
+    for stale in [
+        Some(on_osd3(&[])),
+        Some(on_osd3(&[("active+clean", 4)])),
+        None,
+    ] {
+        let early = World {
+            pgs: pgs(64, 0),
+            backfill: stale,
+            ..moving.clone()
+        };
+        let out = early.judge();
+        assert_eq!(only(&out).phase, P::Backfilling, "{:?}", only(&out).message);
+    }
     let clean = World {
         pgs: pgs(64, 0),
+        backfill: Some(on_osd3(&[("active+clean", 6), ("active+clean", 5)])),
         ..moving
     };
     let out = clean.judge();
     assert_eq!(only(&out).phase, P::Done);
+    assert!(
+        only(&out).message.contains("(2 PGs)"),
+        "{}",
+        only(&out).message
+    );
     assert_eq!(out.under_way, None);
     // Done stays done while the annotation names the key.
     let later = World {
