@@ -310,6 +310,13 @@ pub fn parse_osd_dump(json: &[u8]) -> Result<OsdDump, ParseError> {
     })
 }
 
+impl OsdInfo {
+    /// `destroyed` in its `state`: its id kept for a new disk, its keys gone.
+    pub fn is_destroyed(&self) -> bool {
+        self.state.iter().any(|s| s == "destroyed")
+    }
+}
+
 impl OsdDump {
     /// Of `ids`, those without their own `noout` flag (or not in the osdmap at all).
     pub fn without_noout<'a>(&self, ids: impl IntoIterator<Item = &'a OsdId>) -> Vec<OsdId> {

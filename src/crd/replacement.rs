@@ -75,6 +75,14 @@ impl ReplacementPhase {
         matches!(self, Self::Done | Self::Refused)
     }
 
+    /// Whether the id is destroyed in this phase: the replacement can no longer be called off.
+    pub fn id_destroyed(self) -> bool {
+        matches!(
+            self,
+            Self::AwaitingDisk | Self::Preparing | Self::PrepareFailed
+        )
+    }
+
     /// Whether the OSD's pod is kept away from the disk in this phase.
     pub fn withholds_pod(self) -> bool {
         matches!(

@@ -186,14 +186,7 @@ fn next_requests(
             let Some(i) = listed else {
                 return Ok(None);
             };
-            let destroyed = record.is_some_and(|r| {
-                matches!(
-                    r.phase,
-                    ReplacementPhase::AwaitingDisk
-                        | ReplacementPhase::Preparing
-                        | ReplacementPhase::PrepareFailed
-                )
-            });
+            let destroyed = record.is_some_and(|r| r.phase.id_destroyed());
             if destroyed {
                 return Err(Failed::usage(format!(
                     "the replacement of {key} cannot be called off: its id is destroyed; swap \

@@ -133,7 +133,7 @@ fn records_after(
 ) -> Vec<OsdOut> {
     let is_out = |id: u32| {
         (dump.osds.get(&OsdId(id)))
-            .filter(|o| !o.state.iter().any(|s| s == "destroyed"))
+            .filter(|o| !o.is_destroyed())
             .is_some_and(|o| !o.is_in)
     };
     let mut records = input.previous.to_vec();
@@ -247,7 +247,7 @@ pub(crate) fn out_changed(
     let ids = listed.chain(&named);
     ids.into_iter().any(|id| {
         let out = (osds.osds.get(&OsdId(*id)))
-            .filter(|o| !o.state.iter().any(|s| s == "destroyed"))
+            .filter(|o| !o.is_destroyed())
             .map(|o| !o.is_in);
         match out {
             Some(out) => out != named.contains(id),

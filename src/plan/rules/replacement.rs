@@ -154,13 +154,7 @@ fn withdrawn(
         if requested.contains_key(&record.key) {
             continue;
         }
-        let destroyed = matches!(
-            record.phase,
-            ReplacementPhase::AwaitingDisk
-                | ReplacementPhase::Preparing
-                | ReplacementPhase::PrepareFailed
-        );
-        if destroyed {
+        if record.phase.id_destroyed() {
             keep(out, input, record.clone(), None);
             if let Some(kept) = out.records.last_mut() {
                 let withdrawn = format!(
@@ -319,7 +313,7 @@ fn start(
     let Some(osd) = dump.osds.get(&OsdId(id)) else {
         return Err(format!("{key}: Ceph has no osd.{id}"));
     };
-    let destroyed = osd.state.iter().any(|s| s == "destroyed");
+    let destroyed = osd.is_destroyed();
     let (phase, message) = if destroyed {
         (
             ReplacementPhase::AwaitingDisk,
@@ -374,7 +368,6 @@ struct Look<'a> {
     input: &'a ReplaceInput<'a>,
     id: OsdId,
     osd: &'a OsdInfo,
-    destroyed: bool,
     pods: KeyPods,
     /// The annotation's confirmation of the new disk, if any.
     confirmation: Option<String>,
@@ -418,7 +411,6 @@ fn advance(
         input,
         id,
         osd,
-        destroyed: osd.state.iter().any(|s| s == "destroyed"),
         pods: (input.pods.get(&parse_key(&record.key)).cloned()).unwrap_or_default(),
         confirmation: request.and_then(|r| r.swapped.clone()),
     };
@@ -446,7 +438,7 @@ fn draining(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Action>
         actions.push(Action::MarkOut { ids: vec![id] });
     }
     let stepping = (look.input.step).is_some_and(|s| s.keys.contains(&record.key));
-    if look.destroyed {
+    if look.osd.is_destroyed() {
         look.to(record, ReplacementPhase::AwaitingDisk, awaiting(id));
     } else if !look.pods.any && !osd.is_in && !stepping {
         let message = destroying(look, &record.key, actions);
@@ -467,7 +459,7 @@ fn destroying_phase(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec
     if look.confirmation.is_some() {
         record.disk_swapped.clone_from(&look.confirmation);
     }
-    if look.destroyed {
+    if look.osd.is_destroyed() {
         look.to(record, ReplacementPhase::AwaitingDisk, awaiting(look.id));
     } else {
         let message = destroying(look, &record.key, actions);
@@ -478,7 +470,7 @@ fn destroying_phase(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec
 /// AwaitingDisk and PrepareFailed: a confirmation not spent yet prepares the new disk.
 fn awaiting_disk(look: &Look<'_>, record: &mut Replacement) {
     let fresh = (look.confirmation.clone()).filter(|c| record.disk_swapped.as_ref() != Some(c));
-    if let Some(word) = fresh.filter(|_| look.destroyed) {
+    if let Some(word) = fresh.filter(|_| look.osd.is_destroyed()) {
         record.disk_swapped = Some(word);
         let message = format!(
             "new disk confirmed: its pod prepares it with OSD_ID={}",
@@ -501,7 +493,7 @@ fn preparing(look: &Look<'_>, record: &mut Replacement, actions: &mut Vec<Action
             record.disk_swapped.as_deref().unwrap_or_default()
         );
         look.to(record, ReplacementPhase::PrepareFailed, message);
-    } else if osd.up && !look.destroyed {
+    } else if osd.up && !look.osd.is_destroyed() {
         if !osd.is_in {
             actions.push(Action::MarkIn { ids: vec![id] });
         }

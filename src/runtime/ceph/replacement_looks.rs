@@ -4,13 +4,27 @@
 //! not destroyed yet; and the PGs of the new daemon (`pg ls-by-osd`) of one in `Backfilling`,
 //! whose reports tell whether the mgr's PG states already count it.
 
-use crate::ceph::{BackfillLook, CephClient, DestroyLook, OsdDump, OsdId};
+use crate::ceph::{BackfillLook, CephClient, CephError, DestroyLook, OsdDump, OsdId};
 use crate::crd::replacement::ReplacementPhase;
 use crate::crd::CephOsd;
 use std::time::Duration;
 
 /// How long each question may take.
-const DESTROY_LOOK_TIMEOUT: Duration = Duration::from_secs(5);
+const LOOK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `asked`'s answer within `LOOK_TIMEOUT`, or why none (`command` names it).
+async fn bounded<T>(
+    command: &str,
+    asked: impl std::future::Future<Output = Result<T, CephError>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(LOOK_TIMEOUT, asked).await {
+        Ok(answer) => answer.map_err(|error| error.to_string()),
+        Err(_) => Err(format!(
+            "`{command}` did not answer within {}s",
+            LOOK_TIMEOUT.as_secs()
+        )),
+    }
+}
 
 /// The look for `cr`'s replacements about to destroy, against `osds` (the OSD map this
 /// reconcile read); None when none is.
@@ -27,21 +41,13 @@ pub(crate) async fn look_before_destroy(
         .filter(|id| {
             osds.osds
                 .get(id)
-                .is_some_and(|o| !o.up && !o.state.iter().any(|s| s == "destroyed"))
+                .is_some_and(|o| !o.up && !o.is_destroyed())
         })
         .collect();
     if ids.is_empty() {
         return None;
     }
-    let answer = match tokio::time::timeout(DESTROY_LOOK_TIMEOUT, ceph.safe_to_destroy(&ids)).await
-    {
-        Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(error)) => Err(error.to_string()),
-        Err(_) => Err(format!(
-            "`osd safe-to-destroy` did not answer within {}s",
-            DESTROY_LOOK_TIMEOUT.as_secs()
-        )),
-    };
+    let answer = bounded("osd safe-to-destroy", ceph.safe_to_destroy(&ids)).await;
     Some(DestroyLook {
         epoch: osds.epoch,
         answer,
@@ -61,13 +67,6 @@ pub(crate) async fn look_at_backfill(
         .filter(|r| r.phase == ReplacementPhase::Backfilling)
         .map(|r| OsdId(r.id))
         .find(|id| osds.osds.get(id).is_some_and(|o| o.up))?;
-    let pgs = match tokio::time::timeout(DESTROY_LOOK_TIMEOUT, ceph.pgs_on_osd(id)).await {
-        Ok(Ok(pgs)) => Ok(pgs),
-        Ok(Err(error)) => Err(error.to_string()),
-        Err(_) => Err(format!(
-            "`pg ls-by-osd` did not answer within {}s",
-            DESTROY_LOOK_TIMEOUT.as_secs()
-        )),
-    };
+    let pgs = bounded("pg ls-by-osd", ceph.pgs_on_osd(id)).await;
     Some(BackfillLook { id, pgs })
 }

@@ -3,7 +3,7 @@
 //! `osd dump` (Ceph exits 0 for ids that do not exist, so only the dump proves it).
 
 use super::execute_error::ExecuteError;
-use crate::ceph::{osd_list, CephClient, OsdDump, OsdId, Release};
+use crate::ceph::{osd_list, CephClient, OsdDump, OsdId, OsdInfo, Release};
 use crate::crd::CephOsd;
 use tracing::{info, warn};
 
@@ -162,7 +162,7 @@ pub(super) async fn destroy(
 }
 
 fn is_destroyed(dump: &OsdDump, id: OsdId) -> bool {
-    (dump.osds.get(&id)).is_some_and(|o| o.state.iter().any(|s| s == "destroyed"))
+    (dump.osds.get(&id)).is_some_and(OsdInfo::is_destroyed)
 }
 
 /// Raises `require_osd_release` to `release`, confirmed by `osd dump`.
